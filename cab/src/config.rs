@@ -1,0 +1,186 @@
+//! Ring geometry and mode, validated before a ring is made.
+
+use std::fmt;
+
+/// One machine word per event.
+pub const WORD_BYTES: usize = 8;
+/// The smallest chunk: one x86-64 cache line. A chunk smaller than a line would put producer
+/// and consumer on the same line, which CAB exists to avoid (Ha et al. 2009, §3.1.3).
+pub const MIN_CHUNK_BYTES: usize = 64;
+/// The fewest chunks a ring may have. The consumer stays two chunks behind the producer and the
+/// blocked producer waits for two free chunks ahead, so fewer than four leaves no room to work.
+pub const MIN_CHUNKS: usize = 4;
+
+/// What the consumer does with a chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Every event is delivered, in order, once; a full ring blocks the producer.
+    Exhaustive,
+    /// The producer never blocks; the consumer analyzes `rate` of each chunk, in bursts of
+    /// `burst_words` consecutive events, and counts the chunks the producer overwrote first.
+    Sampling {
+        /// Fraction of each chunk analyzed, `0.0..=1.0`.
+        rate: f64,
+        /// Events per burst; default 8 (one 64-byte cache line).
+        burst_words: usize,
+    },
+}
+
+impl Mode {
+    /// Sampling with the default burst of one cache line.
+    pub fn sampling(rate: f64) -> Mode {
+        Mode::Sampling {
+            rate,
+            burst_words: MIN_CHUNK_BYTES / WORD_BYTES,
+        }
+    }
+}
+
+/// Sizes of a ring, in bytes, and its mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RingConfig {
+    /// Total buffer size in bytes (one `u64` slot per 8 bytes).
+    pub buffer_bytes: usize,
+    /// Chunk size in bytes: the consumer's unit of work.
+    pub chunk_bytes: usize,
+    /// Exhaustive or sampling.
+    pub mode: Mode,
+}
+
+impl Default for RingConfig {
+    /// The paper's setting: a 2 MB buffer of 128 KB chunks, exhaustive.
+    fn default() -> Self {
+        RingConfig {
+            buffer_bytes: 2 << 20,
+            chunk_bytes: 128 << 10,
+            mode: Mode::Exhaustive,
+        }
+    }
+}
+
+/// A configuration value out of range. Names the field, the value and what is allowed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The offending field (or environment variable).
+    pub field: String,
+    /// The value given, as text.
+    pub value: String,
+    /// What would have been accepted.
+    pub allowed: String,
+}
+
+impl ConfigError {
+    /// Build an error for `field = value`, where `allowed` says what is accepted.
+    pub fn new(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            value: value.to_string(),
+            allowed: allowed.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid {} = {}: allowed {}",
+            self.field, self.value, self.allowed
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl RingConfig {
+    /// A config of `buffer_bytes` split into `chunk_bytes` chunks, exhaustive.
+    pub fn new(buffer_bytes: usize, chunk_bytes: usize) -> Self {
+        RingConfig {
+            buffer_bytes,
+            chunk_bytes,
+            mode: Mode::Exhaustive,
+        }
+    }
+
+    /// The same sizes in `mode`.
+    pub fn with_mode(self, mode: Mode) -> Self {
+        RingConfig { mode, ..self }
+    }
+
+    /// Slots in the ring (`buffer_bytes / 8`).
+    pub fn slots(&self) -> usize {
+        self.buffer_bytes / WORD_BYTES
+    }
+
+    /// Slots per chunk (`chunk_bytes / 8`).
+    pub fn chunk_slots(&self) -> usize {
+        self.chunk_bytes / WORD_BYTES
+    }
+
+    /// Check every rule of the CAB ring; the first broken one is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let c = self.chunk_bytes;
+        let b = self.buffer_bytes;
+        if c < MIN_CHUNK_BYTES || c % WORD_BYTES != 0 {
+            return Err(ConfigError::new(
+                "chunk_bytes",
+                c,
+                format!("a multiple of {WORD_BYTES} of at least {MIN_CHUNK_BYTES} (one cache line)"),
+            ));
+        }
+        if b % c != 0 {
+            return Err(ConfigError::new(
+                "buffer_bytes",
+                b,
+                format!("a multiple of chunk_bytes ({c})"),
+            ));
+        }
+        if b / c < MIN_CHUNKS {
+            return Err(ConfigError::new(
+                "buffer_bytes",
+                b,
+                format!(
+                    "at least {MIN_CHUNKS} chunks of chunk_bytes ({c}), i.e. >= {}",
+                    MIN_CHUNKS * c
+                ),
+            ));
+        }
+        if b / WORD_BYTES >= (1 << 40) {
+            return Err(ConfigError::new("buffer_bytes", b, "less than 8 TiB"));
+        }
+        if let Mode::Sampling { rate, burst_words } = self.mode {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(ConfigError::new("sampling rate", rate, "0.0..=1.0"));
+            }
+            if burst_words == 0 || burst_words > self.chunk_slots() {
+                return Err(ConfigError::new(
+                    "burst_words",
+                    burst_words,
+                    format!("1..={} (one chunk)", self.chunk_slots()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`validate`](Self::validate), and also require power-of-two sizes (N-way buffering
+    /// and FastForward find the end of a buffer by masking).
+    pub fn validate_power_of_two(&self) -> Result<(), ConfigError> {
+        self.validate()?;
+        if !self.buffer_bytes.is_power_of_two() {
+            return Err(ConfigError::new(
+                "buffer_bytes",
+                self.buffer_bytes,
+                "a power of two for this buffer design",
+            ));
+        }
+        if !self.chunk_bytes.is_power_of_two() {
+            return Err(ConfigError::new(
+                "chunk_bytes",
+                self.chunk_bytes,
+                "a power of two for this buffer design",
+            ));
+        }
+        Ok(())
+    }
+}

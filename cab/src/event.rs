@@ -1,0 +1,295 @@
+//! Event words: one `u64` per event, never equal to [`CLEAR`] or [`MAGIC`].
+//!
+//! The ring's protocol (Ha et al., OOPSLA 2009, §3.1.2) reserves two values: `CLEAR` marks a free
+//! slot and `MAGIC` marks the end of the buffer. Every other `u64` is a valid event word. This
+//! module owns the only layout of those words:
+//!
+//! ```text
+//!  63   60 59                                                        0
+//! +-------+-----------------------------------------------------------+
+//! |  tag  |  payload (60 bits)                                        |
+//! +-------+-----------------------------------------------------------+
+//! tag 1  Call    caller: bits 30..60 (30 bits)   callee: bits 0..30 (30 bits)
+//! tag 2  Return  callee: bits 0..30
+//! tag 3  Path    method: bits 30..60             path:   bits 0..30
+//! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
+//! tag 5  Thread  id: bits 0..60
+//! tag 6  Marker  value: bits 0..60
+//! ```
+//!
+//! Tags run from 1 to 14, so the top nibble of a word is never `0x0` (which `CLEAR = 0` has) nor
+//! `0xF` (which `MAGIC = u64::MAX` has): no payload, however chosen, can collide with a sentinel.
+//! Fields that do not fit are rejected by the checked constructors with an [`EventError`] that
+//! names the field and its range; [`MethodId`] is range-checked once, when it is made, so the hot
+//! `Call`/`Return`/`Path` constructors need no check at all.
+
+use std::fmt;
+
+/// The value of a free slot. Never a valid event word.
+pub const CLEAR: u64 = 0;
+/// The value of the extra slot after the last one, marking the end of the ring. Never a valid
+/// event word.
+pub const MAGIC: u64 = u64::MAX;
+
+const TAG_SHIFT: u32 = 60;
+const PAYLOAD_MASK: u64 = (1 << TAG_SHIFT) - 1;
+const ID_BITS: u32 = 30;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+const ADDR_BITS: u32 = 56;
+const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+const SIZE_SHIFT: u32 = 56;
+const STORE_BIT: u64 = 1 << 59;
+
+const TAG_CALL: u64 = 1;
+const TAG_RETURN: u64 = 2;
+const TAG_PATH: u64 = 3;
+const TAG_MEM: u64 = 4;
+const TAG_THREAD: u64 = 5;
+const TAG_MARKER: u64 = 6;
+
+/// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
+pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
+/// Largest Ball-Larus path number a `Path` event can carry (30 bits).
+pub const MAX_PATH_NUMBER: u32 = (1 << ID_BITS) - 1;
+/// Largest data address a `Mem` event can carry (56 bits: all of user space, even with 5-level
+/// paging).
+pub const MAX_ADDRESS: u64 = ADDR_MASK;
+/// Largest access size a `Mem` event can carry, in bytes (sizes are powers of two, `1..=128`).
+pub const MAX_ACCESS_SIZE: u32 = 128;
+/// Largest `Thread`/`Marker` payload (60 bits).
+pub const MAX_PAYLOAD: u64 = PAYLOAD_MASK;
+
+/// A method id that fits an event word: `0..=MAX_METHOD_ID`, where 0 means "the root".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct MethodId(u32);
+
+impl MethodId {
+    /// The root: the caller of a thread's outermost instrumented function.
+    pub const ROOT: MethodId = MethodId(0);
+
+    /// A checked method id.
+    pub const fn new(id: u32) -> Result<MethodId, EventError> {
+        if id > MAX_METHOD_ID {
+            Err(EventError {
+                field: "method id",
+                value: id as u64,
+                max: MAX_METHOD_ID as u64,
+            })
+        } else {
+            Ok(MethodId(id))
+        }
+    }
+
+    /// The raw id.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for MethodId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A field did not fit its place in an event word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventError {
+    /// The field that did not fit ("method id", "path number", "address", ...).
+    pub field: &'static str,
+    /// The value given.
+    pub value: u64,
+    /// The largest value allowed.
+    pub max: u64,
+}
+
+impl fmt::Display for EventError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "event {} {} does not fit: allowed 0..={}",
+            self.field, self.value, self.max
+        )
+    }
+}
+
+impl std::error::Error for EventError {}
+
+/// One event word. Holds neither [`CLEAR`] nor [`MAGIC`], by construction.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Event(u64);
+
+/// A decoded event word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// `caller` called `callee` (caller 0 = the thread's root).
+    Call { caller: MethodId, callee: MethodId },
+    /// `callee` returned (normally, early, by `?` or by unwinding).
+    Return { callee: MethodId },
+    /// One acyclic Ball-Larus path `path` through `method` completed.
+    Path { method: MethodId, path: u32 },
+    /// A data access of `size` bytes (a power of two) at `addr`; `store` for a write.
+    Mem { addr: u64, size: u32, store: bool },
+    /// The events that follow come from thread `id` (for multiplexed rings).
+    Thread { id: u64 },
+    /// A user marker.
+    Marker { value: u64 },
+}
+
+impl Event {
+    /// `caller` calls `callee`.
+    #[inline(always)]
+    pub const fn call(caller: MethodId, callee: MethodId) -> Event {
+        Event(TAG_CALL << TAG_SHIFT | (caller.0 as u64) << ID_BITS | callee.0 as u64)
+    }
+
+    /// `callee` returns.
+    #[inline(always)]
+    pub const fn ret(callee: MethodId) -> Event {
+        Event(TAG_RETURN << TAG_SHIFT | callee.0 as u64)
+    }
+
+    /// Path number `path` of `method` completed. Fails if `path > MAX_PATH_NUMBER`.
+    #[inline]
+    pub const fn path(method: MethodId, path: u32) -> Result<Event, EventError> {
+        if path > MAX_PATH_NUMBER {
+            return Err(EventError {
+                field: "path number",
+                value: path as u64,
+                max: MAX_PATH_NUMBER as u64,
+            });
+        }
+        Ok(Event(
+            TAG_PATH << TAG_SHIFT | (method.0 as u64) << ID_BITS | path as u64,
+        ))
+    }
+
+    /// A data access. `size` must be a power of two in `1..=128`, `addr <= MAX_ADDRESS`.
+    #[inline]
+    pub const fn mem(addr: u64, size: u32, store: bool) -> Result<Event, EventError> {
+        if addr > ADDR_MASK {
+            return Err(EventError {
+                field: "address",
+                value: addr,
+                max: ADDR_MASK,
+            });
+        }
+        if size == 0 || size > MAX_ACCESS_SIZE || !size.is_power_of_two() {
+            return Err(EventError {
+                field: "access size (a power of two)",
+                value: size as u64,
+                max: MAX_ACCESS_SIZE as u64,
+            });
+        }
+        let log = size.trailing_zeros() as u64;
+        let store = if store { STORE_BIT } else { 0 };
+        Ok(Event(TAG_MEM << TAG_SHIFT | store | log << SIZE_SHIFT | addr))
+    }
+
+    /// The following events come from thread `id` (`id <= MAX_PAYLOAD`).
+    pub const fn thread(id: u64) -> Result<Event, EventError> {
+        match Self::payload("thread id", id) {
+            Ok(p) => Ok(Event(TAG_THREAD << TAG_SHIFT | p)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A user marker (`value <= MAX_PAYLOAD`).
+    pub const fn marker(value: u64) -> Result<Event, EventError> {
+        match Self::payload("marker value", value) {
+            Ok(p) => Ok(Event(TAG_MARKER << TAG_SHIFT | p)),
+            Err(e) => Err(e),
+        }
+    }
+
+    const fn payload(field: &'static str, v: u64) -> Result<u64, EventError> {
+        if v > PAYLOAD_MASK {
+            Err(EventError {
+                field,
+                value: v,
+                max: PAYLOAD_MASK,
+            })
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// The raw word, as it travels through a ring. Never `CLEAR` nor `MAGIC`.
+    #[inline(always)]
+    pub const fn word(self) -> u64 {
+        self.0
+    }
+
+    /// Re-read a word taken from a ring. `None` for `CLEAR`, `MAGIC` and unknown tags.
+    #[inline]
+    pub const fn from_word(word: u64) -> Option<Event> {
+        match decode(word) {
+            Some(_) => Some(Event(word)),
+            None => None,
+        }
+    }
+
+    /// Decode the word.
+    #[inline]
+    pub const fn kind(self) -> EventKind {
+        decode(self.0).expect("an Event always holds a known tag")
+    }
+}
+
+/// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no
+/// constructor here produces.
+#[inline]
+pub const fn decode(word: u64) -> Option<EventKind> {
+    let p = word & PAYLOAD_MASK;
+    let hi = MethodId(((p >> ID_BITS) & ID_MASK) as u32);
+    let lo = (p & ID_MASK) as u32;
+    Some(match word >> TAG_SHIFT {
+        TAG_CALL => EventKind::Call {
+            caller: hi,
+            callee: MethodId(lo),
+        },
+        // A Return carries nothing above its id: a word that does is not one we made.
+        TAG_RETURN if p >> ID_BITS == 0 => EventKind::Return {
+            callee: MethodId(lo),
+        },
+        TAG_PATH => EventKind::Path {
+            method: hi,
+            path: lo,
+        },
+        TAG_MEM => EventKind::Mem {
+            addr: p & ADDR_MASK,
+            size: 1 << ((p >> SIZE_SHIFT) & 0x7),
+            store: p & STORE_BIT != 0,
+        },
+        TAG_THREAD => EventKind::Thread { id: p },
+        TAG_MARKER => EventKind::Marker { value: p },
+        _ => return None,
+    })
+}
+
+impl EventKind {
+    /// Encode, checking every field. The inverse of [`Event::kind`].
+    pub fn encode(self) -> Result<Event, EventError> {
+        match self {
+            EventKind::Call { caller, callee } => Ok(Event::call(caller, callee)),
+            EventKind::Return { callee } => Ok(Event::ret(callee)),
+            EventKind::Path { method, path } => Event::path(method, path),
+            EventKind::Mem { addr, size, store } => Event::mem(addr, size, store),
+            EventKind::Thread { id } => Event::thread(id),
+            EventKind::Marker { value } => Event::marker(value),
+        }
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind().fmt(f)
+    }
+}
+
+impl From<Event> for u64 {
+    fn from(e: Event) -> u64 {
+        e.0
+    }
+}

@@ -1,0 +1,545 @@
+//! The CAB ring: Cache-friendly Asymmetric Buffering (Ha, Arnold, Blackburn, McKinley, OOPSLA
+//! 2009, §3.1–3.2, Figures 3 and 5).
+//!
+//! # Contract
+//!
+//! - One [`Producer`] (an application thread) and one [`Consumer`] (an analyzer thread) per ring;
+//!   both are `Send`, neither is `Sync` nor `Clone`.
+//! - The producer sees a continuous ring of `u64` slots and writes one word per event. A slot
+//!   holding [`CLEAR`] is free; the extra slot after the last holds [`MAGIC`] and sends the
+//!   producer back to the start. Events are never `CLEAR` or `MAGIC` (see [`crate::event`]).
+//! - The consumer sees fixed chunks. It takes chunk `n` only once the first slot of chunk `n + 2`
+//!   is non-`CLEAR` (the producer has moved past chunk `n + 1`), so the two threads never touch
+//!   the same cache lines, except on an explicit [`Producer::flush`].
+//! - **Exhaustive** ([`Mode::Exhaustive`]): the producer writes only `CLEAR` slots. When the ring
+//!   is full it spins briefly, hands its partial chunk over (a flush), then backs off (yield,
+//!   then sleep) until the slot two chunks ahead is `CLEAR` again, so it resumes with two free
+//!   chunks. The consumer delivers every event once, in order, and clears the slots it read.
+//!   If the consumer is dropped (its thread died), a blocked producer stops waiting, drops the
+//!   event and counts it: a dead analyzer never deadlocks the application.
+//! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full. The consumer reads a
+//!   fraction of each chunk in cache-line bursts and clears only the chunk's first slot. Chunks
+//!   the producer overwrote first are counted in [`ConsumerStats::chunks_lapped`].
+//! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
+//!   everything and [`Consumer::poll`] returns [`Poll::Closed`].
+//!
+//! # Memory orderings
+//!
+//! Every slot store by the producer is `Release` and every slot load by the consumer that opens
+//! a chunk (the gate) is `Acquire`: seeing the gate word synchronizes with its store, so all the
+//! producer's earlier slot stores (the whole chunk `n`) are visible. Symmetrically, the
+//! consumer clears with `Release` stores and the producer tests for `CLEAR` with an `Acquire`
+//! load, so the consumer's reads of a slot happen before the producer's next write to it. On
+//! x86-64 all of these compile to plain `mov`s. The flush position and the closed flag are
+//! published with `Release` after the slots they cover and read with `Acquire` before them.
+//!
+//! # Example
+//!
+//! ```
+//! use cab::{event::{Event, MethodId}, ring, RingConfig, Poll};
+//!
+//! let (mut producer, mut consumer) = ring::channel(&RingConfig::new(4096, 1024)).unwrap();
+//! let f = MethodId::new(7).unwrap();
+//! producer.push(Event::call(MethodId::ROOT, f));
+//! producer.push(Event::ret(f));
+//! producer.close();
+//! let mut seen = Vec::new();
+//! while consumer.poll_with(|words| seen.extend_from_slice(words)) != Poll::Closed {}
+//! assert_eq!(seen, [Event::call(MethodId::ROOT, f).word(), Event::ret(f).word()]);
+//! ```
+
+use crate::config::{ConfigError, Mode, RingConfig};
+use crate::event::{Event, CLEAR, MAGIC};
+use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::transport::{
+    ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport,
+};
+use crossbeam_utils::CachePadded;
+use std::time::Instant;
+
+/// Spins of the producer on a full ring before it flushes and backs off (paper Fig. 3b,
+/// `spin_wait()`): long enough to ride out a consumer that is mid-chunk, short next to a sleep.
+const SPINS_BEFORE_BACKOFF: u32 = 1 << 10;
+
+/// State both halves see.
+struct Shared {
+    /// `capacity` event slots followed by one `MAGIC` slot.
+    slots: Box<[AtomicU64]>,
+    /// Event slots (excluding the `MAGIC` slot). A multiple of `chunk`, at least 4 chunks.
+    capacity: usize,
+    /// Slots per chunk.
+    chunk: usize,
+    /// Absolute position (events ever written) up to which the producer has handed events over
+    /// explicitly. Only grows. Written by the producer on flush, close and before blocking.
+    published: CachePadded<AtomicU64>,
+    /// Set (after the final `published`) when the producer is closed or dropped.
+    closed: AtomicBool,
+    /// Times the producer has wrapped from `MAGIC` to slot 0. Lets a sampling consumer see
+    /// that it was lapped.
+    wraps: CachePadded<AtomicU64>,
+    /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
+    consumer_alive: AtomicBool,
+}
+
+impl Shared {
+    /// The slot at ring index `i` (`0..=capacity`).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i <= self.capacity);
+        &self.slots[i]
+    }
+}
+
+/// Make a connected exhaustive CAB producer/consumer pair, or say which setting is wrong.
+pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
+    if config.mode != Mode::Exhaustive {
+        return Err(ConfigError::new(
+            "mode",
+            format!("{:?}", config.mode),
+            "Exhaustive for ring::channel (use ring::sampling_channel for sampling)",
+        ));
+    }
+    make(config)
+}
+
+/// Make a connected sampling CAB producer/consumer pair, or say which setting is wrong.
+pub fn sampling_channel(
+    config: &RingConfig,
+) -> Result<(Producer<true>, Consumer), ConfigError> {
+    if config.mode == Mode::Exhaustive {
+        return Err(ConfigError::new(
+            "mode",
+            "Exhaustive",
+            "Sampling { .. } for ring::sampling_channel (use ring::channel for exhaustive)",
+        ));
+    }
+    make(config)
+}
+
+fn make<const SAMPLING: bool>(
+    config: &RingConfig,
+) -> Result<(Producer<SAMPLING>, Consumer), ConfigError> {
+    config.validate()?;
+    let capacity = config.slots();
+    let chunk = config.chunk_slots();
+    let slots: Box<[AtomicU64]> = (0..=capacity)
+        .map(|i| AtomicU64::new(if i == capacity { MAGIC } else { CLEAR }))
+        .collect();
+    let shared = Arc::new(Shared {
+        slots,
+        capacity,
+        chunk,
+        published: CachePadded::new(AtomicU64::new(0)),
+        closed: AtomicBool::new(false),
+        wraps: CachePadded::new(AtomicU64::new(0)),
+        consumer_alive: AtomicBool::new(true),
+    });
+    let base = shared.slots.as_ptr();
+    let sampling = SAMPLING;
+    let producer = Producer {
+        cursor: base,
+        base,
+        wraps: 0,
+        closed: false,
+        stats: ProducerStats::default(),
+        shared: shared.clone(),
+    };
+    let (rate, burst) = match config.mode {
+        Mode::Exhaustive => (1.0, chunk),
+        Mode::Sampling { rate, burst_words } => (rate, burst_words),
+    };
+    let consumer = Consumer {
+        shared,
+        pos: 0,
+        sampling,
+        rate,
+        burst,
+        scratch: vec![0; burst],
+        stats: ConsumerStats::default(),
+    };
+    Ok((producer, consumer))
+}
+
+/// The application side of a CAB ring. See the [module docs](self) for the contract.
+///
+/// `SAMPLING` is a type parameter, not a field, so that each mode's fast path is exactly the
+/// paper's: exhaustive tests for `CLEAR`, sampling tests for `MAGIC`, and neither tests a mode.
+pub struct Producer<const SAMPLING: bool = false> {
+    /// Next slot to write; always within `shared.slots` (`base ..= base + capacity`).
+    cursor: *const AtomicU64,
+    /// `shared.slots.as_ptr()`, kept here so the wrap needs no pointer chase.
+    base: *const AtomicU64,
+    /// Wraps done so far; the absolute position is `wraps * capacity + (cursor - base)`.
+    wraps: u64,
+    closed: bool,
+    stats: ProducerStats,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: `cursor` and `base` point into `shared.slots`, which the `Arc` keeps alive and never
+// moves; the slots are atomics, safe to touch from any thread. Only one thread owns the
+// producer at a time (it is not `Sync`), which is exactly the single-producer rule.
+unsafe impl<const SAMPLING: bool> Send for Producer<SAMPLING> {}
+
+impl<const SAMPLING: bool> Producer<SAMPLING> {
+    /// Append one event: the common case is one load, one compare against `CLEAR`, one store
+    /// and one pointer increment (paper Fig. 3a, lines 1 and 7). Everything else — the wrap at
+    /// `MAGIC`, a full ring, a dead consumer — is out of line in [`push_slow`](Self::push_slow).
+    ///
+    /// In sampling mode the test is against `MAGIC` only and a full ring is overwritten
+    /// (paper Fig. 5a).
+    #[inline(always)]
+    pub fn push(&mut self, event: Event) {
+        // SAFETY: `cursor` is always in `base ..= base + capacity` (the invariant on the field):
+        // it starts at `base`, is incremented only after writing an event slot (index <
+        // capacity, because the MAGIC slot at `capacity` never reads as CLEAR and is never
+        // written) and is reset to `base` on MAGIC. The Arc keeps the slots alive.
+        let slot = unsafe { &*self.cursor };
+        let seen = slot.load(Ordering::Acquire);
+        let free = if SAMPLING {
+            seen != MAGIC
+        } else {
+            seen == CLEAR
+        };
+        if free {
+            slot.store(event.word(), Ordering::Release);
+            // SAFETY: the slot just written was an event slot (index < capacity), so the next
+            // index is <= capacity: still inside the allocation.
+            self.cursor = unsafe { self.cursor.add(1) };
+        } else {
+            self.push_slow(event.word());
+        }
+    }
+
+    /// The exceptional cases of `push`: wrap on `MAGIC`, wait on a full ring (paper Fig. 3b),
+    /// drop and count if the consumer is gone.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, word: u64) {
+        let mut spins = 0u32;
+        loop {
+            // SAFETY: as in `push`, the cursor is inside the slots.
+            let slot = unsafe { &*self.cursor };
+            let seen = slot.load(Ordering::Acquire);
+            if seen == MAGIC {
+                self.cursor = self.base;
+                self.wraps += 1;
+                // Release: a sampling consumer that reads the new wrap count must also see the
+                // slots written before it (it only uses the count to skip laps, not to read).
+                self.shared.wraps.store(self.wraps, Ordering::Release);
+                continue;
+            }
+            if seen == CLEAR || SAMPLING {
+                slot.store(word, Ordering::Release);
+                // SAFETY: `seen` was not MAGIC, so this is an event slot; +1 stays in bounds.
+                self.cursor = unsafe { self.cursor.add(1) };
+                return;
+            }
+            // Full (exhaustive): the slot still holds an unread event.
+            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+                self.stats.dropped += 1;
+                return;
+            }
+            if spins < SPINS_BEFORE_BACKOFF {
+                spins += 1;
+                spin_hint();
+                continue;
+            }
+            if !self.block() {
+                self.stats.dropped += 1;
+                return;
+            }
+        }
+    }
+
+    /// Wait until the slot two chunks ahead of the cursor is `CLEAR` (paper Fig. 3b), so that
+    /// the producer resumes with two free chunks. Returns `false` if the consumer died.
+    ///
+    /// Before waiting, the partial chunk is published: with exactly four chunks and the cursor
+    /// on a chunk boundary the consumer could otherwise never open the chunk the producer
+    /// waits on (its gate is the very slot the producer is blocked at).
+    fn block(&mut self) -> bool {
+        self.stats.blocks += 1;
+        let started = Instant::now();
+        self.publish();
+        let here = self.index();
+        let poll = (here + 2 * self.shared.chunk) % self.shared.capacity;
+        let mut round = 0;
+        let alive = loop {
+            if self.shared.slot(poll).load(Ordering::Acquire) == CLEAR {
+                break true;
+            }
+            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+                break false;
+            }
+            back_off(round);
+            round = round.saturating_add(1);
+        };
+        self.stats.blocked += started.elapsed();
+        alive
+    }
+
+    /// Ring index of the cursor (`0..=capacity`).
+    #[inline]
+    fn index(&self) -> usize {
+        // SAFETY: both pointers are into the same allocation, cursor >= base.
+        unsafe { self.cursor.offset_from(self.base) as usize }
+    }
+
+    /// Events written so far (absolute position).
+    #[inline]
+    fn position(&self) -> u64 {
+        self.wraps * self.shared.capacity as u64 + self.index() as u64
+    }
+
+    fn publish(&mut self) {
+        let pos = self.position();
+        self.stats.pushed = pos;
+        // Release: every slot store before `pos` happens-before a consumer that reads `pos`.
+        self.shared.published.store(pos, Ordering::Release);
+    }
+
+    /// Hand every event pushed so far to the consumer, including a partly written chunk.
+    pub fn flush(&mut self) {
+        self.publish();
+    }
+
+    /// Flush and mark the end of the stream. Idempotent; also done on drop.
+    pub fn close(&mut self) {
+        if !self.closed {
+            self.closed = true;
+            self.publish();
+            // Release after the final `published`: a consumer that sees `closed` sees it.
+            self.shared.closed.store(true, Ordering::Release);
+        }
+    }
+
+    /// Counters so far (`pushed` is exact after a flush or close).
+    pub fn stats(&self) -> ProducerStats {
+        ProducerStats {
+            pushed: self.position(),
+            ..self.stats
+        }
+    }
+
+    /// Whether the consumer half still exists.
+    pub fn consumer_alive(&self) -> bool {
+        self.shared.consumer_alive.load(Ordering::Acquire)
+    }
+}
+
+impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The analyzer side of a CAB ring. See the [module docs](self) for the contract.
+pub struct Consumer {
+    shared: Arc<Shared>,
+    /// Absolute position of the next unread event (events ever written before it).
+    /// Chunk-aligned except after reading a flushed partial chunk.
+    pos: u64,
+    sampling: bool,
+    /// Fraction of each chunk analyzed (1.0 in exhaustive mode).
+    rate: f64,
+    /// Slots per sampling burst.
+    burst: usize,
+    /// Sampling bursts are copied here: the producer may overwrite a chunk while it is read,
+    /// so handing out a view of the ring itself would be a data race.
+    scratch: Vec<u64>,
+    stats: ConsumerStats,
+}
+
+impl Consumer {
+    /// Deliver the next ready chunk to `f` as a borrowed slice and clear it.
+    ///
+    /// Exhaustive: `f` gets the rest of the current chunk in one zero-copy slice once the
+    /// producer has moved two chunks on, or the flushed part of it after a flush/close.
+    /// Sampling: `f` gets each sampled burst (copied out of the ring, see `scratch`).
+    pub fn poll_with(&mut self, mut f: impl FnMut(&[u64])) -> Poll {
+        let sh = &*self.shared;
+        let cap = sh.capacity as u64;
+        let chunk = sh.chunk as u64;
+        if self.sampling {
+            // If the producer is more than a lap ahead, whole laps were overwritten: skip them
+            // (keeping the ring index, so the first-slot protocol stays intact) and count them.
+            // The producer is at least at `lower` (its last wrap, or its last flush).
+            let lower = (sh.wraps.load(Ordering::Acquire) * cap)
+                .max(sh.published.load(Ordering::Acquire));
+            if lower > self.pos + cap {
+                let skipped = (lower - self.pos - cap).div_ceil(cap);
+                self.pos += skipped * cap;
+                self.stats.chunks_lapped += skipped * (sh.capacity / sh.chunk) as u64;
+            }
+        }
+        let idx = (self.pos % cap) as usize;
+        let start = idx - idx % sh.chunk;
+        let chunk_end = (self.pos - idx as u64 % chunk) + chunk; // absolute end of this chunk
+        let gate = (start + 2 * sh.chunk) % sh.capacity;
+        let end = if sh.slot(gate).load(Ordering::Acquire) != CLEAR {
+            chunk_end
+        } else {
+            // Acquire `closed` before `published`: a closed producer's final position is then
+            // the one we read.
+            let closed = sh.closed.load(Ordering::Acquire);
+            let published = sh.published.load(Ordering::Acquire);
+            if published > self.pos {
+                published.min(chunk_end)
+            } else if closed {
+                return Poll::Closed;
+            } else {
+                return Poll::Empty;
+            }
+        };
+        let len = (end - self.pos) as usize;
+        self.stats.chunks += 1;
+        let delivered = if self.sampling {
+            self.sample(idx, start, len, &mut f)
+        } else {
+            self.take(idx, len, &mut f)
+        };
+        self.pos = end;
+        self.stats.delivered += delivered as u64;
+        Poll::Consumed(delivered)
+    }
+
+    /// Exhaustive: hand out slots `idx .. idx + len` and clear them.
+    fn take(&mut self, idx: usize, len: usize, f: &mut impl FnMut(&[u64])) -> usize {
+        let slots = &self.shared.slots[idx..idx + len];
+        #[cfg(not(loom))]
+        {
+            // SAFETY: `AtomicU64` has the size and alignment of `u64`. These slots were
+            // published by the producer (gate or `published` loaded with Acquire above, after
+            // its Release stores), and it will not write them again until they read CLEAR,
+            // which happens only in the clearing loop below, after `f` returns and the view is
+            // gone. Concurrent atomic *loads* by a blocked producer are reads, not a race.
+            let view = unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<u64>(), len) };
+            f(view);
+        }
+        #[cfg(loom)]
+        {
+            let copy: Vec<u64> = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+            f(&copy);
+        }
+        for s in slots {
+            // Release: our reads above happen-before the producer's next write of this slot.
+            s.store(CLEAR, Ordering::Release);
+        }
+        len
+    }
+
+    /// Sampling: read `rate` of slots `idx .. idx + len` in bursts, then clear the chunk's first
+    /// slot so its refill can be told from stale data (paper Fig. 5b). If the producer rewrote
+    /// the first slot meanwhile, the chunk was lapped while read; that is counted.
+    fn sample(
+        &mut self,
+        idx: usize,
+        start: usize,
+        len: usize,
+        f: &mut impl FnMut(&[u64]),
+    ) -> usize {
+        let sh = &*self.shared;
+        let first = sh.slot(start).load(Ordering::Acquire);
+        let want = (self.rate * len as f64).round() as usize;
+        let bursts = want.div_ceil(self.burst).min(len.div_ceil(self.burst));
+        let mut delivered = 0;
+        if bursts > 0 {
+            // Spread the bursts evenly; rotate their phase from chunk to chunk so periodic
+            // programs are not always sampled at the same point of their period.
+            let stride = len / bursts;
+            let phase = if stride > self.burst {
+                (self.stats.chunks as usize).wrapping_mul(0x9E37_79B9) % (stride - self.burst + 1)
+            } else {
+                0
+            };
+            for b in 0..bursts {
+                let from = b * stride + phase;
+                let n = self.burst.min(len - from);
+                for (k, out) in self.scratch[..n].iter_mut().enumerate() {
+                    // Acquire: if this load sees a word of the producer's next lap, the
+                    // producer's earlier store to the chunk's first slot is visible to the
+                    // compare_exchange below, which then fails and counts the lap.
+                    *out = sh.slot(idx + from + k).load(Ordering::Acquire);
+                }
+                f(&self.scratch[..n]);
+                delivered += n;
+            }
+        }
+        if idx == start
+            && sh
+                .slot(start)
+                .compare_exchange(first, CLEAR, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            self.stats.chunks_lapped += 1;
+        }
+        delivered
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ConsumerStats {
+        self.stats
+    }
+
+    /// Whether the producer has closed (its remaining events may still be unread).
+    pub fn producer_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        // Release so a producer that sees `false` stops waiting; runs on unwind too.
+        self.shared.consumer_alive.store(false, Ordering::Release);
+    }
+}
+
+impl<const SAMPLING: bool> EventProducer for Producer<SAMPLING> {
+    #[inline(always)]
+    fn push(&mut self, event: Event) {
+        Producer::push(self, event)
+    }
+    fn flush(&mut self) {
+        Producer::flush(self)
+    }
+    fn close(&mut self) {
+        Producer::close(self)
+    }
+    fn stats(&self) -> ProducerStats {
+        Producer::stats(self)
+    }
+}
+
+impl EventConsumer for Consumer {
+    fn poll(&mut self, f: &mut dyn FnMut(&[u64])) -> Poll {
+        self.poll_with(f)
+    }
+    fn stats(&self) -> ConsumerStats {
+        Consumer::stats(self)
+    }
+}
+
+/// The CAB design in exhaustive mode, for generic harnesses.
+pub struct Cab;
+
+impl Transport for Cab {
+    const NAME: &'static str = "CAB";
+    type Producer = Producer;
+    type Consumer = Consumer;
+    fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
+        channel(config)
+    }
+}
+
+/// The CAB design in sampling mode, for generic harnesses.
+pub struct CabSampling;
+
+impl Transport for CabSampling {
+    const NAME: &'static str = "CAB sampling";
+    type Producer = Producer<true>;
+    type Consumer = Consumer;
+    fn channel(config: &RingConfig) -> Result<(Producer<true>, Consumer), ConfigError> {
+        sampling_channel(config)
+    }
+}

@@ -1,0 +1,74 @@
+//! One interface over CAB and its baselines, so the same harness, tests and benches drive all
+//! of them (the paper's Figure 7 compares them carrying the same events).
+
+use crate::config::{ConfigError, RingConfig};
+use crate::event::Event;
+use std::time::Duration;
+
+/// What one [`EventConsumer::poll`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Handed `n` events to the callback (in sampling mode: `n` sampled events).
+    Consumed(usize),
+    /// Nothing ready yet; the producer is alive. Poll again later.
+    Empty,
+    /// The producer closed and every event it handed over has been delivered.
+    Closed,
+}
+
+/// Counters kept by a producer, read when it is done (or on a snapshot).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProducerStats {
+    /// Events written into the buffer.
+    pub pushed: u64,
+    /// Times the producer found the buffer full and had to wait (exhaustive mode).
+    pub blocks: u64,
+    /// Total time spent waiting for a full buffer.
+    pub blocked: Duration,
+    /// Events dropped because the consumer was gone while the buffer was full.
+    pub dropped: u64,
+}
+
+/// Counters kept by a consumer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConsumerStats {
+    /// Events handed to the callback.
+    pub delivered: u64,
+    /// Chunks (or buffers) taken.
+    pub chunks: u64,
+    /// Sampling mode: chunks the producer overwrote before (or while) they were read.
+    pub chunks_lapped: u64,
+}
+
+/// The application side: pushes one event word at a time.
+pub trait EventProducer: Send {
+    /// Append one event. Exhaustive designs wait while full; sampling never waits.
+    fn push(&mut self, event: Event);
+    /// Hand every event pushed so far to the consumer, even from a partly filled chunk.
+    fn flush(&mut self);
+    /// Flush and tell the consumer no more events will come. Dropping the producer does this
+    /// too.
+    fn close(&mut self);
+    /// Counters so far.
+    fn stats(&self) -> ProducerStats;
+}
+
+/// The analyzer side: takes events in whatever batches the design produces.
+pub trait EventConsumer: Send {
+    /// Deliver the next ready batch (or batches, for sampling bursts) to `f`.
+    fn poll(&mut self, f: &mut dyn FnMut(&[u64])) -> Poll;
+    /// Counters so far.
+    fn stats(&self) -> ConsumerStats;
+}
+
+/// A buffer design: makes a connected producer/consumer pair from a [`RingConfig`].
+pub trait Transport {
+    /// Short name for tables ("CAB", "FastForward", "N-way").
+    const NAME: &'static str;
+    /// The producer half.
+    type Producer: EventProducer;
+    /// The consumer half.
+    type Consumer: EventConsumer;
+    /// A new pair, or the config rule it breaks.
+    fn channel(config: &RingConfig) -> Result<(Self::Producer, Self::Consumer), ConfigError>;
+}

@@ -1,0 +1,86 @@
+//! Event words round-trip and can never be a ring sentinel.
+
+use cab::event::{
+    decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS,
+    MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD,
+};
+use proptest::prelude::*;
+
+fn method() -> impl Strategy<Value = MethodId> {
+    (0..=MAX_METHOD_ID).prop_map(|id| MethodId::new(id).unwrap())
+}
+
+fn kind() -> impl Strategy<Value = EventKind> {
+    prop_oneof![
+        (method(), method()).prop_map(|(caller, callee)| EventKind::Call { caller, callee }),
+        method().prop_map(|callee| EventKind::Return { callee }),
+        (method(), 0..=MAX_PATH_NUMBER).prop_map(|(method, path)| EventKind::Path { method, path }),
+        (0..=MAX_ADDRESS, 0u32..8, any::<bool>()).prop_map(|(addr, log, store)| EventKind::Mem {
+            addr,
+            size: 1 << log,
+            store
+        }),
+        (0..=MAX_PAYLOAD).prop_map(|id| EventKind::Thread { id }),
+        (0..=MAX_PAYLOAD).prop_map(|value| EventKind::Marker { value }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn every_kind_round_trips_and_never_hits_a_sentinel(k in kind()) {
+        let e = k.encode().unwrap();
+        prop_assert_ne!(e.word(), CLEAR);
+        prop_assert_ne!(e.word(), MAGIC);
+        prop_assert_eq!(e.kind(), k);
+        prop_assert_eq!(decode(e.word()), Some(k));
+        prop_assert_eq!(Event::from_word(e.word()), Some(e));
+    }
+
+    #[test]
+    fn arbitrary_words_decode_only_to_reencodable_events(w in any::<u64>()) {
+        if let Some(k) = decode(w) {
+            prop_assert_eq!(k.encode().unwrap().word(), w);
+        }
+    }
+}
+
+#[test]
+fn sentinels_are_not_events() {
+    assert_eq!(Event::from_word(CLEAR), None);
+    assert_eq!(Event::from_word(MAGIC), None);
+    assert_eq!(decode(CLEAR), None);
+    assert_eq!(decode(MAGIC), None);
+}
+
+#[test]
+fn extreme_fields_stay_clear_of_sentinels() {
+    let max = MethodId::new(MAX_METHOD_ID).unwrap();
+    for e in [
+        Event::call(max, max),
+        Event::call(MethodId::ROOT, MethodId::ROOT),
+        Event::ret(MethodId::ROOT),
+        Event::path(max, MAX_PATH_NUMBER).unwrap(),
+        Event::mem(MAX_ADDRESS, MAX_ACCESS_SIZE, true).unwrap(),
+        Event::mem(0, 1, false).unwrap(),
+        Event::thread(MAX_PAYLOAD).unwrap(),
+        Event::marker(0).unwrap(),
+    ] {
+        assert_ne!(e.word(), CLEAR);
+        assert_ne!(e.word(), MAGIC);
+    }
+}
+
+#[test]
+fn out_of_range_fields_are_named_errors() {
+    let err = MethodId::new(MAX_METHOD_ID + 1).unwrap_err();
+    assert_eq!(err.field, "method id");
+    assert!(err.to_string().contains("allowed 0..=1073741823"), "{err}");
+    let err = Event::path(MethodId::ROOT, MAX_PATH_NUMBER + 1).unwrap_err();
+    assert_eq!(err.field, "path number");
+    assert_eq!(Event::mem(MAX_ADDRESS + 1, 8, false).unwrap_err().field, "address");
+    assert!(Event::mem(0, 3, false).unwrap_err().field.starts_with("access size"));
+    assert!(Event::mem(0, 0, false).is_err());
+    assert!(Event::mem(0, 256, false).is_err());
+    assert_eq!(Event::thread(MAX_PAYLOAD + 1).unwrap_err().field, "thread id");
+    assert_eq!(Event::marker(u64::MAX).unwrap_err().field, "marker value");
+}
