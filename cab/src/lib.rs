@@ -33,6 +33,7 @@
 //! - [`config`]: ring sizes and modes, validated with errors that name the field.
 //! - [`ring`]: the CAB ring itself (paper Figures 3 and 5).
 //! - [`transport`]: the trait shared by CAB and its baselines.
+//! - [`runtime`]: sessions, a ring per thread, pinned analyzers, shutdown, snapshots, Ctrl-C.
 //! - [`fastforward`]: FastForward (Giacomoni et al., PPoPP 2008).
 //! - [`nway`]: N-way buffering (PiPA, Zhao et al., CGO 2008), improved as in the CAB paper §6.1.
 //! - [`hw`]: host cache geometry from sysfs and an X-Ray style probe (Yotov et al.).
@@ -47,6 +48,7 @@ pub mod fastforward;
 pub mod hw;
 pub mod nway;
 pub mod ring;
+pub mod runtime;
 mod sync;
 pub mod transport;
 

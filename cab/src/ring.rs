@@ -79,6 +79,17 @@ struct Shared {
     wraps: CachePadded<AtomicU64>,
     /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
     consumer_alive: AtomicBool,
+    /// The producer's slow-path counters, mirrored here (single writer, Relaxed) so the
+    /// consumer side can report them while the producer lives on in another thread's TLS.
+    counters: CachePadded<ProducerCounters>,
+}
+
+/// Producer counters readable from the consumer side. Written only on the producer's slow
+/// path (a block, a drop), never on the fast path.
+struct ProducerCounters {
+    blocks: AtomicU64,
+    blocked_ns: AtomicU64,
+    dropped: AtomicU64,
 }
 
 impl Shared {
@@ -116,15 +127,31 @@ pub fn sampling_channel(
     make(config)
 }
 
+/// `n` slots, all `CLEAR`. Allocated zeroed so the OS hands out untouched pages lazily: a
+/// thread that makes a ring and emits little costs little memory.
+fn zeroed_slots(n: usize) -> Box<[AtomicU64]> {
+    #[cfg(not(loom))]
+    {
+        let zeros: Box<[u64]> = vec![CLEAR; n].into_boxed_slice();
+        // SAFETY: `AtomicU64` has the same size, alignment and bit validity as `u64` (std
+        // docs), so a boxed slice of one is a valid boxed slice of the other, with the same
+        // allocation layout for the global allocator.
+        unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU64]) }
+    }
+    #[cfg(loom)]
+    {
+        (0..n).map(|_| AtomicU64::new(CLEAR)).collect()
+    }
+}
+
 fn make<const SAMPLING: bool>(
     config: &RingConfig,
 ) -> Result<(Producer<SAMPLING>, Consumer), ConfigError> {
     config.validate()?;
     let capacity = config.slots();
     let chunk = config.chunk_slots();
-    let slots: Box<[AtomicU64]> = (0..=capacity)
-        .map(|i| AtomicU64::new(if i == capacity { MAGIC } else { CLEAR }))
-        .collect();
+    let slots = zeroed_slots(capacity + 1);
+    slots[capacity].store(MAGIC, Ordering::Relaxed);
     let shared = Arc::new(Shared {
         slots,
         capacity,
@@ -133,6 +160,11 @@ fn make<const SAMPLING: bool>(
         closed: AtomicBool::new(false),
         wraps: CachePadded::new(AtomicU64::new(0)),
         consumer_alive: AtomicBool::new(true),
+        counters: CachePadded::new(ProducerCounters {
+            blocks: AtomicU64::new(0),
+            blocked_ns: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }),
     });
     let base = shared.slots.as_ptr();
     let sampling = SAMPLING;
@@ -237,7 +269,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             }
             // Full (exhaustive): the slot still holds an unread event.
             if !self.shared.consumer_alive.load(Ordering::Acquire) {
-                self.stats.dropped += 1;
+                self.count_drop();
                 return;
             }
             if spins < SPINS_BEFORE_BACKOFF {
@@ -246,7 +278,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
                 continue;
             }
             if !self.block() {
-                self.stats.dropped += 1;
+                self.count_drop();
                 return;
             }
         }
@@ -275,8 +307,22 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             back_off(round);
             round = round.saturating_add(1);
         };
-        self.stats.blocked += started.elapsed();
+        let waited = started.elapsed();
+        self.stats.blocked += waited;
+        let c = &self.shared.counters;
+        c.blocks.store(self.stats.blocks, Ordering::Relaxed);
+        c.blocked_ns
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
         alive
+    }
+
+    #[cold]
+    fn count_drop(&mut self) {
+        self.stats.dropped += 1;
+        self.shared
+            .counters
+            .dropped
+            .store(self.stats.dropped, Ordering::Relaxed);
     }
 
     /// Ring index of the cursor (`0..=capacity`).
@@ -475,6 +521,81 @@ impl Consumer {
             self.stats.chunks_lapped += 1;
         }
         delivered
+    }
+
+    /// Exhaustive mode only: deliver every event the producer has written so far, without
+    /// waiting for chunk gates or a flush — for shutdown and snapshots, when the producer lives
+    /// in another thread that cannot be asked to flush. Returns the number delivered.
+    ///
+    /// Sound because in exhaustive mode a slot is `CLEAR` until the producer writes it and the
+    /// producer writes slots strictly in order: the run of non-`CLEAR` slots from the consumer's
+    /// position is exactly the unread events, and the producer never writes a non-`CLEAR` slot,
+    /// so the view handed out cannot change under `f`. Sampling mode has no such invariant
+    /// (slots are never cleared) and returns 0.
+    pub fn drain_live(&mut self, mut f: impl FnMut(&[u64])) -> u64 {
+        if self.sampling {
+            return 0;
+        }
+        let cap = self.shared.capacity;
+        let mut total = 0u64;
+        loop {
+            let idx = (self.pos % cap as u64) as usize;
+            let chunk_end = idx - idx % self.shared.chunk + self.shared.chunk;
+            let mut end = idx;
+            // Acquire per slot: pairs with the producer's Release store of that slot.
+            while end < chunk_end && self.shared.slot(end).load(Ordering::Acquire) != CLEAR {
+                end += 1;
+            }
+            if end == idx {
+                return total;
+            }
+            let n = self.take(idx, end - idx, &mut f);
+            self.pos += n as u64;
+            self.stats.delivered += n as u64;
+            total += n as u64;
+        }
+    }
+
+    /// The producer's counters as the producer last mirrored them (blocks, time blocked and
+    /// drops are exact; `pushed` is the consumer's delivered count in exhaustive mode and the
+    /// producer's last published or wrapped position in sampling mode).
+    pub fn producer_stats(&self) -> ProducerStats {
+        let c = &self.shared.counters;
+        let pushed = if self.sampling {
+            (self.shared.wraps.load(Ordering::Acquire) * self.shared.capacity as u64)
+                .max(self.shared.published.load(Ordering::Acquire))
+        } else {
+            self.stats.delivered
+        };
+        ProducerStats {
+            pushed,
+            blocks: c.blocks.load(Ordering::Relaxed),
+            blocked: std::time::Duration::from_nanos(c.blocked_ns.load(Ordering::Relaxed)),
+            dropped: c.dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sampling mode: change the fraction of each chunk analyzed (clamped to `0.0..=1.0`).
+    /// Used by adaptive sampling. No effect in exhaustive mode.
+    pub fn set_rate(&mut self, rate: f64) {
+        if self.sampling {
+            self.rate = rate.clamp(0.0, 1.0);
+        }
+    }
+
+    /// The sampling rate in force (1.0 in exhaustive mode).
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Whether this consumer samples.
+    pub fn is_sampling(&self) -> bool {
+        self.sampling
+    }
+
+    /// Slots per chunk.
+    pub fn chunk_slots(&self) -> usize {
+        self.shared.chunk
     }
 
     /// Counters so far.

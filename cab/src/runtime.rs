@@ -1,0 +1,1379 @@
+//! The runtime around the rings: one CAB ring per application thread, pinned analyzer threads,
+//! clean shutdown, snapshots and Ctrl-C (Ha et al. 2009, §3.3, §5.1).
+//!
+//! # Contract
+//!
+//! - At most one [`Session`] runs per process; [`SessionBuilder::start`] while one runs is an
+//!   error ([`SessionError::AlreadyRunning`]), never a silent reset.
+//! - [`emit`] is the only thing instrumentation calls. With no session it is one load and one
+//!   well-predicted branch. With a session, the calling thread's ring is made on its first
+//!   event (threads that never emit cost nothing) and registered with one analyzer, which is
+//!   that ring's only consumer for its whole life.
+//! - Each analyzer thread serves its rings round-robin and runs one analysis instance per ring
+//!   (made by the session's factory), so per-thread state such as a shadow stack stays per
+//!   thread. Instances are merged when a ring closes and at the end.
+//! - Thread exit (normal or by panic) closes the thread's ring from its thread-local
+//!   destructor; the analyzer drains it, merges its results and frees it. Memory stays bounded
+//!   under thread churn.
+//! - [`Session::finish`] (or drop) drains every ring, including those of threads still alive
+//!   (exhaustive mode reads them without their cooperation, see
+//!   [`Consumer::drain_live`](crate::ring::Consumer::drain_live)), joins the analyzers and
+//!   returns the merged [`Report`]. Events emitted *while* `finish` runs may or may not be
+//!   counted; for exact totals, stop or join producer threads first.
+//! - A dead analyzer never deadlocks the application: its consumers are dropped as it unwinds,
+//!   blocked producers stop waiting and count what they drop, and the report names the failure.
+//! - Sequential mode runs the analysis inline in the emitting thread (no ring), the paper's
+//!   "sequential analyzer". A thread's results are merged when it exits, or at `finish` for the
+//!   finishing thread; threads still alive at `finish` are counted in
+//!   [`Report::unmerged_threads`].
+
+use crate::config::{ConfigError, Mode, RingConfig, WORD_BYTES};
+use crate::event::Event;
+use crate::ring::{self, Consumer, Producer};
+use parking_lot::{Mutex, MutexGuard};
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// An analysis the runtime can run: a plain single-threaded consumer of event words.
+pub trait RingAnalysis: Send + 'static {
+    /// Take a batch of event words (any length; chunk boundaries carry no meaning).
+    fn consume(&mut self, words: &[u64]);
+    /// Fold another instance's results into this one.
+    fn merge(&mut self, other: Self)
+    where
+        Self: Sized;
+}
+
+/// How events travel from the application to the analysis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunMode {
+    /// Through a CAB ring; nothing lost, the application blocks when a ring is full.
+    Exhaustive,
+    /// Through a CAB ring; the application never blocks, the analyzer reads `rate` of each
+    /// chunk in bursts of `burst_words`. With `adaptive`, the rate drops while producers lap
+    /// the analyzer and climbs back (never above `rate`) when it keeps up.
+    Sampling {
+        /// Fraction of each chunk analyzed, `0.0..=1.0`.
+        rate: f64,
+        /// Events per burst (8 = one cache line).
+        burst_words: usize,
+        /// Adapt the rate to what the analyzer can keep up with.
+        adaptive: bool,
+    },
+    /// No ring: the analysis runs inline in the application thread.
+    Sequential,
+}
+
+/// Why a session could not start.
+#[derive(Debug)]
+pub enum SessionError {
+    /// Another session is running in this process.
+    AlreadyRunning,
+    /// A setting is out of range.
+    Config(ConfigError),
+    /// An analyzer thread could not be spawned.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::AlreadyRunning => {
+                write!(f, "a cabprof session is already running in this process; finish it first")
+            }
+            SessionError::Config(e) => e.fmt(f),
+            SessionError::Spawn(e) => write!(f, "could not spawn an analyzer thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+impl From<ConfigError> for SessionError {
+    fn from(e: ConfigError) -> Self {
+        SessionError::Config(e)
+    }
+}
+
+/// Counters for one application thread's ring.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadStats {
+    /// Thread name (or `thread-N`).
+    pub thread: String,
+    /// Threads folded into this entry (1, or more for the "(other threads)" overflow entry).
+    pub threads: u64,
+    /// Events the thread produced (exhaustive, sequential: exact; sampling: the producer's
+    /// position as last seen).
+    pub events: u64,
+    /// Events the analysis saw (equals `events` unless sampling or dropping).
+    pub analyzed: u64,
+    /// Times the producer found its ring full (exhaustive).
+    pub blocks: u64,
+    /// Time the producer spent blocked.
+    pub blocked: Duration,
+    /// Events dropped because the analyzer was gone.
+    pub dropped: u64,
+    /// Chunks the producer overwrote before the analyzer read them (sampling).
+    pub chunks_lapped: u64,
+    /// Events in those chunks (sampling).
+    pub events_lapped: u64,
+    /// The sampling rate in force when the ring was retired.
+    pub rate: f64,
+}
+
+impl ThreadStats {
+    fn absorb(&mut self, o: &ThreadStats) {
+        self.threads += o.threads;
+        self.events += o.events;
+        self.analyzed += o.analyzed;
+        self.blocks += o.blocks;
+        self.blocked += o.blocked;
+        self.dropped += o.dropped;
+        self.chunks_lapped += o.chunks_lapped;
+        self.events_lapped += o.events_lapped;
+        self.rate = self.rate.min(o.rate);
+    }
+}
+
+/// Per-thread entries kept before further threads are folded into one "(other threads)" entry,
+/// so a program that churns through millions of threads keeps a bounded report.
+const MAX_THREAD_ENTRIES: usize = 1024;
+
+fn push_thread(list: &mut Vec<ThreadStats>, t: ThreadStats) {
+    if list.len() < MAX_THREAD_ENTRIES {
+        list.push(t);
+    } else {
+        let last = list.last_mut().expect("non-empty");
+        if last.thread != "(other threads)" {
+            let mut other = ThreadStats {
+                thread: "(other threads)".into(),
+                rate: 1.0,
+                ..Default::default()
+            };
+            other.absorb(last);
+            *last = other;
+        }
+        last.absorb(&t);
+    }
+}
+
+/// The result of a session (or a snapshot of one).
+#[derive(Clone, Debug)]
+pub struct Report<A> {
+    /// The merged analysis.
+    pub analysis: A,
+    /// How events travelled.
+    pub mode: RunMode,
+    /// Ring sizes used (concurrent modes).
+    pub ring: RingConfig,
+    /// The sampling rate actually used at the end (the lowest over rings with adaptive
+    /// sampling; 1.0 when not sampling).
+    pub rate_used: f64,
+    /// One entry per application thread that emitted events.
+    pub threads: Vec<ThreadStats>,
+    /// Sum over threads.
+    pub totals: ThreadStats,
+    /// Analyzer threads that panicked, with their messages. Their rings' results are missing.
+    pub analyzer_failures: Vec<String>,
+    /// Sequential mode: threads alive at the end whose inline results could not be merged.
+    pub unmerged_threads: usize,
+    /// Snapshots: an upper bound on events emitted but not yet analyzed when it was taken.
+    pub in_flight: u64,
+    /// Time from start to this report.
+    pub elapsed: Duration,
+}
+
+impl<A> Report<A> {
+    fn finish_totals(&mut self) {
+        let mut t = ThreadStats {
+            thread: "(all)".into(),
+            rate: 1.0,
+            ..Default::default()
+        };
+        for s in &self.threads {
+            t.absorb(s);
+        }
+        self.totals = t;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+/// Chooses how a session runs. Every setting can also come from a `CABPROF_*` variable (see
+/// [`SessionBuilder::from_env`]).
+#[derive(Clone, Debug)]
+pub struct SessionBuilder {
+    mode: RunMode,
+    buffer_bytes: Option<usize>,
+    chunk_bytes: Option<usize>,
+    analyzers: usize,
+    pin: bool,
+    output: Option<PathBuf>,
+}
+
+impl Default for SessionBuilder {
+    fn default() -> Self {
+        SessionBuilder {
+            mode: RunMode::Exhaustive,
+            buffer_bytes: None,
+            chunk_bytes: None,
+            analyzers: 1,
+            pin: true,
+            output: None,
+        }
+    }
+}
+
+/// The environment variables [`SessionBuilder::from_env`] reads.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("CABPROF_MODE", "exhaustive | sampling | sequential"),
+    ("CABPROF_RATE", "sampling rate, 0.0..=1.0 (implies sampling mode)"),
+    ("CABPROF_BURST", "sampling burst in events, 1..=chunk"),
+    ("CABPROF_ADAPTIVE", "adaptive sampling: 0 | 1 | true | false"),
+    ("CABPROF_BUFFER", "ring size in bytes (K/M/G suffixes allowed)"),
+    ("CABPROF_CHUNK", "chunk size in bytes (K/M/G suffixes allowed)"),
+    ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
+    ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
+    ("CABPROF_OUTPUT", "path of the report file"),
+];
+
+fn parse_bytes(var: &str, text: &str) -> Result<usize, ConfigError> {
+    let t = text.trim();
+    let (num, mul) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1usize << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| {
+            ConfigError::new(var, text, "a byte count such as 2097152, 2048K or 2M")
+        })
+}
+
+fn parse_bool(var: &str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError::new(var, text, "0, 1, true or false")),
+    }
+}
+
+impl SessionBuilder {
+    /// Defaults: exhaustive, one pinned analyzer, chunk = 4 × L1d, buffer = 16 chunks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Exhaustive, sampling or sequential.
+    pub fn mode(mut self, mode: RunMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sampling at `rate` with one-cache-line bursts.
+    pub fn sampling(self, rate: f64) -> Self {
+        self.mode(RunMode::Sampling {
+            rate,
+            burst_words: 8,
+            adaptive: false,
+        })
+    }
+
+    /// Ring size in bytes.
+    pub fn buffer_bytes(mut self, bytes: usize) -> Self {
+        self.buffer_bytes = Some(bytes);
+        self
+    }
+
+    /// Chunk size in bytes.
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.chunk_bytes = Some(bytes);
+        self
+    }
+
+    /// Number of analyzer threads (default 1).
+    pub fn analyzers(mut self, n: usize) -> Self {
+        self.analyzers = n;
+        self
+    }
+
+    /// Pin the starting thread to core 0 and analyzers to the other cores (default on).
+    pub fn pin(mut self, on: bool) -> Self {
+        self.pin = on;
+        self
+    }
+
+    /// Where reports are written by those who write them (Ctrl-C handler, the facade).
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output = Some(path.into());
+        self
+    }
+
+    /// The configured output path, if any.
+    pub fn output_path(&self) -> Option<&PathBuf> {
+        self.output.as_ref()
+    }
+
+    /// Override settings from `CABPROF_*` variables in the process environment. A bad value is
+    /// an error naming the variable and what it allows.
+    pub fn from_env(self) -> Result<Self, ConfigError> {
+        self.from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env) with any lookup (tests use a map).
+    pub fn from_vars(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let (mut rate, mut burst, mut adaptive) = match self.mode {
+            RunMode::Sampling {
+                rate,
+                burst_words,
+                adaptive,
+            } => (rate, burst_words, adaptive),
+            _ => (0.1, 8, false),
+        };
+        let mut sampling_vars = false;
+        if let Some(v) = get("CABPROF_RATE") {
+            rate = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| ConfigError::new("CABPROF_RATE", &v, "a number in 0.0..=1.0"))?;
+            sampling_vars = true;
+        }
+        if let Some(v) = get("CABPROF_BURST") {
+            burst = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&b| b >= 1)
+                .ok_or_else(|| {
+                    ConfigError::new("CABPROF_BURST", &v, "a whole number of events >= 1")
+                })?;
+            sampling_vars = true;
+        }
+        if let Some(v) = get("CABPROF_ADAPTIVE") {
+            adaptive = parse_bool("CABPROF_ADAPTIVE", &v)?;
+            sampling_vars = true;
+        }
+        let sampling = RunMode::Sampling {
+            rate,
+            burst_words: burst,
+            adaptive,
+        };
+        if let Some(v) = get("CABPROF_MODE") {
+            self.mode = match v.trim().to_ascii_lowercase().as_str() {
+                "exhaustive" => RunMode::Exhaustive,
+                "sampling" => sampling,
+                "sequential" => RunMode::Sequential,
+                _ => {
+                    return Err(ConfigError::new(
+                        "CABPROF_MODE",
+                        &v,
+                        "exhaustive, sampling or sequential",
+                    ))
+                }
+            };
+        } else if sampling_vars {
+            self.mode = sampling;
+        }
+        if let Some(v) = get("CABPROF_BUFFER") {
+            self.buffer_bytes = Some(parse_bytes("CABPROF_BUFFER", &v)?);
+        }
+        if let Some(v) = get("CABPROF_CHUNK") {
+            self.chunk_bytes = Some(parse_bytes("CABPROF_CHUNK", &v)?);
+        }
+        if let Some(v) = get("CABPROF_ANALYZERS") {
+            self.analyzers = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| ConfigError::new("CABPROF_ANALYZERS", &v, "1..=64"))?;
+        }
+        if let Some(v) = get("CABPROF_PIN") {
+            self.pin = parse_bool("CABPROF_PIN", &v)?;
+        }
+        if let Some(v) = get("CABPROF_OUTPUT") {
+            if v.trim().is_empty() {
+                return Err(ConfigError::new("CABPROF_OUTPUT", "\"\"", "a non-empty path"));
+            }
+            self.output = Some(PathBuf::from(v));
+        }
+        Ok(self)
+    }
+
+    /// The ring configuration this builder will use, validated.
+    pub fn ring_config(&self) -> Result<RingConfig, ConfigError> {
+        let chunk = self
+            .chunk_bytes
+            .unwrap_or(128 << 10); // FIXME(hw): switch to crate::hw::recommended_chunk_bytes
+        let buffer = self.buffer_bytes.unwrap_or(chunk * 16);
+        let mode = match self.mode {
+            RunMode::Sampling {
+                rate, burst_words, ..
+            } => Mode::Sampling { rate, burst_words },
+            _ => Mode::Exhaustive,
+        };
+        let cfg = RingConfig::new(buffer, chunk).with_mode(mode);
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check every setting.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=64).contains(&self.analyzers) {
+            return Err(ConfigError::new("analyzers", self.analyzers, "1..=64"));
+        }
+        self.ring_config().map(|_| ())
+    }
+
+    /// Start the session with one `factory()` analysis instance per ring (or per thread in
+    /// sequential mode).
+    pub fn start<A, F>(self, factory: F) -> Result<Session<A>, SessionError>
+    where
+        A: RingAnalysis,
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        self.validate()?;
+        Session::start(self, Arc::new(factory))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Global state and the instrumentation entry point
+
+/// `0` when no session runs, else `epoch << 2 | kind` of the running session. One load tells
+/// `emit` both whether to do anything and whether the thread's ring is current.
+static SESSION: AtomicU64 = AtomicU64::new(0);
+const KIND_EXHAUSTIVE: u64 = 1;
+const KIND_SAMPLING: u64 = 2;
+const KIND_SEQUENTIAL: u64 = 3;
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// The running session's registrar. Locked only when a thread attaches or a session starts
+/// or ends.
+static HUB: Mutex<Option<Arc<dyn Hub>>> = Mutex::new(None);
+static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// What a thread-local needs from the running session, without knowing its analysis type.
+trait Hub: Send + Sync {
+    fn key(&self) -> u64;
+    /// Make a ring for a new producer thread and give its consumer to an analyzer.
+    fn attach_ring(&self, thread: String) -> Sink;
+    /// A sequential-mode inline analysis for a new thread.
+    fn attach_inline(&self, thread: String) -> Sink;
+    /// A sequential thread ended (or the session is finishing on it): merge its results.
+    fn retire_inline(&self, sink: Box<dyn InlineSink>);
+}
+
+/// A sequential-mode analysis instance living in a thread-local.
+trait InlineSink {
+    fn consume(&mut self, words: &[u64]);
+    fn key(&self) -> u64;
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+enum Sink {
+    None,
+    Exhaustive(Producer<false>),
+    Sampling(Producer<true>),
+    Inline(Box<dyn InlineSink>),
+}
+
+struct Local {
+    /// The `SESSION` value this thread's sink belongs to.
+    key: u64,
+    sink: Sink,
+}
+
+impl Local {
+    fn retire(&mut self) {
+        match std::mem::replace(&mut self.sink, Sink::None) {
+            Sink::Inline(inline) => {
+                let hub = HUB.lock().clone();
+                if let Some(hub) = hub.filter(|h| h.key() == inline.key()) {
+                    hub.retire_inline(inline);
+                }
+            }
+            // Dropping a producer closes it: the analyzer drains the ring and frees it.
+            other => drop(other),
+        }
+        self.key = 0;
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const { RefCell::new(Local { key: 0, sink: Sink::None }) };
+}
+
+/// Record one event from the calling thread. With no session running this is one load and
+/// one branch. Never blocks in sampling mode; in exhaustive mode it waits while the thread's
+/// ring is full (and drops, counted, if its analyzer is gone).
+#[inline(always)]
+pub fn emit(event: Event) {
+    let key = SESSION.load(Ordering::Relaxed);
+    if key != 0 {
+        emit_to(key, event);
+    }
+}
+
+/// Whether a session is running (instrumentation may skip work when not).
+#[inline(always)]
+pub fn active() -> bool {
+    SESSION.load(Ordering::Relaxed) != 0
+}
+
+#[inline]
+fn emit_to(key: u64, event: Event) {
+    // `try_with`: events from TLS destructors after `LOCAL` is gone are dropped.
+    // `try_borrow_mut`: an event emitted from inside an inline analysis (re-entrancy) is
+    // dropped rather than corrupting the analysis.
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            if local.key != key {
+                attach(&mut local, key);
+            }
+            match &mut local.sink {
+                Sink::Exhaustive(p) => p.push(event),
+                Sink::Sampling(p) => p.push(event),
+                Sink::Inline(a) => a.consume(&[event.word()]),
+                Sink::None => {}
+            }
+        }
+    });
+}
+
+#[cold]
+#[inline(never)]
+fn attach(local: &mut Local, key: u64) {
+    local.retire();
+    let hub = HUB.lock().clone();
+    let Some(hub) = hub.filter(|h| h.key() == key) else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
+    local.sink = if key & 3 == KIND_SEQUENTIAL {
+        hub.attach_inline(name)
+    } else {
+        hub.attach_ring(name)
+    };
+    local.key = key;
+}
+
+/// Hand the calling thread's buffered events to its analyzer now (for instance before a
+/// thread parks for a long time). Cheap; optional.
+pub fn flush_current_thread() {
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            match &mut local.sink {
+                Sink::Exhaustive(p) => p.flush(),
+                Sink::Sampling(p) => p.flush(),
+                _ => {}
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analyzers
+
+struct RingEntry<A> {
+    consumer: Consumer,
+    analysis: A,
+    thread: String,
+    /// Adaptive sampling: laps seen at the last rate decision, chunks since.
+    last_lapped: u64,
+    chunks_since: u64,
+    /// Events read and thrown away because this ring's analyzer failed.
+    discarded: u64,
+}
+
+impl<A> RingEntry<A> {
+    fn stats(&self) -> ThreadStats {
+        let p = self.consumer.producer_stats();
+        let c = self.consumer.stats();
+        let events = if self.consumer.is_sampling() {
+            p.pushed
+        } else {
+            c.delivered
+        };
+        ThreadStats {
+            thread: self.thread.clone(),
+            threads: 1,
+            events,
+            analyzed: c.delivered,
+            blocks: p.blocks,
+            blocked: p.blocked,
+            dropped: p.dropped + self.discarded,
+            chunks_lapped: c.chunks_lapped,
+            events_lapped: c.chunks_lapped * self.consumer.chunk_slots() as u64,
+            rate: self.consumer.rate(),
+        }
+    }
+}
+
+/// What one analyzer hands back.
+struct AnalyzerOutput<A> {
+    analysis: A,
+    threads: Vec<ThreadStats>,
+    in_flight: u64,
+}
+
+struct AnalyzerShared<A> {
+    /// New rings, handed over by attaching threads. `alive` is checked under this lock.
+    inbox: Mutex<Inbox<A>>,
+    has_new: AtomicBool,
+    stop: AtomicBool,
+    /// Snapshot requests: the requester bumps `snapshot_want`, the analyzer answers through
+    /// `snapshot_out` and bumps `snapshot_done`.
+    snapshot_want: AtomicU64,
+    snapshot_out: Mutex<Option<AnalyzerOutput<A>>>,
+    snapshot_done: AtomicU64,
+    clone_fn: Option<fn(&A) -> A>,
+    rings: AtomicUsize,
+    /// Set when the analysis panicked in this analyzer; it then only drains and discards.
+    failure: Mutex<Option<String>>,
+}
+
+struct Inbox<A> {
+    alive: bool,
+    rings: Vec<RingEntry<A>>,
+}
+
+struct Analyzer<A> {
+    shared: Arc<AnalyzerShared<A>>,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    rings: Vec<RingEntry<A>>,
+    done: A,
+    threads: Vec<ThreadStats>,
+    adaptive: Option<f64>,
+    snapshots_answered: u64,
+    /// The analysis panicked: from then on rings are drained and their events discarded (and
+    /// counted as dropped) so producers never block on a dead analysis.
+    failed: bool,
+}
+
+/// Sets `alive = false` and drops queued rings when the analyzer thread ends in any way, so a
+/// ring registered later goes elsewhere and blocked producers are released.
+struct AnalyzerExit<A>(Arc<AnalyzerShared<A>>);
+
+impl<A> Drop for AnalyzerExit<A> {
+    fn drop(&mut self) {
+        let mut inbox = self.0.inbox.lock();
+        inbox.alive = false;
+        inbox.rings.clear();
+    }
+}
+
+impl<A: RingAnalysis> Analyzer<A> {
+    fn run(mut self) -> AnalyzerOutput<A> {
+        let _exit = AnalyzerExit(self.shared.clone());
+        tracing::debug!("cabprof analyzer started");
+        let mut idle_rounds = 0u32;
+        loop {
+            if self.shared.has_new.load(Ordering::Acquire) {
+                self.take_new();
+            }
+            let stopping = self.shared.stop.load(Ordering::Acquire);
+            if stopping {
+                self.take_new();
+                return self.drain_all();
+            }
+            let want = self.shared.snapshot_want.load(Ordering::Acquire);
+            if want > self.snapshots_answered {
+                self.answer_snapshot(want);
+            }
+            let worked = if self.failed {
+                self.discard_round()
+            } else {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.poll_round())) {
+                    Ok(worked) => worked,
+                    Err(panic) => {
+                        self.fail(panic_message(&*panic));
+                        true
+                    }
+                }
+            };
+            if worked {
+                idle_rounds = 0;
+            } else {
+                idle_rounds = idle_rounds.saturating_add(1);
+                idle_backoff(idle_rounds);
+            }
+        }
+    }
+
+    /// The analysis panicked: record it, throw away every result (they may be half-updated)
+    /// and keep draining so producers are never blocked by a dead analysis.
+    fn fail(&mut self, msg: String) {
+        tracing::error!(%msg, "cabprof analysis panicked; this analyzer now discards events");
+        *self.shared.failure.lock() = Some(msg);
+        self.failed = true;
+        self.done = (self.factory)();
+        for entry in &mut self.rings {
+            entry.analysis = (self.factory)();
+            entry.discarded += entry.consumer.stats().delivered;
+        }
+    }
+
+    fn discard_round(&mut self) -> bool {
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.rings.len() {
+            let entry = &mut self.rings[i];
+            let mut closed = false;
+            loop {
+                let mut n = 0u64;
+                match entry.consumer.poll_with(|w| n += w.len() as u64) {
+                    Poll::Consumed(_) => {
+                        entry.discarded += n;
+                        worked = true;
+                    }
+                    Poll::Empty => break,
+                    Poll::Closed => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            if closed {
+                let entry = self.rings.swap_remove(i);
+                self.retire(entry);
+                worked = true;
+            } else {
+                i += 1;
+            }
+        }
+        worked
+    }
+
+    fn take_new(&mut self) {
+        let mut inbox = self.shared.inbox.lock();
+        self.rings.append(&mut inbox.rings);
+        self.shared.has_new.store(false, Ordering::Release);
+    }
+
+    /// One pass over every ring, taking up to a few chunks from each. True if any work done.
+    fn poll_round(&mut self) -> bool {
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.rings.len() {
+            let mut closed = false;
+            for _ in 0..4 {
+                let entry = &mut self.rings[i];
+                let analysis = &mut entry.analysis;
+                match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                    Poll::Consumed(_) => {
+                        worked = true;
+                        entry.chunks_since += 1;
+                    }
+                    Poll::Empty => break,
+                    Poll::Closed => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            if let Some(max) = self.adaptive {
+                adapt_rate(&mut self.rings[i], max);
+            }
+            if closed {
+                let entry = self.rings.swap_remove(i);
+                self.retire(entry);
+                worked = true;
+            } else {
+                i += 1;
+            }
+        }
+        worked
+    }
+
+    fn retire(&mut self, entry: RingEntry<A>) {
+        let stats = entry.stats();
+        tracing::debug!(thread = %stats.thread, events = stats.events, "cabprof ring drained");
+        if stats.chunks_lapped > 0 {
+            tracing::info!(thread = %stats.thread, lapped = stats.chunks_lapped, "cabprof sampling overflow");
+        }
+        if stats.blocks > 0 {
+            tracing::debug!(thread = %stats.thread, blocks = stats.blocks, blocked = ?stats.blocked, "cabprof producer blocked");
+        }
+        push_thread(&mut self.threads, stats);
+        self.done.merge(entry.analysis);
+        self.shared.rings.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Deliver everything every ring holds right now, live producers included.
+    fn drain_now(entry: &mut RingEntry<A>) -> bool {
+        let analysis = &mut entry.analysis;
+        loop {
+            match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                Poll::Consumed(_) => continue,
+                Poll::Empty => {
+                    entry.consumer.drain_live(|w| analysis.consume(w));
+                    return false;
+                }
+                Poll::Closed => return true,
+            }
+        }
+    }
+
+    fn drain_all(mut self) -> AnalyzerOutput<A> {
+        let rings = std::mem::take(&mut self.rings);
+        for mut entry in rings {
+            if self.failed {
+                let mut n = 0u64;
+                while let Poll::Consumed(_) = entry.consumer.poll_with(|w| n += w.len() as u64) {}
+                entry.consumer.drain_live(|w| n += w.len() as u64);
+                entry.discarded += n;
+            } else if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Self::drain_now(&mut entry)
+            }))
+            .is_err()
+            {
+                self.fail("analysis panicked while draining at finish".into());
+            }
+            self.retire(entry);
+        }
+        tracing::debug!("cabprof analyzer stopped");
+        AnalyzerOutput {
+            analysis: std::mem::replace(&mut self.done, (self.factory)()),
+            threads: std::mem::take(&mut self.threads),
+            in_flight: 0,
+        }
+    }
+
+    fn answer_snapshot(&mut self, want: u64) {
+        if self.failed {
+            *self.shared.snapshot_out.lock() = None;
+            self.snapshots_answered = want;
+            self.shared.snapshot_done.store(want, Ordering::Release);
+            return;
+        }
+        let clone = self.shared.clone_fn.expect("snapshot requires Clone");
+        let mut analysis = clone(&self.done);
+        let mut threads = self.threads.clone();
+        let mut in_flight = 0;
+        for entry in &mut self.rings {
+            Self::drain_now(entry);
+            analysis.merge(clone(&entry.analysis));
+            let s = entry.stats();
+            if entry.consumer.is_sampling() {
+                // Up to a chunk and a half may sit unpublished behind the producer.
+                in_flight += entry.consumer.chunk_slots() as u64 * 2;
+            }
+            push_thread(&mut threads, s);
+        }
+        *self.shared.snapshot_out.lock() = Some(AnalyzerOutput {
+            analysis,
+            threads,
+            in_flight,
+        });
+        self.snapshots_answered = want;
+        self.shared.snapshot_done.store(want, Ordering::Release);
+    }
+}
+
+use crate::transport::Poll;
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic)".into())
+}
+
+/// Adaptive sampling (the paper's §6.4 future work): halve the rate when the producer laps the
+/// analyzer, grow it by a quarter after 64 lap-free chunks, never above `max`.
+fn adapt_rate<A>(entry: &mut RingEntry<A>, max: f64) {
+    let lapped = entry.consumer.stats().chunks_lapped;
+    let rate = entry.consumer.rate();
+    if lapped > entry.last_lapped {
+        entry.consumer.set_rate((rate * 0.5).max(1.0 / 1024.0));
+        entry.last_lapped = lapped;
+        entry.chunks_since = 0;
+        tracing::debug!(thread = %entry.thread, rate = entry.consumer.rate(), "cabprof adaptive sampling: rate lowered");
+    } else if entry.chunks_since >= 64 && rate < max {
+        entry.consumer.set_rate((rate * 1.25).min(max));
+        entry.chunks_since = 0;
+    }
+}
+
+/// Idle analyzers back off: spin briefly, then yield, then sleep up to 1 ms, so an idle
+/// service's analyzer costs almost no CPU while a busy one reacts within microseconds.
+fn idle_backoff(round: u32) {
+    if round < 16 {
+        std::hint::spin_loop();
+    } else if round < 64 {
+        std::thread::yield_now();
+    } else {
+        let us = (1u64 << ((round - 64) / 8).min(10)).min(1000);
+        std::thread::sleep(Duration::from_micros(us));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session
+
+struct Core<A: RingAnalysis> {
+    key: u64,
+    mode: RunMode,
+    ring: RingConfig,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    analyzers: Vec<Arc<AnalyzerShared<A>>>,
+    handles: Mutex<Vec<JoinHandle<AnalyzerOutput<A>>>>,
+    next: AtomicUsize,
+    /// Sequential mode: merged results of retired threads.
+    inline_done: Mutex<(Option<A>, Vec<ThreadStats>)>,
+    inline_live: AtomicUsize,
+    started: Instant,
+    finished: AtomicBool,
+    /// Panics caught in analyzer threads.
+    failures: Mutex<Vec<String>>,
+}
+
+struct InlineAnalysis<A> {
+    analysis: A,
+    events: u64,
+    thread: String,
+    key: u64,
+}
+
+impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
+    #[inline]
+    fn consume(&mut self, words: &[u64]) {
+        self.events += words.len() as u64;
+        self.analysis.consume(words);
+    }
+    fn key(&self) -> u64 {
+        self.key
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+impl<A: RingAnalysis> Hub for Core<A> {
+    fn key(&self) -> u64 {
+        self.key
+    }
+
+    fn attach_ring(&self, thread: String) -> Sink {
+        let made = match self.ring.mode {
+            Mode::Exhaustive => ring::channel(&self.ring).map(|(p, c)| (Sink::Exhaustive(p), c)),
+            Mode::Sampling { .. } => {
+                ring::sampling_channel(&self.ring).map(|(p, c)| (Sink::Sampling(p), c))
+            }
+        };
+        let (sink, consumer) = made.expect("ring config validated at start");
+        tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
+        let mut entry = Some(RingEntry {
+            consumer,
+            analysis: (self.factory)(),
+            thread,
+            last_lapped: 0,
+            chunks_since: 0,
+            discarded: 0,
+        });
+        let n = self.analyzers.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            let a = &self.analyzers[(first + k) % n];
+            let mut inbox = a.inbox.lock();
+            if inbox.alive {
+                inbox.rings.push(entry.take().expect("once"));
+                a.rings.fetch_add(1, Ordering::Relaxed);
+                a.has_new.store(true, Ordering::Release);
+                break;
+            }
+        }
+        if let Some(orphan) = entry {
+            // Every analyzer is dead: dropping the consumer makes the producer drop and count.
+            tracing::warn!(thread = %orphan.thread, "cabprof: no live analyzer; events of this thread are dropped");
+        }
+        sink
+    }
+
+    fn attach_inline(&self, thread: String) -> Sink {
+        self.inline_live.fetch_add(1, Ordering::Relaxed);
+        Sink::Inline(Box::new(InlineAnalysis {
+            analysis: (self.factory)(),
+            events: 0,
+            thread,
+            key: self.key,
+        }))
+    }
+
+    fn retire_inline(&self, sink: Box<dyn InlineSink>) {
+        let Ok(inline) = sink.into_any().downcast::<InlineAnalysis<A>>() else {
+            return;
+        };
+        let inline = *inline;
+        self.inline_live.fetch_sub(1, Ordering::Relaxed);
+        let mut done = self.inline_done.lock();
+        push_thread(
+            &mut done.1,
+            ThreadStats {
+                thread: inline.thread,
+                threads: 1,
+                events: inline.events,
+                analyzed: inline.events,
+                rate: 1.0,
+                ..Default::default()
+            },
+        );
+        match &mut done.0 {
+            Some(a) => a.merge(inline.analysis),
+            None => done.0 = Some(inline.analysis),
+        }
+    }
+}
+
+/// A running profiling session. See the [module docs](self) for the contract.
+pub struct Session<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+    output: Option<PathBuf>,
+}
+
+fn pin_to(core: usize) {
+    if let Some(ids) = core_affinity::get_core_ids() {
+        if let Some(id) = ids.get(core % ids.len().max(1)) {
+            core_affinity::set_for_current(*id);
+        }
+    }
+}
+
+fn claim_global() -> Result<MutexGuard<'static, Option<Arc<dyn Hub>>>, SessionError> {
+    let hub = HUB.lock();
+    if hub.is_some() {
+        return Err(SessionError::AlreadyRunning);
+    }
+    Ok(hub)
+}
+
+impl<A: RingAnalysis> Session<A> {
+    /// A builder with defaults.
+    pub fn builder() -> SessionBuilder {
+        SessionBuilder::new()
+    }
+
+    fn start(
+        b: SessionBuilder,
+        factory: Arc<dyn Fn() -> A + Send + Sync>,
+    ) -> Result<Session<A>, SessionError> {
+        Self::start_with(b, factory, None)
+    }
+
+    fn start_with(
+        b: SessionBuilder,
+        factory: Arc<dyn Fn() -> A + Send + Sync>,
+        clone_fn: Option<fn(&A) -> A>,
+    ) -> Result<Session<A>, SessionError> {
+        let ring = b.ring_config()?;
+        let mut global = claim_global()?;
+        let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) + 1;
+        let kind = match b.mode {
+            RunMode::Exhaustive => KIND_EXHAUSTIVE,
+            RunMode::Sampling { .. } => KIND_SAMPLING,
+            RunMode::Sequential => KIND_SEQUENTIAL,
+        };
+        let key = epoch << 2 | kind;
+        let adaptive = match b.mode {
+            RunMode::Sampling {
+                rate,
+                adaptive: true,
+                ..
+            } => Some(rate),
+            _ => None,
+        };
+        let cores = core_affinity::get_core_ids().map_or(1, |c| c.len());
+        if b.pin && cores > 1 {
+            pin_to(0);
+        }
+        let mut analyzers = Vec::new();
+        let mut handles = Vec::new();
+        if b.mode != RunMode::Sequential {
+            for i in 0..b.analyzers {
+                let shared = Arc::new(AnalyzerShared {
+                    inbox: Mutex::new(Inbox {
+                        alive: true,
+                        rings: Vec::new(),
+                    }),
+                    has_new: AtomicBool::new(false),
+                    stop: AtomicBool::new(false),
+                    snapshot_want: AtomicU64::new(0),
+                    snapshot_out: Mutex::new(None),
+                    snapshot_done: AtomicU64::new(0),
+                    clone_fn,
+                    rings: AtomicUsize::new(0),
+                    failure: Mutex::new(None),
+                });
+                let analyzer = Analyzer {
+                    shared: shared.clone(),
+                    factory: factory.clone(),
+                    rings: Vec::new(),
+                    done: factory(),
+                    threads: Vec::new(),
+                    adaptive,
+                    snapshots_answered: 0,
+                    failed: false,
+                };
+                let pin = b.pin && cores > 1;
+                let handle = std::thread::Builder::new()
+                    .name(format!("cabprof-analyzer-{i}"))
+                    .spawn(move || {
+                        if pin {
+                            // Cores 1.. for analyzers; core 0 is the application's.
+                            pin_to(1 + i % (cores - 1));
+                        }
+                        analyzer.run()
+                    })
+                    .map_err(SessionError::Spawn)?;
+                analyzers.push(shared);
+                handles.push(handle);
+            }
+        }
+        let core = Arc::new(Core {
+            key,
+            mode: b.mode,
+            ring,
+            factory,
+            analyzers,
+            handles: Mutex::new(handles),
+            next: AtomicUsize::new(0),
+            inline_done: Mutex::new((None, Vec::new())),
+            inline_live: AtomicUsize::new(0),
+            started: Instant::now(),
+            finished: AtomicBool::new(false),
+            failures: Mutex::new(Vec::new()),
+        });
+        *global = Some(core.clone() as Arc<dyn Hub>);
+        SESSION.store(key, Ordering::Release);
+        tracing::info!(mode = ?b.mode, buffer = ring.buffer_bytes, chunk = ring.chunk_bytes, "cabprof session started");
+        Ok(Session {
+            core,
+            output: b.output,
+        })
+    }
+
+    /// The configured output path, if any.
+    pub fn output_path(&self) -> Option<&PathBuf> {
+        self.output.as_ref()
+    }
+
+    /// The mode this session runs in.
+    pub fn mode(&self) -> RunMode {
+        self.core.mode
+    }
+
+    /// Rings currently held by analyzers (live threads plus exited ones not yet drained).
+    pub fn live_rings(&self) -> usize {
+        self.core
+            .analyzers
+            .iter()
+            .map(|a| a.rings.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Stop, drain every ring, join the analyzers and return the merged report.
+    pub fn finish(self) -> Report<A> {
+        self.core
+            .finish()
+            .expect("a session is finished only once (finish consumes it)")
+    }
+
+    /// A handle that can finish this session from another thread (the Ctrl-C handler).
+    pub fn finisher(&self) -> Finisher<A> {
+        Finisher {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<A: RingAnalysis + Clone> Session<A> {
+    /// Like [`SessionBuilder::start`], and enables [`snapshot`](Self::snapshot).
+    pub fn start_snapshotting<F>(b: SessionBuilder, factory: F) -> Result<Self, SessionError>
+    where
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        b.validate()?;
+        Self::start_with(b, Arc::new(factory), Some(A::clone))
+    }
+
+    /// Results so far, without stopping. Every event published or visible in a ring at the
+    /// time is included; `in_flight` bounds what may still be on its way. Sequential mode
+    /// includes only threads that have exited. Returns `None` if the session was not started
+    /// with [`start_snapshotting`](Self::start_snapshotting) or has finished.
+    pub fn snapshot(&self) -> Option<Report<A>> {
+        let core = &self.core;
+        if core.finished.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut analysis = (core.factory)();
+        let mut threads = Vec::new();
+        let mut in_flight = 0;
+        for a in &core.analyzers {
+            a.clone_fn?;
+            let want = a.snapshot_want.fetch_add(1, Ordering::AcqRel) + 1;
+            loop {
+                if a.snapshot_done.load(Ordering::Acquire) >= want {
+                    break;
+                }
+                if !a.inbox.lock().alive {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            if let Some(out) = a.snapshot_out.lock().take() {
+                analysis.merge(out.analysis);
+                for t in out.threads {
+                    push_thread(&mut threads, t);
+                }
+                in_flight += out.in_flight;
+            }
+        }
+        {
+            let done = core.inline_done.lock();
+            if let Some(a) = &done.0 {
+                analysis.merge(a.clone());
+            }
+            threads.extend(done.1.iter().cloned());
+        }
+        let mut r = core.report(analysis, threads);
+        r.in_flight = in_flight;
+        Some(r)
+    }
+}
+
+impl<A: RingAnalysis> Drop for Session<A> {
+    fn drop(&mut self) {
+        let _ = self.core.finish();
+    }
+}
+
+/// Finishes a session from elsewhere (a signal handler thread). Finishing twice yields `None`.
+pub struct Finisher<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+}
+
+impl<A: RingAnalysis> Finisher<A> {
+    /// Finish the session if nobody has; the report, or `None` if it was already finished.
+    pub fn finish(&self) -> Option<Report<A>> {
+        self.core.finish()
+    }
+}
+
+impl<A: RingAnalysis> Core<A> {
+    fn report(&self, analysis: A, threads: Vec<ThreadStats>) -> Report<A> {
+        let rate_used = threads
+            .iter()
+            .map(|t| t.rate)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))))
+            .unwrap_or(match self.mode {
+                RunMode::Sampling { rate, .. } => rate,
+                _ => 1.0,
+            });
+        let mut r = Report {
+            analysis,
+            mode: self.mode,
+            ring: self.ring,
+            rate_used,
+            threads,
+            totals: ThreadStats::default(),
+            analyzer_failures: self.failures.lock().clone(),
+            unmerged_threads: self.inline_live.load(Ordering::Relaxed),
+            in_flight: 0,
+            elapsed: self.started.elapsed(),
+        };
+        r.finish_totals();
+        r
+    }
+
+    fn finish(&self) -> Option<Report<A>> {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        // Stop new events first, then take the finishing thread's own sink.
+        {
+            let mut global = HUB.lock();
+            if global.as_ref().is_some_and(|h| h.key() == self.key) {
+                SESSION.store(0, Ordering::Release);
+                *global = None;
+            }
+        }
+        let _ = LOCAL.try_with(|local| {
+            if let Ok(mut local) = local.try_borrow_mut() {
+                if local.key == self.key {
+                    if let Sink::Inline(inline) = std::mem::replace(&mut local.sink, Sink::None)
+                    {
+                        self.retire_inline(inline);
+                    }
+                    // A producer of this thread: close it so its tail is published.
+                    local.retire();
+                }
+            }
+        });
+        for a in &self.analyzers {
+            a.stop.store(true, Ordering::Release);
+        }
+        let mut analysis = (self.factory)();
+        let mut threads = Vec::new();
+        for (i, a) in self.analyzers.iter().enumerate() {
+            if let Some(msg) = a.failure.lock().take() {
+                self.failures.lock().push(format!(
+                    "analyzer {i}: analysis panicked: {msg}; the results of its rings are missing and their events are counted as dropped"
+                ));
+            }
+        }
+        for (i, h) in self.handles.lock().drain(..).enumerate() {
+            match h.join() {
+                Ok(out) => {
+                    analysis.merge(out.analysis);
+                    for t in out.threads {
+                        push_thread(&mut threads, t);
+                    }
+                }
+                Err(panic) => {
+                    let msg = panic_message(&*panic);
+                    tracing::error!(analyzer = i, %msg, "cabprof analyzer panicked");
+                    self.failures
+                        .lock()
+                        .push(format!("analyzer {i} panicked: {msg}"));
+                }
+            }
+        }
+        {
+            let mut done = self.inline_done.lock();
+            if let Some(a) = done.0.take() {
+                analysis.merge(a);
+            }
+            for t in done.1.drain(..) {
+                push_thread(&mut threads, t);
+            }
+        }
+        tracing::info!("cabprof session finished");
+        Some(self.report(analysis, threads))
+    }
+}
+
+/// Bytes per event word, for sizing in reports.
+pub const EVENT_BYTES: usize = WORD_BYTES;

@@ -1,0 +1,336 @@
+//! The runtime: rings per thread, analyzers, shutdown, failures. One session per process, so
+//! every test takes `SERIAL` first.
+
+use cab::event::Event;
+use cab::runtime::{emit, RingAnalysis, RunMode, Session, SessionBuilder, SessionError};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Counts events and sums their payloads; panics on the marker `POISON` if asked to.
+#[derive(Default, Clone, Debug, PartialEq)]
+struct Count {
+    n: u64,
+    sum: u64,
+    poison: bool,
+}
+
+const POISON: u64 = 0xDEAD;
+
+impl RingAnalysis for Count {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            if let Some(cab::EventKind::Marker { value }) = cab::event::decode(w) {
+                if self.poison && value == POISON {
+                    panic!("poisoned analysis");
+                }
+                self.n += 1;
+                self.sum += value;
+            }
+        }
+    }
+    fn merge(&mut self, other: Self) {
+        self.n += other.n;
+        self.sum += other.sum;
+    }
+}
+
+fn mark(v: u64) {
+    emit(Event::marker(v).unwrap());
+}
+
+fn small() -> SessionBuilder {
+    SessionBuilder::new()
+        .buffer_bytes(16 << 10)
+        .chunk_bytes(1 << 10)
+        .pin(false)
+}
+
+/// `threads` threads each emit 1..=per values; returns the expected (n, sum).
+fn run_producers(threads: usize, per: u64) -> (u64, u64) {
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            std::thread::Builder::new()
+                .name(format!("producer-{t}"))
+                .spawn(move || {
+                    for v in 1..=per {
+                        mark(v);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let n = threads as u64 * per;
+    (n, threads as u64 * per * (per + 1) / 2)
+}
+
+#[test]
+fn exact_totals_for_1_4_16_producers_on_1_and_2_analyzers() {
+    let _g = serial();
+    for analyzers in [1, 2] {
+        for threads in [1, 4, 16] {
+            let s = small()
+                .analyzers(analyzers)
+                .start(Count::default)
+                .unwrap();
+            let (n, sum) = run_producers(threads, 50_000);
+            let r = s.finish();
+            assert_eq!((r.analysis.n, r.analysis.sum), (n, sum), "{threads} threads, {analyzers} analyzers");
+            assert_eq!(r.totals.events, n);
+            assert_eq!(r.totals.dropped, 0);
+            assert_eq!(r.threads.len(), threads);
+            assert!(r.threads.iter().all(|t| t.events == 50_000));
+            assert!(r.analyzer_failures.is_empty());
+        }
+    }
+}
+
+#[test]
+fn live_threads_are_drained_at_finish() {
+    let _g = serial();
+    let s = small().start(Count::default).unwrap();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        for v in 1..=1000 {
+            mark(v);
+        }
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+    });
+    for v in 1..=10 {
+        mark(v); // the finishing thread's own events
+    }
+    ready_rx.recv().unwrap();
+    let r = s.finish();
+    go_tx.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!(r.analysis.n, 1010);
+    assert_eq!(r.analysis.sum, 500_500 + 55);
+}
+
+#[test]
+fn sequential_mode_gives_the_same_totals() {
+    let _g = serial();
+    let s = small()
+        .mode(RunMode::Sequential)
+        .start(Count::default)
+        .unwrap();
+    let (n, sum) = run_producers(4, 10_000);
+    mark(7);
+    let r = s.finish();
+    assert_eq!((r.analysis.n, r.analysis.sum), (n + 1, sum + 7));
+    assert_eq!(r.unmerged_threads, 0);
+    assert_eq!(r.threads.len(), 5);
+}
+
+#[test]
+fn sampling_mode_never_blocks_and_counts() {
+    let _g = serial();
+    let s = small().sampling(0.25).start(Count::default).unwrap();
+    let (n, _) = run_producers(2, 200_000);
+    let r = s.finish();
+    assert_eq!(r.totals.events, n, "producer positions are exact after close");
+    assert_eq!(r.totals.blocks, 0);
+    assert!(r.analysis.n > 0 && r.analysis.n < n);
+    assert_eq!(r.rate_used, 0.25);
+}
+
+#[test]
+fn a_second_session_is_an_error() {
+    let _g = serial();
+    let s = small().start(Count::default).unwrap();
+    match small().start(Count::default) {
+        Err(SessionError::AlreadyRunning) => {}
+        other => panic!("expected AlreadyRunning, got {:?}", other.map(|_| ())),
+    }
+    drop(s);
+    // After the first ends, a new one may start.
+    small().start(Count::default).unwrap().finish();
+}
+
+#[test]
+fn thread_churn_keeps_memory_bounded_and_counts_exactly() {
+    let _g = serial();
+    let s = SessionBuilder::new()
+        .buffer_bytes(4 << 10)
+        .chunk_bytes(256)
+        .pin(false)
+        .start(Count::default)
+        .unwrap();
+    let rss_before = rss_kb();
+    let mut n = 0;
+    for batch in 0..100 {
+        let hs: Vec<_> = (0..100)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for v in 1..=100 {
+                        mark(v);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        n += 100 * 100;
+        if batch == 50 {
+            // Rings of exited threads are freed as they are drained.
+            let live = s.live_rings();
+            assert!(live <= 200, "{live} rings still held after 5,100 exits");
+        }
+    }
+    let rss_after = rss_kb();
+    let r = s.finish();
+    assert_eq!(r.analysis.n, n);
+    assert_eq!(r.analysis.sum, 10_000 * 5050);
+    assert_eq!(r.threads.len(), 1024, "per-thread entries are capped");
+    assert_eq!(r.totals.threads, 10_000);
+    if let (Some(a), Some(b)) = (rss_before, rss_after) {
+        assert!(b < a + 64 * 1024, "RSS grew from {a} KB to {b} KB over 10,000 threads");
+    }
+}
+
+fn rss_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_panicking_producer_still_delivers_its_events() {
+    let _g = serial();
+    let s = small().start(Count::default).unwrap();
+    let h = std::thread::spawn(|| {
+        for v in 1..=1234 {
+            mark(v);
+        }
+        panic!("application thread dies");
+    });
+    assert!(h.join().is_err());
+    let r = s.finish();
+    assert_eq!(r.analysis.n, 1234);
+}
+
+#[test]
+fn a_panicking_analyzer_never_deadlocks_the_application() {
+    let _g = serial();
+    let s = small()
+        .start(|| Count {
+            poison: true,
+            ..Count::default()
+        })
+        .unwrap();
+    // 16 KB ring = 2048 events: the app pushes far more after the analyzer dies.
+    mark(POISON);
+    for v in 1..=100_000 {
+        mark(v);
+    }
+    let r = s.finish();
+    assert_eq!(r.analyzer_failures.len(), 1, "{:?}", r.analyzer_failures);
+    assert!(r.analyzer_failures[0].contains("poisoned analysis"));
+    // Every event is accounted for: none analyzed after the failure, all counted as dropped.
+    assert_eq!(r.analysis.n, 0);
+    assert_eq!(r.totals.dropped, 100_001);
+}
+
+#[test]
+fn environment_variables_are_validated_by_name() {
+    let env = |pairs: &[(&str, &str)]| {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SessionBuilder::new().from_vars(move |k| m.get(k).cloned())
+    };
+    for (var, val, allowed) in [
+        ("CABPROF_MODE", "fast", "exhaustive, sampling or sequential"),
+        ("CABPROF_RATE", "1.5", "0.0..=1.0"),
+        ("CABPROF_RATE", "abc", "0.0..=1.0"),
+        ("CABPROF_BURST", "0", ">= 1"),
+        ("CABPROF_BUFFER", "12Q", "byte count"),
+        ("CABPROF_CHUNK", "-4", "byte count"),
+        ("CABPROF_ANALYZERS", "0", "1..=64"),
+        ("CABPROF_PIN", "maybe", "0, 1, true or false"),
+        ("CABPROF_ADAPTIVE", "2", "0, 1, true or false"),
+        ("CABPROF_OUTPUT", "", "non-empty"),
+    ] {
+        let err = env(&[(var, val)]).unwrap_err();
+        assert_eq!(err.field, var);
+        assert!(err.allowed.contains(allowed), "{err}");
+        assert!(err.to_string().contains(var), "{err}");
+    }
+    let b = env(&[
+        ("CABPROF_RATE", "0.05"),
+        ("CABPROF_BUFFER", "2M"),
+        ("CABPROF_CHUNK", "128K"),
+        ("CABPROF_ANALYZERS", "2"),
+    ])
+    .unwrap();
+    let cfg = b.ring_config().unwrap();
+    assert_eq!((cfg.buffer_bytes, cfg.chunk_bytes), (2 << 20, 128 << 10));
+    assert_eq!(cfg.mode, cab::Mode::Sampling { rate: 0.05, burst_words: 8 });
+    // A ring rule broken through variables is still named.
+    let err = env(&[("CABPROF_BUFFER", "100K"), ("CABPROF_CHUNK", "64K")])
+        .unwrap()
+        .validate()
+        .unwrap_err();
+    assert_eq!(err.field, "buffer_bytes");
+}
+
+#[test]
+fn snapshots_see_results_so_far_without_stopping() {
+    let _g = serial();
+    let s = Session::start_snapshotting(small(), Count::default).unwrap();
+    for v in 1..=500 {
+        mark(v);
+    }
+    let snap = s.snapshot().unwrap();
+    assert_eq!(snap.analysis.n, 500);
+    for v in 1..=500 {
+        mark(v);
+    }
+    let r = s.finish();
+    assert_eq!(r.analysis.n, 1000);
+}
+
+#[test]
+fn adaptive_sampling_lowers_the_rate_when_lapped() {
+    let _g = serial();
+    #[derive(Default)]
+    struct Slow(u64);
+    impl RingAnalysis for Slow {
+        fn consume(&mut self, words: &[u64]) {
+            for &w in words {
+                // Deliberately heavy per event so the producer laps the analyzer.
+                for k in 0..200u64 {
+                    self.0 = std::hint::black_box(self.0.wrapping_mul(31).wrapping_add(w ^ k));
+                }
+            }
+        }
+        fn merge(&mut self, o: Self) {
+            self.0 ^= o.0;
+        }
+    }
+    let s = small()
+        .mode(RunMode::Sampling {
+            rate: 1.0,
+            burst_words: 8,
+            adaptive: true,
+        })
+        .start(Slow::default)
+        .unwrap();
+    for v in 1..=2_000_000 {
+        mark(v);
+    }
+    let r = s.finish();
+    assert!(r.rate_used < 1.0, "rate stayed at {}", r.rate_used);
+}
