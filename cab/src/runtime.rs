@@ -79,6 +79,8 @@ pub enum SessionError {
     Config(ConfigError),
     /// An analyzer thread could not be spawned.
     Spawn(std::io::Error),
+    /// The Ctrl-C handler could not be installed (another one owns SIGINT).
+    Signal(String),
 }
 
 impl fmt::Display for SessionError {
@@ -89,6 +91,7 @@ impl fmt::Display for SessionError {
             }
             SessionError::Config(e) => e.fmt(f),
             SessionError::Spawn(e) => write!(f, "could not spawn an analyzer thread: {e}"),
+            SessionError::Signal(e) => write!(f, "could not install the Ctrl-C handler: {e}"),
         }
     }
 }
@@ -1206,6 +1209,48 @@ impl<A: RingAnalysis> Session<A> {
         Finisher {
             core: self.core.clone(),
         }
+    }
+}
+
+/// What the process-wide Ctrl-C handler runs: finish the session and report. Replaced by each
+/// session that asks for it; taken (run once) by the handler.
+static INTERRUPT: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(None);
+static CTRLC_INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+
+/// Exit status after a Ctrl-C report: 128 + SIGINT, as shells report an interrupted program.
+pub const INTERRUPTED_EXIT_CODE: i32 = 130;
+
+impl<A: RingAnalysis> Session<A> {
+    /// For services: on Ctrl-C (SIGINT), finish this session — stop, drain every ring of every
+    /// thread (nothing emitted before the signal is lost in exhaustive mode), join the
+    /// analyzers — hand the full report to `on_report`, then exit the process with status
+    /// [`INTERRUPTED_EXIT_CODE`]. If the session finishes normally first, the handler only
+    /// exits.
+    pub fn on_ctrlc(
+        &self,
+        on_report: impl FnOnce(Report<A>) + Send + 'static,
+    ) -> Result<(), SessionError> {
+        let installed = CTRLC_INSTALLED.get_or_init(|| {
+            ctrlc::set_handler(|| {
+                let job = INTERRUPT.lock().take();
+                tracing::info!("cabprof: interrupted, writing the final report");
+                if let Some(job) = job {
+                    job();
+                }
+                std::process::exit(INTERRUPTED_EXIT_CODE);
+            })
+            .map_err(|e| e.to_string())
+        });
+        if let Err(e) = installed {
+            return Err(SessionError::Signal(e.clone()));
+        }
+        let finisher = self.finisher();
+        *INTERRUPT.lock() = Some(Box::new(move || {
+            if let Some(report) = finisher.finish() {
+                on_report(report);
+            }
+        }));
+        Ok(())
     }
 }
 

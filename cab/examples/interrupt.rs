@@ -1,0 +1,75 @@
+//! A long-running "service" that ends on Ctrl-C with a full report (used by the Ctrl-C test).
+//!
+//! Two threads emit a known number of events each, then the process idles until SIGINT. The
+//! report printed by the handler must count every event, including those still sitting in a
+//! partly filled chunk of a thread that is still alive.
+//!
+//! `cargo run -p cabprof-cab --example interrupt -- 123457` then press Ctrl-C.
+
+use cab::event::Event;
+use cab::runtime::{emit, RingAnalysis, SessionBuilder};
+
+#[derive(Default)]
+struct Count {
+    n: u64,
+    sum: u64,
+}
+
+impl RingAnalysis for Count {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            if let Some(cab::EventKind::Marker { value }) = cab::event::decode(w) {
+                self.n += 1;
+                self.sum += value;
+            }
+        }
+    }
+    fn merge(&mut self, o: Self) {
+        self.n += o.n;
+        self.sum += o.sum;
+    }
+}
+
+fn main() {
+    let per: u64 = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("events per thread: a whole number"))
+        .unwrap_or(1_000_000);
+    let session = SessionBuilder::new()
+        .from_env()
+        .unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        })
+        .start(Count::default)
+        .expect("start session");
+    session
+        .on_ctrlc(|r| {
+            println!(
+                "report: events={} sum={} threads={} dropped={} blocks={}",
+                r.analysis.n,
+                r.analysis.sum,
+                r.threads.len(),
+                r.totals.dropped,
+                r.totals.blocks
+            );
+        })
+        .expect("install Ctrl-C handler");
+    let worker = std::thread::spawn(move || {
+        for v in 1..=per {
+            emit(Event::marker(v).unwrap());
+        }
+        // Stay alive, ring unflushed, until the process is interrupted.
+        loop {
+            std::thread::park();
+        }
+    });
+    for v in 1..=per {
+        emit(Event::marker(v).unwrap());
+    }
+    println!("ready: emitted {} events", 2 * per);
+    let _ = worker;
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,44 @@
+//! Ctrl-C on a real child process: the report printed after SIGINT is complete and exact.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn example_binary() -> std::path::PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", "cabprof-cab", "--example", "interrupt"])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success());
+    // tests live in target/<profile>/deps; examples in target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("examples").join("interrupt")
+}
+
+#[test]
+#[cfg(unix)]
+fn sigint_produces_a_complete_exact_report() {
+    let per: u64 = 123_457; // not a multiple of any chunk: the tails are partial chunks
+    let mut child = Command::new(example_binary())
+        .arg(per.to_string())
+        .env("CABPROF_BUFFER", "64K")
+        .env("CABPROF_CHUNK", "4K")
+        .env("CABPROF_PIN", "0")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn example");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready"), "unexpected first line: {line:?}");
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
+    let mut report = String::new();
+    out.read_line(&mut report).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "exit status after Ctrl-C");
+    let sum = 2 * (per * (per + 1) / 2);
+    let want = format!("report: events={} sum={sum} threads=2 dropped=0 ", 2 * per);
+    assert!(report.starts_with(&want), "got {report:?}, want {want:?}...");
+}
