@@ -32,7 +32,7 @@ use crate::event::Event;
 use crate::ring::{self, Consumer, Producer};
 use parking_lot::{Mutex, MutexGuard};
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -474,7 +474,7 @@ trait Hub: Send + Sync {
     /// Make a ring for a new producer thread and give its consumer to an analyzer.
     fn attach_ring(&self, thread: String) -> Sink;
     /// A sequential-mode inline analysis for a new thread.
-    fn attach_inline(&self, thread: String) -> Sink;
+    fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
     /// A sequential thread ended (or the session is finishing on it): merge its results.
     fn retire_inline(&self, sink: Box<dyn InlineSink>);
 }
@@ -486,32 +486,100 @@ trait InlineSink {
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
 
+/// A thread's connection to the session. Producers are heap-allocated and held by raw
+/// pointer (from `Box::into_raw`) so that the pointer `FAST` caches and the one used here are
+/// the same, with no `Box` uniqueness claim between them; `Drop` frees them.
 enum Sink {
     None,
-    Exhaustive(Producer<false>),
-    Sampling(Producer<true>),
-    Inline(Box<dyn InlineSink>),
+    Exhaustive(*mut Producer<false>),
+    Sampling(*mut Producer<true>),
+}
+
+impl Sink {
+    fn exhaustive(p: Producer<false>) -> Sink {
+        Sink::Exhaustive(Box::into_raw(Box::new(p)))
+    }
+
+    fn sampling(p: Producer<true>) -> Sink {
+        Sink::Sampling(Box::into_raw(Box::new(p)))
+    }
+
+    #[inline]
+    fn push(&mut self, event: Event) {
+        match self {
+            // SAFETY: the pointer came from `Box::into_raw` in `Sink::exhaustive` and is freed
+            // only by `Drop` below; this thread is its only user.
+            Sink::Exhaustive(p) => unsafe { (**p).push(event) },
+            // SAFETY: as above, from `Sink::sampling`.
+            Sink::Sampling(p) => unsafe { (**p).push(event) },
+            Sink::None => {}
+        }
+    }
+
+    fn flush(&mut self) {
+        match self {
+            // SAFETY: see `push`.
+            Sink::Exhaustive(p) => unsafe { (**p).flush() },
+            // SAFETY: see `push`.
+            Sink::Sampling(p) => unsafe { (**p).flush() },
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        match *self {
+            // SAFETY: from `Box::into_raw`, dropped exactly once here; `FAST` was cleared by
+            // `Local::retire` before any `Sink` holding a producer is dropped. Dropping the
+            // producer closes it: the analyzer drains the ring and frees it.
+            Sink::Exhaustive(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above.
+            Sink::Sampling(p) => drop(unsafe { Box::from_raw(p) }),
+            Sink::None => {}
+        }
+    }
 }
 
 struct Local {
     /// The `SESSION` value this thread's sink belongs to.
     key: u64,
+    /// Concurrent modes: this thread's producer.
     sink: Sink,
+    /// Sequential mode: this thread's inline analysis.
+    inline: Option<Box<dyn InlineSink>>,
 }
 
 impl Local {
     fn retire(&mut self) {
-        match std::mem::replace(&mut self.sink, Sink::None) {
-            Sink::Inline(inline) => {
-                let hub = HUB.lock().clone();
-                if let Some(hub) = hub.filter(|h| h.key() == inline.key()) {
-                    hub.retire_inline(inline);
-                }
+        // Forget the cached producer before it goes away.
+        let _ = FAST.try_with(|f| {
+            f.key.set(0);
+            f.ring.set(std::ptr::null_mut());
+        });
+        if let Some(inline) = self.inline.take() {
+            let hub = HUB.lock().clone();
+            if let Some(hub) = hub.filter(|h| h.key() == inline.key()) {
+                hub.retire_inline(inline);
             }
-            // Dropping a producer closes it: the analyzer drains the ring and frees it.
-            other => drop(other),
         }
+        // Dropping a producer closes it: the analyzer drains the ring and frees it.
+        self.sink = Sink::None;
         self.key = 0;
+    }
+
+    /// Point `FAST` at this thread's producer, if it has one.
+    fn publish_fast(&mut self) {
+        let ring: *mut () = match self.sink {
+            Sink::Exhaustive(p) => p.cast(),
+            Sink::Sampling(p) => p.cast(),
+            _ => return,
+        };
+        let key = self.key;
+        let _ = FAST.try_with(|f| {
+            f.ring.set(ring);
+            f.key.set(key);
+        });
     }
 }
 
@@ -521,8 +589,24 @@ impl Drop for Local {
     }
 }
 
+/// The hot path's view of this thread's producer: the session key it belongs to and a raw
+/// pointer to it. No destructor, so access is a plain thread-local load with no lazy-init or
+/// registration check. Invariant: when `key` is non-zero and equals the running session's key,
+/// `ring` points to the `Producer` boxed in this thread's `LOCAL` (of the type `key & 3`
+/// names); `Local::retire` zeroes `key` before that box is dropped.
+struct Fast {
+    key: Cell<u64>,
+    ring: Cell<*mut ()>,
+}
+
 thread_local! {
-    static LOCAL: RefCell<Local> = const { RefCell::new(Local { key: 0, sink: Sink::None }) };
+    static FAST: Fast = const {
+        Fast {
+            key: Cell::new(0),
+            ring: Cell::new(std::ptr::null_mut()),
+        }
+    };
+    static LOCAL: RefCell<Local> = const { RefCell::new(Local { key: 0, sink: Sink::None, inline: None }) };
 }
 
 /// Record one event from the calling thread. With no session running this is one load and
@@ -542,8 +626,34 @@ pub fn active() -> bool {
     SESSION.load(Ordering::Relaxed) != 0
 }
 
-#[inline]
+#[inline(always)]
 fn emit_to(key: u64, event: Event) {
+    let fast = FAST.with(|f| {
+        if f.key.get() != key {
+            return false;
+        }
+        let ring = f.ring.get();
+        if key & 3 == KIND_EXHAUSTIVE {
+            // SAFETY: by `Fast`'s invariant, a matching key means `ring` points to this
+            // thread's live exhaustive producer; only this thread touches it, and nothing else
+            // borrows it now (the slow path's `LOCAL` borrow is not held while we are here).
+            unsafe { (*ring.cast::<Producer<false>>()).push(event) };
+        } else {
+            // SAFETY: as above; a ring key that is not exhaustive is sampling (sequential
+            // sessions never publish to `FAST`).
+            unsafe { (*ring.cast::<Producer<true>>()).push(event) };
+        }
+        true
+    });
+    if !fast {
+        emit_slow(key, event);
+    }
+}
+
+/// First event of a thread in this session, sequential mode, or a thread being torn down.
+#[cold]
+#[inline(never)]
+fn emit_slow(key: u64, event: Event) {
     // `try_with`: events from TLS destructors after `LOCAL` is gone are dropped.
     // `try_borrow_mut`: an event emitted from inside an inline analysis (re-entrancy) is
     // dropped rather than corrupting the analysis.
@@ -552,11 +662,9 @@ fn emit_to(key: u64, event: Event) {
             if local.key != key {
                 attach(&mut local, key);
             }
-            match &mut local.sink {
-                Sink::Exhaustive(p) => p.push(event),
-                Sink::Sampling(p) => p.push(event),
-                Sink::Inline(a) => a.consume(&[event.word()]),
-                Sink::None => {}
+            match &mut local.inline {
+                Some(inline) => inline.consume(&[event.word()]),
+                None => local.sink.push(event),
             }
         }
     });
@@ -574,12 +682,13 @@ fn attach(local: &mut Local, key: u64) {
         .name()
         .map(str::to_owned)
         .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
-    local.sink = if key & 3 == KIND_SEQUENTIAL {
-        hub.attach_inline(name)
+    if key & 3 == KIND_SEQUENTIAL {
+        local.inline = Some(hub.attach_inline(name));
     } else {
-        hub.attach_ring(name)
-    };
+        local.sink = hub.attach_ring(name);
+    }
     local.key = key;
+    local.publish_fast();
 }
 
 /// Hand the calling thread's buffered events to its analyzer now (for instance before a
@@ -587,11 +696,7 @@ fn attach(local: &mut Local, key: u64) {
 pub fn flush_current_thread() {
     let _ = LOCAL.try_with(|local| {
         if let Ok(mut local) = local.try_borrow_mut() {
-            match &mut local.sink {
-                Sink::Exhaustive(p) => p.flush(),
-                Sink::Sampling(p) => p.flush(),
-                _ => {}
-            }
+            local.sink.flush();
         }
     });
 }
@@ -982,10 +1087,11 @@ impl<A: RingAnalysis> Hub for Core<A> {
 
     fn attach_ring(&self, thread: String) -> Sink {
         let made = match self.ring.mode {
-            Mode::Exhaustive => ring::channel(&self.ring).map(|(p, c)| (Sink::Exhaustive(p), c)),
-            Mode::Sampling { .. } => {
-                ring::sampling_channel(&self.ring).map(|(p, c)| (Sink::Sampling(p), c))
+            Mode::Exhaustive => {
+                ring::channel(&self.ring).map(|(p, c)| (Sink::exhaustive(p), c))
             }
+            Mode::Sampling { .. } => ring::sampling_channel(&self.ring)
+                .map(|(p, c)| (Sink::sampling(p), c)),
         };
         let (sink, consumer) = made.expect("ring config validated at start");
         tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
@@ -1016,14 +1122,14 @@ impl<A: RingAnalysis> Hub for Core<A> {
         sink
     }
 
-    fn attach_inline(&self, thread: String) -> Sink {
+    fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
         self.inline_live.fetch_add(1, Ordering::Relaxed);
-        Sink::Inline(Box::new(InlineAnalysis {
+        Box::new(InlineAnalysis {
             analysis: (self.factory)(),
             events: 0,
             thread,
             key: self.key,
-        }))
+        })
     }
 
     fn retire_inline(&self, sink: Box<dyn InlineSink>) {
@@ -1368,8 +1474,7 @@ impl<A: RingAnalysis> Core<A> {
         let _ = LOCAL.try_with(|local| {
             if let Ok(mut local) = local.try_borrow_mut() {
                 if local.key == self.key {
-                    if let Sink::Inline(inline) = std::mem::replace(&mut local.sink, Sink::None)
-                    {
+                    if let Some(inline) = local.inline.take() {
                         self.retire_inline(inline);
                     }
                     // A producer of this thread: close it so its tail is published.
