@@ -121,14 +121,14 @@ impl RingConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = self.chunk_bytes;
         let b = self.buffer_bytes;
-        if c < MIN_CHUNK_BYTES || c % WORD_BYTES != 0 {
+        if c < MIN_CHUNK_BYTES || !c.is_multiple_of(WORD_BYTES) {
             return Err(ConfigError::new(
                 "chunk_bytes",
                 c,
                 format!("a multiple of {WORD_BYTES} of at least {MIN_CHUNK_BYTES} (one cache line)"),
             ));
         }
-        if b % c != 0 {
+        if !b.is_multiple_of(c) {
             return Err(ConfigError::new(
                 "buffer_bytes",
                 b,

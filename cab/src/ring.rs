@@ -490,10 +490,9 @@ impl Consumer {
         let want = (self.rate * len as f64).round() as usize;
         let bursts = want.div_ceil(self.burst).min(len.div_ceil(self.burst));
         let mut delivered = 0;
-        if bursts > 0 {
+        if let Some(stride) = len.checked_div(bursts) {
             // Spread the bursts evenly; rotate their phase from chunk to chunk so periodic
             // programs are not always sampled at the same point of their period.
-            let stride = len / bursts;
             let phase = if stride > self.burst {
                 (self.stats.chunks as usize).wrapping_mul(0x9E37_79B9) % (stride - self.burst + 1)
             } else {

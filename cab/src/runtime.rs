@@ -420,7 +420,7 @@ impl SessionBuilder {
     pub fn ring_config(&self) -> Result<RingConfig, ConfigError> {
         let chunk = self
             .chunk_bytes
-            .unwrap_or(128 << 10); // FIXME(hw): switch to crate::hw::recommended_chunk_bytes
+            .unwrap_or_else(crate::hw::recommended_chunk_bytes);
         let buffer = self.buffer_bytes.unwrap_or(chunk * 16);
         let mode = match self.mode {
             RunMode::Sampling {
