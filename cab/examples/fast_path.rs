@@ -1,0 +1,49 @@
+//! The producer's fast path, isolated so its machine code can be read:
+//!
+//! ```text
+//! cargo build --release -p cabprof-cab --example fast_path
+//! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_push_exhaustive>:/,/^$/'
+//! ```
+//!
+//! Running it pushes a few million events through a ring and prints how many arrived.
+
+use cab::event::{Event, MethodId};
+use cab::ring::{self, Producer};
+use cab::{Mode, Poll, RingConfig};
+
+/// One exhaustive push, not inlined, so its code stands alone in the binary.
+#[no_mangle]
+#[inline(never)]
+pub fn cab_push_exhaustive(p: &mut Producer, e: Event) {
+    p.push(e);
+}
+
+/// One sampling push, not inlined.
+#[no_mangle]
+#[inline(never)]
+pub fn cab_push_sampling(p: &mut Producer<true>, e: Event) {
+    p.push(e);
+}
+
+fn main() {
+    let cfg = RingConfig::new(1 << 20, 64 << 10);
+    let (mut tx, mut rx) = ring::channel(&cfg).unwrap();
+    let n = 4_000_000u64;
+    let consumer = std::thread::spawn(move || {
+        let mut got = 0u64;
+        while rx.poll_with(|w| got += w.len() as u64) != Poll::Closed {}
+        got
+    });
+    for i in 0..n {
+        let callee = MethodId::new((i % 1000) as u32 + 1).unwrap();
+        cab_push_exhaustive(&mut tx, Event::call(MethodId::ROOT, callee));
+    }
+    tx.close();
+    println!("exhaustive: pushed {n}, consumer received {}", consumer.join().unwrap());
+
+    let (mut tx, _rx) = ring::sampling_channel(&cfg.with_mode(Mode::sampling(0.1))).unwrap();
+    for _ in 0..n {
+        cab_push_sampling(&mut tx, Event::marker(1).unwrap());
+    }
+    println!("sampling: pushed {} with no consumer, never blocked", tx.stats().pushed);
+}
