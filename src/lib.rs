@@ -1,10 +1,47 @@
 //! cabprof: concurrent dynamic analysis for Rust, built on CAB (Cache-friendly Asymmetric
-//! Buffering, Ha et al., OOPSLA 2009).
+//! Buffering, Ha, Arnold, Blackburn and McKinley, OOPSLA 2009).
 //!
-//! This facade re-exports the ring and runtime ([`cab`]), the analyses ([`analyses`]) and the
-//! instrumentation attribute, and will hold the report writers and the command-line tool.
+//! Mark hot functions with [`#[profile]`](profile) (`#[profile(paths)]` for Ball-Larus path
+//! profiling, `#[profile(memory)]` for cache simulation), start a [`Session`], run, and read the
+//! [`Report`]. Each instrumented thread writes one 64-bit word per event into its own lock-free
+//! ring; analyzer threads on other cores run the analyses, exhaustively (nothing lost) or by
+//! sampling (the application never blocks). Every analysis also runs sequentially, inline, so
+//! the two can be compared.
+//!
+//! ```no_run
+//! #[cabprof::profile]
+//! fn fib(n: u64) -> u64 {
+//!     if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+//! }
+//!
+//! let session = cabprof::Session::builder().start().unwrap();
+//! fib(20);
+//! let report = session.finish();
+//! print!("{}", report.text(10));
+//! ```
+//!
+//! Modules:
+//! - [`profile`]: sessions and the set of analyses they run.
+//! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
+//! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
+//! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 
 pub use analyses;
 pub use cab;
 pub use cab::event::{Event, EventKind, MethodId};
+pub use cab::runtime::{RunMode, SessionError};
 pub use cab::{ConfigError, Mode, RingConfig};
+pub use instrument_macros::profile;
+
+pub mod mem;
+mod names;
+pub mod profile;
+pub mod report;
+
+pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder};
+pub use report::{Report, ReportData};
+
+/// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;

@@ -328,6 +328,11 @@ impl SessionBuilder {
         self.output.as_ref()
     }
 
+    /// The configured mode.
+    pub fn run_mode(&self) -> RunMode {
+        self.mode
+    }
+
     /// Override settings from `CABPROF_*` variables in the process environment. A bad value is
     /// an error naming the variable and what it allows.
     pub fn from_env(self) -> Result<Self, ConfigError> {

@@ -1,0 +1,409 @@
+//! Profiling sessions: choose analyses and a mode, run the program, get a [`Report`].
+//!
+//! ```no_run
+//! use cabprof::{Analysis, Session};
+//!
+//! let session = Session::builder()
+//!     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+//!     .start()
+//!     .expect("start profiling");
+//! // ... run instrumented code ...
+//! let report = session.finish();
+//! println!("{}", report.text(10));
+//! ```
+//!
+//! The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
+//! (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
+//! builder or by `CABPROF_MODE` at run time.
+
+use crate::report::Report;
+use analyses::{
+    Analysis as _, CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig,
+    MethodCount, PathProfile, ReuseDistance,
+};
+use cab::runtime::{self, RingAnalysis, RunMode, SessionError};
+use cab::ConfigError;
+use std::path::PathBuf;
+
+/// One analysis a session can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Analysis {
+    /// Calls per function.
+    MethodCount,
+    /// Caller → callee edge counts.
+    CallGraph,
+    /// The paper's depth-two call-tree profile and the full calling-context tree.
+    CallTree,
+    /// Ball-Larus path counts (functions marked `#[profile(paths)]`).
+    Paths,
+    /// Set-associative cache simulation of `Mem` events (`#[profile(memory)]`).
+    Cache,
+    /// Reuse-distance histogram of `Mem` events.
+    ReuseDistance,
+}
+
+impl Analysis {
+    /// Every analysis.
+    pub const ALL: [Analysis; 6] = [
+        Analysis::MethodCount,
+        Analysis::CallGraph,
+        Analysis::CallTree,
+        Analysis::Paths,
+        Analysis::Cache,
+        Analysis::ReuseDistance,
+    ];
+
+    /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
+    /// `paths`, `cache`, `reuse-distance`).
+    pub fn parse(name: &str) -> Option<Analysis> {
+        Some(match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "method-count" | "methods" => Analysis::MethodCount,
+            "call-graph" | "graph" => Analysis::CallGraph,
+            "call-tree" | "tree" => Analysis::CallTree,
+            "paths" | "path" => Analysis::Paths,
+            "cache" => Analysis::Cache,
+            "reuse-distance" | "reuse" => Analysis::ReuseDistance,
+            _ => return None,
+        })
+    }
+}
+
+/// Every configured analysis over one stream; what the runtime runs per ring (or per thread in
+/// sequential mode).
+#[derive(Clone, Default)]
+pub struct AnalysisSet {
+    /// Calls per function.
+    pub method_count: Option<MethodCount>,
+    /// Caller → callee edges.
+    pub call_graph: Option<CallGraph>,
+    /// Depth-two call-tree patterns.
+    pub call_tree: Option<CallTreeProfile>,
+    /// Calling-context tree.
+    pub context_tree: Option<CallingContextTree>,
+    /// Path counts.
+    pub paths: Option<PathProfile>,
+    /// Cache simulation.
+    pub cache: Option<CacheSim>,
+    /// Reuse distances.
+    pub reuse: Option<ReuseDistance>,
+}
+
+/// What to build for each stream.
+#[derive(Clone)]
+pub(crate) struct AnalysisPlan {
+    pub(crate) kinds: Vec<Analysis>,
+    pub(crate) cache_levels: Vec<LevelConfig>,
+    pub(crate) reuse_line_bytes: u32,
+    pub(crate) approximate: bool,
+}
+
+impl AnalysisPlan {
+    pub(crate) fn build(&self) -> AnalysisSet {
+        let has = |k| self.kinds.contains(&k);
+        let mut set = AnalysisSet::default();
+        if has(Analysis::MethodCount) {
+            set.method_count = Some(MethodCount::new());
+        }
+        if has(Analysis::CallGraph) {
+            set.call_graph = Some(CallGraph::new());
+        }
+        if has(Analysis::CallTree) {
+            let mut p = CallTreeProfile::new();
+            p.set_approximate(self.approximate);
+            let mut t = CallingContextTree::new();
+            t.set_approximate(self.approximate);
+            set.call_tree = Some(p);
+            set.context_tree = Some(t);
+        }
+        if has(Analysis::Paths) {
+            set.paths = Some(PathProfile::new());
+        }
+        if has(Analysis::Cache) {
+            set.cache = Some(CacheSim::new(&self.cache_levels).expect("validated by the builder"));
+        }
+        if has(Analysis::ReuseDistance) {
+            set.reuse =
+                Some(ReuseDistance::new(self.reuse_line_bytes).expect("validated by the builder"));
+        }
+        set
+    }
+}
+
+fn merge_opt<T: analyses::Analysis>(a: &mut Option<T>, b: Option<T>) {
+    match (a.as_mut(), b) {
+        (Some(x), Some(y)) => x.merge(y),
+        (None, Some(y)) => *a = Some(y),
+        _ => {}
+    }
+}
+
+impl RingAnalysis for AnalysisSet {
+    fn consume(&mut self, words: &[u64]) {
+        if let Some(a) = &mut self.method_count {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.call_graph {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.call_tree {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.context_tree {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.paths {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.cache {
+            a.consume(words);
+        }
+        if let Some(a) = &mut self.reuse {
+            a.consume(words);
+        }
+    }
+
+    fn merge(&mut self, o: Self) {
+        merge_opt(&mut self.method_count, o.method_count);
+        merge_opt(&mut self.call_graph, o.call_graph);
+        merge_opt(&mut self.call_tree, o.call_tree);
+        merge_opt(&mut self.context_tree, o.context_tree);
+        merge_opt(&mut self.paths, o.paths);
+        merge_opt(&mut self.cache, o.cache);
+        merge_opt(&mut self.reuse, o.reuse);
+    }
+}
+
+/// Chooses the analyses, the mode and the ring; every setting can also come from `CABPROF_*`
+/// variables ([`from_env`](Self::from_env)).
+#[derive(Clone)]
+pub struct SessionBuilder {
+    runtime: runtime::SessionBuilder,
+    plan: AnalysisPlan,
+}
+
+impl Default for SessionBuilder {
+    fn default() -> Self {
+        SessionBuilder {
+            runtime: runtime::SessionBuilder::new(),
+            plan: AnalysisPlan {
+                kinds: vec![
+                    Analysis::MethodCount,
+                    Analysis::CallGraph,
+                    Analysis::CallTree,
+                    Analysis::Paths,
+                ],
+                cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
+                reuse_line_bytes: 64,
+                approximate: false,
+            },
+        }
+    }
+}
+
+impl SessionBuilder {
+    /// Defaults: exhaustive, method count + call graph + call tree + paths, one pinned
+    /// analyzer, chunk = 4 × L1d, buffer = 16 chunks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The analyses to run (replacing the default set).
+    pub fn analyses(mut self, kinds: &[Analysis]) -> Self {
+        self.plan.kinds = kinds.to_vec();
+        self
+    }
+
+    /// Every analysis, cache simulation and reuse distance included.
+    pub fn all_analyses(self) -> Self {
+        self.analyses(&Analysis::ALL)
+    }
+
+    /// Cache levels for the simulator (default: the paper's 32 KB/4-way + 512 KB/8-way, 64 B,
+    /// FIFO).
+    pub fn cache_levels(mut self, levels: &[LevelConfig]) -> Self {
+        self.plan.cache_levels = levels.to_vec();
+        self
+    }
+
+    /// Simulate the host's measured L1d (sysfs or the X-Ray probe) in front of the paper's L2.
+    pub fn host_cache_geometry(mut self) -> Self {
+        let l1 = cab::hw::host_l1d();
+        let level = LevelConfig::new(
+            l1.size_bytes as u64,
+            l1.ways as u32,
+            l1.line_bytes as u32,
+            analyses::Policy::Fifo,
+        );
+        let l2 = LevelConfig {
+            line_bytes: level.line_bytes,
+            ..LevelConfig::PAPER_L2
+        };
+        self.plan.cache_levels = vec![level, l2];
+        self
+    }
+
+    /// Line size of the reuse-distance analysis (default 64).
+    pub fn reuse_line_bytes(mut self, bytes: u32) -> Self {
+        self.plan.reuse_line_bytes = bytes;
+        self
+    }
+
+    /// Exhaustive, sampling or sequential.
+    pub fn mode(mut self, mode: RunMode) -> Self {
+        self.runtime = self.runtime.mode(mode);
+        self
+    }
+
+    /// Sampling at `rate` with one-cache-line bursts.
+    pub fn sampling(mut self, rate: f64) -> Self {
+        self.runtime = self.runtime.sampling(rate);
+        self
+    }
+
+    /// Sequential: analyses inline in the application threads, no ring.
+    pub fn sequential(self) -> Self {
+        self.mode(RunMode::Sequential)
+    }
+
+    /// Ring size in bytes.
+    pub fn buffer_bytes(mut self, bytes: usize) -> Self {
+        self.runtime = self.runtime.buffer_bytes(bytes);
+        self
+    }
+
+    /// Chunk size in bytes.
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.runtime = self.runtime.chunk_bytes(bytes);
+        self
+    }
+
+    /// Analyzer threads.
+    pub fn analyzers(mut self, n: usize) -> Self {
+        self.runtime = self.runtime.analyzers(n);
+        self
+    }
+
+    /// Pin threads to cores (default on).
+    pub fn pin(mut self, on: bool) -> Self {
+        self.runtime = self.runtime.pin(on);
+        self
+    }
+
+    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.runtime = self.runtime.output(path);
+        self
+    }
+
+    /// Read `CABPROF_*` variables (the runtime's, see [`cab::runtime::ENV_VARS`], plus
+    /// `CABPROF_ANALYSES`, a comma-separated list of analysis names).
+    pub fn from_env(self) -> Result<Self, ConfigError> {
+        self.from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env) with any lookup.
+    pub fn from_vars(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        if let Some(v) = get("CABPROF_ANALYSES") {
+            let mut kinds = Vec::new();
+            for name in v.split(',').filter(|s| !s.trim().is_empty()) {
+                kinds.push(Analysis::parse(name).ok_or_else(|| {
+                    ConfigError::new(
+                        "CABPROF_ANALYSES",
+                        &v,
+                        "a comma-separated list of method-count, call-graph, call-tree, paths, cache, reuse-distance",
+                    )
+                })?);
+            }
+            self.plan.kinds = kinds;
+        }
+        self.runtime = self.runtime.from_vars(get)?;
+        Ok(self)
+    }
+
+    /// Check every setting, analyses included.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.runtime.validate()?;
+        if self.plan.kinds.contains(&Analysis::Cache) {
+            CacheSim::new(&self.plan.cache_levels)
+                .map_err(|e| ConfigError::new("cache levels", format!("{e:?}"), e.to_string()))?;
+        }
+        if self.plan.kinds.contains(&Analysis::ReuseDistance) {
+            ReuseDistance::new(self.plan.reuse_line_bytes).map_err(|e| {
+                ConfigError::new("reuse_line_bytes", self.plan.reuse_line_bytes, e.to_string())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Start profiling.
+    pub fn start(mut self) -> Result<Session, SessionError> {
+        self.validate()?;
+        let output = self.runtime.output_path().cloned();
+        self.plan.approximate = matches!(self.runtime.run_mode(), RunMode::Sampling { .. });
+        let plan = self.plan.clone();
+        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
+        Ok(Session { inner, output })
+    }
+}
+
+/// A running profiling session: one at a time per process.
+pub struct Session {
+    inner: runtime::Session<AnalysisSet>,
+    output: Option<PathBuf>,
+}
+
+impl Session {
+    /// A builder with defaults.
+    pub fn builder() -> SessionBuilder {
+        SessionBuilder::new()
+    }
+
+    /// Start with every setting from `CABPROF_*` variables over the defaults.
+    pub fn from_env() -> Result<Session, SessionError> {
+        SessionBuilder::new().from_env()?.start()
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> RunMode {
+        self.inner.mode()
+    }
+
+    /// Results so far without stopping (see [`cab::runtime::Session::snapshot`]).
+    pub fn snapshot(&self) -> Option<Report> {
+        self.inner.snapshot().map(Report::new)
+    }
+
+    /// Stop, drain, merge and report.
+    pub fn finish(self) -> Report {
+        Report::new(self.inner.finish())
+    }
+
+    /// Finish and write the JSON report to the configured output path (if any).
+    pub fn finish_and_write(self) -> std::io::Result<Report> {
+        let output = self.output.clone();
+        let report = self.finish();
+        if let Some(path) = output {
+            std::fs::write(path, report.json())?;
+        }
+        Ok(report)
+    }
+
+    /// For services: on Ctrl-C, finish (nothing lost), hand the report to `on_report`, then
+    /// exit with status 130. With an output path configured the JSON report is written there
+    /// first.
+    pub fn on_ctrlc(
+        &self,
+        on_report: impl FnOnce(&Report) + Send + 'static,
+    ) -> Result<(), SessionError> {
+        let output = self.output.clone();
+        self.inner.on_ctrlc(move |r| {
+            let report = Report::new(r);
+            if let Some(path) = output {
+                if let Err(e) = std::fs::write(&path, report.json()) {
+                    eprintln!("cabprof: could not write {}: {e}", path.display());
+                }
+            }
+            on_report(&report);
+        })
+    }
+}
