@@ -209,11 +209,24 @@ impl<A> Report<A> {
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
+/// Which buffer carries events from application threads to analyzers. CAB is the design;
+/// the others are the baselines the paper compares it with (Figure 7), exhaustive mode only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferDesign {
+    /// Cache-friendly Asymmetric Buffering.
+    Cab,
+    /// FastForward (Giacomoni et al. 2008).
+    FastForward,
+    /// N-way buffering (PiPA, Zhao et al. 2008).
+    NWay,
+}
+
 /// Chooses how a session runs. Every setting can also come from a `CABPROF_*` variable (see
 /// [`SessionBuilder::from_env`]).
 #[derive(Clone, Debug)]
 pub struct SessionBuilder {
     mode: RunMode,
+    design: BufferDesign,
     buffer_bytes: Option<usize>,
     chunk_bytes: Option<usize>,
     analyzers: usize,
@@ -225,6 +238,7 @@ impl Default for SessionBuilder {
     fn default() -> Self {
         SessionBuilder {
             mode: RunMode::Exhaustive,
+            design: BufferDesign::Cab,
             buffer_bytes: None,
             chunk_bytes: None,
             analyzers: 1,
@@ -245,6 +259,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
     ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
     ("CABPROF_OUTPUT", "path of the report file"),
+    ("CABPROF_BUFFER_DESIGN", "cab | fastforward | nway"),
 ];
 
 fn parse_bytes(var: &str, text: &str) -> Result<usize, ConfigError> {
@@ -281,6 +296,13 @@ impl SessionBuilder {
     /// Exhaustive, sampling or sequential.
     pub fn mode(mut self, mode: RunMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// The buffer design (default CAB). FastForward and N-way need exhaustive mode and
+    /// power-of-two sizes.
+    pub fn buffer_design(mut self, design: BufferDesign) -> Self {
+        self.design = design;
         self
     }
 
@@ -409,6 +431,20 @@ impl SessionBuilder {
                 .filter(|n| (1..=64).contains(n))
                 .ok_or_else(|| ConfigError::new("CABPROF_ANALYZERS", &v, "1..=64"))?;
         }
+        if let Some(v) = get("CABPROF_BUFFER_DESIGN") {
+            self.design = match v.trim().to_ascii_lowercase().as_str() {
+                "cab" => BufferDesign::Cab,
+                "fastforward" | "ff" => BufferDesign::FastForward,
+                "nway" | "n-way" => BufferDesign::NWay,
+                _ => {
+                    return Err(ConfigError::new(
+                        "CABPROF_BUFFER_DESIGN",
+                        &v,
+                        "cab, fastforward or nway",
+                    ))
+                }
+            };
+        }
         if let Some(v) = get("CABPROF_PIN") {
             self.pin = parse_bool("CABPROF_PIN", &v)?;
         }
@@ -434,7 +470,19 @@ impl SessionBuilder {
             _ => Mode::Exhaustive,
         };
         let cfg = RingConfig::new(buffer, chunk).with_mode(mode);
-        cfg.validate()?;
+        match self.design {
+            BufferDesign::Cab => cfg.validate()?,
+            other => {
+                if mode != Mode::Exhaustive {
+                    return Err(ConfigError::new(
+                        "buffer design",
+                        format!("{other:?}"),
+                        "Cab in sampling mode (FastForward and NWay are exhaustive only)",
+                    ));
+                }
+                cfg.validate_power_of_two()?
+            }
+        }
         Ok(cfg)
     }
 
@@ -461,12 +509,15 @@ impl SessionBuilder {
 // ---------------------------------------------------------------------------------------------
 // Global state and the instrumentation entry point
 
-/// `0` when no session runs, else `epoch << 2 | kind` of the running session. One load tells
+/// `0` when no session runs, else `epoch << 3 | kind` of the running session. One load tells
 /// `emit` both whether to do anything and whether the thread's ring is current.
 static SESSION: AtomicU64 = AtomicU64::new(0);
 const KIND_EXHAUSTIVE: u64 = 1;
 const KIND_SAMPLING: u64 = 2;
 const KIND_SEQUENTIAL: u64 = 3;
+const KIND_FASTFORWARD: u64 = 4;
+const KIND_NWAY: u64 = 5;
+const KIND_MASK: u64 = 7;
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// The running session's registrar. Locked only when a thread attaches or a session starts
 /// or ends.
@@ -498,6 +549,8 @@ enum Sink {
     None,
     Exhaustive(*mut Producer<false>),
     Sampling(*mut Producer<true>),
+    FastForward(*mut crate::fastforward::Producer),
+    NWay(*mut crate::nway::Producer),
 }
 
 impl Sink {
@@ -509,6 +562,24 @@ impl Sink {
         Sink::Sampling(Box::into_raw(Box::new(p)))
     }
 
+    fn fastforward(p: crate::fastforward::Producer) -> Sink {
+        Sink::FastForward(Box::into_raw(Box::new(p)))
+    }
+
+    fn nway(p: crate::nway::Producer) -> Sink {
+        Sink::NWay(Box::into_raw(Box::new(p)))
+    }
+
+    fn raw(&self) -> *mut () {
+        match *self {
+            Sink::Exhaustive(p) => p.cast(),
+            Sink::Sampling(p) => p.cast(),
+            Sink::FastForward(p) => p.cast(),
+            Sink::NWay(p) => p.cast(),
+            Sink::None => std::ptr::null_mut(),
+        }
+    }
+
     #[inline]
     fn push(&mut self, event: Event) {
         match self {
@@ -517,6 +588,10 @@ impl Sink {
             Sink::Exhaustive(p) => unsafe { (**p).push(event) },
             // SAFETY: as above, from `Sink::sampling`.
             Sink::Sampling(p) => unsafe { (**p).push(event) },
+            // SAFETY: as above, from `Sink::fastforward`.
+            Sink::FastForward(p) => unsafe { (**p).push(event) },
+            // SAFETY: as above, from `Sink::nway`.
+            Sink::NWay(p) => unsafe { (**p).push(event) },
             Sink::None => {}
         }
     }
@@ -527,7 +602,11 @@ impl Sink {
             Sink::Exhaustive(p) => unsafe { (**p).flush() },
             // SAFETY: see `push`.
             Sink::Sampling(p) => unsafe { (**p).flush() },
-            _ => {}
+            // SAFETY: see `push`.
+            Sink::FastForward(p) => unsafe { (**p).flush() },
+            // SAFETY: see `push`.
+            Sink::NWay(p) => unsafe { (**p).flush() },
+            Sink::None => {}
         }
     }
 }
@@ -541,6 +620,10 @@ impl Drop for Sink {
             Sink::Exhaustive(p) => drop(unsafe { Box::from_raw(p) }),
             // SAFETY: as above.
             Sink::Sampling(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above.
+            Sink::FastForward(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above.
+            Sink::NWay(p) => drop(unsafe { Box::from_raw(p) }),
             Sink::None => {}
         }
     }
@@ -575,11 +658,10 @@ impl Local {
 
     /// Point `FAST` at this thread's producer, if it has one.
     fn publish_fast(&mut self) {
-        let ring: *mut () = match self.sink {
-            Sink::Exhaustive(p) => p.cast(),
-            Sink::Sampling(p) => p.cast(),
-            _ => return,
-        };
+        let ring = self.sink.raw();
+        if ring.is_null() {
+            return;
+        }
         let key = self.key;
         let _ = FAST.try_with(|f| {
             f.ring.set(ring);
@@ -597,7 +679,7 @@ impl Drop for Local {
 /// The hot path's view of this thread's producer: the session key it belongs to and a raw
 /// pointer to it. No destructor, so access is a plain thread-local load with no lazy-init or
 /// registration check. Invariant: when `key` is non-zero and equals the running session's key,
-/// `ring` points to the `Producer` boxed in this thread's `LOCAL` (of the type `key & 3`
+/// `ring` points to the `Producer` boxed in this thread's `LOCAL` (of the type `key & KIND_MASK`
 /// names); `Local::retire` zeroes `key` before that box is dropped.
 struct Fast {
     key: Cell<u64>,
@@ -638,15 +720,23 @@ fn emit_to(key: u64, event: Event) {
             return false;
         }
         let ring = f.ring.get();
-        if key & 3 == KIND_EXHAUSTIVE {
+        let kind = key & KIND_MASK;
+        if kind == KIND_EXHAUSTIVE {
             // SAFETY: by `Fast`'s invariant, a matching key means `ring` points to this
-            // thread's live exhaustive producer; only this thread touches it, and nothing else
-            // borrows it now (the slow path's `LOCAL` borrow is not held while we are here).
+            // thread's live producer of the kind the key names; only this thread touches it,
+            // and nothing else borrows it now (the slow path's `LOCAL` borrow is not held
+            // while we are here).
             unsafe { (*ring.cast::<Producer<false>>()).push(event) };
-        } else {
-            // SAFETY: as above; a ring key that is not exhaustive is sampling (sequential
-            // sessions never publish to `FAST`).
+        } else if kind == KIND_SAMPLING {
+            // SAFETY: as above.
             unsafe { (*ring.cast::<Producer<true>>()).push(event) };
+        } else if kind == KIND_FASTFORWARD {
+            // SAFETY: as above.
+            unsafe { (*ring.cast::<crate::fastforward::Producer>()).push(event) };
+        } else {
+            // SAFETY: as above; sequential sessions never publish to `FAST`, so the only kind
+            // left is N-way.
+            unsafe { (*ring.cast::<crate::nway::Producer>()).push(event) };
         }
         true
     });
@@ -687,7 +777,7 @@ fn attach(local: &mut Local, key: u64) {
         .name()
         .map(str::to_owned)
         .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
-    if key & 3 == KIND_SEQUENTIAL {
+    if key & KIND_MASK == KIND_SEQUENTIAL {
         local.inline = Some(hub.attach_inline(name));
     } else {
         local.sink = hub.attach_ring(name);
@@ -709,8 +799,78 @@ pub fn flush_current_thread() {
 // ---------------------------------------------------------------------------------------------
 // Analyzers
 
+/// The consumer half of whichever buffer design the session uses.
+enum AnyConsumer {
+    Cab(Consumer),
+    FastForward(crate::fastforward::Consumer),
+    NWay(crate::nway::Consumer),
+}
+
+impl AnyConsumer {
+    #[inline]
+    fn poll_with(&mut self, f: impl FnMut(&[u64])) -> Poll {
+        match self {
+            AnyConsumer::Cab(c) => c.poll_with(f),
+            AnyConsumer::FastForward(c) => c.poll_with(f),
+            AnyConsumer::NWay(c) => c.poll_with(f),
+        }
+    }
+
+    /// Events a live producer has written but not handed over: only CAB can read them
+    /// without the producer's help (the baselines' threads are joined before `finish` in the
+    /// evaluations that use them).
+    fn drain_live(&mut self, f: impl FnMut(&[u64])) -> u64 {
+        match self {
+            AnyConsumer::Cab(c) => c.drain_live(f),
+            _ => 0,
+        }
+    }
+
+    fn stats(&self) -> crate::transport::ConsumerStats {
+        match self {
+            AnyConsumer::Cab(c) => c.stats(),
+            AnyConsumer::FastForward(c) => c.stats(),
+            AnyConsumer::NWay(c) => c.stats(),
+        }
+    }
+
+    fn producer_stats(&self) -> crate::transport::ProducerStats {
+        match self {
+            AnyConsumer::Cab(c) => c.producer_stats(),
+            other => crate::transport::ProducerStats {
+                pushed: other.stats().delivered,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn is_sampling(&self) -> bool {
+        matches!(self, AnyConsumer::Cab(c) if c.is_sampling())
+    }
+
+    fn chunk_slots(&self) -> usize {
+        match self {
+            AnyConsumer::Cab(c) => c.chunk_slots(),
+            _ => 0,
+        }
+    }
+
+    fn rate(&self) -> f64 {
+        match self {
+            AnyConsumer::Cab(c) => c.rate(),
+            _ => 1.0,
+        }
+    }
+
+    fn set_rate(&mut self, rate: f64) {
+        if let AnyConsumer::Cab(c) = self {
+            c.set_rate(rate);
+        }
+    }
+}
+
 struct RingEntry<A> {
-    consumer: Consumer,
+    consumer: AnyConsumer,
     analysis: A,
     thread: String,
     /// Adaptive sampling: laps seen at the last rate decision, chunks since.
@@ -1050,6 +1210,7 @@ fn idle_backoff(round: u32) {
 struct Core<A: RingAnalysis> {
     key: u64,
     mode: RunMode,
+    design: BufferDesign,
     ring: RingConfig,
     factory: Arc<dyn Fn() -> A + Send + Sync>,
     analyzers: Vec<Arc<AnalyzerShared<A>>>,
@@ -1091,12 +1252,18 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_ring(&self, thread: String) -> Sink {
-        let made = match self.ring.mode {
-            Mode::Exhaustive => {
-                ring::channel(&self.ring).map(|(p, c)| (Sink::exhaustive(p), c))
+        let made = match (self.ring.mode, self.design) {
+            (Mode::Sampling { .. }, _) => ring::sampling_channel(&self.ring)
+                .map(|(p, c)| (Sink::sampling(p), AnyConsumer::Cab(c))),
+            (Mode::Exhaustive, BufferDesign::Cab) => {
+                ring::channel(&self.ring).map(|(p, c)| (Sink::exhaustive(p), AnyConsumer::Cab(c)))
             }
-            Mode::Sampling { .. } => ring::sampling_channel(&self.ring)
-                .map(|(p, c)| (Sink::sampling(p), c)),
+            (Mode::Exhaustive, BufferDesign::FastForward) => {
+                crate::fastforward::channel(&self.ring)
+                    .map(|(p, c)| (Sink::fastforward(p), AnyConsumer::FastForward(c)))
+            }
+            (Mode::Exhaustive, BufferDesign::NWay) => crate::nway::channel(&self.ring)
+                .map(|(p, c)| (Sink::nway(p), AnyConsumer::NWay(c))),
         };
         let (sink, consumer) = made.expect("ring config validated at start");
         tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
@@ -1210,7 +1377,12 @@ impl<A: RingAnalysis> Session<A> {
             RunMode::Sampling { .. } => KIND_SAMPLING,
             RunMode::Sequential => KIND_SEQUENTIAL,
         };
-        let key = epoch << 2 | kind;
+        let kind = match (kind, b.design) {
+            (KIND_EXHAUSTIVE, BufferDesign::FastForward) => KIND_FASTFORWARD,
+            (KIND_EXHAUSTIVE, BufferDesign::NWay) => KIND_NWAY,
+            _ => kind,
+        };
+        let key = epoch << 3 | kind;
         let adaptive = match b.mode {
             RunMode::Sampling {
                 rate,
@@ -1269,6 +1441,7 @@ impl<A: RingAnalysis> Session<A> {
         let core = Arc::new(Core {
             key,
             mode: b.mode,
+            design: b.design,
             ring,
             factory,
             analyzers,

@@ -334,3 +334,29 @@ fn adaptive_sampling_lowers_the_rate_when_lapped() {
     let r = s.finish();
     assert!(r.rate_used < 1.0, "rate stayed at {}", r.rate_used);
 }
+
+#[test]
+fn baseline_buffer_designs_carry_every_event_too() {
+    use cab::runtime::BufferDesign;
+    let _g = serial();
+    for design in [BufferDesign::FastForward, BufferDesign::NWay] {
+        let s = small().buffer_design(design).start(Count::default).unwrap();
+        let (n, sum) = run_producers(4, 30_000);
+        let r = s.finish();
+        assert_eq!((r.analysis.n, r.analysis.sum), (n, sum), "{design:?}");
+    }
+    // Baselines are exhaustive only, and need power-of-two sizes.
+    let err = small()
+        .buffer_design(BufferDesign::NWay)
+        .sampling(0.5)
+        .validate()
+        .unwrap_err();
+    assert_eq!(err.field, "buffer design");
+    let err = SessionBuilder::new()
+        .buffer_bytes(48 << 10)
+        .chunk_bytes(4 << 10)
+        .buffer_design(BufferDesign::FastForward)
+        .validate()
+        .unwrap_err();
+    assert_eq!(err.field, "buffer_bytes");
+}
