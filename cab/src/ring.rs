@@ -59,7 +59,8 @@ use std::time::Instant;
 
 /// Spins of the producer on a full ring before it flushes and backs off (paper Fig. 3b,
 /// `spin_wait()`): long enough to ride out a consumer that is mid-chunk, short next to a sleep.
-const SPINS_BEFORE_BACKOFF: u32 = 1 << 10;
+/// Under loom two spins suffice and let the models reach the back-off path.
+const SPINS_BEFORE_BACKOFF: u32 = if cfg!(loom) { 2 } else { 1 << 10 };
 
 /// State both halves see.
 struct Shared {
@@ -186,7 +187,8 @@ fn make<const SAMPLING: bool>(
         sampling,
         rate,
         burst,
-        scratch: vec![0; burst],
+        scratch: if sampling { vec![0; burst] } else { Vec::new() },
+        cleared: if sampling { vec![0; capacity / chunk] } else { Vec::new() },
         stats: ConsumerStats::default(),
     };
     Ok((producer, consumer))
@@ -216,7 +218,7 @@ unsafe impl<const SAMPLING: bool> Send for Producer<SAMPLING> {}
 impl<const SAMPLING: bool> Producer<SAMPLING> {
     /// Append one event: the common case is one load, one compare against `CLEAR`, one store
     /// and one pointer increment (paper Fig. 3a, lines 1 and 7). Everything else — the wrap at
-    /// `MAGIC`, a full ring, a dead consumer — is out of line in [`push_slow`](Self::push_slow).
+    /// `MAGIC`, a full ring, a dead consumer — is out of line in `push_slow`.
     ///
     /// In sampling mode the test is against `MAGIC` only and a full ring is overwritten
     /// (paper Fig. 5a).
@@ -392,8 +394,12 @@ pub struct Consumer {
     /// Slots per sampling burst.
     burst: usize,
     /// Sampling bursts are copied here: the producer may overwrite a chunk while it is read,
-    /// so handing out a view of the ring itself would be a data race.
+    /// so handing out a view of the ring itself would be a data race. Empty when exhaustive.
     scratch: Vec<u64>,
+    /// Sampling: for each chunk, one more than the lap in which this consumer last cleared its
+    /// first slot (0: never, the slot is still as allocated). A gate in lap `l` can be trusted
+    /// only if its chunk was cleared in lap `l - 1`; otherwise it may hold a stale word.
+    cleared: Vec<u64>,
     stats: ConsumerStats,
 }
 
@@ -404,25 +410,17 @@ impl Consumer {
     /// producer has moved two chunks on, or the flushed part of it after a flush/close.
     /// Sampling: `f` gets each sampled burst (copied out of the ring, see `scratch`).
     pub fn poll_with(&mut self, mut f: impl FnMut(&[u64])) -> Poll {
-        let sh = &*self.shared;
-        let cap = sh.capacity as u64;
-        let chunk = sh.chunk as u64;
         if self.sampling {
-            // If the producer is more than a lap ahead, whole laps were overwritten: skip them
-            // (keeping the ring index, so the first-slot protocol stays intact) and count them.
-            // The producer is at least at `lower` (its last wrap, or its last flush).
-            let lower = (sh.wraps.load(Ordering::Acquire) * cap)
-                .max(sh.published.load(Ordering::Acquire));
-            if lower > self.pos + cap {
-                let skipped = (lower - self.pos - cap).div_ceil(cap);
-                self.pos += skipped * cap;
-                self.stats.chunks_lapped += skipped * (sh.capacity / sh.chunk) as u64;
-            }
+            return self.poll_sampling(&mut f);
         }
-        let idx = (self.pos % cap) as usize;
+        let sh = &*self.shared;
+        let idx = (self.pos % sh.capacity as u64) as usize;
         let start = idx - idx % sh.chunk;
-        let chunk_end = (self.pos - idx as u64 % chunk) + chunk; // absolute end of this chunk
+        let chunk_end = self.pos - (idx - start) as u64 + sh.chunk as u64; // absolute
         let gate = (start + 2 * sh.chunk) % sh.capacity;
+        // Exhaustive: the gate's previous occupant (one lap earlier) was consumed and cleared
+        // before anything at `pos`, so a non-CLEAR gate was written in this lap: the producer
+        // has passed the whole of this chunk.
         let end = if sh.slot(gate).load(Ordering::Acquire) != CLEAR {
             chunk_end
         } else {
@@ -440,18 +438,69 @@ impl Consumer {
         };
         let len = (end - self.pos) as usize;
         self.stats.chunks += 1;
-        let delivered = if self.sampling {
-            self.sample(idx, start, len, &mut f)
+        let delivered = self.take(idx, len, f);
+        self.pos = end;
+        self.stats.delivered += delivered as u64;
+        Poll::Consumed(delivered)
+    }
+
+    /// Sampling mode (paper Fig. 5b), made safe against a producer that laps the consumer:
+    ///
+    /// - The producer's position is at least `lower` (its last wrap or flush). If that is more
+    ///   than a whole ring past `pos`, the slot at `pos` was overwritten: whole laps are
+    ///   skipped (ring indices unchanged) and counted as lapped. Counts are a lower bound: the
+    ///   producer may be up to a lap further than `lower` shows.
+    /// - A chunk is ready when its gate (the first slot two chunks on) is known to be written
+    ///   in the gate's own lap: either `lower` is past it, or the slot is non-`CLEAR` and this
+    ///   consumer cleared it during the previous lap (`cleared`), so it cannot be stale.
+    /// - After reading, the chunk was overwritten meanwhile if the producer wrapped twice
+    ///   since the chunk's lap, or rewrote the chunk's first slot (the compare-exchange that
+    ///   clears it fails): counted as lapped. `CLEAR` words are never delivered.
+    /// - After close, nothing past the producer's final position is read.
+    fn poll_sampling(&mut self, f: &mut impl FnMut(&[u64])) -> Poll {
+        let sh = &*self.shared;
+        let cap = sh.capacity as u64;
+        let chunks = (sh.capacity / sh.chunk) as u64;
+        let closed = sh.closed.load(Ordering::Acquire);
+        let published = sh.published.load(Ordering::Acquire);
+        let lower = (sh.wraps.load(Ordering::Acquire) * cap).max(published);
+        if lower > self.pos + cap {
+            let skipped = (lower - self.pos - cap).div_ceil(cap);
+            self.pos += skipped * cap;
+            self.stats.chunks_lapped += skipped * chunks;
+        }
+        let idx = (self.pos % cap) as usize;
+        let start = idx - idx % sh.chunk;
+        let chunk_start = self.pos - (idx - start) as u64; // absolute
+        let chunk_end = chunk_start + sh.chunk as u64;
+        let gate_abs = chunk_start + 2 * sh.chunk as u64;
+        let gate = (gate_abs % cap) as usize;
+        let gate_trusted = self.cleared[gate / sh.chunk] == gate_abs / cap;
+        let passed = lower >= gate_abs
+            || (gate_trusted && sh.slot(gate).load(Ordering::Acquire) != CLEAR);
+        let mut end = if passed {
+            chunk_end
+        } else if published > self.pos {
+            published.min(chunk_end)
+        } else if closed {
+            return Poll::Closed;
         } else {
-            self.take(idx, len, &mut f)
+            return Poll::Empty;
         };
+        if closed {
+            end = end.min(published);
+        }
+        let len = (end - self.pos) as usize;
+        self.stats.chunks += 1;
+        let lap = chunk_start / cap;
+        let delivered = self.sample(idx, start, len, lap, f);
         self.pos = end;
         self.stats.delivered += delivered as u64;
         Poll::Consumed(delivered)
     }
 
     /// Exhaustive: hand out slots `idx .. idx + len` and clear them.
-    fn take(&mut self, idx: usize, len: usize, f: &mut impl FnMut(&[u64])) -> usize {
+    fn take(&mut self, idx: usize, len: usize, mut f: impl FnMut(&[u64])) -> usize {
         let slots = &self.shared.slots[idx..idx + len];
         #[cfg(not(loom))]
         {
@@ -483,40 +532,72 @@ impl Consumer {
         idx: usize,
         start: usize,
         len: usize,
+        lap: u64,
         f: &mut impl FnMut(&[u64]),
     ) -> usize {
         let sh = &*self.shared;
+        // A producer that has wrapped past this lap has written (or is writing) ring slot 0
+        // of the next one: a chunk starting there may already hold the next lap's words.
+        let start_overwritten = start == 0 && sh.wraps.load(Ordering::Acquire) > lap;
         let first = sh.slot(start).load(Ordering::Acquire);
         let want = (self.rate * len as f64).round() as usize;
-        let bursts = want.div_ceil(self.burst).min(len.div_ceil(self.burst));
+        let most = len.div_ceil(self.burst);
+        let bursts = want.div_ceil(self.burst).min(most);
+        // With fewer bursts than fit, `stride >= burst` (bursts * burst < len), so bursts
+        // never overlap; when every burst fits, read the range once, contiguously.
+        let stride = if bursts == most {
+            self.burst
+        } else {
+            len.checked_div(bursts).unwrap_or(len)
+        };
+        // Rotate the bursts' phase from chunk to chunk so periodic programs are not always
+        // sampled at the same point of their period.
+        let phase = if stride > self.burst {
+            (self.stats.chunks as usize).wrapping_mul(0x9E37_79B9) % (stride - self.burst + 1)
+        } else {
+            0
+        };
         let mut delivered = 0;
-        if let Some(stride) = len.checked_div(bursts) {
-            // Spread the bursts evenly; rotate their phase from chunk to chunk so periodic
-            // programs are not always sampled at the same point of their period.
-            let phase = if stride > self.burst {
-                (self.stats.chunks as usize).wrapping_mul(0x9E37_79B9) % (stride - self.burst + 1)
-            } else {
-                0
-            };
-            for b in 0..bursts {
-                let from = b * stride + phase;
-                let n = self.burst.min(len - from);
-                for (k, out) in self.scratch[..n].iter_mut().enumerate() {
-                    // Acquire: if this load sees a word of the producer's next lap, the
-                    // producer's earlier store to the chunk's first slot is visible to the
-                    // compare_exchange below, which then fails and counts the lap.
-                    *out = sh.slot(idx + from + k).load(Ordering::Acquire);
+        for b in 0..bursts {
+            let from = b * stride + phase;
+            let n = self.burst.min(len - from);
+            let mut kept = 0;
+            for k in 0..n {
+                // Acquire: if this load sees a word of the producer's next lap, the
+                // producer's earlier store to the chunk's first slot is visible to the
+                // compare_exchange below, which then fails and counts the lap.
+                let w = sh.slot(idx + from + k).load(Ordering::Acquire);
+                if w != CLEAR {
+                    self.scratch[kept] = w;
+                    kept += 1;
                 }
-                f(&self.scratch[..n]);
-                delivered += n;
+            }
+            if kept > 0 {
+                f(&self.scratch[..kept]);
+                delivered += kept;
             }
         }
-        if idx == start
-            && sh
-                .slot(start)
-                .compare_exchange(first, CLEAR, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
+        let chunk = start / sh.chunk;
+        let rewrapped = sh.wraps.load(Ordering::Acquire) >= lap + 2;
+        if idx == start && start_overwritten {
+            // Do not clear a word that may be the next lap's: it opens that lap's gate.
+            self.stats.chunks_lapped += 1;
+            self.cleared[chunk] = lap + 1;
+        } else if idx == start {
+            // Clear the first slot so its refill can be told from stale data (paper Fig. 5b);
+            // if the producer rewrote it meanwhile, the CAS fails and leaves the new word,
+            // which then rightly opens the gate for the next lap.
+            let rewritten = first == CLEAR
+                || sh
+                    .slot(start)
+                    .compare_exchange(first, CLEAR, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err();
+            if rewritten || rewrapped {
+                self.stats.chunks_lapped += 1;
+            }
+            // Either way the first slot now holds CLEAR or a word of lap + 1.
+            self.cleared[chunk] = lap + 1;
+        } else if rewrapped {
             self.stats.chunks_lapped += 1;
         }
         delivered

@@ -1,0 +1,366 @@
+//! Sampling CAB (paper §3.2): the producer never blocks; the consumer reads `rate` of each chunk
+//! in bursts, counts the chunks it was lapped on, and never delivers a word that is not an event
+//! the producer pushed.
+//!
+//! The tests at the end reproduce bugs the first sampling consumer had (lapping, overlapping
+//! bursts, stale gates) and now guard against their return.
+
+use cab::event::{decode, Event, EventKind, CLEAR, MAGIC};
+use cab::ring::{self, Consumer, Producer};
+use cab::{Mode, Poll, RingConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// The `i`-th event of a test stream: marker `i + 1`.
+fn ev(i: u64) -> Event {
+    Event::marker(i + 1).unwrap()
+}
+
+/// The stream index of a delivered word, if it is a marker of a pushed event `0..n`.
+fn index(word: u64, n: u64) -> Option<u64> {
+    match decode(word) {
+        Some(EventKind::Marker { value }) if (1..=n).contains(&value) => Some(value - 1),
+        _ => None,
+    }
+}
+
+fn sampling(buffer: usize, chunk: usize, mode: Mode) -> (Producer<true>, Consumer) {
+    ring::sampling_channel(&RingConfig::new(buffer, chunk).with_mode(mode)).unwrap()
+}
+
+/// Poll until `Closed`; `f` sees every delivered slice.
+fn drain_to_close(rx: &mut Consumer, mut f: impl FnMut(&[u64])) {
+    let mut empties = 0;
+    loop {
+        match rx.poll_with(&mut f) {
+            Poll::Closed => return,
+            Poll::Empty => {
+                empties += 1;
+                assert!(
+                    empties < 10_000,
+                    "closed producer, but poll keeps saying Empty"
+                );
+                std::thread::yield_now();
+            }
+            Poll::Consumed(_) => {}
+        }
+    }
+}
+
+/// (a) A consumer that exists but is never polled does not slow the producer: 50 laps of the
+/// ring go through without a single wait, and the consumer then reports the laps it missed.
+#[test]
+fn producer_never_blocks_when_consumer_is_stopped() {
+    let (mut tx, mut rx) = sampling(64 << 10, 8 << 10, Mode::sampling(0.5));
+    let cap = 8192u64;
+    let chunks = 8u64;
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        for i in 0..50 * cap {
+            tx.push(ev(i));
+        }
+        done.send(tx).unwrap();
+    });
+    // A blocked producer would never send; fail instead of hanging.
+    let tx = finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the sampling producer blocked on a stopped consumer");
+    let s = tx.stats();
+    assert_eq!((s.pushed, s.blocks, s.dropped), (50 * cap, 0, 0));
+    rx.poll_with(|_| {});
+    // Bound: without a flush the consumer knows only the producer's wrap count, 49, so it is
+    // sure the producer is at or past 49 laps, and lap `k` is overwritten once the producer is
+    // past `k + 1` laps: laps 0..48, i.e. at least 48 * 8 chunks, are provably lost.
+    assert!(rx.stats().chunks_lapped >= 48 * chunks, "{:?}", rx.stats());
+    drop(tx);
+    drain_to_close(&mut rx, |_| {});
+}
+
+/// Run `n` events through `rx` from a producer thread that is throttled so that it never laps
+/// the consumer: it pushes one chunk, flushes, and waits until at most `lag_chunks` flushed
+/// chunks are unread (so the consumer opens chunks both by the gate and by flushes). Returns
+/// every delivered slice and the consumer's counters.
+fn throttled(
+    mut tx: Producer<true>,
+    mut rx: Consumer,
+    n: u64,
+    chunk: u64,
+    lag_chunks: u64,
+) -> (Vec<Vec<u64>>, cab::ConsumerStats) {
+    // Chunks the consumer has read past. Every flush is chunk-aligned (but the last), so each
+    // `Consumed` poll reads exactly one whole chunk and `stats().chunks` counts them.
+    let read = Arc::new(AtomicU64::new(0));
+    let reader = read.clone();
+    let consumer = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        loop {
+            match rx.poll_with(|w| out.push(w.to_vec())) {
+                Poll::Closed => break,
+                Poll::Empty => std::thread::yield_now(),
+                Poll::Consumed(_) => reader.store(rx.stats().chunks, Ordering::Release),
+            }
+        }
+        (out, rx.stats())
+    });
+    let mut pushed = 0u64;
+    let mut flushed_chunks = 0u64;
+    while pushed < n {
+        let m = chunk.min(n - pushed);
+        for i in pushed..pushed + m {
+            tx.push(ev(i));
+        }
+        pushed += m;
+        tx.flush();
+        flushed_chunks += 1;
+        while read.load(Ordering::Acquire) + lag_chunks < flushed_chunks {
+            std::thread::yield_now();
+        }
+    }
+    tx.close();
+    consumer.join().unwrap()
+}
+
+/// (b) At rate 1.0 with a consumer that keeps up (no laps), sampling delivers exactly what
+/// exhaustive mode would: every event once, in order.
+#[test]
+fn rate_one_keeping_up_delivers_every_event_exactly() {
+    let config = RingConfig::default(); // 2 MB of 128 KB chunks: 16 chunks of 16384 events
+    let chunk = config.chunk_slots() as u64;
+    let (tx, rx) = ring::sampling_channel(&config.with_mode(Mode::sampling(1.0))).unwrap();
+    // Three laps of the ring; the producer stays at most 3 chunks ahead of the consumer.
+    let n = 48 * chunk;
+    let (out, stats) = throttled(tx, rx, n, chunk, 2);
+    assert_eq!(stats.chunks_lapped, 0, "{stats:?}");
+    assert_eq!(stats.delivered, n);
+    let all: Vec<u64> = out.concat();
+    assert_eq!(all.len() as u64, n);
+    for (i, &w) in all.iter().enumerate() {
+        assert_eq!(w, ev(i as u64).word(), "event {i}");
+    }
+}
+
+/// (c) At rate 0.25 in bursts of 8, the consumer delivers a quarter of the events, each a real
+/// pushed event, each burst a run of consecutive events, none twice.
+///
+/// Tolerance: a full 1024-event chunk yields exactly `round(0.25 * 1024) = 256` events (32
+/// bursts of 8, evenly spread). A partial chunk of `len` events (only the final flush here)
+/// yields `ceil(round(0.25 * len) / 8)` whole bursts, at most 8 more than `0.25 * len` (plus
+/// rounding). So `|delivered - 0.25 * n| <= 8` per partial chunk, and here there is one.
+#[test]
+fn quarter_rate_delivers_a_quarter_of_real_events() {
+    let (tx, rx) = sampling(256 << 10, 8 << 10, Mode::sampling(0.25));
+    let chunk = 1024u64;
+    let n = 100 * chunk + 500;
+    let (out, stats) = throttled(tx, rx, n, chunk, 4);
+    assert_eq!(stats.chunks_lapped, 0, "{stats:?}");
+    let delivered: u64 = out.iter().map(|b| b.len() as u64).sum();
+    assert_eq!(delivered, stats.delivered);
+    let expected = 0.25 * n as f64;
+    assert!(
+        (delivered as f64 - expected).abs() <= 8.0,
+        "delivered {delivered} of {n}, expected {expected} +- 8"
+    );
+    let mut seen = vec![false; n as usize];
+    for burst in &out {
+        assert!(
+            !burst.is_empty() && burst.len() <= 8,
+            "burst of {}",
+            burst.len()
+        );
+        let first = index(burst[0], n).unwrap_or_else(|| panic!("not a pushed event: {burst:x?}"));
+        for (k, &w) in burst.iter().enumerate() {
+            assert_eq!(index(w, n), Some(first + k as u64), "burst {burst:x?}");
+            assert!(
+                !seen[(first + k as u64) as usize],
+                "event {} twice",
+                first + k as u64
+            );
+            seen[(first + k as u64) as usize] = true;
+        }
+    }
+}
+
+/// (c, lapping) With an unthrottled producer the consumer is lapped, but every word it delivers
+/// is still a whole event that was pushed: never `CLEAR`, `MAGIC`, a torn or a stale-buffer word.
+#[test]
+fn lapped_sampling_delivers_only_pushed_events() {
+    for (buffer, chunk) in [(256, 64), (2048, 512), (64 << 10, 8 << 10)] {
+        let (mut tx, mut rx) = sampling(buffer, chunk, Mode::sampling(0.25));
+        let n = 2_000_000u64;
+        let consumer = std::thread::spawn(move || {
+            let mut bad = None;
+            let mut delivered = 0u64;
+            let mut check = |w: &[u64]| {
+                for &x in w {
+                    if index(x, n).is_none() && bad.is_none() {
+                        bad = Some(x);
+                    }
+                }
+                delivered += w.len() as u64;
+            };
+            loop {
+                match rx.poll_with(&mut check) {
+                    Poll::Closed => break,
+                    Poll::Empty => std::thread::yield_now(),
+                    Poll::Consumed(_) => {}
+                }
+            }
+            (bad, delivered, rx.stats())
+        });
+        for i in 0..n {
+            tx.push(ev(i));
+        }
+        tx.close();
+        let (bad, delivered, stats) = consumer.join().unwrap();
+        assert_eq!(
+            bad, None,
+            "{buffer}/{chunk}: delivered a word that was never pushed"
+        );
+        assert!(bad != Some(CLEAR) && bad != Some(MAGIC));
+        assert_eq!(delivered, stats.delivered);
+        assert!(delivered <= n, "{buffer}/{chunk}: {stats:?}");
+    }
+}
+
+/// (d) A consumer that sleeps while the producer writes three laps and flushes counts exactly
+/// the two laps it can no longer read.
+///
+/// Bound: after the flush the consumer knows the producer's position `P = 3 * cap`. Only
+/// positions `P - cap .. P` (the last lap) are still in the ring, and the consumer keeps its
+/// ring index, so it must skip `ceil((P - cap - 0) / cap) = 2` laps: `2 * 4` chunks. Anything
+/// less would read overwritten slots as if they held the old lap.
+#[test]
+fn sleeping_consumer_counts_the_laps_it_missed() {
+    let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0)); // 256 events, 4 chunks
+    let cap = 256u64;
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        for i in 0..3 * cap {
+            tx.push(ev(i));
+        }
+        tx.flush();
+        done.send(tx).unwrap();
+    });
+    let mut tx = finished.recv_timeout(Duration::from_secs(60)).unwrap();
+    let mut out = Vec::new();
+    while let Poll::Consumed(_) = rx.poll_with(|w| out.extend_from_slice(w)) {}
+    assert_eq!(rx.stats().chunks_lapped, 2 * 4, "{:?}", rx.stats());
+    let last_lap: Vec<u64> = (2 * cap..3 * cap).map(|i| ev(i).word()).collect();
+    assert_eq!(out, last_lap);
+    tx.close();
+    drain_to_close(&mut rx, |w| panic!("nothing left to deliver, got {w:x?}"));
+}
+
+/// (d, no flush) Without a flush the consumer only knows the producer's wrap count (2 after
+/// three laps), so it can prove only `2 - 1 = 1` lap lost: at least 4 chunks. (Two laps are
+/// really gone; `ring.rs` counts one and reads the last lap as if it were the second.)
+#[test]
+fn sleeping_consumer_without_flush_counts_at_least_the_provable_laps() {
+    let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0));
+    let cap = 256u64;
+    for i in 0..3 * cap {
+        tx.push(ev(i));
+    }
+    let mut out = Vec::new();
+    while let Poll::Consumed(_) = rx.poll_with(|w| out.extend_from_slice(w)) {}
+    assert!(rx.stats().chunks_lapped >= 4, "{:?}", rx.stats());
+    for &w in &out {
+        assert!(index(w, 3 * cap).is_some_and(|i| i >= 2 * cap), "{w:x}");
+    }
+    tx.close();
+    drain_to_close(&mut rx, |_| {});
+}
+
+/// Regression (was a bug in ring.rs, `Consumer::sample`): when `len / bursts < burst` the evenly spread bursts
+/// overlap, so at rate 1.0 a partial chunk (after a flush) or a burst size that does not divide
+/// the chunk delivers some events twice, and `delivered` exceeds what was pushed.
+#[test]
+fn rate_one_never_delivers_an_event_twice() {
+    // 10 events, bursts of 8: want 10, bursts 2, stride 5 -> slots 0..8 and 5..10.
+    let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0));
+    for i in 0..10 {
+        tx.push(ev(i));
+    }
+    tx.close();
+    let mut out = Vec::new();
+    drain_to_close(&mut rx, |w| out.extend_from_slice(w));
+    let want: Vec<u64> = (0..10).map(|i| ev(i).word()).collect();
+    assert_eq!(out, want, "delivered {} words for 10 events", out.len());
+
+    // Full chunks of 64 events, bursts of 48: want 64, bursts 2, stride 32 -> 16 twice.
+    let mode = Mode::Sampling {
+        rate: 1.0,
+        burst_words: 48,
+    };
+    let (mut tx, mut rx) = sampling(2048, 512, mode);
+    for i in 0..192 {
+        tx.push(ev(i));
+    }
+    tx.close();
+    drain_to_close(&mut rx, |_| {});
+    assert!(rx.stats().delivered <= 192, "{:?}", rx.stats());
+}
+
+/// Regression (was a bug in ring.rs, `Consumer::poll_with` lap skip): after skipping laps the consumer keeps its ring
+/// index, but the first slots of the chunks it skipped still hold the old lap's words, so the
+/// gate test (`slot(gate) != CLEAR`) passes for chunks the producer has not reached in the new
+/// lap. The consumer then reads past the producer's (flushed, even closed) position and delivers
+/// older events after newer ones, including events it counted as lapped.
+#[test]
+fn lap_skip_never_reads_past_the_producer() {
+    let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0)); // 256 events, 4 chunks
+    let n = 3 * 256 + 32; // three laps and half a chunk
+    for i in 0..n {
+        tx.push(ev(i));
+    }
+    tx.close();
+    let mut out = Vec::new();
+    drain_to_close(&mut rx, |w| out.extend_from_slice(w));
+    let idx: Vec<u64> = out.iter().map(|&w| index(w, n).unwrap()).collect();
+    // Only the last 256 positions (544..800) are in the ring; a correct consumer delivers a
+    // subset of them in increasing order. ring.rs delivers 768..800 then 544..640.
+    assert!(
+        idx.windows(2).all(|p| p[0] < p[1]),
+        "out of order: {:?}",
+        idx.iter().step_by(8).collect::<Vec<_>>()
+    );
+    assert!(
+        rx.stats().delivered <= 256,
+        "{:?} after lapped chunks",
+        rx.stats()
+    );
+}
+
+/// Regression (was a bug in ring.rs, `Consumer::poll_with`/`sample`): the lap-skip test is `lower > pos + cap`, so a
+/// consumer exactly one lap behind (`lower == pos + cap`: the producer has wrapped and may have
+/// overwritten slot `pos`) still samples the chunk. `sample` loads `first` *after* the overwrite,
+/// so its compare-exchange succeeds and clears the *next* lap's first event. When the consumer
+/// later reaches that chunk by the flushed position (close or flush; the gate stays `CLEAR`), it
+/// delivers the cleared slot: a `CLEAR` word reaches the analysis, and the overwritten chunk is
+/// not counted as lapped. Found by the loom model `cab_sampling_wrap_delivers_only_pushed_events`;
+/// this is the same schedule, run in one thread.
+#[test]
+fn sampling_never_delivers_clear_after_being_lapped() {
+    let (mut tx, mut rx) = sampling(256, 64, Mode::sampling(1.0)); // 32 events, 4 chunks of 8
+    for i in 0..33 {
+        tx.push(ev(i)); // one lap, and event 32 over event 0 in slot 0
+    }
+    let mut out = Vec::new();
+    // Chunk 0 is gated open (slot 16 is filled); it now holds 32, 1, ..., 7, and the consumer
+    // clears slot 0, erasing event 32.
+    assert_eq!(
+        rx.poll_with(|w| out.extend_from_slice(w)),
+        Poll::Consumed(8)
+    );
+    for i in 33..40 {
+        tx.push(ev(i));
+    }
+    tx.close();
+    drain_to_close(&mut rx, |w| out.extend_from_slice(w));
+    let bad: Vec<usize> = (0..out.len())
+        .filter(|&k| index(out[k], 40).is_none())
+        .collect();
+    assert!(bad.is_empty(), "non-events at {bad:?}: {out:x?}");
+    assert!(rx.stats().chunks_lapped >= 1, "{:?}", rx.stats());
+}
