@@ -660,7 +660,7 @@ impl ReportData {
                     o,
                     "  {:>8} lines ({:>8} KB): {:>12} misses ({rate:.2}%)",
                     p.lines,
-                    p.lines * r.line_bytes as u64 >> 10,
+                    (p.lines * r.line_bytes as u64) >> 10,
                     p.misses
                 );
             }

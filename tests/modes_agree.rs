@@ -24,7 +24,7 @@ fn work(depth: u32, caller: MethodId, seed: &mut u64, base: u64) {
     // Synthetic addresses (real ones differ from run to run): 64 KB per thread, some
     // straddling a line.
     let offset = (*seed >> 20) % 65_536;
-    emit(Event::mem(base + offset, 8, path % 2 == 0).unwrap());
+    emit(Event::mem(base + offset, 8, path.is_multiple_of(2)).unwrap());
     if depth > 0 {
         work(depth - 1, me, seed, base);
         work(depth - 1, me, seed, base);

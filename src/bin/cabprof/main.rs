@@ -1,0 +1,105 @@
+//! `cabprof`: the command-line side of cabprof.
+//!
+//! - `cabprof report FILE.json`: render a saved report (table, JSON, folded stacks, DOT, SVG).
+//! - `cabprof simulate TRACE`: stream a Valgrind Lackey or binary memory trace through a CAB
+//!   ring into the concurrent cache simulator and reuse-distance analysis.
+//! - `cabprof trace convert|generate`: make binary traces from Lackey text, or synthetic ones.
+//! - `cabprof hw`: the host's cache geometry (sysfs and the X-Ray probe) and the ring sizes
+//!   cabprof derives from it.
+//!
+//! This file parses the arguments and dispatches; each subcommand lives in its own module.
+//! Exit status: 0 on success, 1 on an error, 2 on a usage error or a malformed trace.
+
+mod hw;
+mod report;
+mod simulate;
+mod trace;
+mod trace_command;
+mod units;
+
+use std::fmt;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const EXAMPLES: &str = "\
+Examples:
+  cabprof report profile.json --top 20
+  cabprof report profile.json --format svg -o flame.svg
+  valgrind --tool=lackey --trace-mem=yes --log-file=app.lackey ./app
+  cabprof simulate app.lackey --l1 32K:4:64 --l2 512K:8:64 --policy lru
+  cabprof trace convert app.lackey app.cabtrace
+  cabprof hw
+
+Run `cabprof help SUBCOMMAND` (or `cabprof SUBCOMMAND --help`) for each one's options.";
+
+/// Concurrent dynamic analysis with CAB rings: render reports, simulate caches from memory
+/// traces, inspect the host's caches.
+#[derive(Parser, Debug)]
+#[command(name = "cabprof", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Render a saved JSON report as a table, JSON, folded stacks, DOT or a flame-graph SVG.
+    Report(report::ReportArgs),
+    /// Simulate caches over a memory trace (Valgrind Lackey text or cabprof binary), streamed
+    /// through a CAB ring into concurrent cache and reuse-distance analyses.
+    Simulate(simulate::SimulateArgs),
+    /// Make memory traces: convert Lackey text to cabprof's binary format, or generate one.
+    Trace(trace_command::TraceArgs),
+    /// Show the host's cache geometry (sysfs and the X-Ray probe) and the recommended ring.
+    Hw(hw::HwArgs),
+}
+
+/// A failed command: its message, and whether it was the user's arguments (status 2) or
+/// something else (status 1).
+#[derive(Debug)]
+pub struct CliError {
+    message: String,
+    usage: bool,
+}
+
+impl CliError {
+    /// An error (status 1).
+    pub fn new(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            usage: false,
+        }
+    }
+
+    /// Arguments that parse but make no sense together (status 2, like clap's errors).
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            usage: true,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Report(args) => report::run(args),
+        Command::Simulate(args) => simulate::run(args),
+        Command::Trace(args) => trace_command::run(args),
+        Command::Hw(args) => hw::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("cabprof: error: {e}");
+            ExitCode::from(if e.usage { 2 } else { 1 })
+        }
+    }
+}

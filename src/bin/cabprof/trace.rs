@@ -1,0 +1,898 @@
+//! Memory traces: Valgrind Lackey's text format, read fast, and cabprof's binary format, read
+//! and written. Both readers turn a trace into cabprof `Mem` event words
+//! ([`cab::event::Event::mem`]) handed to a callback, one block of input at a time, so the
+//! caller can push them into a CAB ring and report progress between blocks.
+//!
+//! # Lackey text (`valgrind --tool=lackey --trace-mem=yes`)
+//!
+//! ```text
+//! ==12345== Lackey, an example Valgrind tool      valgrind's own lines: skipped
+//! I  0400d7d4,8                                   instruction fetch: counted, skipped unless
+//!  L 04f6b868,8                                     `instructions` (then a load)
+//!  S 7ff0001f0,8                                  load / store of 8 bytes
+//!  M 0421c7f0,4                                   modify: a load, then a store
+//! ```
+//!
+//! Lackey writes `"I  %08lx,%lu"`, `" L %08lx,%lu"`, `" S ..."`, `" M ..."`. The parser
+//! accepts those and a little more: any leading and separating spaces or tabs, an optional
+//! `0x`, 1 to 16 hex digits in either case, a decimal size from 1 to [`MAX_RECORD_SIZE`],
+//! trailing spaces, tabs or `\r`, and a final line without `\n`. Lines starting with `==` or
+//! `--` (valgrind's `==pid==` and `--pid--` messages) and blank lines are skipped and counted.
+//! Anything else is a [`TraceError::Malformed`] naming the 1-based line number and the line.
+//!
+//! **Sizes.** A `Mem` event carries a power-of-two size of at most 128 bytes. Lackey reports the
+//! size the guest instruction accesses, which is usually 1, 2, 4, 8, 16, 32 or 64, but can be
+//! 3, 6, 10 (x87), 12, 24, 28 or hundreds of bytes (`fxsave`, `xsave`). A size that is not a
+//! power of two is **rounded up** to the next one at the same address (so one Lackey access
+//! stays one simulated access; the cost is that the widened access may touch one extra line
+//! when it ends within `size` bytes of a line boundary); a size above 128 is **split** into
+//! consecutive 128-byte accesses, the last one rounded up. Both are counted in
+//! [`ParseStats::rounded`] and [`ParseStats::split`]. Addresses above
+//! [`cab::event::MAX_ADDRESS`] (2^56 - 1; no user-space address is) are malformed.
+//!
+//! Reading is allocation-free per line: the input is read in [`BLOCK_BYTES`] blocks and each
+//! line is parsed in place, byte by byte, with a hand-written hex parser; only a malformed line
+//! is copied (into its error).
+//!
+//! # Binary (`CABTRACE`, version 1)
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic: the ASCII bytes "CABTRACE"
+//!      8     4  version: u32 little-endian, = 1
+//!     12     4  flags: u32 little-endian; bit 0 = instruction fetches are included (as
+//!               loads); every other bit must be 0
+//!     16   8*n  n records: one cabprof `Mem` event word each, u64 little-endian
+//! ```
+//!
+//! A record *is* the event word that travels through the CAB ring (see `cab::event`): tag 4 in
+//! bits 60..64, the store flag in bit 59, log2(size) in bits 56..59 and the address in bits
+//! 0..56. So reading is a block copy plus a tag check per word, and a trace takes 8 bytes per
+//! access (Lackey text takes about 14). The flags word pads the header to 16 bytes so every
+//! record is 8-byte aligned in the file (for readers that map it). A Lackey `M` becomes two
+//! records (load, store); an instruction fetch is either left out or a load, as the flags say.
+//! A word that is not a `Mem` event (wrong tag, `0`, `u64::MAX`) is a
+//! [`TraceError::BadRecord`]; trailing bytes that do not make a whole word are a
+//! [`TraceError::Truncated`]. There is no record count or trailer: a trace can be written from
+//! a stream and read from a pipe.
+
+use cab::event::{decode, Event, EventKind, MAX_ACCESS_SIZE, MAX_ADDRESS};
+use std::fmt;
+use std::io::{self, Read, Write};
+
+/// The first 8 bytes of a binary trace.
+pub const MAGIC: &[u8; 8] = b"CABTRACE";
+/// The binary format version this reader and writer speak.
+pub const VERSION: u32 = 1;
+/// Bytes before the first record of a binary trace.
+pub const HEADER_BYTES: usize = 16;
+/// Binary header flag: instruction fetches are included, as loads.
+pub const FLAG_INSTRUCTIONS: u32 = 1;
+/// Bytes read from the input at a time. 1 MiB: large enough that a `read` call costs nothing
+/// per access, small enough to stay in L2 alongside the ring's chunks.
+pub const BLOCK_BYTES: usize = 1 << 20;
+/// Largest size a Lackey record may give (bytes). Lackey's largest real accesses are
+/// `xsave` areas of a few KiB; anything bigger is taken for garbage.
+pub const MAX_RECORD_SIZE: u64 = 1 << 16;
+/// Longest content kept in a [`TraceError::Malformed`] (bytes of the line).
+const MAX_SHOWN: usize = 200;
+/// Bit 60 upwards: the tag of an event word; `Mem` is 4 (`cab::event`).
+const TAG_SHIFT: u32 = 60;
+const TAG_MEM: u64 = 4;
+const STORE_BIT: u32 = 59;
+
+/// Which reader to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Valgrind Lackey text.
+    Lackey,
+    /// cabprof's binary format.
+    Binary,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Lackey => "Lackey text",
+            Format::Binary => "cabprof binary",
+        })
+    }
+}
+
+/// Why a trace could not be read. Everything parsed before the error has been emitted.
+#[derive(Debug)]
+pub enum TraceError {
+    /// Reading failed.
+    Io(io::Error),
+    /// A Lackey line that is not a record, a valgrind message nor blank.
+    Malformed {
+        /// 1-based line number.
+        line: u64,
+        /// The line (lossy UTF-8, without its newline; cut at 200 bytes).
+        content: String,
+        /// What was expected.
+        reason: &'static str,
+    },
+    /// A binary trace's header is wrong.
+    BadHeader(String),
+    /// A binary record that is not a `Mem` event word.
+    BadRecord {
+        /// 0-based record number.
+        index: u64,
+        /// The word.
+        word: u64,
+    },
+    /// A binary trace ends inside a record.
+    Truncated {
+        /// Byte offset of the incomplete record.
+        offset: u64,
+        /// Bytes of it present.
+        bytes: usize,
+    },
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::Io(e) => write!(f, "read error: {e}"),
+            TraceError::Malformed {
+                line,
+                content,
+                reason,
+            } => write!(f, "malformed Lackey line {line}: {reason}: {content:?}"),
+            TraceError::BadHeader(what) => write!(f, "not a cabprof binary trace: {what}"),
+            TraceError::BadRecord { index, word } => write!(
+                f,
+                "binary record {index} (byte offset {}) is {word:#018x}, not a Mem event word",
+                HEADER_BYTES as u64 + index * 8
+            ),
+            TraceError::Truncated { offset, bytes } => write!(
+                f,
+                "binary trace truncated: {bytes} byte(s) at offset {offset} do not make an \
+                 8-byte record"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+impl From<io::Error> for TraceError {
+    fn from(e: io::Error) -> Self {
+        TraceError::Io(e)
+    }
+}
+
+/// What a reader has seen so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseStats {
+    /// Bytes of input consumed (for Lackey: whole lines; for binary: header and records).
+    pub bytes: u64,
+    /// Lines read (Lackey only).
+    pub lines: u64,
+    /// Instruction fetch records (`I`), whether emitted or not.
+    pub instructions: u64,
+    /// Load records (` L`; binary: load words).
+    pub loads: u64,
+    /// Store records (` S`; binary: store words).
+    pub stores: u64,
+    /// Modify records (` M`), each emitted as a load and a store.
+    pub modifies: u64,
+    /// Valgrind message lines (`==pid==`, `--pid--`) skipped.
+    pub messages: u64,
+    /// Blank lines skipped.
+    pub blank: u64,
+    /// Records whose size was rounded up to a power of two.
+    pub rounded: u64,
+    /// Records larger than 128 bytes, split into several accesses.
+    pub split: u64,
+    /// `Mem` event words emitted.
+    pub events: u64,
+}
+
+/// The kind of a Lackey record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `I`: instruction fetch.
+    Instruction,
+    /// `L`: load.
+    Load,
+    /// `S`: store.
+    Store,
+    /// `M`: modify (load then store).
+    Modify,
+}
+
+/// One Lackey record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// What kind of access.
+    pub op: Op,
+    /// The address.
+    pub addr: u64,
+    /// Size in bytes, `1..=MAX_RECORD_SIZE`.
+    pub size: u64,
+}
+
+/// What one Lackey line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// An access.
+    Record(Record),
+    /// A valgrind message (`==pid== ...`, `--pid-- ...`).
+    Message,
+    /// Empty or only whitespace.
+    Blank,
+}
+
+/// Parse one Lackey line (without its `\n`; a trailing `\r` is allowed). The error says what
+/// was expected. Never panics, whatever the bytes.
+#[allow(dead_code)] // The readers parse in place; this is for tests/trace_parser.rs.
+pub fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
+    match parse_at(line, 0, true) {
+        Step::Line(l, _) => Ok(l),
+        Step::Malformed(reason) => Err(reason),
+        // With `at_eof` a line always ends at the end of the slice.
+        Step::Incomplete => Err("incomplete line"),
+    }
+}
+
+/// The outcome of parsing the line that starts at some position of a buffer.
+enum Step {
+    /// A line, and the position just after its `\n` (or the buffer's end at EOF).
+    Line(Line, usize),
+    /// The buffer ends before the line does.
+    Incomplete,
+    /// Not a Lackey line.
+    Malformed(&'static str),
+}
+
+#[inline(always)]
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Parse the line starting at `buf[p]`. When `at_eof`, the end of `buf` ends the line; else a
+/// line must end with `\n` inside `buf`, and running off the end is [`Step::Incomplete`].
+#[inline(always)]
+fn parse_at(buf: &[u8], mut p: usize, at_eof: bool) -> Step {
+    // Each `match buf.get(p)` below: `None` is the end of the buffer.
+    macro_rules! end_or_incomplete {
+        ($line:expr) => {
+            if at_eof {
+                return Step::Line($line, p);
+            } else {
+                return Step::Incomplete;
+            }
+        };
+    }
+    let start = p;
+    // Leading blanks (Lackey writes one before L, S and M, none before I).
+    loop {
+        match buf.get(p) {
+            Some(&b) if is_blank(b) => p += 1,
+            Some(_) => break,
+            None => end_or_incomplete!(Line::Blank),
+        }
+    }
+    let op = match buf[p] {
+        b'I' => Op::Instruction,
+        b'L' => Op::Load,
+        b'S' => Op::Store,
+        b'M' => Op::Modify,
+        b'\n' => return Step::Line(Line::Blank, p + 1),
+        b'\r' => {
+            return match buf.get(p + 1) {
+                Some(b'\n') => Step::Line(Line::Blank, p + 2),
+                Some(_) => Step::Malformed("stray carriage return"),
+                None if at_eof => Step::Line(Line::Blank, p + 1),
+                None => Step::Incomplete,
+            }
+        }
+        c @ (b'=' | b'-') if p == start => {
+            // A valgrind message (`==pid== ...`, `--pid-- ...`): skip to the end of the line.
+            match buf.get(p + 1) {
+                Some(&d) if d == c => {}
+                None if !at_eof => return Step::Incomplete,
+                _ => return Step::Malformed("expected I, L, S or M (or a valgrind ==pid== line)"),
+            }
+            return match buf[p..].iter().position(|&b| b == b'\n') {
+                Some(n) => Step::Line(Line::Message, p + n + 1),
+                None if at_eof => Step::Line(Line::Message, buf.len()),
+                None => Step::Incomplete,
+            };
+        }
+        _ => return Step::Malformed("expected I, L, S or M (or a valgrind ==pid== line)"),
+    };
+    p += 1;
+    // At least one blank between the kind and the address.
+    match buf.get(p) {
+        Some(&b) if is_blank(b) => p += 1,
+        Some(_) => return Step::Malformed("expected a space after the access kind"),
+        None if at_eof => return Step::Malformed("expected ADDRESS,SIZE after the access kind"),
+        None => return Step::Incomplete,
+    }
+    while let Some(&b) = buf.get(p) {
+        if !is_blank(b) {
+            break;
+        }
+        p += 1;
+    }
+    if buf.get(p) == Some(&b'0') && matches!(buf.get(p + 1), Some(b'x' | b'X')) {
+        p += 2;
+    }
+    // The address: 1 to 16 hex digits; eight at a time when 17 bytes are there to look at.
+    let mut addr = 0u64;
+    let digits_from = p;
+    if let Some(ahead) = buf.get(p..p + 17) {
+        let (value, digits) = hex_prefix(ahead);
+        if digits > 16 {
+            return Step::Malformed("address longer than 16 hex digits");
+        }
+        addr = value;
+        p += digits;
+    } else {
+        loop {
+            let b = match buf.get(p) {
+                Some(&b) => b,
+                None if at_eof => break,
+                None => return Step::Incomplete,
+            };
+            let d = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                b'A'..=b'F' => b - b'A' + 10,
+                _ => break,
+            };
+            if p - digits_from == 16 {
+                return Step::Malformed("address longer than 16 hex digits");
+            }
+            addr = (addr << 4) | d as u64;
+            p += 1;
+        }
+    }
+    if p == digits_from {
+        return Step::Malformed("expected a hex address");
+    }
+    if buf.get(p) != Some(&b',') {
+        return Step::Malformed("expected ',' after the address");
+    }
+    p += 1;
+    // The size: decimal, 1..=MAX_RECORD_SIZE.
+    let mut size = 0u64;
+    let digits_from = p;
+    loop {
+        let b = match buf.get(p) {
+            Some(&b) => b,
+            None if at_eof => break,
+            None => return Step::Incomplete,
+        };
+        if !b.is_ascii_digit() {
+            break;
+        }
+        size = size * 10 + (b - b'0') as u64;
+        if size > MAX_RECORD_SIZE {
+            return Step::Malformed("size larger than 65536 bytes");
+        }
+        p += 1;
+    }
+    if p == digits_from {
+        return Step::Malformed("expected a decimal size after ','");
+    }
+    if size == 0 {
+        return Step::Malformed("size 0");
+    }
+    if addr > MAX_ADDRESS {
+        return Step::Malformed("address above 2^56 (cabprof events carry 56-bit addresses)");
+    }
+    let line = Line::Record(Record { op, addr, size });
+    // Trailing blanks and `\r`, then the newline.
+    loop {
+        match buf.get(p) {
+            Some(b'\n') => return Step::Line(line, p + 1),
+            Some(&b) if is_blank(b) || b == b'\r' => p += 1,
+            Some(_) => return Step::Malformed("unexpected text after the size"),
+            None => end_or_incomplete!(line),
+        }
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The hex number at the start of `bytes` (at least 17 of them) and its number of digits,
+/// 0 to 16, or 17 when there are more than 16. Reads 8 bytes at a time (SWAR: "SIMD within a
+/// register"), so an address costs a few dozen instructions and no branch per digit.
+#[inline(always)]
+fn hex_prefix(bytes: &[u8]) -> (u64, usize) {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let (lo, n_lo) = hex8(word(0));
+    if n_lo < 8 {
+        return (lo, n_lo);
+    }
+    let (hi, n_hi) = hex8(word(8));
+    if n_hi == 8 && bytes[16].is_ascii_hexdigit() {
+        return (0, 17);
+    }
+    // `n_hi <= 8`, so the shift is at most 32.
+    ((lo << (4 * n_hi)) | hi, 8 + n_hi)
+}
+
+/// The value of the leading hex digits of the 8 bytes of `v` (byte 0 first, as in memory) and
+/// how many there are (0..=8).
+#[inline(always)]
+fn hex8(v: u64) -> (u64, usize) {
+    // Per byte x < 0x80: `((x | 0x80) - c) & 0x80` is set iff x >= c, with no borrow between
+    // bytes (each minuend byte is >= 0x80 > c). Bytes >= 0x80 are excluded by `!v`.
+    let at_least = |x: u64, c: u8| ((x | HIGH) - ONES * c as u64) & HIGH;
+    let digit = at_least(v, b'0') & !at_least(v, b'9' + 1);
+    let folded = v | (ONES * 0x20); // 'A'..='F' -> 'a'..='f'
+    let alpha = at_least(folded, b'a') & !at_least(folded, b'f' + 1);
+    let hex = (digit | alpha) & !v & HIGH;
+    let n = ((!hex & HIGH).trailing_zeros() / 8) as usize; // 64 / 8 = 8 when all are digits
+    if n == 0 {
+        return (0, 0);
+    }
+    // Digit values: the low nibble, plus 9 for letters (bit 6 set: 'a' = 0x61 -> 1 + 9).
+    let nibbles = (v & (ONES * 0x0F)) + 9 * ((v >> 6) & ONES);
+    // Keep the n digits, moved to the end (the low-order positions of the number).
+    let x = nibbles << (8 * (8 - n));
+    // Merge neighbours: byte pairs into 8-bit values, pairs of those into 16, then 32.
+    let x = ((x & 0x000F_000F_000F_000F) << 4) | ((x >> 8) & 0x000F_000F_000F_000F);
+    let x = ((x & 0x0000_00FF_0000_00FF) << 8) | ((x >> 16) & 0x0000_00FF_0000_00FF);
+    let x = ((x & 0xFFFF) << 16) | ((x >> 32) & 0xFFFF);
+    (x, n)
+}
+
+/// Emit the event word(s) of one access: one `Mem` event, or several for a size above 128.
+/// `addr <= MAX_ADDRESS` and `1 <= size <= MAX_RECORD_SIZE`.
+#[inline(always)]
+fn emit_access(
+    addr: u64,
+    size: u64,
+    store: bool,
+    stats: &mut ParseStats,
+    emit: &mut impl FnMut(Event),
+) {
+    const MAX: u64 = MAX_ACCESS_SIZE as u64;
+    if size.is_power_of_two() && size <= MAX {
+        push_mem(addr, size as u32, store, stats, emit);
+        return;
+    }
+    if size <= MAX {
+        stats.rounded += 1;
+        push_mem(addr, size.next_power_of_two() as u32, store, stats, emit);
+        return;
+    }
+    stats.split += 1;
+    let mut at = addr;
+    let mut left = size;
+    while left > 0 {
+        let piece = left.min(MAX);
+        // An address past MAX_ADDRESS (only possible within 64 KiB of 2^56) is clamped there;
+        // no real trace comes near.
+        push_mem(
+            at.min(MAX_ADDRESS),
+            piece.next_power_of_two() as u32,
+            store,
+            stats,
+            emit,
+        );
+        at += piece;
+        left -= piece;
+    }
+}
+
+#[inline(always)]
+fn push_mem(
+    addr: u64,
+    size: u32,
+    store: bool,
+    stats: &mut ParseStats,
+    emit: &mut impl FnMut(Event),
+) {
+    // Cannot fail: the caller checked the address, and the size is a power of two <= 128.
+    if let Ok(e) = Event::mem(addr, size, store) {
+        stats.events += 1;
+        emit(e);
+    }
+}
+
+/// Streaming Lackey reader: see the module docs.
+pub struct LackeyReader<R> {
+    inner: R,
+    /// Input bytes; `buf[start..end]` is not parsed yet and starts at a line boundary.
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    instructions: bool,
+    /// Set by an error: the reader has stopped for good.
+    failed: bool,
+    stats: ParseStats,
+}
+
+impl<R: Read> LackeyReader<R> {
+    /// A reader of `inner`; instruction fetches are emitted as loads if `instructions`.
+    pub fn new(inner: R, instructions: bool) -> Self {
+        Self::with_block_bytes(inner, instructions, BLOCK_BYTES)
+    }
+
+    /// Like [`new`](Self::new) with a `block_bytes` buffer (at least 1): a line longer than
+    /// that is malformed. Small blocks exercise the refill path in tests.
+    pub fn with_block_bytes(inner: R, instructions: bool, block_bytes: usize) -> Self {
+        LackeyReader {
+            inner,
+            buf: vec![0; block_bytes.max(1)].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            eof: false,
+            instructions,
+            failed: false,
+            stats: ParseStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ParseStats {
+        self.stats
+    }
+
+    /// Read one block and emit the events of its complete lines. `Ok(false)` once the input
+    /// is exhausted. On an error, every line before the bad one has been emitted and counted,
+    /// and the reader stops (later calls return `Ok(false)`).
+    pub fn next_block(&mut self, emit: &mut impl FnMut(Event)) -> Result<bool, TraceError> {
+        if self.failed || (self.eof && self.start == self.end) {
+            return Ok(false);
+        }
+        self.fill()?;
+        let at_eof = self.eof;
+        let buf = &self.buf[..self.end];
+        let mut p = self.start;
+        let stats = &mut self.stats;
+        while p < buf.len() {
+            match parse_at(buf, p, at_eof) {
+                Step::Line(line, next) => {
+                    stats.lines += 1;
+                    match line {
+                        Line::Record(r) => match r.op {
+                            Op::Load => {
+                                stats.loads += 1;
+                                emit_access(r.addr, r.size, false, stats, emit);
+                            }
+                            Op::Store => {
+                                stats.stores += 1;
+                                emit_access(r.addr, r.size, true, stats, emit);
+                            }
+                            Op::Modify => {
+                                stats.modifies += 1;
+                                emit_access(r.addr, r.size, false, stats, emit);
+                                emit_access(r.addr, r.size, true, stats, emit);
+                            }
+                            Op::Instruction => {
+                                stats.instructions += 1;
+                                if self.instructions {
+                                    emit_access(r.addr, r.size, false, stats, emit);
+                                }
+                            }
+                        },
+                        Line::Message => stats.messages += 1,
+                        Line::Blank => stats.blank += 1,
+                    }
+                    stats.bytes += (next - p) as u64;
+                    p = next;
+                }
+                Step::Incomplete => {
+                    if p == 0 && buf.len() == self.buf.len() {
+                        self.start = p;
+                        return Err(self.malformed(p, "line longer than the read buffer"));
+                    }
+                    break;
+                }
+                Step::Malformed(reason) => {
+                    self.start = p;
+                    return Err(self.malformed(p, reason));
+                }
+            }
+        }
+        self.start = p;
+        Ok(!(self.eof && self.start == self.end))
+    }
+
+    /// Move the unparsed tail to the front and read until the buffer is full or the input ends.
+    fn fill(&mut self) -> io::Result<()> {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        while !self.eof && self.end < self.buf.len() {
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for the line starting at `buf[p]` (line number `lines + 1`). Reads on past
+    /// the buffer, if the line continues, to show up to [`MAX_SHOWN`] bytes of it whatever the
+    /// block size; the reader is finished afterwards.
+    fn malformed(&mut self, p: usize, reason: &'static str) -> TraceError {
+        self.failed = true;
+        let mut line = self.buf[p..self.end].to_vec();
+        let mut more = [0u8; 256];
+        while !self.eof && !line.contains(&b'\n') && line.len() <= MAX_SHOWN {
+            match self.inner.read(&mut more) {
+                Ok(0) | Err(_) => self.eof = true,
+                Ok(n) => line.extend_from_slice(&more[..n]),
+            }
+        }
+        if let Some(n) = line.iter().position(|&b| b == b'\n') {
+            line.truncate(n);
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        let mut content = String::from_utf8_lossy(&line[..line.len().min(MAX_SHOWN)]).into_owned();
+        if line.len() > MAX_SHOWN {
+            content.push('…');
+        }
+        TraceError::Malformed {
+            line: self.stats.lines + 1,
+            content,
+            reason,
+        }
+    }
+}
+
+/// Streaming binary trace reader: see the module docs.
+pub struct BinaryReader<R> {
+    inner: R,
+    flags: u32,
+    buf: Box<[u8]>,
+    /// Bytes of an incomplete record carried over from the last read, at `buf[..carry]`.
+    carry: usize,
+    eof: bool,
+    stats: ParseStats,
+}
+
+impl<R: Read> BinaryReader<R> {
+    /// Read and check the header.
+    pub fn new(inner: R) -> Result<Self, TraceError> {
+        Self::with_block_bytes(inner, BLOCK_BYTES)
+    }
+
+    /// Like [`new`](Self::new), reading `block_bytes` (rounded up to 8 bytes) at a time.
+    pub fn with_block_bytes(mut inner: R, block_bytes: usize) -> Result<Self, TraceError> {
+        let mut header = [0u8; HEADER_BYTES];
+        let got = read_full(&mut inner, &mut header)?;
+        if got < MAGIC.len() || &header[..8] != MAGIC {
+            return Err(TraceError::BadHeader(format!(
+                "expected magic \"CABTRACE\", found {:?}",
+                String::from_utf8_lossy(&header[..got.min(8)])
+            )));
+        }
+        if got < HEADER_BYTES {
+            return Err(TraceError::BadHeader(format!(
+                "header is {HEADER_BYTES} bytes, file has {got}"
+            )));
+        }
+        let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        if version != VERSION {
+            return Err(TraceError::BadHeader(format!(
+                "version {version}; this cabprof reads version {VERSION}"
+            )));
+        }
+        let flags = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
+        if flags & !FLAG_INSTRUCTIONS != 0 {
+            return Err(TraceError::BadHeader(format!("unknown flags {flags:#x}")));
+        }
+        Ok(BinaryReader {
+            inner,
+            flags,
+            buf: vec![0; block_bytes.max(8).next_multiple_of(8)].into_boxed_slice(),
+            carry: 0,
+            eof: false,
+            stats: ParseStats {
+                bytes: HEADER_BYTES as u64,
+                ..ParseStats::default()
+            },
+        })
+    }
+
+    /// The header's flags ([`FLAG_INSTRUCTIONS`]).
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ParseStats {
+        self.stats
+    }
+
+    /// Read one block and emit its records. `Ok(false)` once the input is exhausted. On an
+    /// error, every record before the bad one has been emitted and counted, and the reader
+    /// stops (later calls return `Ok(false)`).
+    pub fn next_block(&mut self, emit: &mut impl FnMut(Event)) -> Result<bool, TraceError> {
+        if self.eof {
+            return Ok(false);
+        }
+        let mut end = self.carry;
+        while end < self.buf.len() {
+            match self.inner.read(&mut self.buf[end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let whole = end / 8 * 8;
+        let stats = &mut self.stats;
+        let mut stores = 0u64;
+        let mut done = 0u64;
+        let mut bad = None;
+        for chunk in self.buf[..whole].chunks_exact(8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes"));
+            if word >> TAG_SHIFT != TAG_MEM {
+                bad = Some(word);
+                break;
+            }
+            // Every word with the Mem tag is a valid Mem event (cab::event::decode).
+            match Event::from_word(word) {
+                Some(e) => emit(e),
+                None => {
+                    bad = Some(word);
+                    break;
+                }
+            }
+            stores += (word >> STORE_BIT) & 1;
+            done += 1;
+        }
+        stats.stores += stores;
+        stats.loads += done - stores;
+        stats.events += done;
+        stats.bytes += done * 8;
+        if let Some(word) = bad {
+            // The reader stops here: later calls return `Ok(false)`.
+            self.eof = true;
+            let index = stats.events;
+            return Err(TraceError::BadRecord { index, word });
+        }
+        self.buf.copy_within(whole..end, 0);
+        self.carry = end - whole;
+        if self.eof && self.carry > 0 {
+            return Err(TraceError::Truncated {
+                offset: self.stats.bytes,
+                bytes: self.carry,
+            });
+        }
+        Ok(!self.eof)
+    }
+}
+
+/// Read until `buf` is full or the input ends; the number of bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Writes a binary trace: the header, then one record per [`write`](Self::write).
+pub struct BinaryWriter<W: Write> {
+    inner: io::BufWriter<W>,
+}
+
+impl<W: Write> BinaryWriter<W> {
+    /// Write the header with `flags` ([`FLAG_INSTRUCTIONS`] or 0).
+    pub fn new(inner: W, flags: u32) -> io::Result<Self> {
+        let mut inner = io::BufWriter::with_capacity(BLOCK_BYTES, inner);
+        inner.write_all(MAGIC)?;
+        inner.write_all(&VERSION.to_le_bytes())?;
+        inner.write_all(&flags.to_le_bytes())?;
+        Ok(BinaryWriter { inner })
+    }
+
+    /// Append one record. Only `Mem` events belong in a trace; others are refused.
+    pub fn write(&mut self, event: Event) -> io::Result<()> {
+        if !matches!(decode(event.word()), Some(EventKind::Mem { .. })) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{event:?} is not a Mem event"),
+            ));
+        }
+        self.inner.write_all(&event.word().to_le_bytes())
+    }
+
+    /// Flush and hand back the writer.
+    pub fn finish(self) -> io::Result<W> {
+        self.inner.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+/// A trace of either format, detected or chosen.
+pub enum TraceReader<R> {
+    /// Lackey text.
+    Lackey(LackeyReader<R>),
+    /// cabprof binary.
+    Binary(BinaryReader<R>),
+}
+
+/// The input with the bytes already looked at put back in front.
+pub type Peeked<R> = io::Chain<io::Cursor<Vec<u8>>, R>;
+
+impl<R: Read> TraceReader<Peeked<R>> {
+    /// Open `inner` as `format`, or detect it (`None`): a binary trace starts with
+    /// [`MAGIC`], anything else is read as Lackey text.
+    pub fn open(
+        mut inner: R,
+        format: Option<Format>,
+        instructions: bool,
+    ) -> Result<Self, TraceError> {
+        let mut head = vec![0u8; MAGIC.len()];
+        let got = read_full(&mut inner, &mut head)?;
+        head.truncate(got);
+        let format = format.unwrap_or(if head == MAGIC {
+            Format::Binary
+        } else {
+            Format::Lackey
+        });
+        let input = io::Cursor::new(head).chain(inner);
+        Ok(match format {
+            Format::Lackey => TraceReader::Lackey(LackeyReader::new(input, instructions)),
+            Format::Binary => TraceReader::Binary(BinaryReader::new(input)?),
+        })
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Which format is being read.
+    pub fn format(&self) -> Format {
+        match self {
+            TraceReader::Lackey(_) => Format::Lackey,
+            TraceReader::Binary(_) => Format::Binary,
+        }
+    }
+
+    /// Whether instruction fetches reach the simulator: asked for (Lackey) or recorded in the
+    /// header (binary).
+    pub fn includes_instructions(&self) -> bool {
+        match self {
+            TraceReader::Lackey(r) => r.instructions,
+            TraceReader::Binary(r) => r.flags() & FLAG_INSTRUCTIONS != 0,
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ParseStats {
+        match self {
+            TraceReader::Lackey(r) => r.stats(),
+            TraceReader::Binary(r) => r.stats(),
+        }
+    }
+
+    /// One block; see [`LackeyReader::next_block`] and [`BinaryReader::next_block`].
+    #[inline]
+    pub fn next_block(&mut self, emit: &mut impl FnMut(Event)) -> Result<bool, TraceError> {
+        match self {
+            TraceReader::Lackey(r) => r.next_block(emit),
+            TraceReader::Binary(r) => r.next_block(emit),
+        }
+    }
+
+    /// Read to the end, emitting every event.
+    pub fn read_all(&mut self, emit: &mut impl FnMut(Event)) -> Result<(), TraceError> {
+        while self.next_block(emit)? {}
+        Ok(())
+    }
+}

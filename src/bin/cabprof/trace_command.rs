@@ -1,0 +1,327 @@
+//! `cabprof trace`: make traces — convert Lackey text to cabprof's binary format (or back), and
+//! generate synthetic traces for benchmarks and tests.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cab::event::{decode, Event, EventKind};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::simulate::{FormatArg, EXIT_MALFORMED};
+use crate::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
+use crate::units::parse_bytes;
+use crate::CliError;
+
+const EXAMPLES: &str = "\
+Examples:
+  cabprof trace convert app.lackey app.cabtrace
+  valgrind --tool=lackey --trace-mem=yes ./app 2>&1 | cabprof trace convert - app.cabtrace
+  cabprof trace convert app.cabtrace app.txt --to lackey
+  cabprof trace generate /tmp/t.cabtrace --accesses 100M --working-set 16K";
+
+const CONVERT_EXAMPLES: &str = "\
+Examples:
+  cabprof trace convert app.lackey app.cabtrace
+  cabprof trace convert app.lackey app.cabtrace --instructions   keep instruction fetches
+  cabprof trace convert app.cabtrace app.txt --to lackey
+
+A binary trace is \"CABTRACE\", a u32 LE version (1), u32 LE flags (bit 0: instruction
+fetches included as loads), then one u64 LE cabprof Mem event word per access (see
+`cabprof simulate --help`). It is about half the size of the Lackey text and several times
+faster to read. A Lackey M (modify) becomes a load and a store; sizes become powers of two as
+in `cabprof simulate`. Converting binary to Lackey writes L and S lines only. A malformed line
+stops the conversion with status 2; the output then holds every access before it.";
+
+const GENERATE_EXAMPLES: &str = "\
+Examples:
+  cabprof trace generate /tmp/l1.cabtrace --accesses 100M --working-set 16K
+  cabprof trace generate /tmp/l1.lackey --to lackey --accesses 10M --fetches 1
+  cabprof trace generate /tmp/rand.cabtrace --accesses 10M --working-set 4M --pattern random
+
+Sequential: access i is at BASE + (i × STRIDE) mod WORKING_SET. Random: a uniformly chosen
+STRIDE-aligned offset in the working set (xorshift64, fixed seed: traces are reproducible).
+Every STORE_EVERY-th access is a store.";
+
+/// `cabprof trace` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Convert a trace (Lackey text or binary) to cabprof's binary format, or back to Lackey.
+    #[command(after_help = CONVERT_EXAMPLES)]
+    Convert(ConvertArgs),
+    /// Write a synthetic trace (a sequential or random walk over a working set).
+    #[command(after_help = GENERATE_EXAMPLES)]
+    Generate(GenerateArgs),
+}
+
+/// Arguments of `cabprof trace`.
+#[derive(Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+/// Output format of `cabprof trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// cabprof's binary format.
+    Binary,
+    /// Lackey text (L and S lines).
+    Lackey,
+}
+
+/// Arguments of `cabprof trace convert`.
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// The input trace: a file, or '-' for standard input.
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// The output file.
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Binary)]
+    pub to: OutputFormat,
+    /// Keep Lackey's instruction fetches, as loads (and say so in the binary header).
+    #[arg(long)]
+    pub instructions: bool,
+}
+
+/// Access pattern of `cabprof trace generate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Pattern {
+    /// Walk the working set in order, wrapping around.
+    Sequential,
+    /// Uniformly random offsets in the working set.
+    Random,
+}
+
+/// Arguments of `cabprof trace generate`.
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// The output file.
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// Data accesses to write (K, M, G are powers of 1000 here).
+    #[arg(long, value_name = "N", default_value = "1M", value_parser = parse_count)]
+    pub accesses: u64,
+    /// Bytes the accesses range over.
+    #[arg(long, value_name = "BYTES", default_value = "16K", value_parser = parse_bytes)]
+    pub working_set: u64,
+    /// Bytes per access (a power of two up to 128) and the step of the sequential walk.
+    #[arg(long, value_name = "BYTES", default_value_t = 8)]
+    pub stride: u32,
+    /// Every N-th access is a store (0: loads only).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub store_every: u64,
+    /// Access pattern.
+    #[arg(long, value_enum, default_value_t = Pattern::Sequential)]
+    pub pattern: Pattern,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Binary)]
+    pub to: OutputFormat,
+    /// Lackey output only: instruction-fetch lines before each data access, as in a real
+    /// Lackey trace (which has one or more per data access).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fetches: u32,
+}
+
+/// Parse a count: digits with an optional K, M or G (powers of 1000).
+fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, mult) = match t.as_bytes().last() {
+        Some(b'k' | b'K') => (&t[..t.len() - 1], 1_000),
+        Some(b'm' | b'M') => (&t[..t.len() - 1], 1_000_000),
+        Some(b'g' | b'G') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{text:?} is not a count (examples: 1000, 10M)"))
+}
+
+/// Run `cabprof trace ...`.
+pub fn run(args: &TraceArgs) -> Result<ExitCode, CliError> {
+    match &args.command {
+        TraceCommand::Convert(a) => convert(a),
+        TraceCommand::Generate(a) => generate(a),
+    }
+}
+
+/// Where events go: a binary or Lackey writer.
+enum Sink {
+    Binary(BinaryWriter<File>),
+    Lackey(BufWriter<File>),
+}
+
+impl Sink {
+    fn create(path: &Path, to: OutputFormat, flags: u32) -> Result<Sink, CliError> {
+        let file = File::create(path)
+            .map_err(|e| CliError::new(format!("cannot create {}: {e}", path.display())))?;
+        Ok(match to {
+            OutputFormat::Binary => Sink::Binary(
+                BinaryWriter::new(file, flags)
+                    .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?,
+            ),
+            OutputFormat::Lackey => Sink::Lackey(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    #[inline]
+    fn write(&mut self, e: Event) -> io::Result<()> {
+        match self {
+            Sink::Binary(w) => w.write(e),
+            Sink::Lackey(w) => match decode(e.word()) {
+                Some(EventKind::Mem { addr, size, store }) => {
+                    let op = if store { 'S' } else { 'L' };
+                    writeln!(w, " {op} {addr:08x},{size}")
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn finish(self) -> io::Result<()> {
+        match self {
+            Sink::Binary(w) => w.finish().map(drop),
+            Sink::Lackey(mut w) => w.flush(),
+        }
+    }
+}
+
+fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
+    let (input, name): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
+        (Box::new(io::stdin().lock()), "standard input".into())
+    } else {
+        let file = File::open(&args.input)
+            .map_err(|e| CliError::new(format!("cannot open {}: {e}", args.input.display())))?;
+        (Box::new(file), args.input.display().to_string())
+    };
+    let mut reader = TraceReader::open(input, args.format.forced(), args.instructions)
+        .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    let flags = if reader.includes_instructions() {
+        FLAG_INSTRUCTIONS
+    } else {
+        0
+    };
+    let mut sink = Sink::create(&args.output, args.to, flags)?;
+    let mut write_error = None;
+    let outcome = reader.read_all(&mut |e| {
+        if write_error.is_none() {
+            if let Err(err) = sink.write(e) {
+                write_error = Some(err);
+            }
+        }
+    });
+    let out_name = args.output.display();
+    if let Some(e) = write_error {
+        return Err(CliError::new(format!("cannot write {out_name}: {e}")));
+    }
+    sink.finish()
+        .map_err(|e| CliError::new(format!("cannot write {out_name}: {e}")))?;
+    let stats = reader.stats();
+    let what = match reader.format() {
+        Format::Lackey => format!(
+            "{} lines ({} loads, {} stores, {} modifies, {} instruction fetches{})",
+            stats.lines,
+            stats.loads,
+            stats.stores,
+            stats.modifies,
+            stats.instructions,
+            if reader.includes_instructions() {
+                " kept"
+            } else {
+                " dropped"
+            }
+        ),
+        Format::Binary => format!("{} records", stats.events),
+    };
+    println!(
+        "{name} ({}): {what} -> {} accesses written to {out_name}",
+        reader.format(),
+        stats.events
+    );
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e @ TraceError::Io(_)) => Err(CliError::new(format!("{name}: {e}"))),
+        Err(e) => {
+            eprintln!("cabprof: error: {name}: {e}");
+            eprintln!("cabprof: {out_name} holds the accesses before that point");
+            Ok(ExitCode::from(EXIT_MALFORMED))
+        }
+    }
+}
+
+fn generate(args: &GenerateArgs) -> Result<ExitCode, CliError> {
+    let stride = args.stride as u64;
+    if !stride.is_power_of_two() || stride > 128 {
+        return Err(CliError::usage(format!(
+            "--stride {stride}: must be a power of two up to 128"
+        )));
+    }
+    if args.working_set < stride {
+        return Err(CliError::usage(format!(
+            "--working-set {}: must be at least the stride ({stride})",
+            args.working_set
+        )));
+    }
+    if args.to == OutputFormat::Binary && args.fetches > 0 {
+        return Err(CliError::usage(
+            "--fetches applies to Lackey output only (binary traces hold data accesses)",
+        ));
+    }
+    // A typical x86-64 Linux stack-ish address, aligned to 1 MiB.
+    const BASE: u64 = 0x7ff0_0000_0000;
+    let slots = args.working_set / stride;
+    let mut sink = Sink::create(&args.output, args.to, 0)?;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let result = (|| -> io::Result<()> {
+        for i in 0..args.accesses {
+            let slot = match args.pattern {
+                Pattern::Sequential => i % slots,
+                Pattern::Random => {
+                    // xorshift64 (Marsaglia 2003).
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state % slots
+                }
+            };
+            let store = args.store_every != 0 && i % args.store_every == args.store_every - 1;
+            let event = Event::mem(BASE + slot * stride, args.stride, store)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            write_fetches(&mut sink, args.fetches, i)?;
+            sink.write(event)?;
+        }
+        Ok(())
+    })();
+    result
+        .and_then(|()| sink.finish())
+        .map_err(|e| CliError::new(format!("cannot write {}: {e}", args.output.display())))?;
+    println!(
+        "wrote {} accesses ({:?}, {} B each over {} B) to {}",
+        args.accesses,
+        args.pattern,
+        args.stride,
+        args.working_set,
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Lackey output only: `n` instruction-fetch lines, as a real Lackey trace interleaves them.
+fn write_fetches(sink: &mut Sink, n: u32, i: u64) -> io::Result<()> {
+    if let Sink::Lackey(w) = sink {
+        for f in 0..n as u64 {
+            writeln!(w, "I  {:08x},4", 0x0040_0000 + ((i * 4 + f) % 4096) * 4)?;
+        }
+    }
+    Ok(())
+}
