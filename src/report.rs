@@ -311,7 +311,7 @@ impl ReportData {
         });
         let call_tree = match (&a.call_tree, &a.context_tree) {
             (Some(p), Some(t)) => {
-                let patterns: Vec<_> = p
+                let mut patterns: Vec<_> = p
                     .sorted()
                     .into_iter()
                     .map(|(m, callees, count)| PatternEntry {
@@ -320,6 +320,12 @@ impl ReportData {
                         count,
                     })
                     .collect();
+                patterns.sort_by(|x, y| {
+                    y.count
+                        .cmp(&x.count)
+                        .then(x.method.cmp(&y.method))
+                        .then(x.callees.cmp(&y.callees))
+                });
                 let mut contexts: Vec<_> = t
                     .contexts()
                     .into_iter()
@@ -572,7 +578,11 @@ impl ReportData {
                 ct.patterns.len()
             );
             for p in ct.patterns.iter().take(top) {
-                let callees: Vec<String> = p.callees.iter().map(|&c| self.name(c)).collect();
+                let mut callees: Vec<String> =
+                    p.callees.iter().take(6).map(|&c| self.name(c)).collect();
+                if p.callees.len() > 6 {
+                    callees.push(format!("… {} callees in all", p.callees.len()));
+                }
                 let _ = writeln!(
                     o,
                     "  {:>14}  {} [{}]",
@@ -587,8 +597,19 @@ impl ReportData {
                 ct.contexts.len()
             );
             for c in ct.contexts.iter().take(top) {
-                let stack: Vec<String> = c.stack.iter().map(|&m| self.name(m)).collect();
-                let _ = writeln!(o, "  {:>14}  {}", self.shown(c.count), stack.join(" > "));
+                let mut stack: Vec<String> = c.stack.iter().map(|&m| self.name(m)).collect();
+                // Deep recursion: keep the outermost two and innermost three frames.
+                if stack.len() > 6 {
+                    let hidden = stack.len() - 5;
+                    stack.splice(2..stack.len() - 3, [format!("…{hidden} frames…")]);
+                }
+                let _ = writeln!(
+                    o,
+                    "  {:>14}  {} (depth {})",
+                    self.shown(c.count),
+                    stack.join(" > "),
+                    c.stack.len()
+                );
             }
         }
         if let Some(paths) = &self.paths {
