@@ -29,7 +29,7 @@
 pub use analyses;
 pub use cab;
 pub use cab::event::{Event, EventKind, MethodId};
-pub use cab::runtime::{RunMode, SessionError};
+pub use cab::runtime::{BufferDesign, RunMode, SessionError};
 pub use cab::{ConfigError, Mode, RingConfig};
 pub use instrument_macros::profile;
 

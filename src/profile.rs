@@ -265,6 +265,13 @@ impl SessionBuilder {
         self.mode(RunMode::Sequential)
     }
 
+    /// The buffer design carrying events (default CAB; FastForward and N-way are the paper's
+    /// baselines, exhaustive mode only).
+    pub fn buffer_design(mut self, design: runtime::BufferDesign) -> Self {
+        self.runtime = self.runtime.buffer_design(design);
+        self
+    }
+
     /// Ring size in bytes.
     pub fn buffer_bytes(mut self, bytes: usize) -> Self {
         self.runtime = self.runtime.buffer_bytes(bytes);

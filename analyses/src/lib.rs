@@ -1,3 +1,90 @@
-//! cabprof's analyses: plain single-threaded consumers of CAB event words (method count, call
-//! graph, call tree, Ball-Larus path profile, cache simulation, reuse distance). The same code
-//! runs inline in the application thread (sequential mode) or on an analyzer thread.
+//! cabprof's analyses: plain, single-threaded consumers of CAB event words.
+//!
+//! Contract, shared by every analysis here (each implements [`Analysis`]):
+//! - [`Analysis::consume`] takes any slice of raw ring words, decodes each with
+//!   [`cab::event::decode`] and skips the kinds it does not use (and words that are not events at
+//!   all). Results never depend on where the stream is cut: consuming `a` then `b` equals
+//!   consuming `a ++ b`, because the ring hands over chunks of any size.
+//! - One instance per stream. An analyzer thread serving several rings keeps one instance per
+//!   ring, so per-thread state (a shadow stack, a simulated cache) lives in the instance; when a
+//!   ring multiplexes threads, `Thread { id }` words switch the per-thread state.
+//! - At the end the instances are combined with [`Analysis::merge`], which combines *results*
+//!   (counts, trees, histograms) and drops the other instance's in-flight state.
+//! - The same code runs inline in the application thread (sequential mode) or on an analyzer
+//!   thread (concurrent mode); nothing here spawns, blocks or synchronises.
+//! - Sampled streams (sampling mode) are accepted: stack-based analyses resynchronise instead of
+//!   panicking and say so (`is_approximate`); [`sampling`] measures the error of a sampled
+//!   profile the way the CAB paper does.
+//!
+//! ```
+//! use analyses::{Analysis, CallGraph, CallingContextTree, MethodCount};
+//! use cab::event::{Event, MethodId};
+//!
+//! let main = MethodId::new(1).unwrap();
+//! let work = MethodId::new(2).unwrap();
+//! let words: Vec<u64> = [
+//!     Event::call(MethodId::ROOT, main),
+//!     Event::call(main, work),
+//!     Event::ret(work),
+//!     Event::call(main, work),
+//!     Event::ret(work),
+//!     Event::ret(main),
+//! ]
+//! .iter()
+//! .map(|e| e.word())
+//! .collect();
+//!
+//! let mut counts = MethodCount::new();
+//! let mut graph = CallGraph::new();
+//! let mut tree = CallingContextTree::new();
+//! for chunk in words.chunks(4) {
+//!     counts.consume(chunk);
+//!     graph.consume(chunk);
+//!     tree.consume(chunk);
+//! }
+//! assert_eq!(counts.count(work), 2);
+//! assert_eq!(graph.count(main, work), 2);
+//! let names = |m: MethodId| ["root", "main", "work"][m.get() as usize].to_string();
+//! assert_eq!(tree.folded(&names), "root;main 1\nroot;main;work 2\n");
+//! ```
+//!
+//! Modules (types re-exported here):
+//! - [`method_count`]: calls per method.
+//! - [`call_graph`]: caller → callee edge counts.
+//! - [`call_tree`]: depth-two call-tree patterns and the full calling context tree.
+//! - [`path_profile`]: counts per Ball-Larus path, with a [`PathDecoder`] hook for reports.
+//! - [`cache_sim`]: multi-level inclusive set-associative cache simulation, FIFO or LRU.
+//! - [`reuse_distance`]: LRU stack distances; exact miss counts for every fully-associative size.
+//! - [`sampling`]: the CAB paper's sampling error rate.
+
+#![forbid(unsafe_code)]
+
+pub mod cache_sim;
+pub mod call_graph;
+pub mod call_tree;
+pub mod method_count;
+pub mod path_profile;
+pub mod reuse_distance;
+pub mod sampling;
+mod thread_stacks;
+
+pub use cab::event::MethodId;
+pub use cache_sim::{CacheConfigError, CacheSim, LevelConfig, LevelStats, MissCounts, Policy};
+pub use call_graph::CallGraph;
+pub use call_tree::{CallTreeProfile, CallingContextTree};
+pub use method_count::MethodCount;
+pub use path_profile::{HotPath, PathDecoder, PathProfile};
+pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
+
+/// A dynamic analysis over CAB event words; see the crate docs for the contract.
+pub trait Analysis: Send + 'static {
+    /// Analyze the next words of this instance's stream. Words of kinds the analysis does not
+    /// use, and words that are not events, are skipped.
+    fn consume(&mut self, words: &[u64]);
+
+    /// Fold `other`'s results into `self` (its in-flight state, such as open frames, is
+    /// dropped).
+    fn merge(&mut self, other: Self)
+    where
+        Self: Sized;
+}

@@ -1,0 +1,321 @@
+//! The calling context tree; see the parent module for the contract.
+
+use cab::event::{decode, EventKind, MethodId};
+use hashbrown::hash_map::Entry;
+use hashbrown::HashMap;
+
+use crate::thread_stacks::ThreadStacks;
+use crate::Analysis;
+
+/// No node (end of a child or sibling list, or no cached child).
+const NONE: u32 = u32::MAX;
+/// The root node's index; its method is [`MethodId::ROOT`].
+const ROOT_NODE: u32 = 0;
+
+/// One node per distinct call path from the root, with the calls that reached it.
+///
+/// Node `n` stands for the call path root → … → `n.method`; its count is the number of `Call`
+/// words that entered `n.method` along exactly that path. Recursion makes deeper nodes, as in
+/// Ammons, Ball and Larus (1997) without their recursion folding: the tree is the dynamic call
+/// tree with identical paths merged.
+///
+/// Resynchronisation (sampling gaps, streams starting mid-run): a `Call` whose caller is not the
+/// current node continues from the innermost open node of that caller if there is one (the
+/// frames above it lost their `Return`s), from the root if the caller is the root, and otherwise
+/// from a node root → caller, made without counting a call of the caller (its `Call` was not
+/// seen). So a stream that starts inside `main` shows `main`'s callees under root → main.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallingContextTree {
+    /// Arena; `nodes[0]` is the root. A node's parent always has a smaller index.
+    nodes: Vec<Node>,
+    /// `(parent, method)` → child index, for every node but the root.
+    children: HashMap<(u32, MethodId), u32>,
+    /// Per thread: the open path, as node indices below the root, innermost last.
+    threads: ThreadStacks<Vec<u32>>,
+    approximate: bool,
+    resyncs: u64,
+    unmatched_returns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Node {
+    /// Smaller than this node's own index ([`NONE`] for the root).
+    parent: u32,
+    method: MethodId,
+    count: u64,
+    /// Head of this node's child list, linked by `next_sibling`; for traversal only.
+    first_child: u32,
+    next_sibling: u32,
+    /// The child entered last: checked before the hash map, so loops that call the same
+    /// function repeatedly skip the hashing.
+    last_child: u32,
+}
+
+impl Node {
+    fn new(parent: u32, method: MethodId, next_sibling: u32) -> Node {
+        Node {
+            parent,
+            method,
+            count: 0,
+            first_child: NONE,
+            next_sibling,
+            last_child: NONE,
+        }
+    }
+}
+
+impl Default for CallingContextTree {
+    fn default() -> Self {
+        CallingContextTree {
+            nodes: vec![Node::new(NONE, MethodId::ROOT, NONE)],
+            children: HashMap::new(),
+            threads: ThreadStacks::default(),
+            approximate: false,
+            resyncs: 0,
+            unmatched_returns: 0,
+        }
+    }
+}
+
+impl CallingContextTree {
+    /// A tree holding only the root.
+    pub fn new() -> CallingContextTree {
+        CallingContextTree::default()
+    }
+
+    /// Calls that reached the context `path` (methods from the root's child down, root
+    /// excluded); 0 for a context never seen. The empty path (the root) has count 0.
+    pub fn count(&self, path: &[MethodId]) -> u64 {
+        let mut n = ROOT_NODE;
+        for &m in path {
+            match self.children.get(&(n, m)) {
+                Some(&c) => n = c,
+                None => return 0,
+            }
+        }
+        self.nodes[n as usize].count
+    }
+
+    /// Every context (root excluded) with its count, sorted by path. Contexts made by a
+    /// resynchronisation may have count 0.
+    pub fn contexts(&self) -> Vec<(Vec<MethodId>, u64)> {
+        let mut out: Vec<(Vec<MethodId>, u64)> = (1..self.nodes.len())
+            .map(|i| (self.path_of(i as u32), self.nodes[i].count))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn path_of(&self, mut n: u32) -> Vec<MethodId> {
+        let mut path = Vec::new();
+        while n != ROOT_NODE {
+            let node = &self.nodes[n as usize];
+            path.push(node.method);
+            n = node.parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Number of contexts (nodes other than the root).
+    pub fn len(&self) -> usize {
+        self.nodes.len() - 1
+    }
+
+    /// `true` if no call was seen.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Total calls counted (the sum over all contexts).
+    pub fn total(&self) -> u64 {
+        self.nodes.iter().map(|n| n.count).sum()
+    }
+
+    /// Depth of the open path of the current thread.
+    pub fn open_frames(&self) -> usize {
+        self.threads.current.len()
+    }
+
+    /// `true` if the tree may differ from the exact one: set by a resynchronisation or an
+    /// unmatched `Return`, or by [`set_approximate`](Self::set_approximate).
+    pub fn is_approximate(&self) -> bool {
+        self.approximate
+    }
+
+    /// Mark the tree approximate (for sampled runs) or not.
+    pub fn set_approximate(&mut self, approximate: bool) {
+        self.approximate = approximate;
+    }
+
+    /// `Call`s whose caller was not the current node, and `Return`s that closed frames above
+    /// their own.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs
+    }
+
+    /// `Return`s that matched no open frame and were ignored.
+    pub fn unmatched_returns(&self) -> u64 {
+        self.unmatched_returns
+    }
+
+    /// Folded stacks (the input of inferno, speedscope and `flamegraph.pl`): one line
+    /// `root;a;b count` per context with a non-zero count, where `count` is the calls that
+    /// reached it, sorted. `name` gives each method's frame name; `;` and line breaks in names
+    /// are replaced by `_` so every line stays parseable.
+    pub fn folded(&self, name: &dyn Fn(MethodId) -> String) -> String {
+        let mut names: HashMap<MethodId, String> = HashMap::new();
+        let mut lines: Vec<String> = Vec::new();
+        let mut path = String::from("root");
+        // (node, length of its parent's path in `path`)
+        let mut todo: Vec<(u32, usize)> = Vec::new();
+        self.push_children(ROOT_NODE, path.len(), &mut todo);
+        while let Some((n, parent_len)) = todo.pop() {
+            let node = &self.nodes[n as usize];
+            path.truncate(parent_len);
+            path.push(';');
+            path.push_str(
+                names
+                    .entry(node.method)
+                    .or_insert_with(|| name(node.method).replace([';', '\n', '\r'], "_")),
+            );
+            if node.count > 0 {
+                lines.push(format!("{path} {}", node.count));
+            }
+            self.push_children(n, path.len(), &mut todo);
+        }
+        lines.sort_unstable();
+        let mut out = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn push_children(&self, n: u32, len: usize, todo: &mut Vec<(u32, usize)>) {
+        let mut c = self.nodes[n as usize].first_child;
+        while c != NONE {
+            todo.push((c, len));
+            c = self.nodes[c as usize].next_sibling;
+        }
+    }
+
+    /// The child of `parent` for `method`, made if new.
+    #[inline]
+    fn child(&mut self, parent: u32, method: MethodId) -> u32 {
+        let hint = self.nodes[parent as usize].last_child;
+        if hint != NONE && self.nodes[hint as usize].method == method {
+            return hint;
+        }
+        let c = match self.children.entry((parent, method)) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let c = u32::try_from(self.nodes.len())
+                    .ok()
+                    .filter(|&c| c != NONE)
+                    .expect("calling context tree outgrew u32 node indices");
+                e.insert(c);
+                let sibling = self.nodes[parent as usize].first_child;
+                self.nodes.push(Node::new(parent, method, sibling));
+                self.nodes[parent as usize].first_child = c;
+                c
+            }
+        };
+        self.nodes[parent as usize].last_child = c;
+        c
+    }
+
+    #[inline]
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+        let current = self.threads.current.last().copied().unwrap_or(ROOT_NODE);
+        let current = if self.nodes[current as usize].method == caller {
+            current
+        } else {
+            self.resync_call(caller)
+        };
+        let c = self.child(current, callee);
+        self.nodes[c as usize].count += 1;
+        self.threads.current.push(c);
+    }
+
+    /// Returns the node to continue from; see the type docs.
+    #[cold]
+    fn resync_call(&mut self, caller: MethodId) -> u32 {
+        self.approximate = true;
+        self.resyncs += 1;
+        let nodes = &self.nodes;
+        let open = &mut self.threads.current;
+        if let Some(i) = open
+            .iter()
+            .rposition(|&n| nodes[n as usize].method == caller)
+        {
+            open.truncate(i + 1);
+            return open[i];
+        }
+        open.clear();
+        if caller == MethodId::ROOT {
+            return ROOT_NODE;
+        }
+        let c = self.child(ROOT_NODE, caller);
+        self.threads.current.push(c);
+        c
+    }
+
+    #[inline]
+    fn on_return(&mut self, callee: MethodId) {
+        match self.threads.current.last() {
+            Some(&n) if self.nodes[n as usize].method == callee => {
+                self.threads.current.pop();
+            }
+            _ => self.resync_return(callee),
+        }
+    }
+
+    #[cold]
+    fn resync_return(&mut self, callee: MethodId) {
+        self.approximate = true;
+        let nodes = &self.nodes;
+        let open = &mut self.threads.current;
+        match open
+            .iter()
+            .rposition(|&n| nodes[n as usize].method == callee)
+        {
+            Some(i) => {
+                open.truncate(i);
+                self.resyncs += 1;
+            }
+            None => self.unmatched_returns += 1,
+        }
+    }
+}
+
+impl Analysis for CallingContextTree {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            match decode(w) {
+                Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
+                Some(EventKind::Return { callee }) => self.on_return(callee),
+                Some(EventKind::Thread { id }) => {
+                    self.threads.switch_to(id);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn merge(&mut self, other: CallingContextTree) {
+        // Parents precede children in the arena, so one pass in index order maps every node of
+        // `other` onto (possibly new) nodes of `self`.
+        let mut to_self = vec![ROOT_NODE; other.nodes.len()];
+        for (i, node) in other.nodes.iter().enumerate().skip(1) {
+            debug_assert!((node.parent as usize) < i);
+            let c = self.child(to_self[node.parent as usize], node.method);
+            self.nodes[c as usize].count += node.count;
+            to_self[i] = c;
+        }
+        self.approximate |= other.approximate;
+        self.resyncs += other.resyncs;
+        self.unmatched_returns += other.unmatched_returns;
+    }
+}

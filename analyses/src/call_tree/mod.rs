@@ -1,0 +1,31 @@
+//! Call-tree analyses, rebuilt on the analyzer side from `Call`/`Return` words.
+//!
+//! Contract, for both analyses here:
+//! - Only `Call`, `Return` and `Thread` words matter; all others are skipped. Results do not
+//!   depend on how the stream is cut into chunks.
+//! - Each instance keeps one shadow stack per thread of its stream (a ring normally carries one
+//!   thread; `Thread { id }` words switch stacks when it multiplexes several). `merge` combines
+//!   *results*, not stacks: merging the instances of independent threads gives the same report
+//!   as one instance that saw each thread's complete stream.
+//! - An exhaustive, balanced stream is rebuilt exactly. A stream that starts mid-run or has gaps
+//!   (sampling mode) is handled without panicking: a `Return` that matches no open frame is
+//!   counted in `unmatched_returns` and otherwise ignored; a `Call` whose caller is not the top
+//!   of the stack, or a `Return` for a frame below the top, resynchronises (see each type) and is
+//!   counted in `resyncs`. Either sets the `approximate` flag, which callers may also set for
+//!   every sampled run (gaps that happen to keep the stack consistent cannot be detected).
+//!
+//! The two analyses:
+//! - [`CallTreeProfile`]: the call-tree profile of Ha et al. (CAB, OOPSLA 2009, §5.2, after the
+//!   call-tree profiling of Ha, Rossbach, Davis, Roy and Witchel, 2007): for each function, how
+//!   often each distinct depth-two subtree (the function plus the ordered list of its direct
+//!   callees in one invocation) occurred.
+//! - [`CallingContextTree`]: the calling context tree of Ammons, Ball and Larus, "Exploiting
+//!   Hardware Performance Counters with Flow and Context Sensitive Profiling" (PLDI 1997): one
+//!   node per distinct call path from the root, with the number of calls that reached it; the
+//!   shape flame graphs want ([`CallingContextTree::folded`]).
+
+mod context_tree;
+mod subtree_profile;
+
+pub use context_tree::CallingContextTree;
+pub use subtree_profile::CallTreeProfile;

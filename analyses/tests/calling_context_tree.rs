@@ -1,0 +1,176 @@
+//! The calling context tree on hand-built streams, including broken ones, and folded output.
+
+mod common;
+
+use analyses::{Analysis, CallingContextTree};
+use cab::event::MethodId;
+use common::*;
+
+fn name(id: MethodId) -> String {
+    ["root", "main", "a", "b", "c", "d;e", "f"][id.get() as usize].to_string()
+}
+
+fn ids(v: &[u32]) -> Vec<MethodId> {
+    v.iter().map(|&i| m(i)).collect()
+}
+
+/// main(1) calls a(2), b(3), a(2); the first a calls c(4); b calls a.
+fn main_run() -> Vec<u64> {
+    vec![
+        call(0, 1),
+        call(1, 2),
+        call(2, 4),
+        ret(4),
+        ret(2),
+        call(1, 3),
+        call(3, 2),
+        ret(2),
+        ret(3),
+        call(1, 2),
+        ret(2),
+        ret(1),
+    ]
+}
+
+#[test]
+fn rebuilds_contexts_exactly() {
+    let mut words = main_run();
+    words.extend(main_run());
+    let mut t = CallingContextTree::new();
+    t.consume(&words);
+    assert_eq!(
+        t.contexts(),
+        vec![
+            (ids(&[1]), 2),
+            (ids(&[1, 2]), 4),
+            (ids(&[1, 2, 4]), 2),
+            (ids(&[1, 3]), 2),
+            (ids(&[1, 3, 2]), 2),
+        ]
+    );
+    assert_eq!(t.count(&ids(&[1, 3, 2])), 2);
+    assert_eq!(t.count(&ids(&[2])), 0);
+    assert_eq!(t.count(&[]), 0);
+    assert_eq!(t.total(), 12);
+    assert_eq!(t.len(), 5);
+    assert!(!t.is_approximate());
+    assert_eq!(
+        (t.resyncs(), t.unmatched_returns(), t.open_frames()),
+        (0, 0, 0)
+    );
+}
+
+#[test]
+fn folded_lines_are_sorted_and_parseable() {
+    let mut t = CallingContextTree::new();
+    t.consume(&main_run());
+    t.consume(&[call(0, 5), call(5, 6), ret(6), ret(5)]);
+    assert_eq!(
+        t.folded(&name),
+        "root;d_e 1\n\
+         root;d_e;f 1\n\
+         root;main 1\n\
+         root;main;a 2\n\
+         root;main;a;c 1\n\
+         root;main;b 1\n\
+         root;main;b;a 1\n"
+    );
+    assert_eq!(CallingContextTree::new().folded(&name), "");
+}
+
+#[test]
+fn recursion_makes_deeper_contexts() {
+    let mut t = CallingContextTree::new();
+    t.consume(&[call(0, 1), call(1, 1), call(1, 1), ret(1), ret(1), ret(1)]);
+    assert_eq!(
+        t.contexts(),
+        vec![(ids(&[1]), 1), (ids(&[1, 1]), 1), (ids(&[1, 1, 1]), 1)]
+    );
+}
+
+#[test]
+fn stream_starting_mid_run_hangs_callees_under_root_then_caller() {
+    let mut t = CallingContextTree::new();
+    t.consume(&[call(2, 4), ret(4), ret(2), call(1, 3), ret(3), ret(1)]);
+    assert_eq!(
+        t.contexts(),
+        vec![
+            (ids(&[1]), 0),
+            (ids(&[1, 3]), 1),
+            (ids(&[2]), 0),
+            (ids(&[2, 4]), 1)
+        ]
+    );
+    assert_eq!(t.folded(&name), "root;a;c 1\nroot;main;b 1\n");
+    assert_eq!((t.resyncs(), t.unmatched_returns()), (2, 0));
+    assert!(t.is_approximate());
+}
+
+#[test]
+fn lost_returns_resume_at_the_callers_open_node() {
+    // ret(4) and ret(2) were lost: the call from main continues under main.
+    let mut t = CallingContextTree::new();
+    t.consume(&[
+        call(0, 1),
+        call(1, 2),
+        call(2, 4),
+        call(1, 3),
+        ret(3),
+        ret(1),
+    ]);
+    assert_eq!(t.count(&ids(&[1, 3])), 1);
+    assert_eq!(t.resyncs(), 1);
+    assert_eq!(t.open_frames(), 0);
+
+    // A Return for a frame below the top closes everything above it.
+    let mut t = CallingContextTree::new();
+    t.consume(&[call(0, 1), call(1, 2), call(2, 4), ret(2), call(1, 3)]);
+    assert_eq!(t.count(&ids(&[1, 3])), 1);
+    assert_eq!(t.resyncs(), 1);
+
+    // A call from the root closes every open frame.
+    let mut t = CallingContextTree::new();
+    t.consume(&[call(0, 1), call(1, 2), call(0, 3)]);
+    assert_eq!(t.count(&ids(&[3])), 1);
+    assert_eq!(t.open_frames(), 1);
+}
+
+#[test]
+fn unmatched_return_is_counted_and_ignored() {
+    let mut t = CallingContextTree::new();
+    t.consume(&[call(0, 1), ret(7), call(1, 2)]);
+    assert_eq!(t.unmatched_returns(), 1);
+    assert_eq!(t.count(&ids(&[1, 2])), 1);
+    assert!(t.is_approximate());
+}
+
+#[test]
+fn thread_words_switch_stacks() {
+    let words = [
+        thread(1),
+        call(0, 1),
+        thread(2),
+        call(0, 5),
+        call(5, 6),
+        thread(1),
+        call(1, 2),
+        ret(2),
+        thread(2),
+        ret(6),
+        ret(5),
+        thread(1),
+        ret(1),
+    ];
+    let mut t = CallingContextTree::new();
+    t.consume(&words);
+    assert_eq!(
+        t.contexts(),
+        vec![
+            (ids(&[1]), 1),
+            (ids(&[1, 2]), 1),
+            (ids(&[5]), 1),
+            (ids(&[5, 6]), 1)
+        ]
+    );
+    assert!(!t.is_approximate());
+}

@@ -1,0 +1,92 @@
+//! Consuming a stream in chunks of any size gives exactly the state of consuming it whole.
+
+mod common;
+
+use analyses::{
+    Analysis, CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig, MethodCount,
+    PathProfile, Policy, ReuseDistance,
+};
+use common::*;
+use proptest::prelude::*;
+
+fn same_when_split<A: Analysis + Clone + PartialEq + std::fmt::Debug>(
+    fresh: &A,
+    words: &[u64],
+    cuts: &[usize],
+) -> Result<(), TestCaseError> {
+    let mut whole = fresh.clone();
+    whole.consume(words);
+    let mut split = fresh.clone();
+    consume_in_chunks(&mut split, words, cuts);
+    prop_assert_eq!(whole, split);
+    Ok(())
+}
+
+fn small_cache() -> CacheSim {
+    // Small enough that random traces evict and back-invalidate; odd set counts.
+    CacheSim::new(&[
+        LevelConfig::new(3 * 2 * 64, 2, 64, Policy::Lru),
+        LevelConfig::new(5 * 4 * 64, 4, 64, Policy::Fifo),
+    ])
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_stream(
+        words in arbitrary_words(),
+        cuts in prop::collection::vec(any::<usize>(), 0..12),
+    ) {
+        same_when_split(&MethodCount::new(), &words, &cuts)?;
+        same_when_split(&CallGraph::new(), &words, &cuts)?;
+        same_when_split(&CallTreeProfile::new(), &words, &cuts)?;
+        same_when_split(&CallingContextTree::new(), &words, &cuts)?;
+        same_when_split(&PathProfile::new(), &words, &cuts)?;
+        same_when_split(&CacheSim::default(), &words, &cuts)?;
+        same_when_split(&small_cache(), &words, &cuts)?;
+        same_when_split(&ReuseDistance::default(), &words, &cuts)?;
+        same_when_split(&ReuseDistance::default().with_min_timestamps(64), &words, &cuts)?;
+    }
+
+    #[test]
+    fn balanced_streams(
+        actions in prop::collection::vec(any::<u8>(), 0..600),
+        cuts in prop::collection::vec(any::<usize>(), 0..12),
+    ) {
+        let words = balanced_trace(&actions, 5);
+        same_when_split(&CallTreeProfile::new(), &words, &cuts)?;
+        same_when_split(&CallingContextTree::new(), &words, &cuts)?;
+        same_when_split(&small_cache(), &words, &cuts)?;
+    }
+}
+
+#[test]
+fn every_single_cut_of_a_long_stream() {
+    let actions: Vec<u8> = (0..3000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let words = balanced_trace(&actions, 7);
+    let mut whole = CallingContextTree::new();
+    whole.consume(&words);
+    for cut in (0..=words.len()).step_by(7) {
+        let mut split = CallingContextTree::new();
+        split.consume(&words[..cut]);
+        split.consume(&words[cut..]);
+        assert_eq!(whole, split, "cut at {cut}");
+    }
+    // One word at a time.
+    let mut cache = small_cache();
+    let mut reuse = ReuseDistance::default().with_min_timestamps(64);
+    for w in &words {
+        cache.consume(std::slice::from_ref(w));
+        reuse.consume(std::slice::from_ref(w));
+    }
+    let mut whole_cache = small_cache();
+    whole_cache.consume(&words);
+    let mut whole_reuse = ReuseDistance::default().with_min_timestamps(64);
+    whole_reuse.consume(&words);
+    assert_eq!(cache, whole_cache);
+    assert_eq!(reuse, whole_reuse);
+}

@@ -1,0 +1,58 @@
+//! Method counting on hand-built streams.
+
+mod common;
+
+use analyses::{Analysis, MethodCount};
+use common::*;
+
+#[test]
+fn counts_calls_by_callee_and_skips_other_words() {
+    let words = [
+        call(0, 1),
+        load(0x40, 8),
+        call(1, 2),
+        path(2, 3),
+        ret(2),
+        call(1, 2),
+        ret(2),
+        call(1, 3),
+        marker(7),
+        ret(3),
+        ret(1),
+        0,        // CLEAR
+        u64::MAX, // MAGIC
+    ];
+    let mut mc = MethodCount::new();
+    mc.consume(&words);
+    assert_eq!(mc.count(m(1)), 1);
+    assert_eq!(mc.count(m(2)), 2);
+    assert_eq!(mc.count(m(3)), 1);
+    assert_eq!(mc.count(m(4)), 0);
+    assert_eq!(mc.total(), 4);
+    assert_eq!(mc.len(), 3);
+    assert_eq!(
+        mc.iter().collect::<Vec<_>>(),
+        vec![(m(1), 1), (m(2), 2), (m(3), 1)]
+    );
+}
+
+#[test]
+fn large_ids_are_counted_without_a_huge_array() {
+    let big = cab::event::MAX_METHOD_ID;
+    let mut mc = MethodCount::new();
+    mc.consume(&[call(0, big), call(big, 5), call(0, big)]);
+    assert_eq!(mc.count(m(big)), 2);
+    assert_eq!(mc.count(m(5)), 1);
+    let map = mc.to_map();
+    assert_eq!(map.len(), 2);
+    assert_eq!(map[&m(big)], 2);
+    assert_eq!(mc.iter().last(), Some((m(big), 2)));
+}
+
+#[test]
+fn empty_profile() {
+    let mc = MethodCount::new();
+    assert!(mc.is_empty());
+    assert_eq!(mc.total(), 0);
+    assert_eq!(mc.count(m(1)), 0);
+}
