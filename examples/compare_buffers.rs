@@ -19,10 +19,10 @@ fn walk(n: u64, depth: u32) -> u64 {
     if depth == 0 || n <= 1 {
         return n;
     }
-    let next = if n % 2 == 0 { n / 2 } else { 3 * n + 1 };
-    if next % 3 == 0 {
+    let next = if n.is_multiple_of(2) { n / 2 } else { 3 * n + 1 };
+    if next.is_multiple_of(3) {
         walk(next, depth - 1) + 1
-    } else if next % 5 == 0 && depth % 2 == 0 {
+    } else if next.is_multiple_of(5) && depth.is_multiple_of(2) {
         walk(next / 5, depth - 1) ^ 7
     } else {
         walk(next, depth - 1)

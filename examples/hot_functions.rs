@@ -131,7 +131,9 @@ fn eval(e: &Expr) -> i64 {
     }
 }
 
-/// Count results into 4096 bins (the memory accesses are simulated).
+/// Count results into 4096 bins (the memory accesses are simulated). The loop indexes on
+/// purpose: `#[profile(memory)]` records index expressions.
+#[allow(clippy::needless_range_loop)]
 #[profile(memory)]
 fn histogram(values: &[i64], bins: &mut [u64]) {
     for i in 0..values.len() {
@@ -160,11 +162,11 @@ fn generate(rng: &mut u64, depth: u32, out: &mut String) {
     *rng ^= *rng >> 7;
     *rng ^= *rng << 17;
     let r = *rng;
-    if depth == 0 || r % 5 == 0 {
+    if depth == 0 || r.is_multiple_of(5) {
         out.push_str(&(r % 1000).to_string());
         return;
     }
-    if r % 7 == 0 {
+    if r.is_multiple_of(7) {
         out.push('-');
     }
     out.push('(');
