@@ -38,7 +38,7 @@ mod names;
 pub mod profile;
 pub mod report;
 
-pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder};
+pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder, Snapshotter};
 pub use report::{Report, ReportData};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.

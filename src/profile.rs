@@ -56,15 +56,17 @@ impl Analysis {
     /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
     /// `paths`, `cache`, `reuse-distance`).
     pub fn parse(name: &str) -> Option<Analysis> {
-        Some(match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-            "method-count" | "methods" => Analysis::MethodCount,
-            "call-graph" | "graph" => Analysis::CallGraph,
-            "call-tree" | "tree" => Analysis::CallTree,
-            "paths" | "path" => Analysis::Paths,
-            "cache" => Analysis::Cache,
-            "reuse-distance" | "reuse" => Analysis::ReuseDistance,
-            _ => return None,
-        })
+        Some(
+            match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+                "method-count" | "methods" => Analysis::MethodCount,
+                "call-graph" | "graph" => Analysis::CallGraph,
+                "call-tree" | "tree" => Analysis::CallTree,
+                "paths" | "path" => Analysis::Paths,
+                "cache" => Analysis::Cache,
+                "reuse-distance" | "reuse" => Analysis::ReuseDistance,
+                _ => return None,
+            },
+        )
     }
 }
 
@@ -336,7 +338,11 @@ impl SessionBuilder {
         }
         if self.plan.kinds.contains(&Analysis::ReuseDistance) {
             ReuseDistance::new(self.plan.reuse_line_bytes).map_err(|e| {
-                ConfigError::new("reuse_line_bytes", self.plan.reuse_line_bytes, e.to_string())
+                ConfigError::new(
+                    "reuse_line_bytes",
+                    self.plan.reuse_line_bytes,
+                    e.to_string(),
+                )
             })?;
         }
         Ok(())
@@ -350,6 +356,18 @@ impl SessionBuilder {
         let plan = self.plan.clone();
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
         Ok(Session { inner, output })
+    }
+}
+
+/// Takes snapshots of a running session from any thread.
+pub struct Snapshotter {
+    inner: runtime::Snapshotter<AnalysisSet>,
+}
+
+impl Snapshotter {
+    /// Results so far; `None` once the session has finished.
+    pub fn snapshot(&self) -> Option<Report> {
+        self.inner.snapshot().map(Report::new)
     }
 }
 
@@ -378,6 +396,14 @@ impl Session {
     /// Results so far without stopping (see [`cab::runtime::Session::snapshot`]).
     pub fn snapshot(&self) -> Option<Report> {
         self.inner.snapshot().map(Report::new)
+    }
+
+    /// A handle that takes snapshots from any thread (a periodic reporter); they return
+    /// `None` once the session has finished.
+    pub fn snapshotter(&self) -> Snapshotter {
+        Snapshotter {
+            inner: self.inner.snapshotter(),
+        }
     }
 
     /// Stop, drain, merge and report.

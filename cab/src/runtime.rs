@@ -87,7 +87,10 @@ impl fmt::Display for SessionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SessionError::AlreadyRunning => {
-                write!(f, "a cabprof session is already running in this process; finish it first")
+                write!(
+                    f,
+                    "a cabprof session is already running in this process; finish it first"
+                )
             }
             SessionError::Config(e) => e.fmt(f),
             SessionError::Spawn(e) => write!(f, "could not spawn an analyzer thread: {e}"),
@@ -231,6 +234,7 @@ pub struct SessionBuilder {
     chunk_bytes: Option<usize>,
     analyzers: usize,
     pin: bool,
+    pin_application: bool,
     output: Option<PathBuf>,
 }
 
@@ -243,6 +247,7 @@ impl Default for SessionBuilder {
             chunk_bytes: None,
             analyzers: 1,
             pin: true,
+            pin_application: false,
             output: None,
         }
     }
@@ -251,11 +256,23 @@ impl Default for SessionBuilder {
 /// The environment variables [`SessionBuilder::from_env`] reads.
 pub const ENV_VARS: &[(&str, &str)] = &[
     ("CABPROF_MODE", "exhaustive | sampling | sequential"),
-    ("CABPROF_RATE", "sampling rate, 0.0..=1.0 (implies sampling mode)"),
+    (
+        "CABPROF_RATE",
+        "sampling rate, 0.0..=1.0 (implies sampling mode)",
+    ),
     ("CABPROF_BURST", "sampling burst in events, 1..=chunk"),
-    ("CABPROF_ADAPTIVE", "adaptive sampling: 0 | 1 | true | false"),
-    ("CABPROF_BUFFER", "ring size in bytes (K/M/G suffixes allowed)"),
-    ("CABPROF_CHUNK", "chunk size in bytes (K/M/G suffixes allowed)"),
+    (
+        "CABPROF_ADAPTIVE",
+        "adaptive sampling: 0 | 1 | true | false",
+    ),
+    (
+        "CABPROF_BUFFER",
+        "ring size in bytes (K/M/G suffixes allowed)",
+    ),
+    (
+        "CABPROF_CHUNK",
+        "chunk size in bytes (K/M/G suffixes allowed)",
+    ),
     ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
     ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
     ("CABPROF_OUTPUT", "path of the report file"),
@@ -274,9 +291,7 @@ fn parse_bytes(var: &str, text: &str) -> Result<usize, ConfigError> {
         .parse::<usize>()
         .ok()
         .and_then(|n| n.checked_mul(mul))
-        .ok_or_else(|| {
-            ConfigError::new(var, text, "a byte count such as 2097152, 2048K or 2M")
-        })
+        .ok_or_else(|| ConfigError::new(var, text, "a byte count such as 2097152, 2048K or 2M"))
 }
 
 fn parse_bool(var: &str, text: &str) -> Result<bool, ConfigError> {
@@ -333,9 +348,17 @@ impl SessionBuilder {
         self
     }
 
-    /// Pin the starting thread to core 0 and analyzers to the other cores (default on).
+    /// Pin analyzer threads to their own cores (the last ones, never core 0; default on).
     pub fn pin(mut self, on: bool) -> Self {
         self.pin = on;
+        self
+    }
+
+    /// Also pin the thread that starts the session to core 0, as the paper's experiments do
+    /// (default off). Threads it spawns afterwards inherit that affinity, so leave this off
+    /// for multi-threaded programs.
+    pub fn pin_application(mut self, on: bool) -> Self {
+        self.pin_application = on;
         self
     }
 
@@ -450,7 +473,11 @@ impl SessionBuilder {
         }
         if let Some(v) = get("CABPROF_OUTPUT") {
             if v.trim().is_empty() {
-                return Err(ConfigError::new("CABPROF_OUTPUT", "\"\"", "a non-empty path"));
+                return Err(ConfigError::new(
+                    "CABPROF_OUTPUT",
+                    "\"\"",
+                    "a non-empty path",
+                ));
             }
             self.output = Some(PathBuf::from(v));
         }
@@ -1223,6 +1250,8 @@ struct Core<A: RingAnalysis> {
     finished: AtomicBool,
     /// Panics caught in analyzer threads.
     failures: Mutex<Vec<String>>,
+    /// Serializes snapshots.
+    snapshot_lock: Mutex<()>,
 }
 
 struct InlineAnalysis<A> {
@@ -1252,19 +1281,19 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_ring(&self, thread: String) -> Sink {
-        let made = match (self.ring.mode, self.design) {
-            (Mode::Sampling { .. }, _) => ring::sampling_channel(&self.ring)
-                .map(|(p, c)| (Sink::sampling(p), AnyConsumer::Cab(c))),
-            (Mode::Exhaustive, BufferDesign::Cab) => {
-                ring::channel(&self.ring).map(|(p, c)| (Sink::exhaustive(p), AnyConsumer::Cab(c)))
-            }
-            (Mode::Exhaustive, BufferDesign::FastForward) => {
-                crate::fastforward::channel(&self.ring)
-                    .map(|(p, c)| (Sink::fastforward(p), AnyConsumer::FastForward(c)))
-            }
-            (Mode::Exhaustive, BufferDesign::NWay) => crate::nway::channel(&self.ring)
-                .map(|(p, c)| (Sink::nway(p), AnyConsumer::NWay(c))),
-        };
+        let made =
+            match (self.ring.mode, self.design) {
+                (Mode::Sampling { .. }, _) => ring::sampling_channel(&self.ring)
+                    .map(|(p, c)| (Sink::sampling(p), AnyConsumer::Cab(c))),
+                (Mode::Exhaustive, BufferDesign::Cab) => ring::channel(&self.ring)
+                    .map(|(p, c)| (Sink::exhaustive(p), AnyConsumer::Cab(c))),
+                (Mode::Exhaustive, BufferDesign::FastForward) => {
+                    crate::fastforward::channel(&self.ring)
+                        .map(|(p, c)| (Sink::fastforward(p), AnyConsumer::FastForward(c)))
+                }
+                (Mode::Exhaustive, BufferDesign::NWay) => crate::nway::channel(&self.ring)
+                    .map(|(p, c)| (Sink::nway(p), AnyConsumer::NWay(c))),
+            };
         let (sink, consumer) = made.expect("ring config validated at start");
         tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
         let mut entry = Some(RingEntry {
@@ -1392,7 +1421,7 @@ impl<A: RingAnalysis> Session<A> {
             _ => None,
         };
         let cores = core_affinity::get_core_ids().map_or(1, |c| c.len());
-        if b.pin && cores > 1 {
+        if b.pin_application && cores > 1 {
             pin_to(0);
         }
         let mut analyzers = Vec::new();
@@ -1428,8 +1457,9 @@ impl<A: RingAnalysis> Session<A> {
                     .name(format!("cabprof-analyzer-{i}"))
                     .spawn(move || {
                         if pin {
-                            // Cores 1.. for analyzers; core 0 is the application's.
-                            pin_to(1 + i % (cores - 1));
+                            // Analyzers take the last cores, counting down, and never core 0
+                            // (where the OS starts, and `pin_application` pins, the app).
+                            pin_to(cores - 1 - i % (cores - 1));
                         }
                         analyzer.run()
                     })
@@ -1452,6 +1482,7 @@ impl<A: RingAnalysis> Session<A> {
             started: Instant::now(),
             finished: AtomicBool::new(false),
             failures: Mutex::new(Vec::new()),
+            snapshot_lock: Mutex::new(()),
         });
         *global = Some(core.clone() as Arc<dyn Hub>);
         SESSION.store(key, Ordering::Release);
@@ -1553,14 +1584,41 @@ impl<A: RingAnalysis + Clone> Session<A> {
     /// includes only threads that have exited. Returns `None` if the session was not started
     /// with [`start_snapshotting`](Self::start_snapshotting) or has finished.
     pub fn snapshot(&self) -> Option<Report<A>> {
-        let core = &self.core;
-        if core.finished.load(Ordering::Acquire) {
+        self.core.snapshot()
+    }
+
+    /// A handle that takes snapshots from any thread (a periodic reporter) without owning the
+    /// session; its snapshots return `None` once the session has finished.
+    pub fn snapshotter(&self) -> Snapshotter<A> {
+        Snapshotter {
+            core: self.core.clone(),
+        }
+    }
+}
+
+/// Takes snapshots of a session from any thread. See [`Session::snapshotter`].
+pub struct Snapshotter<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+}
+
+impl<A: RingAnalysis + Clone> Snapshotter<A> {
+    /// Results so far, as [`Session::snapshot`]; `None` once the session has finished.
+    pub fn snapshot(&self) -> Option<Report<A>> {
+        self.core.snapshot()
+    }
+}
+
+impl<A: RingAnalysis + Clone> Core<A> {
+    fn snapshot(&self) -> Option<Report<A>> {
+        // One snapshot at a time: each analyzer has a single answer slot.
+        let _one = self.snapshot_lock.lock();
+        if self.finished.load(Ordering::Acquire) {
             return None;
         }
-        let mut analysis = (core.factory)();
+        let mut analysis = (self.factory)();
         let mut threads = Vec::new();
         let mut in_flight = 0;
-        for a in &core.analyzers {
+        for a in &self.analyzers {
             a.clone_fn?;
             let want = a.snapshot_want.fetch_add(1, Ordering::AcqRel) + 1;
             loop {
@@ -1581,13 +1639,13 @@ impl<A: RingAnalysis + Clone> Session<A> {
             }
         }
         {
-            let done = core.inline_done.lock();
+            let done = self.inline_done.lock();
             if let Some(a) = &done.0 {
                 analysis.merge(a.clone());
             }
             threads.extend(done.1.iter().cloned());
         }
-        let mut r = core.report(analysis, threads);
+        let mut r = self.report(analysis, threads);
         r.in_flight = in_flight;
         Some(r)
     }
