@@ -17,7 +17,9 @@ const N: usize = 1 << 24;
 fn l1_stream() -> Vec<u64> {
     // Sequential 8-byte loads and stores over a 16 KB array, repeated: L1 hits after the
     // first pass, one new line every 8 accesses on the first pass only.
-    (0..N as u64).map(|i| 0x10_0000 + (i * 8) % (16 << 10)).collect()
+    (0..N as u64)
+        .map(|i| 0x10_0000 + (i * 8) % (16 << 10))
+        .collect()
 }
 
 fn random_stream() -> Vec<u64> {
@@ -42,7 +44,10 @@ fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return;
     }
-    for (name, addrs) in [("L1-resident", l1_stream()), ("random 64 MB", random_stream())] {
+    for (name, addrs) in [
+        ("L1-resident", l1_stream()),
+        ("random 64 MB", random_stream()),
+    ] {
         let words: Vec<u64> = addrs
             .iter()
             .enumerate()

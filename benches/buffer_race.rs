@@ -172,7 +172,8 @@ fn run_rtrb_chunks(buffer: usize, events: u64, pinned: bool) -> (Duration, u64) 
                 }
                 let chunk = tx.write_chunk_uninit(n).unwrap();
                 let base = i;
-                let written = chunk.fill_from_iter((base..base + n as u64).map(|k| event(k).word()));
+                let written =
+                    chunk.fill_from_iter((base..base + n as u64).map(|k| event(k).word()));
                 i += written as u64;
             }
         },

@@ -66,10 +66,15 @@ fn main() {
         "{n}x{n} f64 matrices ({} KB each), blocked with {bs}x{bs} tiles\n",
         n * n * 8 / 1024
     );
-    let (nc, bc) = (naive.cache.as_ref().unwrap(), blocked.cache.as_ref().unwrap());
+    let (nc, bc) = (
+        naive.cache.as_ref().unwrap(),
+        blocked.cache.as_ref().unwrap(),
+    );
     println!("{:<32} {:>18} {:>18}", "", "naive", "blocked");
     for (l, (x, y)) in nc.levels.iter().zip(&bc.levels).enumerate() {
-        let acc = |e: &cabprof::report::LevelEntry| e.load_hits + e.load_misses + e.store_hits + e.store_misses;
+        let acc = |e: &cabprof::report::LevelEntry| {
+            e.load_hits + e.load_misses + e.store_hits + e.store_misses
+        };
         let rate = |e: &cabprof::report::LevelEntry| {
             100.0 * (e.load_misses + e.store_misses) as f64 / acc(e).max(1) as f64
         };
@@ -81,7 +86,12 @@ fn main() {
             rate(x),
             rate(y)
         );
-        println!("   accesses reaching L{}          {:>18} {:>18}", l + 1, acc(x), acc(y));
+        println!(
+            "   accesses reaching L{}          {:>18} {:>18}",
+            l + 1,
+            acc(x),
+            acc(y)
+        );
     }
     let (nr, br) = (
         naive.reuse_distance.as_ref().unwrap(),

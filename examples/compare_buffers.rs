@@ -19,7 +19,11 @@ fn walk(n: u64, depth: u32) -> u64 {
     if depth == 0 || n <= 1 {
         return n;
     }
-    let next = if n.is_multiple_of(2) { n / 2 } else { 3 * n + 1 };
+    let next = if n.is_multiple_of(2) {
+        n / 2
+    } else {
+        3 * n + 1
+    };
     if next.is_multiple_of(3) {
         walk(next, depth - 1) + 1
     } else if next.is_multiple_of(5) && depth.is_multiple_of(2) {
@@ -79,7 +83,10 @@ fn main() {
     }
     let cab = rows[1].1.as_secs_f64();
     println!("{items} items, median of {reps} runs, call graph + path profile, exhaustive, 2 MB ring / 128 KB chunks");
-    println!("{:<26} {:>10} {:>22} {:>14} {:>12}", "buffer", "median", "min..max", "events", "vs CAB");
+    println!(
+        "{:<26} {:>10} {:>22} {:>14} {:>12}",
+        "buffer", "median", "min..max", "events", "vs CAB"
+    );
     for (name, med, lo, hi, events) in rows {
         println!(
             "{name:<26} {:>8.1}ms {:>9.1}..{:<9.1}ms {events:>14} {:>11.2}x",

@@ -197,7 +197,10 @@ fn run(expressions: usize) -> (u64, usize) {
     let table: Vec<u64> = (0..(1u64 << 16)).collect();
     let s = strided_sum(&table, 16);
     let distinct = bins.iter().filter(|&&b| b > 0).count();
-    (s ^ results.iter().fold(0u64, |a, &v| a.wrapping_add(v as u64)), distinct)
+    (
+        s ^ results.iter().fold(0u64, |a, &v| a.wrapping_add(v as u64)),
+        distinct,
+    )
 }
 
 fn main() {
@@ -214,7 +217,9 @@ fn main() {
         .expect("start profiling");
     let (checksum, distinct) = run(expressions);
     let report = session.finish();
-    println!("evaluated {expressions} expressions: checksum {checksum:#x}, {distinct} distinct bins\n");
+    println!(
+        "evaluated {expressions} expressions: checksum {checksum:#x}, {distinct} distinct bins\n"
+    );
     print!("{}", report.text(8));
     let dir = Path::new("target/cabprof");
     std::fs::create_dir_all(dir).expect("create target/cabprof");

@@ -28,5 +28,6 @@ pub(crate) fn method_entry(id: u32) -> MethodEntry {
 
 /// Path `path` of `method` as readable steps with source lines, if its numbering is known.
 pub(crate) fn decode_path(method: MethodId, path: u32) -> Option<Vec<String>> {
-    cab::registry::decode_path(method, path).map(|steps| steps.iter().map(|s| s.to_string()).collect())
+    cab::registry::decode_path(method, path)
+        .map(|steps| steps.iter().map(|s| s.to_string()).collect())
 }

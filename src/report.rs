@@ -541,7 +541,10 @@ impl ReportData {
             );
         }
         if self.sampling() {
-            let _ = writeln!(o, "counts marked ~ are estimates: sampled count / rate used");
+            let _ = writeln!(
+                o,
+                "counts marked ~ are estimates: sampled count / rate used"
+            );
         }
         if let Some(mc) = &self.method_count {
             let total: u64 = mc.iter().map(|e| e.count).sum::<u64>().max(1);
@@ -571,7 +574,11 @@ impl ReportData {
             }
         }
         if let Some(ct) = &self.call_tree {
-            let approx = if ct.approximate { " (approximate: sampled)" } else { "" };
+            let approx = if ct.approximate {
+                " (approximate: sampled)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 o,
                 "\ncall-tree patterns{approx} (top {top} of {}): a function and the callees of one invocation",

@@ -18,7 +18,9 @@ fn m(id: u32) -> MethodId {
 fn work(depth: u32, caller: MethodId, seed: &mut u64, base: u64) {
     let me = m(10 + depth);
     emit(Event::call(caller, me));
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let path = (*seed >> 60) as u32 % 5;
     emit(Event::path(me, path).unwrap());
     // Synthetic addresses (real ones differ from run to run): 64 KB per thread, some
@@ -61,18 +63,24 @@ fn sequential_and_concurrent_exhaustive_agree_bit_for_bit() {
     assert!(reference.call_tree.as_ref().unwrap().contexts.len() > 8);
     assert!(reference.paths.as_ref().unwrap().len() > 5);
     let want = reference.results_json();
-    for (buffer, chunk) in [(256, 64), (4 << 10, 1 << 10), (64 << 10, 4 << 10), (2 << 20, 128 << 10)] {
-        let got = run(
-            Session::builder()
-                .mode(RunMode::Exhaustive)
-                .buffer_bytes(buffer)
-                .chunk_bytes(chunk),
-        );
+    for (buffer, chunk) in [
+        (256, 64),
+        (4 << 10, 1 << 10),
+        (64 << 10, 4 << 10),
+        (2 << 20, 128 << 10),
+    ] {
+        let got = run(Session::builder()
+            .mode(RunMode::Exhaustive)
+            .buffer_bytes(buffer)
+            .chunk_bytes(chunk));
         assert_eq!(got.totals.dropped, 0);
         if buffer == 256 {
             assert!(got.totals.producer_blocks > 0, "a 32-event ring must block");
         }
-        assert!(got.results_json() == want, "results differ at buffer {buffer}, chunk {chunk}");
+        assert!(
+            got.results_json() == want,
+            "results differ at buffer {buffer}, chunk {chunk}"
+        );
     }
     let _ = Analysis::ALL;
 }

@@ -9,7 +9,9 @@ fn workload() {
     // distribution, never periodic at a chunk's scale.
     let mut seed = 0x5EED_u64;
     for _ in 0..4_000_000u64 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let r = seed >> 33;
         let caller = MethodId::new(1 + (r % 4) as u32).unwrap();
         let callee = MethodId::new(5 + ((r >> 8) % 24).min((r >> 16) % 24) as u32).unwrap();
@@ -36,12 +38,22 @@ fn five_percent_sampling_is_within_three_percent() {
     let sampled = run(Session::builder().sampling(0.05));
     assert_eq!(sampled.session.rate_used, 0.05);
     assert_eq!(sampled.totals.events, 8_000_000);
-    assert_eq!(sampled.totals.chunks_lapped, 0, "the analyzer keeps up at 5%");
+    assert_eq!(
+        sampled.totals.chunks_lapped, 0,
+        "the analyzer keeps up at 5%"
+    );
     let analyzed = sampled.totals.analyzed as f64 / sampled.totals.events as f64;
-    assert!((analyzed - 0.05).abs() < 0.005, "analyzed fraction {analyzed}");
+    assert!(
+        (analyzed - 0.05).abs() < 0.005,
+        "analyzed fraction {analyzed}"
+    );
     let err = sampled.sampling_error(&exact);
     let (mc, cg) = (err.method_count.unwrap(), err.call_graph.unwrap());
-    println!("5% sampling error: method count {:.3}%, call graph {:.3}%", mc * 100.0, cg * 100.0);
+    println!(
+        "5% sampling error: method count {:.3}%, call graph {:.3}%",
+        mc * 100.0,
+        cg * 100.0
+    );
     assert!(mc < 0.03, "method-count error {mc}");
     assert!(cg < 0.03, "call-graph error {cg}");
     // And the error helper is not trivially zero: a wrong rate gives a large error.

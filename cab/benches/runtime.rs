@@ -100,7 +100,10 @@ fn main() {
     println!("aggregate throughput, exhaustive, 1 analyzer, median of 5 runs of {EVENTS} events:");
     println!("  1 producer : {:>8.1} M events/s", one / 1e6);
     println!("  4 producers: {:>8.1} M events/s", four / 1e6);
-    println!("  slowdown 1 -> 4 producers: {:.2}x (target <= 1.5x)", one / four);
+    println!(
+        "  slowdown 1 -> 4 producers: {:.2}x (target <= 1.5x)",
+        one / four
+    );
     println!(
         "  raw ring push (no runtime), 1 producer: {:>8.1} M events/s; emit() costs {:.2}x the raw push",
         raws[2] / 1e6,

@@ -39,11 +39,17 @@ fn main() {
         cab_push_exhaustive(&mut tx, Event::call(MethodId::ROOT, callee));
     }
     tx.close();
-    println!("exhaustive: pushed {n}, consumer received {}", consumer.join().unwrap());
+    println!(
+        "exhaustive: pushed {n}, consumer received {}",
+        consumer.join().unwrap()
+    );
 
     let (mut tx, _rx) = ring::sampling_channel(&cfg.with_mode(Mode::sampling(0.1))).unwrap();
     for _ in 0..n {
         cab_push_sampling(&mut tx, Event::marker(1).unwrap());
     }
-    println!("sampling: pushed {} with no consumer, never blocked", tx.stats().pushed);
+    println!(
+        "sampling: pushed {} with no consumer, never blocked",
+        tx.stats().pushed
+    );
 }

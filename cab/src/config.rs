@@ -71,7 +71,11 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// Build an error for `field = value`, where `allowed` says what is accepted.
-    pub fn new(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+    pub fn new(
+        field: impl Into<String>,
+        value: impl fmt::Display,
+        allowed: impl Into<String>,
+    ) -> Self {
         ConfigError {
             field: field.into(),
             value: value.to_string(),
@@ -125,7 +129,9 @@ impl RingConfig {
             return Err(ConfigError::new(
                 "chunk_bytes",
                 c,
-                format!("a multiple of {WORD_BYTES} of at least {MIN_CHUNK_BYTES} (one cache line)"),
+                format!(
+                    "a multiple of {WORD_BYTES} of at least {MIN_CHUNK_BYTES} (one cache line)"
+                ),
             ));
         }
         if !b.is_multiple_of(c) {

@@ -184,7 +184,9 @@ impl Event {
         }
         let log = size.trailing_zeros() as u64;
         let store = if store { STORE_BIT } else { 0 };
-        Ok(Event(TAG_MEM << TAG_SHIFT | store | log << SIZE_SHIFT | addr))
+        Ok(Event(
+            TAG_MEM << TAG_SHIFT | store | log << SIZE_SHIFT | addr,
+        ))
     }
 
     /// The following events come from thread `id` (`id <= MAX_PAYLOAD`).

@@ -42,11 +42,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod config;
-pub mod event;
 pub mod cycles;
+pub mod event;
 pub mod fastforward;
 pub mod hw;
 pub mod nway;
+pub mod registry;
 pub mod ring;
 pub mod runtime;
 mod sync;

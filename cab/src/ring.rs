@@ -115,9 +115,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
 }
 
 /// Make a connected sampling CAB producer/consumer pair, or say which setting is wrong.
-pub fn sampling_channel(
-    config: &RingConfig,
-) -> Result<(Producer<true>, Consumer), ConfigError> {
+pub fn sampling_channel(config: &RingConfig) -> Result<(Producer<true>, Consumer), ConfigError> {
     if config.mode == Mode::Exhaustive {
         return Err(ConfigError::new(
             "mode",
@@ -188,7 +186,11 @@ fn make<const SAMPLING: bool>(
         rate,
         burst,
         scratch: if sampling { vec![0; burst] } else { Vec::new() },
-        cleared: if sampling { vec![0; capacity / chunk] } else { Vec::new() },
+        cleared: if sampling {
+            vec![0; capacity / chunk]
+        } else {
+            Vec::new()
+        },
         stats: ConsumerStats::default(),
     };
     Ok((producer, consumer))
@@ -476,8 +478,8 @@ impl Consumer {
         let gate_abs = chunk_start + 2 * sh.chunk as u64;
         let gate = (gate_abs % cap) as usize;
         let gate_trusted = self.cleared[gate / sh.chunk] == gate_abs / cap;
-        let passed = lower >= gate_abs
-            || (gate_trusted && sh.slot(gate).load(Ordering::Acquire) != CLEAR);
+        let passed =
+            lower >= gate_abs || (gate_trusted && sh.slot(gate).load(Ordering::Acquire) != CLEAR);
         let mut end = if passed {
             chunk_end
         } else if published > self.pos {

@@ -12,7 +12,12 @@ fn example_binary() -> std::path::PathBuf {
     assert!(status.success());
     // tests live in target/<profile>/deps; examples in target/<profile>/examples.
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("examples").join("interrupt")
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("interrupt")
 }
 
 #[test]
@@ -40,5 +45,8 @@ fn sigint_produces_a_complete_exact_report() {
     assert_eq!(status.code(), Some(130), "exit status after Ctrl-C");
     let sum = 2 * (per * (per + 1) / 2);
     let want = format!("report: events={} sum={sum} threads=2 dropped=0 ", 2 * per);
-    assert!(report.starts_with(&want), "got {report:?}, want {want:?}...");
+    assert!(
+        report.starts_with(&want),
+        "got {report:?}, want {want:?}..."
+    );
 }

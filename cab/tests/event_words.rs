@@ -1,8 +1,8 @@
 //! Event words round-trip and can never be a ring sentinel.
 
 use cab::event::{
-    decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS,
-    MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD,
+    decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_METHOD_ID,
+    MAX_PATH_NUMBER, MAX_PAYLOAD,
 };
 use proptest::prelude::*;
 
@@ -77,10 +77,19 @@ fn out_of_range_fields_are_named_errors() {
     assert!(err.to_string().contains("allowed 0..=1073741823"), "{err}");
     let err = Event::path(MethodId::ROOT, MAX_PATH_NUMBER + 1).unwrap_err();
     assert_eq!(err.field, "path number");
-    assert_eq!(Event::mem(MAX_ADDRESS + 1, 8, false).unwrap_err().field, "address");
-    assert!(Event::mem(0, 3, false).unwrap_err().field.starts_with("access size"));
+    assert_eq!(
+        Event::mem(MAX_ADDRESS + 1, 8, false).unwrap_err().field,
+        "address"
+    );
+    assert!(Event::mem(0, 3, false)
+        .unwrap_err()
+        .field
+        .starts_with("access size"));
     assert!(Event::mem(0, 0, false).is_err());
     assert!(Event::mem(0, 256, false).is_err());
-    assert_eq!(Event::thread(MAX_PAYLOAD + 1).unwrap_err().field, "thread id");
+    assert_eq!(
+        Event::thread(MAX_PAYLOAD + 1).unwrap_err().field,
+        "thread id"
+    );
     assert_eq!(Event::marker(u64::MAX).unwrap_err().field, "marker value");
 }

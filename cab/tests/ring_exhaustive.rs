@@ -113,15 +113,26 @@ fn bad_sizes_name_the_field_and_what_is_allowed() {
     let cases = [
         (RingConfig::new(4096, 32), "chunk_bytes", "at least 64"),
         (RingConfig::new(4096, 100), "chunk_bytes", "multiple of 8"),
-        (RingConfig::new(4096 + 64, 1024), "buffer_bytes", "multiple of chunk_bytes"),
-        (RingConfig::new(3072, 1024), "buffer_bytes", "at least 4 chunks"),
+        (
+            RingConfig::new(4096 + 64, 1024),
+            "buffer_bytes",
+            "multiple of chunk_bytes",
+        ),
+        (
+            RingConfig::new(3072, 1024),
+            "buffer_bytes",
+            "at least 4 chunks",
+        ),
         (
             RingConfig::new(4096, 1024).with_mode(cab::Mode::sampling(1.5)),
             "sampling rate",
             "0.0..=1.0",
         ),
         (
-            RingConfig::new(4096, 1024).with_mode(cab::Mode::Sampling { rate: 0.5, burst_words: 0 }),
+            RingConfig::new(4096, 1024).with_mode(cab::Mode::Sampling {
+                rate: 0.5,
+                burst_words: 0,
+            }),
             "burst_words",
             "1..=128",
         ),

@@ -77,13 +77,14 @@ fn exact_totals_for_1_4_16_producers_on_1_and_2_analyzers() {
     let _g = serial();
     for analyzers in [1, 2] {
         for threads in [1, 4, 16] {
-            let s = small()
-                .analyzers(analyzers)
-                .start(Count::default)
-                .unwrap();
+            let s = small().analyzers(analyzers).start(Count::default).unwrap();
             let (n, sum) = run_producers(threads, 50_000);
             let r = s.finish();
-            assert_eq!((r.analysis.n, r.analysis.sum), (n, sum), "{threads} threads, {analyzers} analyzers");
+            assert_eq!(
+                (r.analysis.n, r.analysis.sum),
+                (n, sum),
+                "{threads} threads, {analyzers} analyzers"
+            );
             assert_eq!(r.totals.events, n);
             assert_eq!(r.totals.dropped, 0);
             assert_eq!(r.threads.len(), threads);
@@ -138,7 +139,10 @@ fn sampling_mode_never_blocks_and_counts() {
     let s = small().sampling(0.25).start(Count::default).unwrap();
     let (n, _) = run_producers(2, 200_000);
     let r = s.finish();
-    assert_eq!(r.totals.events, n, "producer positions are exact after close");
+    assert_eq!(
+        r.totals.events, n,
+        "producer positions are exact after close"
+    );
     assert_eq!(r.totals.blocks, 0);
     assert!(r.analysis.n > 0 && r.analysis.n < n);
     assert_eq!(r.rate_used, 0.25);
@@ -195,7 +199,10 @@ fn thread_churn_keeps_memory_bounded_and_counts_exactly() {
     assert_eq!(r.threads.len(), 1024, "per-thread entries are capped");
     assert_eq!(r.totals.threads, 10_000);
     if let (Some(a), Some(b)) = (rss_before, rss_after) {
-        assert!(b < a + 64 * 1024, "RSS grew from {a} KB to {b} KB over 10,000 threads");
+        assert!(
+            b < a + 64 * 1024,
+            "RSS grew from {a} KB to {b} KB over 10,000 threads"
+        );
     }
 }
 
@@ -277,7 +284,13 @@ fn environment_variables_are_validated_by_name() {
     .unwrap();
     let cfg = b.ring_config().unwrap();
     assert_eq!((cfg.buffer_bytes, cfg.chunk_bytes), (2 << 20, 128 << 10));
-    assert_eq!(cfg.mode, cab::Mode::Sampling { rate: 0.05, burst_words: 8 });
+    assert_eq!(
+        cfg.mode,
+        cab::Mode::Sampling {
+            rate: 0.05,
+            burst_words: 8
+        }
+    );
     // A ring rule broken through variables is still named.
     let err = env(&[("CABPROF_BUFFER", "100K"), ("CABPROF_CHUNK", "64K")])
         .unwrap()
