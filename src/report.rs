@@ -420,6 +420,8 @@ impl ReportData {
             RunMode::Exhaustive => ("exhaustive", 1.0),
             RunMode::Sampling { rate, .. } => ("sampling", rate),
             RunMode::Sequential => ("sequential", 1.0),
+            RunMode::InstrumentOnly => ("instrument-only", 1.0),
+            RunMode::EnqueueOnly => ("enqueue-only", 1.0),
         };
         ReportData {
             schema: SCHEMA.into(),

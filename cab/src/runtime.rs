@@ -68,6 +68,12 @@ pub enum RunMode {
     },
     /// No ring: the analysis runs inline in the application thread.
     Sequential,
+    /// Overhead breakdown (the paper's Figure 8), first bar: each event is only written to one
+    /// thread-local word. Nothing is analyzed.
+    InstrumentOnly,
+    /// Overhead breakdown, second bar: events go into a ring that no analyzer reads (a
+    /// sampling-mode producer, which wraps without blocking). Nothing is analyzed.
+    EnqueueOnly,
 }
 
 /// Why a session could not start.
@@ -429,11 +435,13 @@ impl SessionBuilder {
                 "exhaustive" => RunMode::Exhaustive,
                 "sampling" => sampling,
                 "sequential" => RunMode::Sequential,
+                "instrument-only" => RunMode::InstrumentOnly,
+                "enqueue-only" => RunMode::EnqueueOnly,
                 _ => {
                     return Err(ConfigError::new(
                         "CABPROF_MODE",
                         &v,
-                        "exhaustive, sampling or sequential",
+                        "exhaustive, sampling or sequential (or instrument-only, enqueue-only)",
                     ))
                 }
             };
@@ -544,6 +552,8 @@ const KIND_SAMPLING: u64 = 2;
 const KIND_SEQUENTIAL: u64 = 3;
 const KIND_FASTFORWARD: u64 = 4;
 const KIND_NWAY: u64 = 5;
+const KIND_WORD: u64 = 6;
+const KIND_ENQUEUE: u64 = 7;
 const KIND_MASK: u64 = 7;
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// The running session's registrar. Locked only when a thread attaches or a session starts
@@ -578,6 +588,8 @@ enum Sink {
     Sampling(*mut Producer<true>),
     FastForward(*mut crate::fastforward::Producer),
     NWay(*mut crate::nway::Producer),
+    /// `RunMode::InstrumentOnly`: the one word events are written to.
+    Word(*mut u64),
 }
 
 impl Sink {
@@ -597,8 +609,13 @@ impl Sink {
         Sink::NWay(Box::into_raw(Box::new(p)))
     }
 
+    fn word() -> Sink {
+        Sink::Word(Box::into_raw(Box::new(0u64)))
+    }
+
     fn raw(&self) -> *mut () {
         match *self {
+            Sink::Word(p) => p.cast(),
             Sink::Exhaustive(p) => p.cast(),
             Sink::Sampling(p) => p.cast(),
             Sink::FastForward(p) => p.cast(),
@@ -619,6 +636,8 @@ impl Sink {
             Sink::FastForward(p) => unsafe { (**p).push(event) },
             // SAFETY: as above, from `Sink::nway`.
             Sink::NWay(p) => unsafe { (**p).push(event) },
+            // SAFETY: as above, from `Sink::word`.
+            Sink::Word(p) => unsafe { std::ptr::write_volatile(*p, event.word()) },
             Sink::None => {}
         }
     }
@@ -633,7 +652,7 @@ impl Sink {
             Sink::FastForward(p) => unsafe { (**p).flush() },
             // SAFETY: see `push`.
             Sink::NWay(p) => unsafe { (**p).flush() },
-            Sink::None => {}
+            Sink::Word(_) | Sink::None => {}
         }
     }
 }
@@ -651,6 +670,8 @@ impl Drop for Sink {
             Sink::FastForward(p) => drop(unsafe { Box::from_raw(p) }),
             // SAFETY: as above.
             Sink::NWay(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above.
+            Sink::Word(p) => drop(unsafe { Box::from_raw(p) }),
             Sink::None => {}
         }
     }
@@ -754,9 +775,13 @@ fn emit_to(key: u64, event: Event) {
             // and nothing else borrows it now (the slow path's `LOCAL` borrow is not held
             // while we are here).
             unsafe { (*ring.cast::<Producer<false>>()).push(event) };
-        } else if kind == KIND_SAMPLING {
-            // SAFETY: as above.
+        } else if kind == KIND_SAMPLING || kind == KIND_ENQUEUE {
+            // SAFETY: as above (enqueue-only sessions use a sampling producer).
             unsafe { (*ring.cast::<Producer<true>>()).push(event) };
+        } else if kind == KIND_WORD {
+            // SAFETY: as above; the word is this thread's `Sink::Word` box. Volatile so the
+            // store, the whole point of this mode, is not optimized away.
+            unsafe { std::ptr::write_volatile(ring.cast::<u64>(), event.word()) };
         } else if kind == KIND_FASTFORWARD {
             // SAFETY: as above.
             unsafe { (*ring.cast::<crate::fastforward::Producer>()).push(event) };
@@ -1281,6 +1306,16 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_ring(&self, thread: String) -> Sink {
+        match self.mode {
+            RunMode::InstrumentOnly => return Sink::word(),
+            RunMode::EnqueueOnly => {
+                let cfg = self.ring.with_mode(Mode::sampling(1.0));
+                let (p, _no_analyzer) =
+                    ring::sampling_channel(&cfg).expect("ring config validated at start");
+                return Sink::sampling(p);
+            }
+            _ => {}
+        }
         let made =
             match (self.ring.mode, self.design) {
                 (Mode::Sampling { .. }, _) => ring::sampling_channel(&self.ring)
@@ -1405,6 +1440,8 @@ impl<A: RingAnalysis> Session<A> {
             RunMode::Exhaustive => KIND_EXHAUSTIVE,
             RunMode::Sampling { .. } => KIND_SAMPLING,
             RunMode::Sequential => KIND_SEQUENTIAL,
+            RunMode::InstrumentOnly => KIND_WORD,
+            RunMode::EnqueueOnly => KIND_ENQUEUE,
         };
         let kind = match (kind, b.design) {
             (KIND_EXHAUSTIVE, BufferDesign::FastForward) => KIND_FASTFORWARD,
@@ -1426,7 +1463,7 @@ impl<A: RingAnalysis> Session<A> {
         }
         let mut analyzers = Vec::new();
         let mut handles = Vec::new();
-        if b.mode != RunMode::Sequential {
+        if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
             for i in 0..b.analyzers {
                 let shared = Arc::new(AnalyzerShared {
                     inbox: Mutex::new(Inbox {

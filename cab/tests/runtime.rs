@@ -373,3 +373,16 @@ fn baseline_buffer_designs_carry_every_event_too() {
         .unwrap_err();
     assert_eq!(err.field, "buffer_bytes");
 }
+
+#[test]
+fn breakdown_modes_write_events_without_analyzing_them() {
+    let _g = serial();
+    for mode in [RunMode::InstrumentOnly, RunMode::EnqueueOnly] {
+        let s = small().mode(mode).start(Count::default).unwrap();
+        // Far more than the ring holds: neither mode may block.
+        run_producers(2, 100_000);
+        let r = s.finish();
+        assert_eq!(r.analysis.n, 0, "{mode:?} analyzes nothing");
+        assert_eq!(r.mode, mode);
+    }
+}
