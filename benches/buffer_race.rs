@@ -20,11 +20,11 @@ use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-/// Events per table run: 2^25 words = 256 MB of traffic, long enough that thread start-up is
+/// Events per table run: 2^24 words = 128 MB of traffic, long enough that thread start-up is
 /// noise, short enough for many repetitions on a 2-core machine.
-const EVENTS: u64 = 1 << 25;
+const EVENTS: u64 = 1 << 24;
 /// Repetitions per table cell; the median is reported with min and max.
-const REPS: usize = 7;
+const REPS: usize = 5;
 const SIZES: [usize; 3] = [64 << 10, 2 << 20, 16 << 20];
 const SAMPLING_RATE: f64 = 0.10;
 

@@ -763,37 +763,32 @@ pub fn active() -> bool {
 
 #[inline(always)]
 fn emit_to(key: u64, event: Event) {
-    let fast = FAST.with(|f| {
-        if f.key.get() != key {
-            return false;
-        }
-        let ring = f.ring.get();
-        let kind = key & KIND_MASK;
-        if kind == KIND_EXHAUSTIVE {
-            // SAFETY: by `Fast`'s invariant, a matching key means `ring` points to this
-            // thread's live producer of the kind the key names; only this thread touches it,
-            // and nothing else borrows it now (the slow path's `LOCAL` borrow is not held
-            // while we are here).
-            unsafe { (*ring.cast::<Producer<false>>()).push(event) };
-        } else if kind == KIND_SAMPLING || kind == KIND_ENQUEUE {
-            // SAFETY: as above (enqueue-only sessions use a sampling producer).
-            unsafe { (*ring.cast::<Producer<true>>()).push(event) };
-        } else if kind == KIND_WORD {
-            // SAFETY: as above; the word is this thread's `Sink::Word` box. Volatile so the
-            // store, the whole point of this mode, is not optimized away.
-            unsafe { std::ptr::write_volatile(ring.cast::<u64>(), event.word()) };
-        } else if kind == KIND_FASTFORWARD {
-            // SAFETY: as above.
-            unsafe { (*ring.cast::<crate::fastforward::Producer>()).push(event) };
-        } else {
-            // SAFETY: as above; sequential sessions never publish to `FAST`, so the only kind
-            // left is N-way.
-            unsafe { (*ring.cast::<crate::nway::Producer>()).push(event) };
-        }
-        true
-    });
-    if !fast {
+    // Only loads inside `with`, so it stays a one-instruction TLS access after inlining.
+    let (fast_key, ring) = FAST.with(|f| (f.key.get(), f.ring.get()));
+    if fast_key != key {
         emit_slow(key, event);
+        return;
+    }
+    let kind = key & KIND_MASK;
+    if kind == KIND_EXHAUSTIVE {
+        // SAFETY: by `Fast`'s invariant, a matching key means `ring` points to this thread's
+        // live producer of the kind the key names; only this thread touches it, and nothing
+        // else borrows it now (the slow path's `LOCAL` borrow is not held while we are here).
+        unsafe { (*ring.cast::<Producer<false>>()).push(event) };
+    } else if kind == KIND_SAMPLING || kind == KIND_ENQUEUE {
+        // SAFETY: as above (enqueue-only sessions use a sampling producer).
+        unsafe { (*ring.cast::<Producer<true>>()).push(event) };
+    } else if kind == KIND_WORD {
+        // SAFETY: as above; the word is this thread's `Sink::Word` box. Volatile so the
+        // store, the whole point of this mode, is not optimized away.
+        unsafe { std::ptr::write_volatile(ring.cast::<u64>(), event.word()) };
+    } else if kind == KIND_FASTFORWARD {
+        // SAFETY: as above.
+        unsafe { (*ring.cast::<crate::fastforward::Producer>()).push(event) };
+    } else {
+        // SAFETY: as above; sequential sessions never publish to `FAST`, so the only kind
+        // left is N-way.
+        unsafe { (*ring.cast::<crate::nway::Producer>()).push(event) };
     }
 }
 

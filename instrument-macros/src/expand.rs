@@ -1,0 +1,271 @@
+//! Generating the instrumented item.
+//!
+//! A profiled function keeps its signature and attributes; its body becomes:
+//!
+//! ```text
+//! {
+//!     fn __cabprof_here() {}                      // its type name is the function's path
+//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), paths);
+//!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
+//!     let __cabprof_frame = ::cabprof::__private::enter(&__CABPROF_SITE);
+//!     <the original statements, instrumented for paths / memory>
+//! }
+//! ```
+//!
+//! An `async fn` keeps its signature too; its body becomes
+//! `instrument::<Ret, _>(&__CABPROF_SITE, async move { <statements> }).await`, so the frame is
+//! the inner future's lifetime (first poll to completion) and `return`/`?` in the body still
+//! leave the body.
+//!
+//! On a misuse, the original item is emitted unchanged next to a `compile_error!` pointing at
+//! the offending tokens, so the user sees one error.
+
+use crate::attr::Options;
+use crate::source::first_span;
+use crate::{memory, paths};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::visit_mut::VisitMut;
+use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, TraitItem, Type};
+
+/// Expand `#[profile(opts)]` on `item`.
+pub fn expand(opts: Options, item: TokenStream) -> TokenStream {
+    if opts.skip {
+        return item;
+    }
+    match syn::parse2::<Item>(item.clone()) {
+        Ok(mut parsed) => {
+            let mut errors = Vec::new();
+            if let Err(e) = top_item(&opts, &mut parsed, &mut errors) {
+                return with_error(e, item);
+            }
+            match errors.into_iter().reduce(|mut a, b| {
+                a.combine(b);
+                a
+            }) {
+                Some(e) => with_error(e, item),
+                None => parsed.into_token_stream(),
+            }
+        }
+        Err(parse_error) => {
+            let e = misuse(&item).unwrap_or(parse_error);
+            if syn::parse2::<Expr>(item.clone()).is_ok() {
+                // In expression position the output must stay one expression.
+                let err = e.to_compile_error();
+                quote!({ #err #item })
+            } else {
+                with_error(e, item)
+            }
+        }
+    }
+}
+
+fn with_error(e: syn::Error, item: TokenStream) -> TokenStream {
+    let err = e.to_compile_error();
+    quote!(#err #item)
+}
+
+const WHAT: &str = "#[cabprof::profile] goes on a fn, an impl block, a trait or an inline module";
+
+/// Explain input that is not an item.
+fn misuse(item: &TokenStream) -> Option<syn::Error> {
+    if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
+        if f.default.is_none() {
+            return Some(syn::Error::new_spanned(
+                &f.sig,
+                "#[cabprof::profile] needs a function body: put it on the implementations of \
+                 this trait method (or give it a default body)",
+            ));
+        }
+    }
+    let mut e = syn::parse2::<Expr>(item.clone()).ok()?;
+    // The compiler may hand an expression over wrapped in an invisible group.
+    while let Expr::Group(g) = e {
+        e = *g.expr;
+    }
+    match e {
+        Expr::Closure(c) => Some(closure_error(&c)),
+        _ => None,
+    }
+}
+
+fn closure_error(c: &syn::ExprClosure) -> syn::Error {
+    syn::Error::new_spanned(
+        c,
+        "#[cabprof::profile] cannot instrument a closure: move its body into a fn and profile \
+         that fn",
+    )
+}
+
+/// `#[profile]` directly on an item.
+fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> syn::Result<()> {
+    match item {
+        Item::Fn(f) => {
+            if let Some(c) = &f.sig.constness {
+                return Err(syn::Error::new_spanned(
+                    c,
+                    "#[cabprof::profile] cannot instrument a `const fn`: it may run at compile \
+                     time, where there is no session to record to",
+                ));
+            }
+            function(opts, &mut f.sig, &mut f.block)
+        }
+        Item::Const(syn::ItemConst { expr, .. }) | Item::Static(syn::ItemStatic { expr, .. }) => {
+            match &**expr {
+                Expr::Closure(c) => Err(closure_error(c)),
+                _ => Err(syn::Error::new_spanned(&*expr, WHAT)),
+            }
+        }
+        Item::Mod(m) if m.content.is_none() => Err(syn::Error::new_spanned(
+            &m.ident,
+            "#[cabprof::profile] needs the module's items: use it on an inline `mod name { ... }`",
+        )),
+        Item::Impl(_) | Item::Mod(_) | Item::Trait(_) => {
+            nested_item(opts, item, errors);
+            Ok(())
+        }
+        // A fn without a body (in a trait) parses as a verbatim item.
+        Item::Verbatim(tokens) => {
+            Err(misuse(tokens).unwrap_or_else(|| syn::Error::new(first_span(tokens), WHAT)))
+        }
+        other => Err(syn::Error::new(first_span(other), WHAT)),
+    }
+}
+
+/// An item inside a profiled `impl`, trait or module. Functions that cannot be instrumented
+/// (`const fn`, methods without a body) and items with their own `#[profile]` are left alone.
+fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
+    match item {
+        Item::Fn(f) if f.sig.constness.is_none() && !has_profile(&f.attrs) => {
+            collect(function(opts, &mut f.sig, &mut f.block), errors);
+        }
+        Item::Impl(i) if !has_profile(&i.attrs) => {
+            for it in &mut i.items {
+                if let ImplItem::Fn(f) = it {
+                    if f.sig.constness.is_none() && !has_profile(&f.attrs) {
+                        collect(function(opts, &mut f.sig, &mut f.block), errors);
+                    }
+                }
+            }
+        }
+        Item::Trait(t) if !has_profile(&t.attrs) => {
+            for it in &mut t.items {
+                if let TraitItem::Fn(f) = it {
+                    if let (Some(block), None, false) =
+                        (&mut f.default, &f.sig.constness, has_profile(&f.attrs))
+                    {
+                        collect(function(opts, &mut f.sig, block), errors);
+                    }
+                }
+            }
+        }
+        Item::Mod(m) if !has_profile(&m.attrs) => {
+            if let Some((_, items)) = &mut m.content {
+                for it in items {
+                    nested_item(opts, it, errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn collect(r: syn::Result<()>, errors: &mut Vec<syn::Error>) {
+    if let Err(e) = r {
+        errors.push(e);
+    }
+}
+
+/// Carries its own `#[profile]` (or `#[cabprof::profile]`), which will expand by itself.
+fn has_profile(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "profile")
+    })
+}
+
+/// Whether a type mentions `impl Trait` (which cannot be written in a turbofish).
+fn has_impl_trait(ty: &Type) -> bool {
+    struct Find(bool);
+    impl VisitMut for Find {
+        fn visit_type_impl_trait_mut(&mut self, _: &mut syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut f = Find(false);
+    f.visit_type_mut(&mut ty.clone());
+    f.0
+}
+
+/// Instrument one function body in place.
+fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Result<()> {
+    let is_async = sig.asyncness.is_some();
+    let mut items = TokenStream::new();
+    let mut paths_arg = quote!(::core::option::Option::None);
+    let mut frame_args = None;
+    if opts.paths {
+        let out = paths::instrument(block, opts.path_limit())?;
+        items = out.items;
+        paths_arg = quote!(::core::option::Option::Some(&__CABPROF_PATHS));
+        frame_args = Some((out.num_paths, out.hashed));
+    }
+    if opts.memory {
+        memory::instrument(block);
+    }
+    // `line!()` spanned at the name: the line of the fn's name.
+    let line = quote_spanned!(sig.ident.span()=> ::core::line!());
+    let site = quote! {
+        fn __cabprof_here() {}
+        static __CABPROF_SITE: ::cabprof::__private::Site = ::cabprof::__private::Site::new(
+            || ::core::any::type_name_of_val(&__cabprof_here),
+            ::core::module_path!(),
+            ::core::file!(),
+            #line,
+            #paths_arg,
+        );
+        #items
+    };
+    let stmts = std::mem::take(&mut block.stmts);
+    let body = if is_async {
+        let ret = match &sig.output {
+            ReturnType::Default => quote!(()),
+            ReturnType::Type(_, ty) if has_impl_trait(ty) => quote!(_),
+            ReturnType::Type(_, ty) => ty.to_token_stream(),
+        };
+        let register = frame_args.map(|(n, hashed)| {
+            quote! {
+                #[allow(unused_mut)]
+                let mut __cabprof_frame =
+                    ::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed);
+            }
+        });
+        quote! {
+            #site
+            ::cabprof::__private::instrument::<#ret, _>(&__CABPROF_SITE, async move {
+                #register
+                #(#stmts)*
+            })
+            .await
+        }
+    } else {
+        let guard = match frame_args {
+            Some((n, hashed)) => quote! {
+                #[allow(unused_mut)]
+                let mut __cabprof_frame =
+                    ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed);
+            },
+            None => quote! {
+                let __cabprof_frame = ::cabprof::__private::enter(&__CABPROF_SITE);
+            },
+        };
+        quote! {
+            #site
+            #guard
+            #(#stmts)*
+        }
+    };
+    *block = syn::parse2(quote!({ #body }))?;
+    Ok(())
+}

@@ -1,0 +1,424 @@
+//! What the code `#[cabprof::profile]` generates calls into. Not a public API.
+//!
+//! # Calls and returns
+//!
+//! [`enter`] runs at the top of an instrumented function and returns a [`FrameGuard`] that lives
+//! to the end of the body. Entering emits `Call { caller, callee }`; dropping the guard emits
+//! `Return { callee }`, so early `return`, `?` and unwinding panics all close the frame.
+//!
+//! The caller comes from a shadow stack that lives in the guards themselves: one thread-local
+//! `Cell<u32>` holds the id of the innermost active frame, each guard saves the value it
+//! replaced and puts it back when dropped. That is one thread-local access at entry and one at
+//! exit (a `const`, destructor-free thread-local: a plain `%fs`-relative load or store), no
+//! allocation, no lock. The function's own id is a `Relaxed` load from its `static` [`Site`];
+//! only the first call of each function takes the registry's lock.
+//!
+//! With no session running, [`enter`] does one load and one branch and returns an inactive
+//! guard whose drop does one compare; the shadow stack is not touched, so it always holds the
+//! innermost frame entered while a session ran. Everything is inlined: an experiment with the
+//! active work out of line (smaller functions, no register saves on the idle path) measured
+//! about 5 ns per call slower in interleaved runs of `benches/profile_overhead.rs`.
+//!
+//! # `async fn`
+//!
+//! An `async fn`'s frame spans its whole future: from the first `poll` to completion (or to the
+//! future being dropped unfinished). [`instrument`] wraps the body's future; the caller is the
+//! frame active at the first poll, and during every poll the function is the innermost frame,
+//! so functions it calls name it as their caller. Between polls it is not on the shadow stack.
+//! If an executor moves the future to another thread between polls, the `Return` goes to the
+//! thread that completed it.
+//!
+//! # Paths
+//!
+//! With `paths`, a [`PathGuard`] also carries the Ball-Larus path register: the generated code
+//! only adds constants to it on branch edges ([`branch`], [`try_branch`], [`PathGuard::add`]),
+//! and at loop back edges (and split points) [`PathGuard::back_edge`] emits the path and
+//! restarts the register. On exit the guard emits the final path, then the `Return`. If the
+//! function unwinds, the path emitted is `num_paths + register`, which decodes as "cut short by
+//! a panic".
+
+use cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER};
+use cab::runtime::{active, emit};
+use std::cell::Cell;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pub use cab::registry::{PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind};
+
+thread_local! {
+    /// Id of the innermost instrumented frame of this thread entered while a session ran
+    /// (0 = none: the root).
+    static CURRENT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A method id from a raw value the registry handed out (always `<= MAX_METHOD_ID`; the mask
+/// lets the compiler drop the range check).
+#[inline(always)]
+fn method(id: u32) -> MethodId {
+    match MethodId::new(id & MAX_METHOD_ID) {
+        Ok(m) => m,
+        Err(_) => MethodId::ROOT,
+    }
+}
+
+/// Make `callee` the innermost frame; returns its caller.
+#[inline(always)]
+fn push(callee: u32) -> u32 {
+    CURRENT.with(|c| c.replace(callee))
+}
+
+#[inline(always)]
+fn pop(caller: u32) {
+    CURRENT.with(|c| c.set(caller));
+}
+
+/// Entry of `site`'s function while a session runs: push it and emit the `Call`.
+#[inline(always)]
+fn call(site: &'static Site) -> (u32, u32) {
+    let callee = site.id();
+    let caller = push(callee);
+    emit(Event::call(method(caller), method(callee)));
+    (callee, caller)
+}
+
+/// Exit of `callee`, whose caller was `caller`.
+#[inline(always)]
+fn ret(callee: u32, caller: u32) {
+    pop(caller);
+    emit(Event::ret(method(callee)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls
+
+/// An instrumented function's frame; emits `Return` when dropped.
+#[must_use]
+pub struct FrameGuard {
+    /// This function's id, or 0 if no session ran at entry (then the guard does nothing).
+    callee: u32,
+    /// The frame that was innermost at entry, restored on drop.
+    caller: u32,
+}
+
+/// Enter the function of `site`: with no session, one load and one branch.
+#[inline(always)]
+pub fn enter(site: &'static Site) -> FrameGuard {
+    if !active() {
+        return FrameGuard {
+            callee: 0,
+            caller: 0,
+        };
+    }
+    let (callee, caller) = call(site);
+    FrameGuard { callee, caller }
+}
+
+impl Drop for FrameGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.callee != 0 {
+            ret(self.callee, self.caller);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+/// A frame with a Ball-Larus path register. `CALLS`: also emit `Call`/`Return` (false inside an
+/// `async fn`, whose frame is the [`Instrumented`] future).
+#[must_use]
+pub struct PathGuard<const CALLS: bool> {
+    /// This function's id, or 0 if no session ran at entry (then nothing is emitted).
+    method: u32,
+    /// The frame that was innermost at entry, restored on drop (`CALLS` only).
+    caller: u32,
+    /// The path register: the sum of the edge values taken since the path began. Below
+    /// `unwound` for exact numberings; wrapping for [`PathMode::Hashed`] ones, whose sums may
+    /// exceed 64 bits.
+    register: u64,
+    /// `num_paths` of the numbering: added to the register of a path cut short by a panic.
+    unwound: u64,
+    /// The numbering is [`PathMode::Hashed`]: emit a hash of the register.
+    hashed: bool,
+}
+
+/// Enter the function of `site`, instrumented with `paths`.
+#[inline(always)]
+pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
+    let (method, caller) = if active() { call(site) } else { (0, 0) };
+    PathGuard {
+        method,
+        caller,
+        register: 0,
+        unwound: num_paths,
+        hashed,
+    }
+}
+
+/// The path register of an `async fn` body (its frame is the [`Instrumented`] future).
+#[inline(always)]
+pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<false> {
+    PathGuard {
+        method: if active() { site.id() } else { 0 },
+        caller: 0,
+        register: 0,
+        unwound: num_paths,
+        hashed,
+    }
+}
+
+/// 30 bits of a 64-bit register, for [`PathMode::Hashed`] (Fibonacci hashing: the top bits of
+/// a multiply by 2^64 / φ).
+#[inline(always)]
+fn hash_path(r: u64) -> u32 {
+    (r.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 34) as u32
+}
+
+impl<const CALLS: bool> PathGuard<CALLS> {
+    /// Take an edge of value `value`.
+    #[inline(always)]
+    pub fn add(&mut self, value: u64) {
+        self.register = self.register.wrapping_add(value);
+    }
+
+    /// A back edge (or split point): the running path ends with an edge of value `end`, and
+    /// a new one starts with the value `restart` of its entry edge.
+    #[inline(always)]
+    pub fn back_edge(&mut self, end: u64, restart: u64) {
+        if self.method != 0 {
+            emit_path(self.method, self.register.wrapping_add(end), self.hashed);
+        }
+        self.register = restart;
+    }
+}
+
+/// The `Path` event of path `path` (a register value) of `method_id`.
+#[inline(always)]
+fn emit_path(method_id: u32, path: u64, hashed: bool) {
+    let number = if hashed {
+        hash_path(path)
+    } else {
+        debug_assert!(
+            path <= MAX_PATH_NUMBER as u64,
+            "path number {path} too large"
+        );
+        path as u32
+    };
+    if let Ok(e) = Event::path(method(method_id), number & MAX_PATH_NUMBER) {
+        emit(e);
+    }
+}
+
+/// Exit of a [`PathGuard`]: the last path (marked if unwinding), then the `Return` if `calls`.
+#[inline(always)]
+fn exit_paths(method_id: u32, caller: u32, register: u64, unwound: u64, hashed: bool, calls: bool) {
+    let mut path = register;
+    if !hashed && std::thread::panicking() {
+        path = path.wrapping_add(unwound);
+    }
+    emit_path(method_id, path, hashed);
+    if calls {
+        ret(method_id, caller);
+    }
+}
+
+impl<const CALLS: bool> Drop for PathGuard<CALLS> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.method != 0 {
+            exit_paths(
+                self.method,
+                self.caller,
+                self.register,
+                self.unwound,
+                self.hashed,
+                CALLS,
+            );
+        }
+    }
+}
+
+/// A boolean decision: add `if_true` or `if_false` to the register, return `cond`. The
+/// condition comes first so that it is evaluated before the guard is borrowed.
+#[inline(always)]
+pub fn branch<const CALLS: bool>(
+    cond: bool,
+    guard: &mut PathGuard<CALLS>,
+    if_true: u64,
+    if_false: u64,
+) -> bool {
+    guard.add(if cond { if_true } else { if_false });
+    cond
+}
+
+/// The decision of `value?`: add `if_error` when `?` will return early, else `if_ok`.
+#[inline(always)]
+pub fn try_branch<T: TryBranch, const CALLS: bool>(
+    value: T,
+    guard: &mut PathGuard<CALLS>,
+    if_ok: u64,
+    if_error: u64,
+) -> T {
+    guard.add(if value.is_residual() { if_error } else { if_ok });
+    value
+}
+
+/// Types `?` applies to on stable Rust: whether `?` returns early on this value.
+pub trait TryBranch {
+    /// `?` would return early.
+    fn is_residual(&self) -> bool;
+}
+
+impl<T, E> TryBranch for Result<T, E> {
+    #[inline(always)]
+    fn is_residual(&self) -> bool {
+        self.is_err()
+    }
+}
+
+impl<T> TryBranch for Option<T> {
+    #[inline(always)]
+    fn is_residual(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<B, C> TryBranch for ControlFlow<B, C> {
+    #[inline(always)]
+    fn is_residual(&self) -> bool {
+        self.is_break()
+    }
+}
+
+impl<T, E> TryBranch for Poll<Result<T, E>> {
+    #[inline(always)]
+    fn is_residual(&self) -> bool {
+        matches!(self, Poll::Ready(Err(_)))
+    }
+}
+
+impl<T, E> TryBranch for Poll<Option<Result<T, E>>> {
+    #[inline(always)]
+    fn is_residual(&self) -> bool {
+        matches!(self, Poll::Ready(Some(Err(_))))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// async fn
+
+/// The future of an instrumented `async fn` body: its frame spans first poll to completion.
+#[must_use = "futures do nothing unless polled"]
+pub struct Instrumented<F> {
+    /// Structurally pinned: never moved out of, and only ever exposed as `Pin<&mut F>`.
+    inner: F,
+    site: &'static Site,
+    /// 0 before the first poll of a session-active future and after completion (or if no
+    /// session ran at the first poll); else this function's id.
+    callee: u32,
+    started: bool,
+}
+
+/// Wrap the future of an `async fn` body. `T` is spelled out by the generated code where it can
+/// be, so that `?` inside the body knows its error type.
+#[inline(always)]
+pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> Instrumented<F> {
+    Instrumented {
+        inner,
+        site,
+        callee: 0,
+        started: false,
+    }
+}
+
+/// Restores the shadow stack after a poll, even if the poll panics.
+struct Restore(u32);
+
+impl Drop for Restore {
+    #[inline(always)]
+    fn drop(&mut self) {
+        pop(self.0);
+    }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is structurally pinned: it is only reached through the `Pin` made
+        // below and never moved, including by `Drop` (which touches only the other fields);
+        // the other fields are plain data that is never pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        if !this.started {
+            this.started = true;
+            if active() {
+                // The caller is the frame polling us; we become innermost just below.
+                let callee = this.site.id();
+                let caller = CURRENT.with(Cell::get);
+                emit(Event::call(method(caller), method(callee)));
+                this.callee = callee;
+            }
+        }
+        let restore = (this.callee != 0).then(|| Restore(push(this.callee)));
+        // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
+        let out = inner.poll(cx);
+        drop(restore);
+        if out.is_ready() && this.callee != 0 {
+            emit(Event::ret(method(this.callee)));
+            this.callee = 0;
+        }
+        out
+    }
+}
+
+impl<F> Drop for Instrumented<F> {
+    fn drop(&mut self) {
+        // Dropped after its first poll but before completion: the frame ends here.
+        if self.callee != 0 {
+            emit(Event::ret(method(self.callee)));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+/// A read of the place `x` refers to (`a[i]` read); returns `x`.
+#[inline(always)]
+pub fn load<T: ?Sized>(x: &T) -> &T {
+    crate::mem::record(x, false);
+    x
+}
+
+/// A read of a place borrowed mutably (the container in `a[i][j] = v`); returns `x`.
+#[inline(always)]
+pub fn load_mut<T: ?Sized>(x: &mut T) -> &mut T {
+    crate::mem::record(&*x, false);
+    x
+}
+
+/// A write of the place `x` refers to (`a[i] = v`, `&mut a[i]`); returns `x`.
+#[inline(always)]
+pub fn store<T: ?Sized>(x: &mut T) -> &mut T {
+    crate::mem::record(&*x, true);
+    x
+}
+
+/// A read and a write (`a[i] += v`); returns `x`.
+#[inline(always)]
+pub fn update<T: ?Sized>(x: &mut T) -> &mut T {
+    crate::mem::record(&*x, false);
+    crate::mem::record(&*x, true);
+    x
+}
+
+/// A read of `x`, for places whose use the macro cannot classify (method receivers, `match`
+/// scrutinees): the address is taken before the original expression runs.
+#[inline(always)]
+pub fn touch<T: ?Sized>(x: &T) {
+    crate::mem::record(x, false);
+}

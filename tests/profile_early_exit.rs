@@ -1,0 +1,129 @@
+//! Frames close however a function leaves: early `return`, `?`, and unwinding panics (caught by
+//! `catch_unwind`) all emit the `Return`, so Call/Return stay balanced.
+
+mod support;
+
+use cabprof::profile;
+use support::{assert_balanced, calls, record, serial};
+
+#[profile]
+fn early(x: u32) -> u32 {
+    if x > 10 {
+        return 1;
+    }
+    inner(x)
+}
+
+#[profile]
+fn inner(x: u32) -> u32 {
+    x * 2
+}
+
+#[profile]
+fn parse_sum(a: &str, b: &str) -> Result<u32, std::num::ParseIntError> {
+    let a: u32 = a.parse()?;
+    let b: u32 = b.parse()?;
+    Ok(a + inner(b))
+}
+
+#[profile]
+fn first_even(v: &[u32]) -> Option<u32> {
+    let x = v.iter().find(|x| x.is_multiple_of(2))?;
+    Some(inner(*x))
+}
+
+#[profile]
+fn explode(depth: u32) -> u32 {
+    if depth == 0 {
+        panic!("boom");
+    }
+    explode(depth - 1) + 1
+}
+
+#[profile]
+fn catcher() -> bool {
+    std::panic::catch_unwind(|| explode(3)).is_err()
+}
+
+#[test]
+fn early_return_closes_the_frame() {
+    let _g = serial();
+    let (r, ev) = record(|| (early(11), early(2)));
+    assert_eq!(r, (1, 4));
+    assert_balanced(&ev);
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>early",
+            "-early",
+            "+root>early",
+            "+early>inner",
+            "-inner",
+            "-early"
+        ]
+    );
+}
+
+#[test]
+fn question_mark_closes_the_frame() {
+    let _g = serial();
+    let (r, ev) = record(|| {
+        (
+            parse_sum("1", "2"),
+            parse_sum("x", "2").is_err(),
+            parse_sum("1", "y").is_err(),
+            first_even(&[1, 3]),
+            first_even(&[1, 4]),
+        )
+    });
+    assert_eq!(r, (Ok(5), true, true, None, Some(8)));
+    assert_balanced(&ev);
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>parse_sum",
+            "+parse_sum>inner",
+            "-inner",
+            "-parse_sum",
+            "+root>parse_sum",
+            "-parse_sum",
+            "+root>parse_sum",
+            "-parse_sum",
+            "+root>first_even",
+            "-first_even",
+            "+root>first_even",
+            "+first_even>inner",
+            "-inner",
+            "-first_even",
+        ]
+    );
+}
+
+#[test]
+fn unwinding_panics_close_every_frame() {
+    let _g = serial();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let (caught, ev) = record(catcher);
+    std::panic::set_hook(hook);
+    assert!(caught);
+    assert_balanced(&ev);
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>catcher",
+            "+catcher>explode",
+            "+explode>explode",
+            "+explode>explode",
+            "+explode>explode",
+            "-explode",
+            "-explode",
+            "-explode",
+            "-explode",
+            "-catcher"
+        ]
+    );
+    // After the panic the shadow stack is back at the root.
+    let (_, ev) = record(|| inner(1));
+    assert_eq!(calls(&ev), ["+root>inner", "-inner"]);
+}

@@ -1,0 +1,104 @@
+//! Shared by the `profile_*` behaviour tests: a session that records every event word, one
+//! session at a time per test binary.
+
+#![allow(dead_code)]
+
+use cabprof::cab::event::decode;
+use cabprof::cab::runtime::{RingAnalysis, RunMode, SessionBuilder};
+use cabprof::{EventKind, MethodId};
+use std::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One session per process: every test that starts one holds this.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Keeps every word, in order.
+#[derive(Default)]
+pub struct Recorder {
+    pub words: Vec<u64>,
+}
+
+impl RingAnalysis for Recorder {
+    fn consume(&mut self, words: &[u64]) {
+        self.words.extend_from_slice(words);
+    }
+    fn merge(&mut self, other: Self) {
+        self.words.extend(other.words);
+    }
+}
+
+/// Run `f` in an exhaustive session (this thread only) and return its events.
+pub fn record<R>(f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
+    record_in(RunMode::Exhaustive, f)
+}
+
+/// Run `f` in a session of the given mode and return its events.
+pub fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
+    let session = SessionBuilder::new()
+        .mode(mode)
+        .buffer_bytes(64 << 10)
+        .chunk_bytes(4 << 10)
+        .pin(false)
+        .start(Recorder::default)
+        .expect("session starts");
+    let r = f();
+    let report = session.finish();
+    let events = report
+        .analysis
+        .words
+        .iter()
+        .map(|&w| decode(w).expect("valid event word"))
+        .collect();
+    (r, events)
+}
+
+/// The registered name of a method id.
+pub fn name(id: MethodId) -> String {
+    cabprof::cab::registry::lookup(id)
+        .map(|m| m.name.to_string())
+        .unwrap_or_else(|| format!("#{id}"))
+}
+
+/// Calls and returns as `"+caller>callee"` / `"-callee"` strings, for readable assertions.
+pub fn calls(events: &[EventKind]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match *e {
+            EventKind::Call { caller, callee } => {
+                let c = if caller == MethodId::ROOT {
+                    "root".to_string()
+                } else {
+                    name(caller)
+                };
+                Some(format!("+{c}>{}", name(callee)))
+            }
+            EventKind::Return { callee } => Some(format!("-{}", name(callee))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every `Return` matches the innermost open `Call`, and nothing is left open.
+pub fn assert_balanced(events: &[EventKind]) {
+    let mut stack: Vec<MethodId> = Vec::new();
+    for e in events {
+        match *e {
+            EventKind::Call { caller, callee } => {
+                assert_eq!(
+                    caller,
+                    stack.last().copied().unwrap_or(MethodId::ROOT),
+                    "caller of {callee} in {events:?}"
+                );
+                stack.push(callee);
+            }
+            EventKind::Return { callee } => {
+                assert_eq!(stack.pop(), Some(callee), "unbalanced return in {events:?}");
+            }
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "frames left open: {stack:?}");
+}

@@ -1,0 +1,10 @@
+use cabprof::profile;
+
+#[profile]
+const fn answer() -> u32 {
+    42
+}
+
+fn main() {
+    let _ = answer();
+}

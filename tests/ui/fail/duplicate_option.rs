@@ -1,0 +1,8 @@
+use cabprof::profile;
+
+#[profile(paths, paths)]
+fn f() {}
+
+fn main() {
+    f();
+}

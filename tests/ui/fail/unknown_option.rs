@@ -1,0 +1,8 @@
+use cabprof::profile;
+
+#[profile(pathz)]
+fn f() {}
+
+fn main() {
+    f();
+}
