@@ -44,41 +44,49 @@ fn chunk_for(buffer: usize) -> usize {
     (buffer / 16).min(128 << 10)
 }
 
+/// Pin the calling thread to `core`. The core list comes from the machine, not from the
+/// calling thread's (inherited) affinity mask, so a consumer spawned by a pinned producer
+/// still lands on its own core.
 fn pin(core: usize, pinned: bool) {
     if pinned {
-        if let Some(ids) = core_affinity::get_core_ids() {
-            if let Some(id) = ids.get(core % ids.len()) {
-                core_affinity::set_for_current(*id);
-            }
+        let ids = cab::runtime::online_cores();
+        if let Some(id) = ids.get(core % ids.len().max(1)) {
+            core_affinity::set_for_current(*id);
         }
     }
 }
 
-/// Run `produce` on this thread (core 0) and `consume` on a new thread (core 1), both released
-/// by a barrier; returns the time from release to the consumer's end, and the consumer's sum.
+/// Run `produce` on a new thread (core 0) and `consume` on another (core 1), both released by
+/// a barrier; returns the time from release to the consumer's end, and the consumer's sum.
+/// The bench's main thread is never pinned, so the unpinned runs really are unpinned.
 fn race<P, C>(pinned: bool, produce: P, consume: C) -> (Duration, u64)
 where
-    P: FnOnce(),
+    P: FnOnce() + Send + 'static,
     C: FnOnce() -> u64 + Send + 'static,
 {
-    let barrier = Arc::new(Barrier::new(2));
-    let b2 = barrier.clone();
+    let barrier = Arc::new(Barrier::new(3));
+    let (b1, b2) = (barrier.clone(), barrier.clone());
     let consumer = std::thread::spawn(move || {
         pin(1, pinned);
         b2.wait();
         let sum = consume();
         (Instant::now(), sum)
     });
-    pin(0, pinned);
+    let producer = std::thread::spawn(move || {
+        pin(0, pinned);
+        b1.wait();
+        produce();
+    });
     barrier.wait();
     let start = Instant::now();
-    produce();
+    producer.join().unwrap();
     let (end, sum) = consumer.join().unwrap();
     (end.duration_since(start), sum)
 }
 
 fn run_transport<T: Transport>(cfg: RingConfig, events: u64, pinned: bool) -> (Duration, u64)
 where
+    T::Producer: 'static,
     T::Consumer: 'static,
 {
     let (mut tx, mut rx) = T::channel(&cfg).unwrap();
