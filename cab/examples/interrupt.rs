@@ -55,10 +55,12 @@ fn main() {
             );
         })
         .expect("install Ctrl-C handler");
-    let worker = std::thread::spawn(move || {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let _worker = std::thread::spawn(move || {
         for v in 1..=per {
             emit(Event::marker(v).unwrap());
         }
+        done_tx.send(()).unwrap();
         // Stay alive, ring unflushed, until the process is interrupted.
         loop {
             std::thread::park();
@@ -67,8 +69,9 @@ fn main() {
     for v in 1..=per {
         emit(Event::marker(v).unwrap());
     }
+    // "ready" only once both threads have emitted everything: the test interrupts right after.
+    done_rx.recv().unwrap();
     println!("ready: emitted {} events", 2 * per);
-    let _ = worker;
     loop {
         std::thread::park();
     }
