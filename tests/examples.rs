@@ -123,8 +123,21 @@ fn service_survives_load_and_reports_completely_on_sigint() {
         line.starts_with(&format!("load done: {requests} requests")),
         "{line}"
     );
-    // Let a snapshot be written, then interrupt.
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    // Every request is one handle_request call and one command call (Call + Return each),
+    // plus a serve_connection frame per connection (4). The workers hand their rings over when
+    // a connection ends; wait (bounded) until a snapshot shows all of it, then interrupt.
+    let expected = requests * 4 + 4 * 2;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let seen = std::fs::read_to_string(dir.join("snapshot.json"))
+            .ok()
+            .and_then(|t| cabprof::ReportData::from_json(&t).ok())
+            .map_or(0, |d| d.totals.events);
+        if seen == expected || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -142,10 +155,8 @@ fn service_survives_load_and_reports_completely_on_sigint() {
     let final_json = std::fs::read_to_string(dir.join("final.json")).unwrap();
     let data = cabprof::ReportData::from_json(&final_json).unwrap();
     assert_eq!(data.session.mode, "sampling");
-    // Every request is one handle_request call and one command call (Call + Return each),
-    // plus a serve_connection frame per connection (4): the event count is exact because the
-    // workers hand their rings over when idle.
-    assert_eq!(data.totals.events, requests * 4 + 4 * 2);
+    // The final report's event count is exact.
+    assert_eq!(data.totals.events, expected);
     let id = data
         .methods
         .iter()
