@@ -124,7 +124,8 @@ impl Options {
     }
 
     /// The full preset: five repetitions at `Size::Full`, except three workloads that stay at
-    /// `Size::Small` to keep the whole run near half an hour: `sort` and `matrix`, whose cache
+    /// `Size::Small` to keep the whole run bounded (13.5 min measured on the 2-core machine, under
+    /// load): `sort` and `matrix`, whose cache
     /// simulation at full size takes 3–6 s per concurrent run (more sequentially, times 56
     /// cells and 5 repetitions), and `interp`, whose 130 M call events at full size make a
     /// call-tree session take about 6 s.

@@ -12,10 +12,10 @@
 //!
 //! - `--smoke`: `Size::Smoke`, 1 repetition, 2 buffer sizes and 2 sampling rates (CI's check
 //!   that the harness works; seconds).
-//! - `--quick` (default): `Size::Small`, 3 repetitions, every buffer size and rate (about ten
-//!   minutes on the 2-core machine).
+//! - `--quick` (default): `Size::Small`, 3 repetitions, every buffer size and rate (2 to 5.5
+//!   minutes on the 2-core machine, depending on its load).
 //! - `--full`: 5 repetitions at `Size::Full`, except `interp`, `sort` and `matrix` at
-//!   `Size::Small` (see `Options::full`), to stay near half an hour.
+//!   `Size::Small` (see `Options::full`): about 15 minutes.
 //!
 //! Outputs in `--out` (default `docs/eval`): `fig7.csv`, `fig8.csv`, `fig10.csv`, `fig11.csv`,
 //! `costmodel.csv`, `perturbation.csv`, `pinning.csv`, `workloads.csv` and `summary.txt`.
