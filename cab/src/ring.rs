@@ -51,9 +51,7 @@
 use crate::config::{ConfigError, Mode, RingConfig};
 use crate::event::{Event, CLEAR, MAGIC};
 use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
-use crate::transport::{
-    ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport,
-};
+use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -710,30 +708,7 @@ impl Drop for Consumer {
     }
 }
 
-impl<const SAMPLING: bool> EventProducer for Producer<SAMPLING> {
-    #[inline(always)]
-    fn push(&mut self, event: Event) {
-        Producer::push(self, event)
-    }
-    fn flush(&mut self) {
-        Producer::flush(self)
-    }
-    fn close(&mut self) {
-        Producer::close(self)
-    }
-    fn stats(&self) -> ProducerStats {
-        Producer::stats(self)
-    }
-}
-
-impl EventConsumer for Consumer {
-    fn poll(&mut self, f: &mut dyn FnMut(&[u64])) -> Poll {
-        self.poll_with(f)
-    }
-    fn stats(&self) -> ConsumerStats {
-        Consumer::stats(self)
-    }
-}
+crate::transport::forward_transport_traits!(@const SAMPLING: bool; Producer<SAMPLING>, Consumer);
 
 /// The CAB design in exhaustive mode, for generic harnesses.
 pub struct Cab;

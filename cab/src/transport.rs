@@ -72,3 +72,37 @@ pub trait Transport {
     /// A new pair, or the config rule it breaks.
     fn channel(config: &RingConfig) -> Result<(Self::Producer, Self::Consumer), ConfigError>;
 }
+
+/// Implement [`EventProducer`] and [`EventConsumer`] for a design whose `Producer` and
+/// `Consumer` already have inherent `push`/`flush`/`close`/`stats` and `poll_with`/`stats`
+/// methods: the traits only forward to them, identically for every design.
+macro_rules! forward_transport_traits {
+    ($(@const $g:ident: $t:ty;)? $producer:ty, $consumer:ty) => {
+        impl$(<const $g: $t>)? $crate::transport::EventProducer for $producer {
+            #[inline(always)]
+            fn push(&mut self, event: $crate::event::Event) {
+                <$producer>::push(self, event)
+            }
+            fn flush(&mut self) {
+                <$producer>::flush(self)
+            }
+            fn close(&mut self) {
+                <$producer>::close(self)
+            }
+            fn stats(&self) -> $crate::transport::ProducerStats {
+                <$producer>::stats(self)
+            }
+        }
+
+        impl $crate::transport::EventConsumer for $consumer {
+            fn poll(&mut self, f: &mut dyn FnMut(&[u64])) -> $crate::transport::Poll {
+                self.poll_with(f)
+            }
+            fn stats(&self) -> $crate::transport::ConsumerStats {
+                <$consumer>::stats(self)
+            }
+        }
+    };
+}
+
+pub(crate) use forward_transport_traits;
