@@ -174,3 +174,33 @@ fn thread_words_switch_stacks() {
     );
     assert!(!t.is_approximate());
 }
+
+/// A node with many children (more than the sibling walk covers, so the child map answers),
+/// called in a scrambled order, with children made between lookups: every count is exact,
+/// also after merging two halves of the stream analysed separately.
+#[test]
+fn wide_nodes_count_every_child_exactly() {
+    let mut words = vec![call(0, 1)];
+    let mut expect = std::collections::HashMap::new();
+    for k in 0..2_000u32 {
+        let child = 2 + (k * 7919) % 40; // 40 children of main, in a scrambled order
+        words.push(call(1, child));
+        words.push(ret(child));
+        *expect.entry(child).or_insert(0u64) += 1;
+    }
+    words.push(ret(1));
+    let mut whole = CallingContextTree::new();
+    whole.consume(&words);
+    for (&child, &n) in &expect {
+        assert_eq!(whole.count(&ids(&[1, child])), n, "main -> {child}");
+    }
+    assert_eq!(whole.len(), 41);
+    // The same contexts from two instances that each saw whole invocations of main.
+    let mut a = CallingContextTree::new();
+    let mut b = CallingContextTree::new();
+    a.consume(&words);
+    b.consume(&words[..words.len() / 2 + 1]);
+    b.consume(&[ret(1)]);
+    a.merge(b);
+    assert_eq!(a.count(&ids(&[1])), 2);
+}

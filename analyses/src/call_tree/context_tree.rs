@@ -1,7 +1,6 @@
 //! The calling context tree; see the parent module for the contract.
 
 use cab::event::{decode, EventKind, MethodId};
-use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use crate::thread_stacks::ThreadStacks;
@@ -11,6 +10,8 @@ use crate::Analysis;
 const NONE: u32 = u32::MAX;
 /// The root node's index; its method is [`MethodId::ROOT`].
 const ROOT_NODE: u32 = 0;
+/// Siblings compared one by one before a child is looked up in the map.
+const SIBLING_SCAN: usize = 8;
 
 /// One node per distinct call path from the root, with the calls that reached it.
 ///
@@ -201,6 +202,21 @@ impl CallingContextTree {
         }
     }
 
+    /// A new child of `parent` for `method` (not among its children yet).
+    #[cold]
+    fn new_child(&mut self, parent: u32, method: MethodId) -> u32 {
+        let c = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&c| c != NONE)
+            .expect("calling context tree outgrew u32 node indices");
+        self.children.insert((parent, method), c);
+        let sibling = self.nodes[parent as usize].first_child;
+        self.nodes.push(Node::new(parent, method, sibling));
+        self.nodes[parent as usize].first_child = c;
+        self.nodes[parent as usize].last_child = c;
+        c
+    }
+
     /// The child of `parent` for `method`, made if new.
     #[inline]
     fn child(&mut self, parent: u32, method: MethodId) -> u32 {
@@ -208,22 +224,28 @@ impl CallingContextTree {
         if hint != NONE && self.nodes[hint as usize].method == method {
             return hint;
         }
-        let c = match self.children.entry((parent, method)) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                let c = u32::try_from(self.nodes.len())
-                    .ok()
-                    .filter(|&c| c != NONE)
-                    .expect("calling context tree outgrew u32 node indices");
-                e.insert(c);
-                let sibling = self.nodes[parent as usize].first_child;
-                self.nodes.push(Node::new(parent, method, sibling));
-                self.nodes[parent as usize].first_child = c;
+        // Most nodes have few children: walk the sibling list (newest first) before hashing.
+        // The map holds every child, so it is the answer when the walk is cut short.
+        let mut c = self.nodes[parent as usize].first_child;
+        let mut steps = 0;
+        while c != NONE && steps < SIBLING_SCAN {
+            if self.nodes[c as usize].method == method {
+                self.nodes[parent as usize].last_child = c;
+                return c;
+            }
+            c = self.nodes[c as usize].next_sibling;
+            steps += 1;
+        }
+        if c == NONE {
+            return self.new_child(parent, method);
+        }
+        match self.children.get(&(parent, method)) {
+            Some(&c) => {
+                self.nodes[parent as usize].last_child = c;
                 c
             }
-        };
-        self.nodes[parent as usize].last_child = c;
-        c
+            None => self.new_child(parent, method),
+        }
     }
 
     #[inline]

@@ -1,9 +1,7 @@
 //! The depth-two call-tree profile; see the parent module for the contract.
 
-use std::hash::{Hash, Hasher};
-
 use cab::event::{decode, EventKind, MethodId};
-use hashbrown::{Equivalent, HashMap};
+use hashbrown::HashTable;
 
 use crate::thread_stacks::ThreadStacks;
 use crate::Analysis;
@@ -20,10 +18,13 @@ use crate::Analysis;
 ///
 /// A pattern's key holds the invocation's whole callee list, so an invocation that makes many
 /// calls costs memory in proportion; each list is stored once however often it recurs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Each open frame hashes its callee list as the calls arrive, so a `Return` looks its pattern
+/// up without rehashing the list (one comparison of the list on a hit).
+#[derive(Clone, Debug, Default)]
 pub struct CallTreeProfile {
     /// Count per distinct (function, ordered callee list).
-    subtrees: HashMap<Subtree, u64>,
+    subtrees: HashTable<Subtree>,
     threads: ThreadStacks<OpenCalls>,
     approximate: bool,
     resyncs: u64,
@@ -50,6 +51,8 @@ struct Frame {
     /// `false` if part of this invocation may be missing (opened before the stream started,
     /// or passed through by a resynchronisation): it will not be recorded.
     complete: bool,
+    /// The running hash of `method` and the callees so far ([`seed`], [`step`]).
+    hash: u64,
 }
 
 impl OpenCalls {
@@ -62,47 +65,57 @@ impl OpenCalls {
     }
 }
 
-/// A stored pattern: `method` and the ordered methods it called directly.
+/// A stored pattern: `method`, the ordered methods it called directly, and its count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Subtree {
+    /// `finish` of the running hash: what the table is keyed by.
+    hash: u64,
     method: MethodId,
     callees: Box<[MethodId]>,
+    count: u64,
 }
 
-/// A pattern looked up without allocating; hashes exactly as [`Subtree`] does.
-struct SubtreeRef<'a> {
-    method: MethodId,
-    callees: &'a [MethodId],
+/// The running hash of a pattern starts from its method…
+#[inline]
+fn seed(method: MethodId) -> u64 {
+    (u64::from(method.get()) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-impl Hash for Subtree {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.method.hash(h);
-        (*self.callees).hash(h);
+/// …takes each callee in order…
+#[inline]
+fn step(h: u64, callee: MethodId) -> u64 {
+    (h.rotate_left(5) ^ u64::from(callee.get())).wrapping_mul(0x517C_C1B7_2722_0A95)
+}
+
+/// …and is mixed at the end (the MurmurHash3 finalizer) so every bit of it reaches the bits
+/// the table uses.
+#[inline]
+fn finish(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+fn hash_of(method: MethodId, callees: &[MethodId]) -> u64 {
+    finish(callees.iter().fold(seed(method), |h, &c| step(h, c)))
+}
+
+impl PartialEq for CallTreeProfile {
+    fn eq(&self, other: &Self) -> bool {
+        self.subtrees.len() == other.subtrees.len()
+            && self
+                .iter()
+                .all(|(m, callees, n)| other.count(m, callees) == n)
+            && self.threads == other.threads
+            && self.approximate == other.approximate
+            && self.resyncs == other.resyncs
+            && self.unmatched_returns == other.unmatched_returns
     }
 }
 
-impl Hash for SubtreeRef<'_> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.method.hash(h);
-        self.callees.hash(h);
-    }
-}
-
-impl Equivalent<Subtree> for SubtreeRef<'_> {
-    fn equivalent(&self, key: &Subtree) -> bool {
-        self.method == key.method && *self.callees == *key.callees
-    }
-}
-
-impl From<&SubtreeRef<'_>> for Subtree {
-    fn from(r: &SubtreeRef<'_>) -> Subtree {
-        Subtree {
-            method: r.method,
-            callees: r.callees.into(),
-        }
-    }
-}
+impl Eq for CallTreeProfile {}
 
 impl CallTreeProfile {
     /// An empty profile.
@@ -113,16 +126,17 @@ impl CallTreeProfile {
     /// How many recorded invocations of `method` called exactly `callees`, in that order.
     pub fn count(&self, method: MethodId, callees: &[MethodId]) -> u64 {
         self.subtrees
-            .get(&SubtreeRef { method, callees })
-            .copied()
-            .unwrap_or(0)
+            .find(hash_of(method, callees), |s| {
+                s.method == method && *s.callees == *callees
+            })
+            .map_or(0, |s| s.count)
     }
 
     /// Every pattern `(function, callees, count)`, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (MethodId, &[MethodId], u64)> + '_ {
         self.subtrees
             .iter()
-            .map(|(s, &c)| (s.method, &*s.callees, c))
+            .map(|s| (s.method, &*s.callees, s.count))
     }
 
     /// The patterns of `method`, most frequent first (ties in callee-list order).
@@ -155,7 +169,7 @@ impl CallTreeProfile {
 
     /// Recorded invocations (the sum of all pattern counts).
     pub fn total(&self) -> u64 {
-        self.subtrees.values().sum()
+        self.subtrees.iter().map(|s| s.count).sum()
     }
 
     /// Invocations of the current thread still open (their `Return` not seen yet).
@@ -192,13 +206,15 @@ impl CallTreeProfile {
             self.resync_call(caller);
         }
         let open = &mut self.threads.current;
-        if !open.frames.is_empty() {
+        if let Some(parent) = open.frames.last_mut() {
+            parent.hash = step(parent.hash, callee);
             open.callees.push(callee);
         }
         open.frames.push(Frame {
             method: callee,
             start: open.callees.len(),
             complete: true,
+            hash: seed(callee),
         });
     }
 
@@ -221,6 +237,7 @@ impl CallTreeProfile {
                         method: caller,
                         start: open.callees.len(),
                         complete: false,
+                        hash: seed(caller),
                     });
                 }
             }
@@ -234,11 +251,26 @@ impl CallTreeProfile {
             Some(&f) if f.method == callee => {
                 open.frames.pop();
                 if f.complete {
-                    let key = SubtreeRef {
-                        method: callee,
-                        callees: &open.callees[f.start..],
-                    };
-                    *self.subtrees.entry_ref(&key).or_insert(0) += 1;
+                    let callees = &open.callees[f.start..];
+                    let hash = finish(f.hash);
+                    match self
+                        .subtrees
+                        .find_mut(hash, |s| s.method == callee && *s.callees == *callees)
+                    {
+                        Some(s) => s.count += 1,
+                        None => {
+                            self.subtrees.insert_unique(
+                                hash,
+                                Subtree {
+                                    hash,
+                                    method: callee,
+                                    callees: callees.into(),
+                                    count: 1,
+                                },
+                                |s| s.hash,
+                            );
+                        }
+                    }
                 }
                 open.callees.truncate(f.start);
             }
@@ -280,8 +312,16 @@ impl Analysis for CallTreeProfile {
     }
 
     fn merge(&mut self, other: CallTreeProfile) {
-        for (s, c) in other.subtrees {
-            *self.subtrees.entry(s).or_insert(0) += c;
+        for s in other.subtrees {
+            match self
+                .subtrees
+                .find_mut(s.hash, |t| t.method == s.method && t.callees == s.callees)
+            {
+                Some(t) => t.count += s.count,
+                None => {
+                    self.subtrees.insert_unique(s.hash, s, |t| t.hash);
+                }
+            }
         }
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
