@@ -24,8 +24,9 @@
 //!   blocked producers stop waiting and count what they drop, and the report names the failure.
 //! - Sequential mode runs the analysis inline in the emitting thread (no ring), the paper's
 //!   "sequential analyzer". A thread's results are merged when it exits, or at `finish` for the
-//!   finishing thread; threads still alive at `finish` are counted in
-//!   [`Report::unmerged_threads`].
+//!   finishing thread; `finish` gives threads that have just ended (a scoped thread's `join`
+//!   returns before its thread-local destructor runs) up to 20 ms to merge, and threads still
+//!   alive after that are counted in [`Report::unmerged_threads`].
 
 use crate::config::{ConfigError, Mode, RingConfig, WORD_BYTES};
 use crate::event::Event;
@@ -568,15 +569,15 @@ trait Hub: Send + Sync {
     fn attach_ring(&self, thread: String) -> Sink;
     /// A sequential-mode inline analysis for a new thread.
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
-    /// A sequential thread ended (or the session is finishing on it): merge its results.
-    fn retire_inline(&self, sink: Box<dyn InlineSink>);
 }
 
 /// A sequential-mode analysis instance living in a thread-local.
 trait InlineSink {
     fn consume(&mut self, words: &[u64]);
-    fn key(&self) -> u64;
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+    /// The thread ended (or the session is finishing on it): merge its results into its
+    /// session's, which it holds a handle to, so this works even after the session has
+    /// stopped taking new threads.
+    fn retire(self: Box<Self>);
 }
 
 /// A thread's connection to the session. Producers are heap-allocated and held by raw
@@ -694,10 +695,7 @@ impl Local {
             f.ring.set(std::ptr::null_mut());
         });
         if let Some(inline) = self.inline.take() {
-            let hub = HUB.lock().clone();
-            if let Some(hub) = hub.filter(|h| h.key() == inline.key()) {
-                hub.retire_inline(inline);
-            }
+            inline.retire();
         }
         // Dropping a producer closes it: the analyzer drains the ring and frees it.
         self.sink = Sink::None;
@@ -1264,8 +1262,7 @@ struct Core<A: RingAnalysis> {
     handles: Mutex<Vec<JoinHandle<AnalyzerOutput<A>>>>,
     next: AtomicUsize,
     /// Sequential mode: merged results of retired threads.
-    inline_done: Mutex<(Option<A>, Vec<ThreadStats>)>,
-    inline_live: AtomicUsize,
+    inline: Arc<InlineDone<A>>,
     started: Instant,
     finished: AtomicBool,
     /// Panics caught in analyzer threads.
@@ -1278,7 +1275,14 @@ struct InlineAnalysis<A> {
     analysis: A,
     events: u64,
     thread: String,
-    key: u64,
+    done: Arc<InlineDone<A>>,
+}
+
+/// Sequential mode: the merged results of threads that have ended, and how many inline
+/// analyses are still live (not yet merged).
+struct InlineDone<A> {
+    merged: Mutex<(Option<A>, Vec<ThreadStats>)>,
+    live: AtomicUsize,
 }
 
 impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
@@ -1287,11 +1291,26 @@ impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
         self.events += words.len() as u64;
         self.analysis.consume(words);
     }
-    fn key(&self) -> u64 {
-        self.key
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
-        self
+    fn retire(self: Box<Self>) {
+        let inline = *self;
+        let mut merged = inline.done.merged.lock();
+        push_thread(
+            &mut merged.1,
+            ThreadStats {
+                thread: inline.thread,
+                threads: 1,
+                events: inline.events,
+                analyzed: inline.events,
+                rate: 1.0,
+                ..Default::default()
+            },
+        );
+        match &mut merged.0 {
+            Some(a) => a.merge(inline.analysis),
+            None => merged.0 = Some(inline.analysis),
+        }
+        // Under the lock: `finish` waits for zero, then locks, and so sees this merge.
+        inline.done.live.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -1354,37 +1373,13 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
-        self.inline_live.fetch_add(1, Ordering::Relaxed);
+        self.inline.live.fetch_add(1, Ordering::Relaxed);
         Box::new(InlineAnalysis {
             analysis: (self.factory)(),
             events: 0,
             thread,
-            key: self.key,
+            done: self.inline.clone(),
         })
-    }
-
-    fn retire_inline(&self, sink: Box<dyn InlineSink>) {
-        let Ok(inline) = sink.into_any().downcast::<InlineAnalysis<A>>() else {
-            return;
-        };
-        let inline = *inline;
-        self.inline_live.fetch_sub(1, Ordering::Relaxed);
-        let mut done = self.inline_done.lock();
-        push_thread(
-            &mut done.1,
-            ThreadStats {
-                thread: inline.thread,
-                threads: 1,
-                events: inline.events,
-                analyzed: inline.events,
-                rate: 1.0,
-                ..Default::default()
-            },
-        );
-        match &mut done.0 {
-            Some(a) => a.merge(inline.analysis),
-            None => done.0 = Some(inline.analysis),
-        }
     }
 }
 
@@ -1546,8 +1541,10 @@ impl<A: RingAnalysis> Session<A> {
             analyzers,
             handles: Mutex::new(handles),
             next: AtomicUsize::new(0),
-            inline_done: Mutex::new((None, Vec::new())),
-            inline_live: AtomicUsize::new(0),
+            inline: Arc::new(InlineDone {
+                merged: Mutex::new((None, Vec::new())),
+                live: AtomicUsize::new(0),
+            }),
             started: Instant::now(),
             finished: AtomicBool::new(false),
             failures: Mutex::new(Vec::new()),
@@ -1708,7 +1705,7 @@ impl<A: RingAnalysis + Clone> Core<A> {
             }
         }
         {
-            let done = self.inline_done.lock();
+            let done = self.inline.merged.lock();
             if let Some(a) = &done.0 {
                 analysis.merge(a.clone());
             }
@@ -1756,7 +1753,7 @@ impl<A: RingAnalysis> Core<A> {
             threads,
             totals: ThreadStats::default(),
             analyzer_failures: self.failures.lock().clone(),
-            unmerged_threads: self.inline_live.load(Ordering::Relaxed),
+            unmerged_threads: self.inline.live.load(Ordering::Acquire),
             in_flight: 0,
             elapsed: self.started.elapsed(),
         };
@@ -1780,7 +1777,7 @@ impl<A: RingAnalysis> Core<A> {
             if let Ok(mut local) = local.try_borrow_mut() {
                 if local.key == self.key {
                     if let Some(inline) = local.inline.take() {
-                        self.retire_inline(inline);
+                        inline.retire();
                     }
                     // A producer of this thread: close it so its tail is published.
                     local.retire();
@@ -1816,8 +1813,15 @@ impl<A: RingAnalysis> Core<A> {
                 }
             }
         }
+        // Sequential mode: a thread that has just ended may not have run its thread-local
+        // destructor yet, which merges its inline results (a scoped thread's `join` returns
+        // before it does). Give such threads a moment; threads still running are reported.
+        let deadline = Instant::now() + INLINE_EXIT_GRACE;
+        while self.inline.live.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
         {
-            let mut done = self.inline_done.lock();
+            let mut done = self.inline.merged.lock();
             if let Some(a) = done.0.take() {
                 analysis.merge(a);
             }
@@ -1829,6 +1833,10 @@ impl<A: RingAnalysis> Core<A> {
         Some(self.report(analysis, threads))
     }
 }
+
+/// How long `finish` waits for sequential-mode threads that have ended to merge their
+/// results from their thread-local destructors.
+const INLINE_EXIT_GRACE: Duration = Duration::from_millis(20);
 
 /// Bytes per event word, for sizing in reports.
 pub const EVENT_BYTES: usize = WORD_BYTES;

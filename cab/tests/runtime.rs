@@ -133,6 +133,33 @@ fn sequential_mode_gives_the_same_totals() {
     assert_eq!(r.threads.len(), 5);
 }
 
+/// Regression: a scoped thread's `join` returns before its thread-local destructors run, and
+/// in sequential mode that destructor merges the thread's inline results. `finish` right after
+/// `scope` used to miss a worker now and then (`unmerged_threads = 1`, counts short).
+#[test]
+fn sequential_mode_merges_scoped_threads_that_just_ended() {
+    let _g = serial();
+    for round in 0..20 {
+        let s = small()
+            .mode(RunMode::Sequential)
+            .start(Count::default)
+            .unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..4u64 {
+                scope.spawn(move || {
+                    for i in 0..1_000 {
+                        emit(Event::marker(t * 1_000 + i + 1).unwrap());
+                    }
+                });
+            }
+        });
+        let r = s.finish();
+        assert_eq!(r.unmerged_threads, 0, "round {round}");
+        assert_eq!(r.analysis.n, 4_000, "round {round}");
+        assert_eq!(r.analysis.sum, (1..=4_000u64).sum::<u64>(), "round {round}");
+    }
+}
+
 #[test]
 fn sampling_mode_never_blocks_and_counts() {
     let _g = serial();
