@@ -1,9 +1,14 @@
 //! Render the evaluation's CSV files (written by the `evaluate` example) as SVG plots, next to
-//! them: `fig7.svg`, `fig8.svg`, `fig10.svg`, `fig11.svg`, `costmodel.svg`, `perturbation.svg`.
+//! them: `fig7.svg`, `fig8.svg`, `fig10.svg`, `fig11.svg`, `costmodel.svg`, `perturbation.svg`;
+//! then regenerate the data tables of the evaluation page (`--page`, default
+//! `DIR/../EVALUATION.md`) between their `<!-- table:NAME -->` markers (`plot_support/tables.rs`).
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example plot -- docs/eval
+//! cargo run --release -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
+
+#[path = "plot_support/tables.rs"]
+mod tables;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -652,11 +657,26 @@ fn perturbation(dir: &Path) -> Res<PathBuf> {
 }
 
 fn main() {
-    let dir = PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .unwrap_or_else(|| "docs/eval".into()),
-    );
+    let mut dir = None;
+    let mut page = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--page" => match args.next() {
+                Some(p) => page = Some(PathBuf::from(p)),
+                None => {
+                    eprintln!("plot: --page needs a path");
+                    std::process::exit(2);
+                }
+            },
+            _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
+            _ => {
+                eprintln!("plot: unexpected argument `{a}`; usage: plot [DIR] [--page PATH]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let dir = dir.unwrap_or_else(|| PathBuf::from("docs/eval"));
     let mut failed = false;
     type Plot = fn(&Path) -> Res<PathBuf>;
     let plots: [(&str, Plot); 6] = [
@@ -675,6 +695,27 @@ fn main() {
                 failed = true;
             }
         }
+    }
+    // The page's tables. Without `--page`, a directory with no page beside it (a scratch run)
+    // only gets its plots.
+    let explicit = page.is_some();
+    let page = page.unwrap_or_else(|| dir.join("..").join("EVALUATION.md"));
+    if explicit || page.exists() {
+        match tables::rewrite_page(&page, &dir) {
+            Ok(o) => eprintln!(
+                "{} {} ({} tables: {})",
+                if o.changed { "wrote" } else { "unchanged:" },
+                page.display(),
+                o.tables.len(),
+                o.tables.join(", ")
+            ),
+            Err(e) => {
+                eprintln!("plot: tables: {e}");
+                failed = true;
+            }
+        }
+    } else {
+        eprintln!("no page at {}; tables not written", page.display());
     }
     if failed {
         std::process::exit(1);
