@@ -18,8 +18,15 @@
 //!   If the consumer is dropped (its thread died), a blocked producer stops waiting, drops the
 //!   event and counts it: a dead analyzer never deadlocks the application.
 //! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full. The consumer reads a
-//!   fraction of each chunk in cache-line bursts and clears only the chunk's first slot. Chunks
-//!   the producer overwrote first are counted in [`ConsumerStats::chunks_lapped`].
+//!   fraction of each chunk in cache-line bursts, then *arms* the chunk's first slot: it writes
+//!   `MAGIC` there (the paper clears it). The producer's fast path already leaves on `MAGIC`,
+//!   so an armed slot costs it nothing extra: its slow path tells the armed first slot from the
+//!   end-of-ring `MAGIC`, publishes its absolute position (a *beacon*), writes the event over
+//!   it and goes on. The consumer opens a chunk once a beacon, a wrap or a flush shows the
+//!   producer two chunks past it, so it always knows where the producer is to within a chunk,
+//!   even after being lapped, and never mistakes a stale word for a fresh one. Chunks the
+//!   producer overwrote first are counted in [`ConsumerStats::chunks_lapped`]; `CLEAR` and
+//!   `MAGIC` are never delivered.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll`] returns [`Poll::Closed`].
 //!
@@ -77,9 +84,10 @@ struct Shared {
     published: CachePadded<AtomicU64>,
     /// Set (after the final `published`) when the producer is closed or dropped.
     closed: AtomicBool,
-    /// Times the producer has wrapped from `MAGIC` to slot 0. Lets a sampling consumer see
-    /// that it was lapped.
-    wraps: CachePadded<AtomicU64>,
+    /// A lower bound on the producer's absolute position (events ever written: every slot
+    /// before it is written; the producer may be writing the slot at it). Stored at each wrap
+    /// and, in sampling mode, at each armed chunk start (a beacon). Only grows.
+    reached: CachePadded<AtomicU64>,
     /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
     consumer_alive: AtomicBool,
     /// The producer's slow-path counters, mirrored here (single writer, Relaxed) so the
@@ -153,13 +161,19 @@ fn make<const SAMPLING: bool>(
     let chunk = config.chunk_slots();
     let slots = zeroed_slots(capacity + 1);
     slots[capacity].store(MAGIC, Ordering::Relaxed);
+    if SAMPLING {
+        // Arm every chunk's first slot: the first lap publishes its position chunk by chunk.
+        for start in (0..capacity).step_by(chunk) {
+            slots[start].store(MAGIC, Ordering::Relaxed);
+        }
+    }
     let shared = Arc::new(Shared {
         slots,
         capacity,
         chunk,
         published: CachePadded::new(AtomicU64::new(0)),
         closed: AtomicBool::new(false),
-        wraps: CachePadded::new(AtomicU64::new(0)),
+        reached: CachePadded::new(AtomicU64::new(0)),
         consumer_alive: AtomicBool::new(true),
         counters: CachePadded::new(ProducerCounters {
             blocks: AtomicU64::new(0),
@@ -188,11 +202,6 @@ fn make<const SAMPLING: bool>(
         rate,
         burst,
         scratch: if sampling { vec![0; burst] } else { Vec::new() },
-        cleared: if sampling {
-            vec![0; capacity / chunk]
-        } else {
-            Vec::new()
-        },
         stats: ConsumerStats::default(),
     };
     Ok((producer, consumer))
@@ -249,8 +258,8 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         }
     }
 
-    /// The exceptional cases of `push`: wrap on `MAGIC`, wait on a full ring (paper Fig. 3b),
-    /// drop and count if the consumer is gone.
+    /// The exceptional cases of `push`: wrap on `MAGIC`, publish at an armed chunk start
+    /// (sampling), wait on a full ring (paper Fig. 3b), drop and count if the consumer is gone.
     #[cold]
     #[inline(never)]
     fn push_slow(&mut self, word: u64) {
@@ -259,13 +268,21 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             // SAFETY: as in `push`, the cursor is inside the slots.
             let slot = unsafe { &*self.cursor };
             let seen = slot.load(Ordering::Acquire);
-            if seen == MAGIC {
+            if seen == MAGIC && (!SAMPLING || self.index() == self.shared.capacity) {
                 self.cursor = self.base;
                 self.wraps += 1;
-                // Release: a sampling consumer that reads the new wrap count must also see the
-                // slots written before it (it only uses the count to skip laps, not to read).
-                self.shared.wraps.store(self.wraps, Ordering::Release);
+                // Release: a consumer that reads this position also sees every slot before it.
+                self.shared
+                    .reached
+                    .store(self.wraps * self.shared.capacity as u64, Ordering::Release);
                 continue;
+            }
+            if SAMPLING && seen == MAGIC {
+                // A chunk start the consumer armed: say where we are (Release: every slot
+                // before this one is visible to a consumer that reads it), then write over it.
+                self.shared
+                    .reached
+                    .store(self.position(), Ordering::Release);
             }
             if seen == CLEAR || SAMPLING {
                 slot.store(word, Ordering::Release);
@@ -400,10 +417,6 @@ pub struct Consumer {
     /// Sampling bursts are copied here: the producer may overwrite a chunk while it is read,
     /// so handing out a view of the ring itself would be a data race. Empty when exhaustive.
     scratch: Vec<u64>,
-    /// Sampling: for each chunk, one more than the lap in which this consumer last cleared its
-    /// first slot (0: never, the slot is still as allocated). A gate in lap `l` can be trusted
-    /// only if its chunk was cleared in lap `l - 1`; otherwise it may hold a stale word.
-    cleared: Vec<u64>,
     stats: ConsumerStats,
 }
 
@@ -450,16 +463,15 @@ impl Consumer {
 
     /// Sampling mode (paper Fig. 5b), made safe against a producer that laps the consumer:
     ///
-    /// - The producer's position is at least `lower` (its last wrap or flush). If that is more
-    ///   than a whole ring past `pos`, the slot at `pos` was overwritten: whole laps are
-    ///   skipped (ring indices unchanged) and counted as lapped. Counts are a lower bound: the
-    ///   producer may be up to a lap further than `lower` shows.
-    /// - A chunk is ready when its gate (the first slot two chunks on) is known to be written
-    ///   in the gate's own lap: either `lower` is past it, or the slot is non-`CLEAR` and this
-    ///   consumer cleared it during the previous lap (`cleared`), so it cannot be stale.
-    /// - After reading, the chunk was overwritten meanwhile if the producer wrapped twice
-    ///   since the chunk's lap, or rewrote the chunk's first slot (the compare-exchange that
-    ///   clears it fails): counted as lapped. `CLEAR` words are never delivered.
+    /// - The producer's position is at least `lower`: the last beacon, wrap or flush. If that
+    ///   is more than a whole ring past `pos`, the slot at `pos` was overwritten: whole laps are
+    ///   skipped (ring indices unchanged), counted as lapped, and every chunk start the
+    ///   producer has not reached is armed again so its position is known from then on.
+    /// - A chunk is ready when `lower` is two chunks past its start. No slot's content is
+    ///   trusted to say so: a slot may hold a word of any earlier lap.
+    /// - After reading, the chunk may have been overwritten meanwhile if the producer is known
+    ///   to have reached it again, or rewrote its first slot (the compare-exchange that arms
+    ///   it fails): counted as lapped. `CLEAR` and `MAGIC` words are never delivered.
     /// - After close, nothing past the producer's final position is read.
     fn poll_sampling(&mut self, f: &mut impl FnMut(&[u64])) -> Poll {
         let sh = &*self.shared;
@@ -467,22 +479,19 @@ impl Consumer {
         let chunks = (sh.capacity / sh.chunk) as u64;
         let closed = sh.closed.load(Ordering::Acquire);
         let published = sh.published.load(Ordering::Acquire);
-        let lower = (sh.wraps.load(Ordering::Acquire) * cap).max(published);
+        let lower = sh.reached.load(Ordering::Acquire).max(published);
         if lower > self.pos + cap {
             let skipped = (lower - self.pos - cap).div_ceil(cap);
             self.pos += skipped * cap;
             self.stats.chunks_lapped += skipped * chunks;
+            self.arm_ahead_of(lower);
         }
+        let sh = &*self.shared;
         let idx = (self.pos % cap) as usize;
         let start = idx - idx % sh.chunk;
         let chunk_start = self.pos - (idx - start) as u64; // absolute
         let chunk_end = chunk_start + sh.chunk as u64;
-        let gate_abs = chunk_start + 2 * sh.chunk as u64;
-        let gate = (gate_abs % cap) as usize;
-        let gate_trusted = self.cleared[gate / sh.chunk] == gate_abs / cap;
-        let passed =
-            lower >= gate_abs || (gate_trusted && sh.slot(gate).load(Ordering::Acquire) != CLEAR);
-        let mut end = if passed {
+        let mut end = if lower >= chunk_start + 2 * sh.chunk as u64 {
             chunk_end
         } else if published > self.pos {
             published.min(chunk_end)
@@ -496,11 +505,31 @@ impl Consumer {
         }
         let len = (end - self.pos) as usize;
         self.stats.chunks += 1;
-        let lap = chunk_start / cap;
-        let delivered = self.sample(idx, start, len, lap, f);
+        let delivered = self.sample(idx, start, len, f);
         self.pos = end;
         self.stats.delivered += delivered as u64;
         Poll::Consumed(delivered)
+    }
+
+    /// Sampling, after a lap skip: arm the first slot of every chunk the producer has not
+    /// reached as far as `lower` shows (those from `pos` on are still to be read, and are
+    /// armed after reading). A chunk start the producer reaches meanwhile may lose its event
+    /// to the arming; nothing worse.
+    fn arm_ahead_of(&self, lower: u64) {
+        let sh = &*self.shared;
+        let cap = sh.capacity as u64;
+        let chunk = sh.chunk as u64;
+        let first = self.pos - self.pos % chunk;
+        for k in 0..cap / chunk {
+            let at = first + k * chunk; // absolute start of the k-th chunk from `pos` on
+            if at >= lower {
+                let slot = sh.slot((at % cap) as usize);
+                let seen = slot.load(Ordering::Acquire);
+                if seen != MAGIC {
+                    let _ = slot.compare_exchange(seen, MAGIC, Ordering::AcqRel, Ordering::Acquire);
+                }
+            }
+        }
     }
 
     /// Exhaustive: hand out slots `idx .. idx + len` and clear them.
@@ -536,21 +565,18 @@ impl Consumer {
         len
     }
 
-    /// Sampling: read `rate` of slots `idx .. idx + len` in bursts, then clear the chunk's first
-    /// slot so its refill can be told from stale data (paper Fig. 5b). If the producer rewrote
-    /// the first slot meanwhile, the chunk was lapped while read; that is counted.
+    /// Sampling: read `rate` of slots `idx .. idx + len` in bursts, then arm the chunk's first
+    /// slot (write `MAGIC`) so the producer's next pass publishes its position there. If the
+    /// producer rewrote the first slot meanwhile, or is known to have written past the first
+    /// slot read, one lap on, the chunk was lapped while read; that is counted.
     fn sample(
         &mut self,
         idx: usize,
         start: usize,
         len: usize,
-        lap: u64,
         f: &mut impl FnMut(&[u64]),
     ) -> usize {
         let sh = &*self.shared;
-        // A producer that has wrapped past this lap has written (or is writing) ring slot 0
-        // of the next one: a chunk starting there may already hold the next lap's words.
-        let start_overwritten = start == 0 && sh.wraps.load(Ordering::Acquire) > lap;
         let first = sh.slot(start).load(Ordering::Acquire);
         let want = (self.rate * len as f64).round() as usize;
         let most = len.div_ceil(self.burst);
@@ -579,7 +605,7 @@ impl Consumer {
                 // producer's earlier store to the chunk's first slot is visible to the
                 // compare_exchange below, which then fails and counts the lap.
                 let w = sh.slot(idx + from + k).load(Ordering::Acquire);
-                if w != CLEAR {
+                if w != CLEAR && w != MAGIC {
                     self.scratch[kept] = w;
                     kept += 1;
                 }
@@ -589,27 +615,21 @@ impl Consumer {
                 delivered += kept;
             }
         }
-        let chunk = start / sh.chunk;
-        let rewrapped = sh.wraps.load(Ordering::Acquire) >= lap + 2;
-        if idx == start && start_overwritten {
-            // Do not clear a word that may be the next lap's: it opens that lap's gate.
-            self.stats.chunks_lapped += 1;
-            self.cleared[chunk] = lap + 1;
-        } else if idx == start {
-            // Clear the first slot so its refill can be told from stale data (paper Fig. 5b);
-            // if the producer rewrote it meanwhile, the CAS fails and leaves the new word,
-            // which then rightly opens the gate for the next lap.
-            let rewritten = first == CLEAR
-                || sh
-                    .slot(start)
-                    .compare_exchange(first, CLEAR, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err();
-            if rewritten || rewrapped {
-                self.stats.chunks_lapped += 1;
-            }
-            // Either way the first slot now holds CLEAR or a word of lap + 1.
-            self.cleared[chunk] = lap + 1;
-        } else if rewrapped {
+        // The producer is known to have reached the first slot read here, one lap on:
+        // `reached` is stored just before the slot at it is written, while a flush at
+        // `published` promises only the slots before it.
+        let next_lap = self.pos + sh.capacity as u64;
+        let mut lapped = sh.reached.load(Ordering::Acquire) >= next_lap
+            || sh.published.load(Ordering::Acquire) > next_lap;
+        if idx == start && first != MAGIC {
+            // Arm the first slot; if the producer rewrote it meanwhile the exchange fails and
+            // leaves its word (the producer has passed; the chunk was lapped).
+            lapped |= sh
+                .slot(start)
+                .compare_exchange(first, MAGIC, Ordering::AcqRel, Ordering::Acquire)
+                .is_err();
+        }
+        if lapped {
             self.stats.chunks_lapped += 1;
         }
         delivered
@@ -654,7 +674,7 @@ impl Consumer {
     pub fn producer_stats(&self) -> ProducerStats {
         let c = &self.shared.counters;
         let pushed = if self.sampling {
-            (self.shared.wraps.load(Ordering::Acquire) * self.shared.capacity as u64)
+            (self.shared.reached.load(Ordering::Acquire))
                 .max(self.shared.published.load(Ordering::Acquire))
         } else {
             self.stats.delivered

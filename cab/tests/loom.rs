@@ -9,10 +9,10 @@
 //! Under `cfg(loom)`, `cab::sync` swaps every atomic, fence and spin hint for loom's, so these
 //! models check the same source the library ships. The rings are the smallest allowed (4 chunks
 //! of 64 bytes: 32 events, 8 per chunk) and the event counts small: loom's state space grows
-//! exponentially with both. The preemption bound is 3 (the whole file takes about 80 s
+//! exponentially with both. The preemption bound is 3 (the whole file takes about 8 minutes
 //! optimized on 2 cores; bound 2 about 5 s); `LOOM_PREEMPTIONS=<n>` overrides it.
 
-use cab::event::{decode, Event, EventKind, CLEAR};
+use cab::event::{decode, Event, EventKind};
 use cab::fastforward::FastForward;
 use cab::nway::NWay;
 use cab::ring::{self, Cab};
@@ -136,22 +136,14 @@ fn is_pushed(word: u64) -> bool {
 /// Loom once found a schedule where the consumer, exactly one lap behind, cleared the next
 /// lap's first event and later delivered that `CLEAR` slot (reproduced deterministically by
 /// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in ring.rs.
+/// Since the consumer arms chunk starts with `MAGIC` and the producer publishes its position
+/// there, this model also covers the arming compare-exchange racing the producer's writes and
+/// its beacon stores (about 5 minutes optimized on 2 cores).
 #[test]
 fn cab_sampling_wrap_delivers_only_pushed_events() {
     model(|| {
         for w in sampling_wrap() {
             assert!(is_pushed(w), "delivered {w:#x}, never pushed");
-        }
-    });
-}
-
-/// (c') The same model, tolerating only that known `CLEAR`: no panic, no `MAGIC`, no word from
-/// outside the ring's events, no torn word, in any explored schedule.
-#[test]
-fn cab_sampling_wrap_delivers_nothing_worse_than_the_known_clear() {
-    model(|| {
-        for w in sampling_wrap() {
-            assert!(w == CLEAR || is_pushed(w), "delivered {w:#x}, never pushed");
         }
     });
 }
