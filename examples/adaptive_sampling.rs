@@ -47,7 +47,7 @@ fn main() {
         20_000_000
     };
     let exact = run(Session::builder(), calls);
-    println!("{calls} calls; error = mean |actual - sampled/rate| / actual over method counts / call-graph edges");
+    println!("{calls} calls; error = mean |actual - sampled/analyzed fraction| / actual over method counts / call-graph edges");
     for (name, adaptive) in [("fixed 50%", false), ("adaptive from 50%", true)] {
         let d = run(
             Session::builder().mode(RunMode::Sampling {
@@ -59,10 +59,10 @@ fn main() {
         );
         let e = d.sampling_error(&exact);
         println!(
-            "{name:<18} chunks lapped {:>6}  rate used {:>7.4}  analyzed {:>5.1}%  error: method count {:>6.2}%  call graph {:>6.2}%",
+            "{name:<18} chunks lapped {:>6}  rate at the end {:>7.4}  analyzed {:>5.1}%  error: method count {:>6.2}%  call graph {:>6.2}%",
             d.totals.chunks_lapped,
             d.session.rate_used,
-            100.0 * d.totals.analyzed as f64 / d.totals.events.max(1) as f64,
+            100.0 * d.estimate_rate(),
             100.0 * e.method_count.unwrap_or(f64::NAN),
             100.0 * e.call_graph.unwrap_or(f64::NAN)
         );

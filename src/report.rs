@@ -10,6 +10,9 @@
 //!   "session": { "mode": "exhaustive" | "sampling" | "sequential",
 //!                "sampling_rate": f64,   // configured (1.0 unless sampling)
 //!                "rate_used": f64,       // in force at the end (adaptive sampling may lower it)
+//!                "rate_effective": f64,  // events analyzed / events emitted (sampling; 1.0
+//!                                        // otherwise); estimates divide by it. Absent in
+//!                                        // older files: read as 0, meaning use rate_used
 //!                "buffer_bytes": u64, "chunk_bytes": u64, "elapsed_s": f64 },
 //!   "totals": Counters,                  // sum over threads
 //!   "threads": [ Counters ],             // one per application thread (capped, see runtime)
@@ -35,7 +38,10 @@
 //! ```
 //!
 //! Counts are stored as analyzed. In sampling mode the text rendering shows estimates
-//! (count / `rate_used`) and marks them; tools should do the same.
+//! (count / `rate_effective`, see [`ReportData::estimate_rate`]) and marks them; tools should
+//! do the same. The fraction actually analyzed, not the configured rate, is the right divisor:
+//! it accounts for chunks the producer overwrote first, for the rate changes of adaptive
+//! sampling, and for bursts rounding the rate up within a chunk.
 
 use crate::profile::AnalysisSet;
 use analyses::{MethodId, Policy};
@@ -124,6 +130,10 @@ pub struct SessionInfo {
     pub mode: String,
     pub sampling_rate: f64,
     pub rate_used: f64,
+    /// Events analyzed / events emitted over all threads (sampling), 1.0 otherwise; 0.0 when
+    /// read from a file that predates the field.
+    #[serde(default)]
+    pub rate_effective: f64,
     pub buffer_bytes: u64,
     pub chunk_bytes: u64,
     pub elapsed_s: f64,
@@ -429,6 +439,13 @@ impl ReportData {
                 mode: mode.into(),
                 sampling_rate,
                 rate_used: r.rate_used,
+                rate_effective: match r.mode {
+                    RunMode::Sampling { .. } if r.totals.events > 0 => {
+                        r.totals.analyzed as f64 / r.totals.events as f64
+                    }
+                    RunMode::Sampling { .. } => r.rate_used,
+                    _ => 1.0,
+                },
                 buffer_bytes: r.ring.buffer_bytes as u64,
                 chunk_bytes: r.ring.chunk_bytes as u64,
                 elapsed_s: r.elapsed.as_secs_f64(),
@@ -489,10 +506,26 @@ impl ReportData {
         self.session.mode == "sampling"
     }
 
+    /// What sampled counts are divided by to estimate the full counts: the fraction of events
+    /// analyzed (`rate_effective`), or `rate_used` for a file without it; 1.0 when not
+    /// sampling or nothing is known.
+    pub fn estimate_rate(&self) -> f64 {
+        let s = &self.session;
+        if !self.sampling() {
+            1.0
+        } else if s.rate_effective > 0.0 {
+            s.rate_effective
+        } else if s.rate_used > 0.0 {
+            s.rate_used
+        } else {
+            1.0
+        }
+    }
+
     /// A count as shown: exact, or estimated from a sample.
     fn shown(&self, count: u64) -> String {
-        if self.sampling() && self.session.rate_used > 0.0 {
-            format!("~{:.0}", count as f64 / self.session.rate_used)
+        if self.sampling() {
+            format!("~{:.0}", count as f64 / self.estimate_rate())
         } else {
             count.to_string()
         }
@@ -509,9 +542,10 @@ impl ReportData {
             s.mode,
             if self.sampling() {
                 format!(
-                    " (rate {:.2}%, used {:.2}%)",
+                    " (rate {:.2}%, used {:.2}%, analyzed {:.2}% of events)",
                     s.sampling_rate * 100.0,
-                    s.rate_used * 100.0
+                    s.rate_used * 100.0,
+                    self.estimate_rate() * 100.0
                 )
             } else {
                 String::new()
@@ -786,16 +820,12 @@ pub struct SamplingError {
 }
 
 impl ReportData {
-    /// Compare this sampled report with `exact` (an exhaustive run of the same workload), at
-    /// this report's `rate_used`.
+    /// Compare this sampled report with `exact` (an exhaustive run of the same workload),
+    /// estimating full counts with [`estimate_rate`](Self::estimate_rate).
     pub fn sampling_error(&self, exact: &ReportData) -> SamplingError {
         use analyses::sampling::error_rate;
         use hashbrown::HashMap;
-        let rate = if self.session.rate_used > 0.0 {
-            self.session.rate_used
-        } else {
-            1.0
-        };
+        let rate = self.estimate_rate();
         fn err<K: Eq + std::hash::Hash>(
             a: Option<HashMap<K, u64>>,
             b: Option<HashMap<K, u64>>,
@@ -842,6 +872,7 @@ impl ReportData {
             mode: String::new(),
             sampling_rate: 0.0,
             rate_used: 0.0,
+            rate_effective: 0.0,
             buffer_bytes: 0,
             chunk_bytes: 0,
             elapsed_s: 0.0,

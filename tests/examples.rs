@@ -170,7 +170,7 @@ fn service_survives_load_and_reports_completely_on_sigint() {
         .iter()
         .find(|e| e.method == id)
         .map_or(0, |e| e.count);
-    let estimate = sampled as f64 / data.session.rate_used;
+    let estimate = sampled as f64 / data.estimate_rate();
     assert!(
         (estimate - requests as f64).abs() < 0.5 * requests as f64,
         "estimated {estimate} handle_request calls for {requests} requests"

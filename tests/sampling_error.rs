@@ -47,6 +47,8 @@ fn five_percent_sampling_is_within_three_percent() {
         (analyzed - 0.05).abs() < 0.005,
         "analyzed fraction {analyzed}"
     );
+    assert_eq!(sampled.session.rate_effective, analyzed);
+    assert_eq!(sampled.estimate_rate(), analyzed);
     let err = sampled.sampling_error(&exact);
     let (mc, cg) = (err.method_count.unwrap(), err.call_graph.unwrap());
     println!(
@@ -58,6 +60,18 @@ fn five_percent_sampling_is_within_three_percent() {
     assert!(cg < 0.03, "call-graph error {cg}");
     // And the error helper is not trivially zero: a wrong rate gives a large error.
     let mut wrong = sampled.clone();
+    wrong.session.rate_effective = 0.10;
+    assert!(wrong.sampling_error(&exact).method_count.unwrap() > 0.4);
+    // A report file written before `rate_effective` existed still parses, and its estimates
+    // fall back to `rate_used`.
+    let json = sampled.json();
+    let field = format!("\"rate_effective\": {}", sampled.session.rate_effective);
+    assert!(json.contains(&field), "{json}");
+    let old = cabprof::ReportData::from_json(&json.replace(&field, "\"_gone\": 0")).unwrap();
+    assert_eq!(old.session.rate_effective, 0.0);
+    assert_eq!(old.estimate_rate(), 0.05);
+    let mut wrong = sampled.clone();
     wrong.session.rate_used = 0.10;
+    wrong.session.rate_effective = 0.10;
     assert!(wrong.sampling_error(&exact).method_count.unwrap() > 0.4);
 }

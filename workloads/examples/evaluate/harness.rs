@@ -1197,8 +1197,8 @@ fn error_of(sampled: &ReportData, exact: &ReportData, a: Analysis) -> f64 {
 /// rate, which weighs a once-seen edge like the hottest one, this says how much of the
 /// profile's mass the estimate misplaces.
 fn weighted_error_of(sampled: &ReportData, exact: &ReportData, a: Analysis) -> f64 {
-    let rate = sampled.session.rate_used;
-    if rate <= 0.0 {
+    let rate = sampled.estimate_rate();
+    if sampled.session.rate_used <= 0.0 {
         return f64::NAN;
     }
     let entries = |d: &ReportData| -> HashMap<(u32, u32), u64> {
