@@ -76,3 +76,46 @@ fn hottest_decoded_asks_the_decoder() {
     assert_eq!(hot[2].method, m(2));
     assert_eq!(hot[2].steps, None);
 }
+
+/// Small method ids and path numbers are counted in a dense table, the rest in a hash table;
+/// whatever the mix, counts, totals, the listing and merges agree with a plain map.
+mod dense_and_sparse {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn ids() -> impl Strategy<Value = (u32, u32)> {
+        prop_oneof![
+            (0u32..40, 0u32..64),               // dense
+            (0u32..40, 4_000u32..5_000),        // paths past the dense rows
+            (4_090u32..4_200, 0u32..8),         // methods past the dense table
+            (0u32..(1 << 30), 0u32..(1 << 30)), // anything an event can carry
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_map(events in proptest::collection::vec(ids(), 0..400), cut in 0usize..400) {
+            let words: Vec<u64> = events.iter().map(|&(m, p)| path(m, p)).collect();
+            let mut expect: HashMap<(MethodId, u32), u64> = HashMap::new();
+            for &(m_, p) in &events {
+                *expect.entry((m(m_), p)).or_insert(0) += 1;
+            }
+            let mut whole = PathProfile::new();
+            whole.consume(&words);
+            prop_assert_eq!(whole.len(), expect.len());
+            prop_assert_eq!(whole.total(), events.len() as u64);
+            for (&(method, p), &n) in &expect {
+                prop_assert_eq!(whole.count(method, p), n);
+            }
+            let listed: HashMap<(MethodId, u32), u64> = whole.paths().into_iter().collect();
+            prop_assert_eq!(&listed, &expect);
+            let cut = cut.min(words.len());
+            let (mut a, mut b) = (PathProfile::new(), PathProfile::new());
+            a.consume(&words[..cut]);
+            b.consume(&words[cut..]);
+            a.merge(b);
+            prop_assert_eq!(a, whole);
+        }
+    }
+}
