@@ -156,3 +156,82 @@ fn approximate_can_be_set_for_sampled_runs_and_survives_merge() {
     b.merge(a);
     assert!(b.is_approximate());
 }
+
+/// Random balanced call trees against a plain reference (a stack of callee lists and a map
+/// keyed by the whole list): the same patterns and counts, also when the stream is consumed
+/// in arbitrary chunks and when two independent streams are profiled apart and merged. The
+/// methods come from a small set so patterns recur, and a node may get many children (more
+/// than the trie's sibling walk covers).
+mod against_a_reference {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// Emit a random call tree under `caller`: `budget` bounds its size.
+    fn tree(rng: &mut u64, caller: u32, depth: u32, budget: &mut u32, out: &mut Vec<u64>) {
+        let next = |r: &mut u64| {
+            *r ^= *r << 13;
+            *r ^= *r >> 7;
+            *r ^= *r << 17;
+            *r
+        };
+        let calls = if depth > 5 { 0 } else { next(rng) % 14 };
+        for _ in 0..calls {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            let callee = 1 + (next(rng) % 12) as u32;
+            out.push(call(caller, callee));
+            tree(rng, callee, depth + 1, budget, out);
+            out.push(ret(callee));
+        }
+    }
+
+    fn reference(words: &[u64]) -> Vec<(cab::event::MethodId, Vec<cab::event::MethodId>, u64)> {
+        let mut stack: Vec<(cab::event::MethodId, Vec<cab::event::MethodId>)> = Vec::new();
+        let mut counts = HashMap::new();
+        for &w in words {
+            match cab::event::decode(w) {
+                Some(cab::event::EventKind::Call { callee, .. }) => {
+                    if let Some(top) = stack.last_mut() {
+                        top.1.push(callee);
+                    }
+                    stack.push((callee, Vec::new()));
+                }
+                Some(cab::event::EventKind::Return { .. }) => {
+                    let done = stack.pop().unwrap();
+                    *counts.entry(done).or_insert(0u64) += 1;
+                }
+                _ => {}
+            }
+        }
+        let mut out: Vec<_> = counts.into_iter().map(|((m, c), n)| (m, c, n)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn same_patterns(seed in 1u64.., size in 1u32..600, chunk in 1usize..50) {
+            let (mut r1, mut r2) = (seed, seed.rotate_left(17) | 1);
+            let (mut one, mut two) = (Vec::new(), Vec::new());
+            tree(&mut r1, 0, 0, &mut size.clone(), &mut one);
+            tree(&mut r2, 0, 0, &mut size.clone(), &mut two);
+            let mut p = CallTreeProfile::new();
+            for c in one.chunks(chunk) {
+                p.consume(c);
+            }
+            prop_assert_eq!(p.sorted(), reference(&one));
+            prop_assert!(!p.is_approximate());
+            let mut q = CallTreeProfile::new();
+            q.consume(&two);
+            p.merge(q);
+            let both: Vec<u64> = one.iter().chain(&two).copied().collect();
+            prop_assert_eq!(p.sorted(), reference(&both));
+            for (m, callees, n) in reference(&both) {
+                prop_assert_eq!(p.count(m, &callees), n);
+            }
+        }
+    }
+}

@@ -3,15 +3,9 @@
 use cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
+use super::trie::{Trie, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::Analysis;
-
-/// No node (end of a child or sibling list, or no cached child).
-const NONE: u32 = u32::MAX;
-/// The root node's index; its method is [`MethodId::ROOT`].
-const ROOT_NODE: u32 = 0;
-/// Siblings compared one by one before a child is looked up in the map.
-const SIBLING_SCAN: usize = 8;
 
 /// One node per distinct call path from the root, with the calls that reached it.
 ///
@@ -25,57 +19,15 @@ const SIBLING_SCAN: usize = 8;
 /// frames above it lost their `Return`s), from the root if the caller is the root, and otherwise
 /// from a node root → caller, made without counting a call of the caller (its `Call` was not
 /// seen). So a stream that starts inside `main` shows `main`'s callees under root → main.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallingContextTree {
-    /// Arena; `nodes[0]` is the root. A node's parent always has a smaller index.
-    nodes: Vec<Node>,
-    /// `(parent, method)` → child index, for every node but the root.
-    children: HashMap<(u32, MethodId), u32>,
+    /// One node per context; the trie's root is the root context.
+    tree: Trie,
     /// Per thread: the open path, as node indices below the root, innermost last.
     threads: ThreadStacks<Vec<u32>>,
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Node {
-    /// Smaller than this node's own index ([`NONE`] for the root).
-    parent: u32,
-    method: MethodId,
-    count: u64,
-    /// Head of this node's child list, linked by `next_sibling`; for traversal only.
-    first_child: u32,
-    next_sibling: u32,
-    /// The child entered last: checked before the hash map, so loops that call the same
-    /// function repeatedly skip the hashing.
-    last_child: u32,
-}
-
-impl Node {
-    fn new(parent: u32, method: MethodId, next_sibling: u32) -> Node {
-        Node {
-            parent,
-            method,
-            count: 0,
-            first_child: NONE,
-            next_sibling,
-            last_child: NONE,
-        }
-    }
-}
-
-impl Default for CallingContextTree {
-    fn default() -> Self {
-        CallingContextTree {
-            nodes: vec![Node::new(NONE, MethodId::ROOT, NONE)],
-            children: HashMap::new(),
-            threads: ThreadStacks::default(),
-            approximate: false,
-            resyncs: 0,
-            unmatched_returns: 0,
-        }
-    }
 }
 
 impl CallingContextTree {
@@ -87,40 +39,25 @@ impl CallingContextTree {
     /// Calls that reached the context `path` (methods from the root's child down, root
     /// excluded); 0 for a context never seen. The empty path (the root) has count 0.
     pub fn count(&self, path: &[MethodId]) -> u64 {
-        let mut n = ROOT_NODE;
-        for &m in path {
-            match self.children.get(&(n, m)) {
-                Some(&c) => n = c,
-                None => return 0,
-            }
-        }
-        self.nodes[n as usize].count
+        self.tree
+            .walk(ROOT_NODE, path)
+            .map_or(0, |n| self.tree.nodes[n as usize].count)
     }
 
     /// Every context (root excluded) with its count, sorted by path. Contexts made by a
     /// resynchronisation may have count 0.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, u64)> {
-        let mut out: Vec<(Vec<MethodId>, u64)> = (1..self.nodes.len())
-            .map(|i| (self.path_of(i as u32), self.nodes[i].count))
+        let t = &self.tree;
+        let mut out: Vec<(Vec<MethodId>, u64)> = (1..t.nodes.len())
+            .map(|i| (t.path_between(ROOT_NODE, i as u32), t.nodes[i].count))
             .collect();
         out.sort_unstable();
         out
     }
 
-    fn path_of(&self, mut n: u32) -> Vec<MethodId> {
-        let mut path = Vec::new();
-        while n != ROOT_NODE {
-            let node = &self.nodes[n as usize];
-            path.push(node.method);
-            n = node.parent;
-        }
-        path.reverse();
-        path
-    }
-
     /// Number of contexts (nodes other than the root).
     pub fn len(&self) -> usize {
-        self.nodes.len() - 1
+        self.tree.len()
     }
 
     /// `true` if no call was seen.
@@ -130,7 +67,7 @@ impl CallingContextTree {
 
     /// Total calls counted (the sum over all contexts).
     pub fn total(&self) -> u64 {
-        self.nodes.iter().map(|n| n.count).sum()
+        self.tree.nodes.iter().map(|n| n.count).sum()
     }
 
     /// Depth of the open path of the current thread.
@@ -172,7 +109,7 @@ impl CallingContextTree {
         let mut todo: Vec<(u32, usize)> = Vec::new();
         self.push_children(ROOT_NODE, path.len(), &mut todo);
         while let Some((n, parent_len)) = todo.pop() {
-            let node = &self.nodes[n as usize];
+            let node = &self.tree.nodes[n as usize];
             path.truncate(parent_len);
             path.push(';');
             path.push_str(
@@ -195,69 +132,19 @@ impl CallingContextTree {
     }
 
     fn push_children(&self, n: u32, len: usize, todo: &mut Vec<(u32, usize)>) {
-        let mut c = self.nodes[n as usize].first_child;
-        while c != NONE {
-            todo.push((c, len));
-            c = self.nodes[c as usize].next_sibling;
-        }
-    }
-
-    /// A new child of `parent` for `method` (not among its children yet).
-    #[cold]
-    fn new_child(&mut self, parent: u32, method: MethodId) -> u32 {
-        let c = u32::try_from(self.nodes.len())
-            .ok()
-            .filter(|&c| c != NONE)
-            .expect("calling context tree outgrew u32 node indices");
-        self.children.insert((parent, method), c);
-        let sibling = self.nodes[parent as usize].first_child;
-        self.nodes.push(Node::new(parent, method, sibling));
-        self.nodes[parent as usize].first_child = c;
-        self.nodes[parent as usize].last_child = c;
-        c
-    }
-
-    /// The child of `parent` for `method`, made if new.
-    #[inline]
-    fn child(&mut self, parent: u32, method: MethodId) -> u32 {
-        let hint = self.nodes[parent as usize].last_child;
-        if hint != NONE && self.nodes[hint as usize].method == method {
-            return hint;
-        }
-        // Most nodes have few children: walk the sibling list (newest first) before hashing.
-        // The map holds every child, so it is the answer when the walk is cut short.
-        let mut c = self.nodes[parent as usize].first_child;
-        let mut steps = 0;
-        while c != NONE && steps < SIBLING_SCAN {
-            if self.nodes[c as usize].method == method {
-                self.nodes[parent as usize].last_child = c;
-                return c;
-            }
-            c = self.nodes[c as usize].next_sibling;
-            steps += 1;
-        }
-        if c == NONE {
-            return self.new_child(parent, method);
-        }
-        match self.children.get(&(parent, method)) {
-            Some(&c) => {
-                self.nodes[parent as usize].last_child = c;
-                c
-            }
-            None => self.new_child(parent, method),
-        }
+        todo.extend(self.tree.children_of(n).map(|c| (c, len)));
     }
 
     #[inline]
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let current = self.threads.current.last().copied().unwrap_or(ROOT_NODE);
-        let current = if self.nodes[current as usize].method == caller {
+        let current = if self.tree.nodes[current as usize].method == caller {
             current
         } else {
             self.resync_call(caller)
         };
-        let c = self.child(current, callee);
-        self.nodes[c as usize].count += 1;
+        let c = self.tree.child(current, callee);
+        self.tree.nodes[c as usize].count += 1;
         self.threads.current.push(c);
     }
 
@@ -266,7 +153,7 @@ impl CallingContextTree {
     fn resync_call(&mut self, caller: MethodId) -> u32 {
         self.approximate = true;
         self.resyncs += 1;
-        let nodes = &self.nodes;
+        let nodes = &self.tree.nodes;
         let open = &mut self.threads.current;
         if let Some(i) = open
             .iter()
@@ -279,7 +166,7 @@ impl CallingContextTree {
         if caller == MethodId::ROOT {
             return ROOT_NODE;
         }
-        let c = self.child(ROOT_NODE, caller);
+        let c = self.tree.child(ROOT_NODE, caller);
         self.threads.current.push(c);
         c
     }
@@ -287,7 +174,7 @@ impl CallingContextTree {
     #[inline]
     fn on_return(&mut self, callee: MethodId) {
         match self.threads.current.last() {
-            Some(&n) if self.nodes[n as usize].method == callee => {
+            Some(&n) if self.tree.nodes[n as usize].method == callee => {
                 self.threads.current.pop();
             }
             _ => self.resync_return(callee),
@@ -297,7 +184,7 @@ impl CallingContextTree {
     #[cold]
     fn resync_return(&mut self, callee: MethodId) {
         self.approximate = true;
-        let nodes = &self.nodes;
+        let nodes = &self.tree.nodes;
         let open = &mut self.threads.current;
         match open
             .iter()
@@ -327,15 +214,7 @@ impl Analysis for CallingContextTree {
     }
 
     fn merge(&mut self, other: CallingContextTree) {
-        // Parents precede children in the arena, so one pass in index order maps every node of
-        // `other` onto (possibly new) nodes of `self`.
-        let mut to_self = vec![ROOT_NODE; other.nodes.len()];
-        for (i, node) in other.nodes.iter().enumerate().skip(1) {
-            debug_assert!((node.parent as usize) < i);
-            let c = self.child(to_self[node.parent as usize], node.method);
-            self.nodes[c as usize].count += node.count;
-            to_self[i] = c;
-        }
+        self.tree.merge(&other.tree);
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
         self.unmatched_returns += other.unmatched_returns;
