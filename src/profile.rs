@@ -147,11 +147,16 @@ impl RingAnalysis for AnalysisSet {
         if let Some(a) = &mut self.call_graph {
             a.consume(words);
         }
-        if let Some(a) = &mut self.call_tree {
-            a.consume(words);
-        }
-        if let Some(a) = &mut self.context_tree {
-            a.consume(words);
+        match (&mut self.call_tree, &mut self.context_tree) {
+            (Some(p), Some(t)) => analyses::call_tree::consume_both(p, t, words),
+            (p, t) => {
+                if let Some(a) = p {
+                    a.consume(words);
+                }
+                if let Some(a) = t {
+                    a.consume(words);
+                }
+            }
         }
         if let Some(a) = &mut self.paths {
             a.consume(words);

@@ -235,3 +235,29 @@ mod against_a_reference {
         }
     }
 }
+
+/// `consume_both` gives both call-tree analyses exactly what separate passes give them, on a
+/// stream with two threads, a gap (a lost Return) and a stream starting mid-run.
+#[test]
+fn consume_both_equals_separate_passes() {
+    use analyses::call_tree::consume_both;
+    use analyses::CallingContextTree;
+    let thread = |id: u64| cab::event::Event::thread(id).unwrap().word();
+    let mut words = vec![call(5, 6), ret(6), ret(5)]; // starts inside 5
+    words.extend(main_run());
+    words.push(thread(2));
+    words.extend(main_run());
+    words.extend([call(0, 1), call(1, 2), ret(1)]); // 2's Return lost
+    words.push(thread(1));
+    words.extend(main_run());
+    let (mut p1, mut t1) = (CallTreeProfile::new(), CallingContextTree::new());
+    let (mut p2, mut t2) = (CallTreeProfile::new(), CallingContextTree::new());
+    for c in words.chunks(5) {
+        consume_both(&mut p1, &mut t1, c);
+        p2.consume(c);
+        t2.consume(c);
+    }
+    assert_eq!(p1, p2);
+    assert_eq!(t1, t2);
+    assert!(p1.resyncs() > 0 && p1.total() > 0 && t1.total() > 0);
+}

@@ -136,7 +136,7 @@ impl CallingContextTree {
     }
 
     #[inline]
-    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+    pub(super) fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let current = self.threads.current.last().copied().unwrap_or(ROOT_NODE);
         let current = if self.tree.nodes[current as usize].method == caller {
             current
@@ -172,7 +172,7 @@ impl CallingContextTree {
     }
 
     #[inline]
-    fn on_return(&mut self, callee: MethodId) {
+    pub(super) fn on_return(&mut self, callee: MethodId) {
         match self.threads.current.last() {
             Some(&n) if self.tree.nodes[n as usize].method == callee => {
                 self.threads.current.pop();

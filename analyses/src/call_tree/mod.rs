@@ -30,3 +30,29 @@ mod trie;
 
 pub use context_tree::CallingContextTree;
 pub use subtree_profile::CallTreeProfile;
+
+use crate::Analysis as _;
+use cab::event::{decode, EventKind};
+
+/// Feed `words` to both call-tree analyses in one pass (one decode per word): the same
+/// results as `profile.consume(words)` then `tree.consume(words)`, cheaper when both run, as
+/// the `CallTree` analysis of the `cabprof` facade does.
+pub fn consume_both(profile: &mut CallTreeProfile, tree: &mut CallingContextTree, words: &[u64]) {
+    for &w in words {
+        match decode(w) {
+            Some(EventKind::Call { caller, callee }) => {
+                profile.on_call(caller, callee);
+                tree.on_call(caller, callee);
+            }
+            Some(EventKind::Return { callee }) => {
+                profile.on_return(callee);
+                tree.on_return(callee);
+            }
+            Some(EventKind::Thread { .. }) => {
+                profile.consume(std::slice::from_ref(&w));
+                tree.consume(std::slice::from_ref(&w));
+            }
+            _ => {}
+        }
+    }
+}

@@ -200,7 +200,7 @@ impl CallTreeProfile {
     }
 
     #[inline]
-    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+    pub(super) fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let top = self.threads.current.frames.last().map(|f| f.method);
         if top.unwrap_or(MethodId::ROOT) != caller {
             self.resync_call(caller);
@@ -245,7 +245,7 @@ impl CallTreeProfile {
     }
 
     #[inline]
-    fn on_return(&mut self, callee: MethodId) {
+    pub(super) fn on_return(&mut self, callee: MethodId) {
         let open = &mut self.threads.current;
         match open.frames.last() {
             Some(&f) if f.method == callee => {
