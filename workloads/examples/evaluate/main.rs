@@ -12,8 +12,8 @@
 //!
 //! - `--smoke`: `Size::Smoke`, 1 repetition, 2 buffer sizes and 2 sampling rates (CI's check
 //!   that the harness works; seconds).
-//! - `--quick` (default): `Size::Small`, 3 repetitions, every buffer size and rate (2 to 5.5
-//!   minutes on the 2-core machine, depending on its load).
+//! - `--quick` (default): `Size::Small`, 5 repetitions, every buffer size and rate (about 1.5
+//!   minutes on the 2-core machine when it is quiet, more under load).
 //! - `--full`: 5 repetitions at `Size::Full`, except `interp`, `sort` and `matrix` at
 //!   `Size::Small` (see `Options::full`): about 15 minutes.
 //!

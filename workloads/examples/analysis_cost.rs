@@ -1,0 +1,161 @@
+//! What each analysis costs per event on the suite's real event streams: the analyzer-side
+//! term `P` of the cost model, measured alone.
+//!
+//! ```text
+//! cargo run --release -p cabprof-workloads --example analysis_cost -- [--size small|full|smoke]
+//!     [--runs N] [--only NAME[,NAME..]]
+//! ```
+//!
+//! For each workload, the `calls` and (where it has one) `paths` variant runs once in an
+//! exhaustive session whose analysis records every event word; the recorded stream is then
+//! replayed through each analysis alone, in 16 K-word chunks as a ring would deliver them, and
+//! the best of `--runs` replays (default 5) is printed in ns per event of the stream. The call
+//! tree is shown both as its two parts (the depth-two profile and the calling context tree) and
+//! as the facade runs them, fused into one decoding pass.
+
+use cabprof::analyses::{
+    call_tree::consume_both, Analysis, CallGraph, CallTreeProfile, CallingContextTree, MethodCount,
+    PathProfile,
+};
+use cabprof::cab::runtime::{RingAnalysis, RunMode, SessionBuilder};
+use std::hint::black_box;
+use std::time::Instant;
+use workloads::{Size, Variant, Workload};
+
+/// Records a ring's words.
+#[derive(Default)]
+struct Recorder(Vec<u64>);
+
+impl RingAnalysis for Recorder {
+    fn consume(&mut self, words: &[u64]) {
+        self.0.extend_from_slice(words);
+    }
+    fn merge(&mut self, other: Self) {
+        self.0.extend(other.0);
+    }
+}
+
+/// Both call-tree analyses fed in one pass, as `cabprof`'s `CallTree` analysis runs them.
+#[derive(Default)]
+struct CallTree(CallTreeProfile, CallingContextTree);
+
+impl Analysis for CallTree {
+    fn consume(&mut self, words: &[u64]) {
+        consume_both(&mut self.0, &mut self.1, words);
+    }
+    fn merge(&mut self, other: Self) {
+        self.0.merge(other.0);
+        self.1.merge(other.1);
+    }
+}
+
+fn record(w: &Workload, v: Variant, size: Size) -> Vec<u64> {
+    let s = SessionBuilder::new()
+        .mode(RunMode::Exhaustive)
+        .buffer_bytes(32 << 20)
+        .chunk_bytes(128 << 10)
+        .start(Recorder::default)
+        .expect("start a recording session");
+    black_box(w.run_variant(v, size));
+    s.finish().analysis.0
+}
+
+/// Best-of-`runs` replay time of `words` through a fresh `A`, in ns per word.
+fn cost<A: Analysis + Default>(words: &[u64], runs: usize) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..runs {
+        let mut a = A::default();
+        let t = Instant::now();
+        for c in words.chunks(16 << 10) {
+            a.consume(c);
+        }
+        black_box(&a);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best * 1e9 / words.len().max(1) as f64
+}
+
+fn usage(msg: &str) -> ! {
+    eprintln!("analysis_cost: {msg}\nusage: analysis_cost [--size small|full|smoke] [--runs N] [--only a,b]");
+    std::process::exit(2)
+}
+
+fn main() {
+    let (mut size, mut runs, mut only) = (Size::Small, 5usize, None::<Vec<String>>);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut v = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--size" => {
+                let s = v();
+                size = Size::parse(&s).unwrap_or_else(|| usage(&format!("bad size {s:?}")));
+            }
+            "--runs" => {
+                let s = v();
+                runs = s
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| usage(&format!("bad --runs {s:?}")));
+            }
+            "--only" => only = Some(v().split(',').map(str::to_string).collect()),
+            _ => usage(&format!("unknown argument {a:?}")),
+        }
+    }
+    println!(
+        "analysis cost, ns per event of the recorded stream (best of {runs}), size {}",
+        size.name()
+    );
+    println!(
+        "{:<8} {:<6} {:>11} {:>13} {:>11} {:>11} {:>10} {:>15} {:>8}",
+        "workload",
+        "stream",
+        "events",
+        "method-count",
+        "call-graph",
+        "tree-prof.",
+        "context",
+        "call-tree fused",
+        "paths"
+    );
+    for w in workloads::all() {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == w.name))
+        {
+            continue;
+        }
+        let calls = record(&w, Variant::Calls, size);
+        println!(
+            "{:<8} {:<6} {:>11} {:>13.2} {:>11.2} {:>11.2} {:>10.2} {:>15.2} {:>8}",
+            w.name,
+            "calls",
+            calls.len(),
+            cost::<MethodCount>(&calls, runs),
+            cost::<CallGraph>(&calls, runs),
+            cost::<CallTreeProfile>(&calls, runs),
+            cost::<CallingContextTree>(&calls, runs),
+            cost::<CallTree>(&calls, runs),
+            "",
+        );
+        drop(calls);
+        if w.paths {
+            let paths = record(&w, Variant::Paths, size);
+            println!(
+                "{:<8} {:<6} {:>11} {:>13} {:>11} {:>11} {:>10} {:>15} {:>8.2}",
+                w.name,
+                "paths",
+                paths.len(),
+                "",
+                "",
+                "",
+                "",
+                "",
+                cost::<PathProfile>(&paths, runs),
+            );
+        }
+    }
+}
