@@ -1202,18 +1202,7 @@ fn weighted_error_of(sampled: &ReportData, exact: &ReportData, a: Analysis) -> f
     if sampled.session.rate_used <= 0.0 {
         return f64::NAN;
     }
-    let entries = |d: &ReportData| -> HashMap<(u32, u32), u64> {
-        match a {
-            Analysis::CallGraph => d.call_graph.as_ref().map_or_else(HashMap::new, |v| {
-                v.iter().map(|e| ((e.caller, e.callee), e.count)).collect()
-            }),
-            Analysis::Paths => d.paths.as_ref().map_or_else(HashMap::new, |v| {
-                v.iter().map(|e| ((e.method, e.path), e.count)).collect()
-            }),
-            _ => HashMap::new(),
-        }
-    };
-    let (x, y) = (entries(exact), entries(sampled));
+    let (x, y) = (entries(exact, a), entries(sampled, a));
     let total: u64 = x.values().sum();
     if total == 0 {
         return f64::NAN;
@@ -1224,6 +1213,24 @@ fn weighted_error_of(sampled: &ReportData, exact: &ReportData, a: Analysis) -> f
         .sum();
     off / total as f64
 }
+
+/// The entries of a profile the error rates run over: call-graph edges or (method, path).
+fn entries(d: &ReportData, a: Analysis) -> HashMap<(u32, u32), u64> {
+    match a {
+        Analysis::CallGraph => d.call_graph.as_ref().map_or_else(HashMap::new, |v| {
+            v.iter().map(|e| ((e.caller, e.callee), e.count)).collect()
+        }),
+        Analysis::Paths => d.paths.as_ref().map_or_else(HashMap::new, |v| {
+            v.iter().map(|e| ((e.method, e.path), e.count)).collect()
+        }),
+        _ => HashMap::new(),
+    }
+}
+
+/// A sample expecting fewer hits than this of an entry (`count × rate`) cannot estimate it
+/// well: the paper's metric gives each such entry an error near 100 % (or far above, when
+/// one burst happens to catch it).
+const FEW_EXPECTED: f64 = 10.0;
 
 fn fig11(res: &[WorkloadResults], o: &Options) -> Table {
     let mut t = Table::new(&[
@@ -1237,11 +1244,14 @@ fn fig11(res: &[WorkloadResults], o: &Options) -> Table {
         "overhead_ratio_to_exhaustive",
         "events_lapped",
         "weighted_error",
+        "entries",
+        "entries_expecting_under_10",
     ]);
     for r in res {
         for a in fig11_analyses(&r.workload) {
             let exh = r.cell(Cfg::concurrent(a));
             let exact = exh.runs[0].data.as_ref().expect("report kept");
+            let exact_entries = entries(exact, a);
             let exh_over = r.overhead(Cfg::concurrent(a));
             for &rate in &o.rates {
                 let c = r.cell(sampling_cfg(a, rate));
@@ -1276,6 +1286,12 @@ fn fig11(res: &[WorkloadResults], o: &Options) -> Table {
                     f(over / exh_over, 4),
                     f(lapped, 0),
                     f(werr, 4),
+                    exact_entries.len().to_string(),
+                    exact_entries
+                        .values()
+                        .filter(|&&n| (n as f64) * rate < FEW_EXPECTED)
+                        .count()
+                        .to_string(),
                 ]);
             }
         }
@@ -1601,14 +1617,27 @@ fn summary(res: &[WorkloadResults], o: &Options, header: &str) -> String {
                 pct(mean(&werrs))
             );
             for ((r, e), we) in rows.iter().zip(&errs).zip(&werrs) {
+                let exact = entries(
+                    r.cell(Cfg::concurrent(a)).runs[0]
+                        .data
+                        .as_ref()
+                        .expect("report kept"),
+                    a,
+                );
+                let rare = exact
+                    .values()
+                    .filter(|&&n| n as f64 * 0.05 < FEW_EXPECTED)
+                    .count();
                 let _ = writeln!(
                     s,
-                    "      {:<8} error {:>6} (weighted {:>6})  overhead 5% {:>8}  exhaustive {:>8}",
+                    "      {:<8} error {:>6} (weighted {:>6})  overhead 5% {:>8}  exhaustive {:>8}  entries {:>3}, {:>2} expecting <{FEW_EXPECTED} hits",
                     r.workload.name,
                     pct(*e),
                     pct(*we),
                     pct(r.overhead(sampling_cfg(a, 0.05))),
-                    pct(r.overhead(Cfg::concurrent(a)))
+                    pct(r.overhead(Cfg::concurrent(a))),
+                    exact.len(),
+                    rare
                 );
             }
         }
