@@ -261,3 +261,43 @@ fn consume_both_equals_separate_passes() {
     assert_eq!(t1, t2);
     assert!(p1.resyncs() > 0 && p1.total() > 0 && t1.total() > 0);
 }
+
+/// Leaf invocations (no callees) are counted apart from the pattern table for small method
+/// ids; large ids go to the table. Both kinds list, count, total and merge alike.
+#[test]
+fn leaves_of_small_and_large_method_ids() {
+    let big = 200_000;
+    let words = vec![
+        call(0, 1),
+        call(1, 2),
+        ret(2),
+        call(1, big),
+        ret(big),
+        call(1, big),
+        call(big, 2),
+        ret(2),
+        ret(big),
+        ret(1),
+    ];
+    let mut p = CallTreeProfile::new();
+    p.consume(&words);
+    assert_eq!(
+        p.sorted(),
+        vec![
+            (m(1), vec![m(2), m(big), m(big)], 1),
+            (m(2), vec![], 2),
+            (m(big), vec![], 1),
+            (m(big), vec![m(2)], 1),
+        ]
+    );
+    assert_eq!((p.len(), p.total()), (4, 5));
+    assert_eq!(p.count(m(2), &[]), 2);
+    assert_eq!(p.count(m(big), &[]), 1);
+    let mut q = CallTreeProfile::new();
+    q.consume(&words);
+    q.merge(p.clone());
+    assert_eq!(q.count(m(2), &[]), 4);
+    assert_eq!(q.count(m(big), &[]), 2);
+    assert_eq!(q.total(), 10);
+    assert_ne!(p, q);
+}

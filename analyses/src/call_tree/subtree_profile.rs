@@ -20,11 +20,16 @@ use crate::Analysis;
 /// calls costs memory in proportion; each list is stored once however often it recurs.
 ///
 /// Each open frame hashes its callee list as the calls arrive, so a `Return` looks its pattern
-/// up without rehashing the list (one comparison of the list on a hit).
+/// up without rehashing the list (one comparison of the list on a hit). Leaf invocations (no
+/// callees), at least half of all invocations in any call tree, skip the table: they are
+/// counted per method in a plain array.
 #[derive(Clone, Debug, Default)]
 pub struct CallTreeProfile {
-    /// Count per distinct (function, ordered callee list).
+    /// Count per distinct (function, ordered callee list), except leaf invocations of methods
+    /// below [`DENSE_LEAVES`].
     subtrees: HashTable<Subtree>,
+    /// `leaves[method]`: invocations of `method` that called nothing (`method < DENSE_LEAVES`).
+    leaves: Vec<u64>,
     threads: ThreadStacks<OpenCalls>,
     approximate: bool,
     resyncs: u64,
@@ -102,9 +107,12 @@ fn hash_of(method: MethodId, callees: &[MethodId]) -> u64 {
     finish(callees.iter().fold(seed(method), |h, &c| step(h, c)))
 }
 
+/// Methods whose leaf invocations are counted in [`CallTreeProfile::leaves`].
+const DENSE_LEAVES: usize = 1 << 16;
+
 impl PartialEq for CallTreeProfile {
     fn eq(&self, other: &Self) -> bool {
-        self.subtrees.len() == other.subtrees.len()
+        self.len() == other.len()
             && self
                 .iter()
                 .all(|(m, callees, n)| other.count(m, callees) == n)
@@ -125,6 +133,9 @@ impl CallTreeProfile {
 
     /// How many recorded invocations of `method` called exactly `callees`, in that order.
     pub fn count(&self, method: MethodId, callees: &[MethodId]) -> u64 {
+        if callees.is_empty() && (method.get() as usize) < DENSE_LEAVES {
+            return self.leaves.get(method.get() as usize).copied().unwrap_or(0);
+        }
         self.subtrees
             .find(hash_of(method, callees), |s| {
                 s.method == method && *s.callees == *callees
@@ -134,9 +145,19 @@ impl CallTreeProfile {
 
     /// Every pattern `(function, callees, count)`, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (MethodId, &[MethodId], u64)> + '_ {
+        let leaves = self
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(|(m, &n)| {
+                let m = MethodId::new(m as u32).expect("a counted method id");
+                (m, &[][..], n)
+            });
         self.subtrees
             .iter()
             .map(|s| (s.method, &*s.callees, s.count))
+            .chain(leaves)
     }
 
     /// The patterns of `method`, most frequent first (ties in callee-list order).
@@ -159,17 +180,51 @@ impl CallTreeProfile {
 
     /// Number of distinct patterns.
     pub fn len(&self) -> usize {
-        self.subtrees.len()
+        self.subtrees.len() + self.leaves.iter().filter(|&&n| n > 0).count()
     }
 
     /// `true` if nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.subtrees.is_empty()
+        self.len() == 0
     }
 
     /// Recorded invocations (the sum of all pattern counts).
     pub fn total(&self) -> u64 {
-        self.subtrees.iter().map(|s| s.count).sum()
+        self.subtrees.iter().map(|s| s.count).sum::<u64>() + self.leaves.iter().sum::<u64>()
+    }
+
+    /// Count `n` leaf invocations of `method` (`method < DENSE_LEAVES`).
+    #[inline]
+    fn add_leaves(&mut self, method: MethodId, n: u64) {
+        let m = method.get() as usize;
+        if let Some(c) = self.leaves.get_mut(m) {
+            *c += n;
+        } else {
+            self.leaves.resize((m + 1).next_power_of_two().max(64), 0);
+            self.leaves[m] += n;
+        }
+    }
+
+    /// Count `n` invocations of `method` with callees `callees` under `hash`.
+    fn add_pattern(&mut self, hash: u64, method: MethodId, callees: &[MethodId], n: u64) {
+        match self
+            .subtrees
+            .find_mut(hash, |s| s.method == method && *s.callees == *callees)
+        {
+            Some(s) => s.count += n,
+            None => {
+                self.subtrees.insert_unique(
+                    hash,
+                    Subtree {
+                        hash,
+                        method,
+                        callees: callees.into(),
+                        count: n,
+                    },
+                    |s| s.hash,
+                );
+            }
+        }
     }
 
     /// Invocations of the current thread still open (their `Return` not seen yet).
@@ -250,29 +305,16 @@ impl CallTreeProfile {
         match open.frames.last() {
             Some(&f) if f.method == callee => {
                 open.frames.pop();
-                if f.complete {
-                    let callees = &open.callees[f.start..];
-                    let hash = finish(f.hash);
-                    match self
-                        .subtrees
-                        .find_mut(hash, |s| s.method == callee && *s.callees == *callees)
-                    {
-                        Some(s) => s.count += 1,
-                        None => {
-                            self.subtrees.insert_unique(
-                                hash,
-                                Subtree {
-                                    hash,
-                                    method: callee,
-                                    callees: callees.into(),
-                                    count: 1,
-                                },
-                                |s| s.hash,
-                            );
-                        }
-                    }
+                let leaf = f.start == open.callees.len();
+                if f.complete && leaf && (callee.get() as usize) < DENSE_LEAVES {
+                    self.add_leaves(callee, 1);
+                } else if f.complete {
+                    let open = &mut self.threads.current;
+                    let callees = std::mem::take(&mut open.callees);
+                    self.add_pattern(finish(f.hash), callee, &callees[f.start..], 1);
+                    self.threads.current.callees = callees;
                 }
-                open.callees.truncate(f.start);
+                self.threads.current.callees.truncate(f.start);
             }
             _ => self.resync_return(callee),
         }
@@ -321,6 +363,11 @@ impl Analysis for CallTreeProfile {
                 None => {
                     self.subtrees.insert_unique(s.hash, s, |t| t.hash);
                 }
+            }
+        }
+        for (m, &n) in other.leaves.iter().enumerate() {
+            if n > 0 {
+                self.add_leaves(MethodId::new(m as u32).expect("a counted method id"), n);
             }
         }
         self.approximate |= other.approximate;
