@@ -1,6 +1,6 @@
 //! The calling context tree; see the parent module for the contract.
 
-use cab::event::{decode, EventKind, MethodId};
+use cab::event::MethodId;
 use hashbrown::HashMap;
 
 use super::trie::{Trie, ROOT as ROOT_NODE};
@@ -136,7 +136,7 @@ impl CallingContextTree {
     }
 
     #[inline]
-    pub(super) fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let current = self.threads.current.last().copied().unwrap_or(ROOT_NODE);
         let current = if self.tree.nodes[current as usize].method == caller {
             current
@@ -172,7 +172,7 @@ impl CallingContextTree {
     }
 
     #[inline]
-    pub(super) fn on_return(&mut self, callee: MethodId) {
+    fn on_return(&mut self, callee: MethodId) {
         match self.threads.current.last() {
             Some(&n) if self.tree.nodes[n as usize].method == callee => {
                 self.threads.current.pop();
@@ -199,18 +199,23 @@ impl CallingContextTree {
     }
 }
 
+impl super::CallEvents for CallingContextTree {
+    #[inline]
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+        CallingContextTree::on_call(self, caller, callee);
+    }
+    #[inline]
+    fn on_return(&mut self, callee: MethodId) {
+        CallingContextTree::on_return(self, callee);
+    }
+    fn on_thread(&mut self, id: u64) {
+        self.threads.switch_to(id);
+    }
+}
+
 impl Analysis for CallingContextTree {
     fn consume(&mut self, words: &[u64]) {
-        for &w in words {
-            match decode(w) {
-                Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
-                Some(EventKind::Return { callee }) => self.on_return(callee),
-                Some(EventKind::Thread { id }) => {
-                    self.threads.switch_to(id);
-                }
-                _ => {}
-            }
-        }
+        super::feed(self, words);
     }
 
     fn merge(&mut self, other: CallingContextTree) {

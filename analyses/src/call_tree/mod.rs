@@ -31,28 +31,49 @@ mod trie;
 pub use context_tree::CallingContextTree;
 pub use subtree_profile::CallTreeProfile;
 
-use crate::Analysis as _;
-use cab::event::{decode, EventKind};
+use cab::event::{decode, EventKind, MethodId};
+
+/// What a call-tree analysis does with the words it reads; every other word is skipped.
+trait CallEvents {
+    fn on_call(&mut self, caller: MethodId, callee: MethodId);
+    fn on_return(&mut self, callee: MethodId);
+    fn on_thread(&mut self, id: u64);
+}
+
+/// Both analyses at once: each word is decoded once and handed to both.
+impl<P: CallEvents, T: CallEvents> CallEvents for (&mut P, &mut T) {
+    #[inline]
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+        self.0.on_call(caller, callee);
+        self.1.on_call(caller, callee);
+    }
+    #[inline]
+    fn on_return(&mut self, callee: MethodId) {
+        self.0.on_return(callee);
+        self.1.on_return(callee);
+    }
+    fn on_thread(&mut self, id: u64) {
+        self.0.on_thread(id);
+        self.1.on_thread(id);
+    }
+}
+
+/// Decode `words` and dispatch the call-tree events to `a`.
+#[inline]
+fn feed(a: &mut impl CallEvents, words: &[u64]) {
+    for &w in words {
+        match decode(w) {
+            Some(EventKind::Call { caller, callee }) => a.on_call(caller, callee),
+            Some(EventKind::Return { callee }) => a.on_return(callee),
+            Some(EventKind::Thread { id }) => a.on_thread(id),
+            _ => {}
+        }
+    }
+}
 
 /// Feed `words` to both call-tree analyses in one pass (one decode per word): the same
 /// results as `profile.consume(words)` then `tree.consume(words)`, cheaper when both run, as
 /// the `CallTree` analysis of the `cabprof` facade does.
 pub fn consume_both(profile: &mut CallTreeProfile, tree: &mut CallingContextTree, words: &[u64]) {
-    for &w in words {
-        match decode(w) {
-            Some(EventKind::Call { caller, callee }) => {
-                profile.on_call(caller, callee);
-                tree.on_call(caller, callee);
-            }
-            Some(EventKind::Return { callee }) => {
-                profile.on_return(callee);
-                tree.on_return(callee);
-            }
-            Some(EventKind::Thread { .. }) => {
-                profile.consume(std::slice::from_ref(&w));
-                tree.consume(std::slice::from_ref(&w));
-            }
-            _ => {}
-        }
-    }
+    feed(&mut (profile, tree), words);
 }

@@ -1,6 +1,6 @@
 //! The depth-two call-tree profile; see the parent module for the contract.
 
-use cab::event::{decode, EventKind, MethodId};
+use cab::event::MethodId;
 use hashbrown::HashTable;
 
 use crate::thread_stacks::ThreadStacks;
@@ -110,6 +110,31 @@ fn hash_of(method: MethodId, callees: &[MethodId]) -> u64 {
 /// Methods whose leaf invocations are counted in [`CallTreeProfile::leaves`].
 const DENSE_LEAVES: usize = 1 << 16;
 
+/// Count `n` invocations of `method` with callees `callees` (whose hash is `hash`) in `table`.
+fn add_pattern(
+    table: &mut HashTable<Subtree>,
+    hash: u64,
+    method: MethodId,
+    callees: &[MethodId],
+    n: u64,
+) {
+    match table.find_mut(hash, |s| s.method == method && *s.callees == *callees) {
+        Some(s) => s.count += n,
+        None => {
+            table.insert_unique(
+                hash,
+                Subtree {
+                    hash,
+                    method,
+                    callees: callees.into(),
+                    count: n,
+                },
+                |s| s.hash,
+            );
+        }
+    }
+}
+
 impl PartialEq for CallTreeProfile {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
@@ -205,28 +230,6 @@ impl CallTreeProfile {
         }
     }
 
-    /// Count `n` invocations of `method` with callees `callees` under `hash`.
-    fn add_pattern(&mut self, hash: u64, method: MethodId, callees: &[MethodId], n: u64) {
-        match self
-            .subtrees
-            .find_mut(hash, |s| s.method == method && *s.callees == *callees)
-        {
-            Some(s) => s.count += n,
-            None => {
-                self.subtrees.insert_unique(
-                    hash,
-                    Subtree {
-                        hash,
-                        method,
-                        callees: callees.into(),
-                        count: n,
-                    },
-                    |s| s.hash,
-                );
-            }
-        }
-    }
-
     /// Invocations of the current thread still open (their `Return` not seen yet).
     pub fn open_frames(&self) -> usize {
         self.threads.current.frames.len()
@@ -255,7 +258,7 @@ impl CallTreeProfile {
     }
 
     #[inline]
-    pub(super) fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let top = self.threads.current.frames.last().map(|f| f.method);
         if top.unwrap_or(MethodId::ROOT) != caller {
             self.resync_call(caller);
@@ -300,7 +303,7 @@ impl CallTreeProfile {
     }
 
     #[inline]
-    pub(super) fn on_return(&mut self, callee: MethodId) {
+    fn on_return(&mut self, callee: MethodId) {
         let open = &mut self.threads.current;
         match open.frames.last() {
             Some(&f) if f.method == callee => {
@@ -309,10 +312,8 @@ impl CallTreeProfile {
                 if f.complete && leaf && (callee.get() as usize) < DENSE_LEAVES {
                     self.add_leaves(callee, 1);
                 } else if f.complete {
-                    let open = &mut self.threads.current;
-                    let callees = std::mem::take(&mut open.callees);
-                    self.add_pattern(finish(f.hash), callee, &callees[f.start..], 1);
-                    self.threads.current.callees = callees;
+                    let callees = &self.threads.current.callees[f.start..];
+                    add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
                 }
                 self.threads.current.callees.truncate(f.start);
             }
@@ -339,31 +340,28 @@ impl CallTreeProfile {
     }
 }
 
+impl super::CallEvents for CallTreeProfile {
+    #[inline]
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+        CallTreeProfile::on_call(self, caller, callee);
+    }
+    #[inline]
+    fn on_return(&mut self, callee: MethodId) {
+        CallTreeProfile::on_return(self, callee);
+    }
+    fn on_thread(&mut self, id: u64) {
+        self.threads.switch_to(id);
+    }
+}
+
 impl Analysis for CallTreeProfile {
     fn consume(&mut self, words: &[u64]) {
-        for &w in words {
-            match decode(w) {
-                Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
-                Some(EventKind::Return { callee }) => self.on_return(callee),
-                Some(EventKind::Thread { id }) => {
-                    self.threads.switch_to(id);
-                }
-                _ => {}
-            }
-        }
+        super::feed(self, words);
     }
 
     fn merge(&mut self, other: CallTreeProfile) {
-        for s in other.subtrees {
-            match self
-                .subtrees
-                .find_mut(s.hash, |t| t.method == s.method && t.callees == s.callees)
-            {
-                Some(t) => t.count += s.count,
-                None => {
-                    self.subtrees.insert_unique(s.hash, s, |t| t.hash);
-                }
-            }
+        for s in &other.subtrees {
+            add_pattern(&mut self.subtrees, s.hash, s.method, &s.callees, s.count);
         }
         for (m, &n) in other.leaves.iter().enumerate() {
             if n > 0 {
