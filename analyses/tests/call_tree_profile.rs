@@ -262,8 +262,8 @@ fn consume_both_equals_separate_passes() {
     assert!(p1.resyncs() > 0 && p1.total() > 0 && t1.total() > 0);
 }
 
-/// Leaf invocations (no callees) are counted apart from the pattern table for small method
-/// ids; large ids go to the table. Both kinds list, count, total and merge alike.
+/// Leaf invocations (no callees) are counted apart from the pattern table, for small and
+/// large method ids alike; they list, count, total and merge like every other pattern.
 #[test]
 fn leaves_of_small_and_large_method_ids() {
     let big = 200_000;

@@ -4,7 +4,7 @@ use cab::event::MethodId;
 use hashbrown::HashTable;
 
 use crate::thread_stacks::ThreadStacks;
-use crate::Analysis;
+use crate::{Analysis, MethodCount};
 
 /// How often each function ran with each ordered list of direct callees.
 ///
@@ -22,14 +22,13 @@ use crate::Analysis;
 /// Each open frame hashes its callee list as the calls arrive, so a `Return` looks its pattern
 /// up without rehashing the list (one comparison of the list on a hit). Leaf invocations (no
 /// callees), at least half of all invocations in any call tree, skip the table: they are
-/// counted per method in a plain array.
+/// counted per method in a [`MethodCount`] (an array indexed by method id).
 #[derive(Clone, Debug, Default)]
 pub struct CallTreeProfile {
-    /// Count per distinct (function, ordered callee list), except leaf invocations of methods
-    /// below [`DENSE_LEAVES`].
+    /// Count per distinct (function, ordered, non-empty callee list).
     subtrees: HashTable<Subtree>,
-    /// `leaves[method]`: invocations of `method` that called nothing (`method < DENSE_LEAVES`).
-    leaves: Vec<u64>,
+    /// Invocations per method that called nothing.
+    leaves: MethodCount,
     threads: ThreadStacks<OpenCalls>,
     approximate: bool,
     resyncs: u64,
@@ -107,9 +106,6 @@ fn hash_of(method: MethodId, callees: &[MethodId]) -> u64 {
     finish(callees.iter().fold(seed(method), |h, &c| step(h, c)))
 }
 
-/// Methods whose leaf invocations are counted in [`CallTreeProfile::leaves`].
-const DENSE_LEAVES: usize = 1 << 16;
-
 /// Count `n` invocations of `method` with callees `callees` (whose hash is `hash`) in `table`.
 fn add_pattern(
     table: &mut HashTable<Subtree>,
@@ -158,8 +154,8 @@ impl CallTreeProfile {
 
     /// How many recorded invocations of `method` called exactly `callees`, in that order.
     pub fn count(&self, method: MethodId, callees: &[MethodId]) -> u64 {
-        if callees.is_empty() && (method.get() as usize) < DENSE_LEAVES {
-            return self.leaves.get(method.get() as usize).copied().unwrap_or(0);
+        if callees.is_empty() {
+            return self.leaves.count(method);
         }
         self.subtrees
             .find(hash_of(method, callees), |s| {
@@ -170,15 +166,7 @@ impl CallTreeProfile {
 
     /// Every pattern `(function, callees, count)`, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (MethodId, &[MethodId], u64)> + '_ {
-        let leaves = self
-            .leaves
-            .iter()
-            .enumerate()
-            .filter(|&(_, &n)| n > 0)
-            .map(|(m, &n)| {
-                let m = MethodId::new(m as u32).expect("a counted method id");
-                (m, &[][..], n)
-            });
+        let leaves = self.leaves.iter().map(|(m, n)| (m, &[][..], n));
         self.subtrees
             .iter()
             .map(|s| (s.method, &*s.callees, s.count))
@@ -205,7 +193,7 @@ impl CallTreeProfile {
 
     /// Number of distinct patterns.
     pub fn len(&self) -> usize {
-        self.subtrees.len() + self.leaves.iter().filter(|&&n| n > 0).count()
+        self.subtrees.len() + self.leaves.len()
     }
 
     /// `true` if nothing was recorded.
@@ -215,19 +203,7 @@ impl CallTreeProfile {
 
     /// Recorded invocations (the sum of all pattern counts).
     pub fn total(&self) -> u64 {
-        self.subtrees.iter().map(|s| s.count).sum::<u64>() + self.leaves.iter().sum::<u64>()
-    }
-
-    /// Count `n` leaf invocations of `method` (`method < DENSE_LEAVES`).
-    #[inline]
-    fn add_leaves(&mut self, method: MethodId, n: u64) {
-        let m = method.get() as usize;
-        if let Some(c) = self.leaves.get_mut(m) {
-            *c += n;
-        } else {
-            self.leaves.resize((m + 1).next_power_of_two().max(64), 0);
-            self.leaves[m] += n;
-        }
+        self.subtrees.iter().map(|s| s.count).sum::<u64>() + self.leaves.total()
     }
 
     /// Invocations of the current thread still open (their `Return` not seen yet).
@@ -308,9 +284,8 @@ impl CallTreeProfile {
         match open.frames.last() {
             Some(&f) if f.method == callee => {
                 open.frames.pop();
-                let leaf = f.start == open.callees.len();
-                if f.complete && leaf && (callee.get() as usize) < DENSE_LEAVES {
-                    self.add_leaves(callee, 1);
+                if f.complete && f.start == open.callees.len() {
+                    self.leaves.record(callee);
                 } else if f.complete {
                     let callees = &self.threads.current.callees[f.start..];
                     add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
@@ -363,11 +338,7 @@ impl Analysis for CallTreeProfile {
         for s in &other.subtrees {
             add_pattern(&mut self.subtrees, s.hash, s.method, &s.callees, s.count);
         }
-        for (m, &n) in other.leaves.iter().enumerate() {
-            if n > 0 {
-                self.add_leaves(MethodId::new(m as u32).expect("a counted method id"), n);
-            }
-        }
+        self.leaves.merge(other.leaves);
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
         self.unmatched_returns += other.unmatched_returns;
