@@ -38,6 +38,24 @@ fn pin(core: usize) {
     }
 }
 
+/// `--rounds N` (default 5), or what is wrong with the arguments.
+fn rounds_arg() -> Result<usize, String> {
+    let mut rounds = 5;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a != "--rounds" {
+            return Err(format!("unknown argument {a:?}"));
+        }
+        let v = args.next().ok_or("--rounds needs a value")?;
+        rounds = v
+            .parse()
+            .ok()
+            .filter(|&n: &usize| n > 0)
+            .ok_or(format!("--rounds must be a positive integer, not {v:?}"))?;
+    }
+    Ok(rounds)
+}
+
 fn timed() -> f64 {
     let t = Instant::now();
     black_box(work());
@@ -45,10 +63,10 @@ fn timed() -> f64 {
 }
 
 fn main() {
-    let rounds = std::env::args()
-        .skip_while(|a| a != "--rounds")
-        .nth(1)
-        .map_or(5, |v| v.parse().unwrap_or(5));
+    let rounds = rounds_arg().unwrap_or_else(|msg| {
+        eprintln!("core_share: {msg}\nusage: core_share [--rounds N]");
+        std::process::exit(2)
+    });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
         println!("one core: nothing to compare");
