@@ -9,8 +9,8 @@
 //! Under `cfg(loom)`, `cab::sync` swaps every atomic, fence and spin hint for loom's, so these
 //! models check the same source the library ships. The rings are the smallest allowed (4 chunks
 //! of 64 bytes: 32 events, 8 per chunk) and the event counts small: loom's state space grows
-//! exponentially with both. The preemption bound is 3 (the whole file takes about 8 minutes
-//! optimized on 2 cores; bound 2 about 5 s); `LOOM_PREEMPTIONS=<n>` overrides it.
+//! exponentially with both. The preemption bound is 3 (the whole file takes 6 to 7 minutes
+//! optimized on 2 cores in CI); `LOOM_PREEMPTIONS=<n>` overrides it.
 
 use cab::event::{decode, Event, EventKind};
 use cab::fastforward::FastForward;
@@ -138,7 +138,7 @@ fn is_pushed(word: u64) -> bool {
 /// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in ring.rs.
 /// Since the consumer arms chunk starts with `MAGIC` and the producer publishes its position
 /// there, this model also covers the arming compare-exchange racing the producer's writes and
-/// its beacon stores (about 5 minutes optimized on 2 cores).
+/// its beacon stores (most of the file's time).
 #[test]
 fn cab_sampling_wrap_delivers_only_pushed_events() {
     model(|| {
