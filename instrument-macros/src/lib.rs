@@ -27,7 +27,7 @@
 //! What a profiled function emits:
 //! - `Call { caller, callee }` at entry and `Return { callee }` when its frame guard drops, so
 //!   early `return`, `?` and unwinding panics close the frame; the caller comes from a
-//!   thread-local shadow stack. Its id comes from `cab::registry` at the first call.
+//!   thread-local shadow stack. Its id is assigned by the runtime at its first call.
 //! - `async fn`: the frame is the body's future, from its first poll to its completion (or to
 //!   being dropped unfinished); during each poll it is the innermost frame.
 //! - With `paths`: `Path { method, path }` at every loop back edge and at exit (see `paths` for
@@ -43,6 +43,8 @@
 //! - `paths`: the control-flow graph of a body and its Ball-Larus numbering.
 //! - `memory`: rewriting index expressions and derefs to record their addresses.
 //! - `source`: source lines and snippets for decoded paths.
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod attr;
 mod expand;
