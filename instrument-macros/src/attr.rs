@@ -13,24 +13,24 @@ mod kw {
 /// The largest `num_paths` a function may have: completed paths are numbered `0..num_paths` and
 /// a path cut short by a panic `num_paths..2 * num_paths`, and both must fit the 30-bit path
 /// field of an event.
-pub const PATH_LIMIT: u64 = 1 << 29;
+pub(crate) const PATH_LIMIT: u64 = 1 << 29;
 
 /// What `#[profile(...)]` asked for.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Ball-Larus path profiling of the body.
-    pub paths: bool,
+    pub(crate) paths: bool,
     /// `Mem` events for index expressions and explicit derefs.
-    pub memory: bool,
+    pub(crate) memory: bool,
     /// Leave this item alone (inside a profiled `impl` or module).
-    pub skip: bool,
+    pub(crate) skip: bool,
     /// Split paths so that the function has at most this many (default [`PATH_LIMIT`]).
-    pub max_paths: Option<u64>,
+    pub(crate) max_paths: Option<u64>,
 }
 
 impl Options {
     /// The path budget in force.
-    pub fn path_limit(&self) -> u64 {
+    pub(crate) fn path_limit(&self) -> u64 {
         self.max_paths.unwrap_or(PATH_LIMIT)
     }
 }

@@ -29,7 +29,7 @@ use syn::visit_mut::VisitMut;
 use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, TraitItem, Type};
 
 /// Expand `#[profile(opts)]` on `item`.
-pub fn expand(opts: Options, item: TokenStream) -> TokenStream {
+pub(crate) fn expand(opts: Options, item: TokenStream) -> TokenStream {
     if opts.skip {
         return item;
     }

@@ -1,48 +1,28 @@
 //! `#[cabprof::profile]`: the instrumentation attribute of cabprof (method, call, Ball-Larus
-//! path and memory-access instrumentation). Re-exported by the `cabprof` facade, whose
-//! `__private` module holds everything the generated code calls.
+//! path and memory-access instrumentation). Users reach it through the `cabprof` facade, which
+//! re-exports [`macro@profile`]; its documentation (options, what it accepts, what it generates,
+//! what it leaves alone) is on the attribute itself. The facade's `__private` module holds
+//! everything the generated code calls.
 //!
-//! ```ignore
-//! #[cabprof::profile]                 // Call/Return events
-//! fn parse(input: &str) -> Result<Ast, Error> { ... }
-//!
-//! #[cabprof::profile(paths)]          // also Ball-Larus path numbers
-//! fn classify(x: i32) -> &'static str { if x < 0 { "neg" } else { "non-neg" } }
-//!
-//! #[cabprof::profile(memory)]         // also Mem events for a[i] and *p
-//! fn sum(v: &[u64]) -> u64 { let mut s = 0; for i in 0..v.len() { s += v[i]; } s }
-//!
-//! #[cabprof::profile]                 // every method (or, on a module, every fn)
-//! impl Stack { ... }
-//! ```
-//!
-//! Options: `paths`, `memory`, `max_paths = N` (split paths so a function has at most `N`;
-//! default 2^29), `skip` (inside a profiled `impl` or module: leave this item alone).
-//!
-//! The attribute works on free functions, methods, `impl` blocks, traits (default method
-//! bodies), inline modules, generic, `async` and `unsafe` functions. It is a compile error on a
-//! `const fn`, a trait method without a body, a closure, or with an unknown option; the item is
-//! still emitted, so that error is the only one.
-//!
-//! What a profiled function emits:
-//! - `Call { caller, callee }` at entry and `Return { callee }` when its frame guard drops, so
-//!   early `return`, `?` and unwinding panics close the frame; the caller comes from a
-//!   thread-local shadow stack. Its id comes from `cab::registry` at the first call.
-//! - `async fn`: the frame is the body's future, from its first poll to its completion (or to
-//!   being dropped unfinished); during each poll it is the innermost frame.
-//! - With `paths`: `Path { method, path }` at every loop back edge and at exit (see `paths` for
-//!   the numbering and its limits).
-//! - With `memory`: `Mem { addr, size, store }` for every `a[i]` and `*p` (see `memory`).
-//!
-//! Generated code refers to the runtime as `::cabprof::__private`, so the `cabprof` crate must
-//! be a dependency under that name (importing the attribute under another name is fine).
+//! How one attribute becomes code:
+//! 1. [`profile`] (here) hands the attribute's arguments to `attr`, which parses them into
+//!    `Options`, pointing any error at the offending token;
+//! 2. `expand` decides what the item is (fn, `impl`, trait, module, or a misuse) and rewrites
+//!    each function body: the call site and frame guard, then, if asked, the passes below;
+//! 3. `paths` (for `paths`) builds the body's control-flow graph, numbers its paths after
+//!    Ball & Larus, "Efficient Path Profiling" (MICRO 1996), and emits the instrumented body and
+//!    the tables to decode path numbers; `memory` (for `memory`) rewrites index expressions and
+//!    derefs to record their addresses;
+//! 4. `source` supplies the source lines and snippets that decoded paths are shown with.
 //!
 //! Modules:
 //! - `attr`: the options, parsed with their spans.
 //! - `expand`: what each item becomes.
-//! - `paths`: the control-flow graph of a body and its Ball-Larus numbering.
+//! - `paths`: path profiling, one phase per file (graph building, numbering, emission).
 //! - `memory`: rewriting index expressions and derefs to record their addresses.
 //! - `source`: source lines and snippets for decoded paths.
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod attr;
 mod expand;
@@ -52,8 +32,69 @@ mod source;
 
 use proc_macro::TokenStream;
 
-/// Instrument a function (or every function of an `impl` block, trait or inline module) for
-/// cabprof. See the crate documentation for the options and for what is generated.
+/// Instrument a function, or every function of an `impl` block, trait or inline module, for
+/// cabprof.
+///
+/// ```ignore
+/// #[cabprof::profile]                 // Call/Return events
+/// fn parse(input: &str) -> Result<Ast, Error> { ... }
+///
+/// #[cabprof::profile(paths)]          // also Ball-Larus path numbers
+/// fn classify(x: i32) -> &'static str { if x < 0 { "neg" } else { "non-neg" } }
+///
+/// #[cabprof::profile(memory)]         // also Mem events for a[i] and *p
+/// fn sum(v: &[u64]) -> u64 { let mut s = 0; for i in 0..v.len() { s += v[i]; } s }
+///
+/// #[cabprof::profile]                 // every method (or, on a module, every fn)
+/// impl Stack { ... }
+/// ```
+///
+/// # Options
+///
+/// `paths`, `memory`, `max_paths = N` (with `paths`: split paths so that a function has at most
+/// `N`; default 2^29), `skip` (inside a profiled `impl`, trait or module: leave this item alone).
+///
+/// # What it accepts
+///
+/// Free functions, methods, `impl` blocks, traits (default method bodies), inline modules
+/// (recursively), generic, `async` and `unsafe` functions. It is a compile error on a
+/// `const fn`, a trait method without a body, a closure, a module declared without its body
+/// (`mod name;`), or with an unknown option; the item is still emitted, so that error is the
+/// only one.
+///
+/// # What it generates
+///
+/// - `Call { caller, callee }` at entry and `Return { callee }` when its frame guard drops, so
+///   early `return`, `?` and unwinding panics close the frame; the caller comes from a
+///   thread-local shadow stack. The function's id is assigned by the runtime at its first call.
+/// - `async fn`: the frame is the body's future, from its first poll to its completion (or to
+///   being dropped unfinished); during each poll it is the innermost frame.
+/// - With `paths`: `Path { method, path }` at every loop back edge and at exit, numbered after
+///   Ball & Larus, "Efficient Path Profiling" (MICRO 1996). Control flow inside macro
+///   invocations, closures and `async` blocks in the body is not numbered.
+/// - With `memory`: `Mem { addr, size, store }` for every `a[i]` and `*p` in the body; accesses
+///   inside macro arguments are not seen (record those with `cabprof::mem::load`/`store`).
+///
+/// Generated code refers to the runtime as `::cabprof::__private`, so the `cabprof` crate must
+/// be a dependency under that name (importing the attribute under another name is fine).
+///
+/// # What it leaves alone
+///
+/// On an `impl` block, trait or module, these items are skipped **without any warning**; they
+/// produce no events and do not appear in the report:
+///
+/// - **`const fn`s.** A `const fn` may run at compile time, where there is no session to record
+///   to, and the calls into the runtime that the attribute adds are not `const`, so an
+///   instrumented `const fn` would not compile. It is left as it is. (Put directly on a
+///   `const fn`, the attribute is a compile error instead.) To profile one, drop its `const`,
+///   or call it from a profiled wrapper.
+/// - **Functions and methods generated by a macro invocation** inside the block (such as
+///   `impl Stack { my_getters!(len, cap); }`). An attribute sees the block's tokens before the
+///   invocation is expanded, so the functions it will generate do not exist yet. To profile
+///   them, put `#[cabprof::profile]` on the functions inside the macro's definition.
+/// - Trait methods without a default body (profile their implementations instead).
+/// - Items that carry their own `#[profile(...)]`: that attribute decides (`#[profile(skip)]`
+///   leaves the item alone).
 #[proc_macro_attribute]
 pub fn profile(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item2 = proc_macro2::TokenStream::from(item);

@@ -64,7 +64,7 @@ impl Ctx {
 }
 
 /// Instrument every index expression and dereference in `block`.
-pub fn instrument(block: &mut Block) {
+pub(crate) fn instrument(block: &mut Block) {
     Memory {
         touches: Vec::new(),
     }

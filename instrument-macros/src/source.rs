@@ -7,7 +7,7 @@ use proc_macro2::Span;
 use quote::ToTokens;
 
 /// The span of the first token of `node` (where a step "is" in the source).
-pub fn first_span(node: &impl ToTokens) -> Span {
+pub(crate) fn first_span(node: &impl ToTokens) -> Span {
     node.to_token_stream()
         .into_iter()
         .next()
@@ -15,7 +15,7 @@ pub fn first_span(node: &impl ToTokens) -> Span {
 }
 
 /// A short, one-line rendering of `node` for labels (`x > 0`, `Some(v)`).
-pub fn snippet(node: &impl ToTokens) -> String {
+pub(crate) fn snippet(node: &impl ToTokens) -> String {
     const MAX: usize = 48;
     let mut s = node.to_token_stream().to_string();
     for (from, to) in [
