@@ -45,7 +45,11 @@ async fn handle(id: u64) -> u64 {
 fn run(rt: tokio::runtime::Runtime, mode: RunMode) -> cabprof::report::Report {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let session = Session::builder()
-        .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+        .analyses(&[
+            Analysis::MethodCount,
+            Analysis::CallGraph,
+            Analysis::CallTree,
+        ])
         .mode(mode)
         .pin(false)
         .start()

@@ -191,7 +191,13 @@ impl CallingContextTree {
 
     #[inline]
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let current = self.threads.current.stack.last().copied().unwrap_or(ROOT_NODE);
+        let current = self
+            .threads
+            .current
+            .stack
+            .last()
+            .copied()
+            .unwrap_or(ROOT_NODE);
         let current = if self.tree.nodes[current as usize].method == caller {
             current
         } else {

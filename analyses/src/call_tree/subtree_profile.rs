@@ -387,7 +387,13 @@ impl CallTreeProfile {
             hash: seed(method),
         });
         open.polls = parked.polls;
-        open.polls.push((key, OpenCalls { polls: Vec::new(), ..parked }));
+        open.polls.push((
+            key,
+            OpenCalls {
+                polls: Vec::new(),
+                ..parked
+            },
+        ));
     }
 
     /// The innermost poll ends: keep the future's piece of callees and go back to the frames
