@@ -25,8 +25,18 @@
 //! future being dropped unfinished). [`instrument`] wraps the body's future; the caller is the
 //! frame active at the first poll, and during every poll the function is the innermost frame,
 //! so functions it calls name it as their caller. Between polls it is not on the shadow stack.
-//! If an executor moves the future to another thread between polls, the `Return` goes to the
-//! thread that completed it.
+//!
+//! A thread's event stream interleaves the polls of many futures, and one future may be polled
+//! on several threads, so the analyzer cannot rebuild a task's calling context from a
+//! per-thread stack alone. Each poll is therefore bracketed: `Poll { method, task, first }`
+//! before the body runs, `PollEnd { task, poll, done }` after it (emitted by a guard, so a
+//! panicking poll closes too). `task` is an id drawn once per future (from a per-thread block of
+//! ids: no shared write per future); `poll` numbers the future's polls so that an analysis can
+//! order the pieces of one invocation seen on different threads. The first poll's `Poll`
+//! follows its `Call` directly, which is where the analyzer learns the future's calling
+//! context; the `Return` comes inside the last poll, before its `PollEnd`. A future dropped
+//! unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two words
+//! per poll and a few instructions; synchronous functions are untouched.
 //!
 //! # Paths
 //!
@@ -37,12 +47,13 @@
 //! function unwinds, the path emitted is `num_paths + register`, which decodes as "cut short by
 //! a panic".
 
-use cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER};
+use cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
 use cab::runtime::{active, emit};
 use std::cell::Cell;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 pub use cab::registry::{PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind};
@@ -320,6 +331,10 @@ pub struct Instrumented<F> {
     /// session ran at the first poll); else this function's id.
     callee: u32,
     started: bool,
+    /// This future's id in `Poll`/`PollEnd` words (valid while `callee != 0`).
+    task: u32,
+    /// Polls so far (the number of the next one).
+    polls: u32,
 }
 
 /// Wrap the future of an `async fn` body. `T` is spelled out by the generated code where it can
@@ -331,16 +346,57 @@ pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> In
         site,
         callee: 0,
         started: false,
+        task: 0,
+        polls: 0,
     }
 }
 
-/// Restores the shadow stack after a poll, even if the poll panics.
-struct Restore(u32);
+/// Task ids are handed out in blocks, so a thread touches the shared counter once per
+/// `TASK_BLOCK` futures.
+const TASK_BLOCK: u32 = 1024;
 
-impl Drop for Restore {
+/// The next task id for the shared counter to hand out (a block's first id).
+static NEXT_TASK_BLOCK: AtomicU32 = AtomicU32::new(0);
+
+thread_local! {
+    /// This thread's next task id and the end of its block (equal: the block is used up).
+    static TASK_IDS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// An id for a new future, distinct from the ids of the other futures alive (ids wrap at
+/// `MAX_TASK_ID`, so only a future outliving 2^30 newer ones can share one).
+#[inline]
+fn next_task() -> u32 {
+    TASK_IDS.with(|c| {
+        let (mut next, mut end) = c.get();
+        if next == end {
+            next = NEXT_TASK_BLOCK.fetch_add(TASK_BLOCK, Ordering::Relaxed);
+            end = next.wrapping_add(TASK_BLOCK);
+        }
+        c.set((next.wrapping_add(1), end));
+        next & MAX_TASK_ID
+    })
+}
+
+/// One poll of an active [`Instrumented`] future: the function is the innermost frame until
+/// it is dropped, which also closes the poll in the event stream, even if the poll panics.
+struct PollScope {
+    callee: u32,
+    caller: u32,
+    task: u32,
+    poll: u32,
+    /// The future completed in this poll: emit its `Return` before the `PollEnd`.
+    done: bool,
+}
+
+impl Drop for PollScope {
     #[inline(always)]
     fn drop(&mut self) {
-        pop(self.0);
+        pop(self.caller);
+        if self.done {
+            emit(Event::ret(method(self.callee)));
+        }
+        emit(Event::poll_end(self.task, self.poll, self.done));
     }
 }
 
@@ -352,6 +408,7 @@ impl<F: Future> Future for Instrumented<F> {
         // below and never moved, including by `Drop` (which touches only the other fields);
         // the other fields are plain data that is never pinned.
         let this = unsafe { self.get_unchecked_mut() };
+        let mut first = false;
         if !this.started {
             this.started = true;
             if active() {
@@ -360,26 +417,44 @@ impl<F: Future> Future for Instrumented<F> {
                 let caller = CURRENT.with(Cell::get);
                 emit(Event::call(method(caller), method(callee)));
                 this.callee = callee;
+                this.task = next_task();
+                first = true;
             }
         }
-        let restore = (this.callee != 0).then(|| Restore(push(this.callee)));
+        let mut scope = (this.callee != 0).then(|| {
+            emit(Event::poll(method(this.callee), this.task, first));
+            let poll = this.polls;
+            this.polls = this.polls.saturating_add(1);
+            PollScope {
+                callee: this.callee,
+                caller: push(this.callee),
+                task: this.task,
+                poll,
+                done: false,
+            }
+        });
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let out = inner.poll(cx);
-        drop(restore);
-        if out.is_ready() && this.callee != 0 {
-            emit(Event::ret(method(this.callee)));
-            this.callee = 0;
+        if let Some(s) = &mut scope {
+            if out.is_ready() {
+                s.done = true;
+                this.callee = 0;
+            }
         }
+        drop(scope);
         out
     }
 }
 
 impl<F> Drop for Instrumented<F> {
     fn drop(&mut self) {
-        // Dropped after its first poll but before completion: the frame ends here.
+        // Dropped after its first poll but before completion: the frame ends here, in a last,
+        // empty poll so that the `Return` lands in the future's own context.
         if self.callee != 0 {
+            emit(Event::poll(method(self.callee), self.task, false));
             emit(Event::ret(method(self.callee)));
+            emit(Event::poll_end(self.task, self.polls, true));
         }
     }
 }

@@ -47,4 +47,9 @@ impl<S: Default> ThreadStacks<S> {
         debug_assert!(!self.parked.contains_key(&self.current_id));
         true
     }
+
+    /// Every thread's state, the current one included.
+    pub(crate) fn all_mut(&mut self) -> impl Iterator<Item = &mut S> + '_ {
+        std::iter::once(&mut self.current).chain(self.parked.values_mut())
+    }
 }

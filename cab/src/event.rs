@@ -15,6 +15,9 @@
 //! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
 //! tag 5  Thread  id: bits 0..60
 //! tag 6  Marker  value: bits 0..60
+//! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
+//! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
+//! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
 //! ```
 //!
 //! Tags run from 1 to 14, so the top nibble of a word is never `0x0` (which `CLEAR = 0` has) nor
@@ -46,6 +49,9 @@ const TAG_PATH: u64 = 3;
 const TAG_MEM: u64 = 4;
 const TAG_THREAD: u64 = 5;
 const TAG_MARKER: u64 = 6;
+const TAG_POLL_FIRST: u64 = 7;
+const TAG_POLL: u64 = 8;
+const TAG_POLL_END: u64 = 9;
 
 /// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
 pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
@@ -135,6 +141,19 @@ pub enum EventKind {
     Thread { id: u64 },
     /// A user marker.
     Marker { value: u64 },
+    /// A poll of an instrumented `async fn`'s future begins: instance `task` (an id unique
+    /// among the futures alive, wrapping at [`MAX_TASK_ID`]) of `method`. `first` for its first
+    /// poll, which directly follows its `Call`. Until the matching [`PollEnd`](Self::PollEnd),
+    /// the events belong to that future's context, not to the thread's.
+    Poll {
+        method: MethodId,
+        task: u32,
+        first: bool,
+    },
+    /// The innermost open poll (of `task`) ends; it was the future's poll number `poll`
+    /// (0 = the first, saturating at [`MAX_POLL_NUMBER`]); `done` if the future completed (its
+    /// `Return` came just before) or was dropped.
+    PollEnd { task: u32, poll: u32, done: bool },
 }
 
 impl Event {
@@ -266,6 +285,16 @@ pub const fn decode(word: u64) -> Option<EventKind> {
         },
         TAG_THREAD => EventKind::Thread { id: p },
         TAG_MARKER => EventKind::Marker { value: p },
+        TAG_POLL_FIRST | TAG_POLL => EventKind::Poll {
+            method: hi,
+            task: lo,
+            first: word >> TAG_SHIFT == TAG_POLL_FIRST,
+        },
+        TAG_POLL_END => EventKind::PollEnd {
+            task: lo,
+            poll: ((p >> ID_BITS) & POLL_MASK) as u32,
+            done: p & DONE_BIT != 0,
+        },
         _ => return None,
     })
 }
@@ -280,6 +309,12 @@ impl EventKind {
             EventKind::Mem { addr, size, store } => Event::mem(addr, size, store),
             EventKind::Thread { id } => Event::thread(id),
             EventKind::Marker { value } => Event::marker(value),
+            EventKind::Poll {
+                method,
+                task,
+                first,
+            } => Event::checked_poll(method, task, first),
+            EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
         }
     }
 }
@@ -293,5 +328,67 @@ impl fmt::Debug for Event {
 impl From<Event> for u64 {
     fn from(e: Event) -> u64 {
         e.0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Polls of instrumented futures (`async fn`)
+
+/// Largest task id a `Poll`/`PollEnd` word can carry (30 bits); producers wrap their ids here.
+pub const MAX_TASK_ID: u32 = (1 << ID_BITS) - 1;
+/// Largest poll number a `PollEnd` word can carry (29 bits); producers saturate here.
+pub const MAX_POLL_NUMBER: u32 = (1 << POLL_BITS) - 1;
+
+const POLL_BITS: u32 = 29;
+const POLL_MASK: u64 = (1 << POLL_BITS) - 1;
+const DONE_BIT: u64 = 1 << 59;
+
+impl Event {
+    /// A poll of future `task` of `method` begins (`first`: its first poll). `task` is taken
+    /// modulo 2^30 (ids wrap at [`MAX_TASK_ID`]), so this needs no check.
+    #[inline(always)]
+    pub const fn poll(method: MethodId, task: u32, first: bool) -> Event {
+        let tag = if first { TAG_POLL_FIRST } else { TAG_POLL };
+        Event(tag << TAG_SHIFT | (method.0 as u64) << ID_BITS | (task as u64 & ID_MASK))
+    }
+
+    /// The poll number `poll` of future `task` ends; `done` if the future finished. `task` is
+    /// taken modulo 2^30 and `poll` saturates at [`MAX_POLL_NUMBER`], so this needs no check.
+    #[inline(always)]
+    pub const fn poll_end(task: u32, poll: u32, done: bool) -> Event {
+        let poll = if poll > MAX_POLL_NUMBER {
+            MAX_POLL_NUMBER
+        } else {
+            poll
+        };
+        let done = if done { DONE_BIT } else { 0 };
+        Event(TAG_POLL_END << TAG_SHIFT | done | (poll as u64) << ID_BITS | (task as u64 & ID_MASK))
+    }
+
+    fn checked_poll(method: MethodId, task: u32, first: bool) -> Result<Event, EventError> {
+        Self::task_id(task).map(|t| Event::poll(method, t, first))
+    }
+
+    fn checked_poll_end(task: u32, poll: u32, done: bool) -> Result<Event, EventError> {
+        if poll > MAX_POLL_NUMBER {
+            return Err(EventError {
+                field: "poll number",
+                value: poll as u64,
+                max: MAX_POLL_NUMBER as u64,
+            });
+        }
+        Self::task_id(task).map(|t| Event::poll_end(t, poll, done))
+    }
+
+    fn task_id(task: u32) -> Result<u32, EventError> {
+        if task > MAX_TASK_ID {
+            Err(EventError {
+                field: "task id",
+                value: task as u64,
+                max: MAX_TASK_ID as u64,
+            })
+        } else {
+            Ok(task)
+        }
     }
 }

@@ -23,11 +23,46 @@ use crate::Analysis;
 pub struct CallingContextTree {
     /// One node per context; the trie's root is the root context.
     tree: Trie,
-    /// Per thread: the open path, as node indices below the root, innermost last.
-    threads: ThreadStacks<Vec<u32>>,
+    /// Per thread: the open path, as node indices below the root, innermost last, and the
+    /// polls in progress.
+    threads: ThreadStacks<OpenPath>,
+    /// The futures seen polled and not known to be finished everywhere: where their context is.
+    tasks: HashMap<TaskKey, TaskBase>,
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
+}
+
+/// A future: its `async fn` and its task id.
+type TaskKey = (MethodId, u32);
+
+/// One thread's open frames.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct OpenPath {
+    /// The open path of the context running now, innermost last.
+    stack: Vec<u32>,
+    /// The polls in progress, innermost last: each future's key and the stack it parked.
+    polls: Vec<(TaskKey, Vec<u32>)>,
+}
+
+/// Where a future's context is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TaskBase {
+    /// The node of the future's own frame: in the tree if `placed`, else a detached root that
+    /// collects what its polls call until the instance that saw its first poll is merged in.
+    node: u32,
+    placed: bool,
+    /// Polls of it this instance saw.
+    polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    total: Option<u32>,
+}
+
+impl TaskBase {
+    /// Every poll is accounted for here: nothing more will refer to it.
+    fn finished(&self) -> bool {
+        self.placed && self.total == Some(self.polls)
+    }
 }
 
 impl CallingContextTree {
@@ -48,7 +83,9 @@ impl CallingContextTree {
     /// resynchronisation may have count 0.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, u64)> {
         let t = &self.tree;
+        let attached = t.attached();
         let mut out: Vec<(Vec<MethodId>, u64)> = (1..t.nodes.len())
+            .filter(|&i| attached[i])
             .map(|i| (t.path_between(ROOT_NODE, i as u32), t.nodes[i].count))
             .collect();
         out.sort_unstable();
@@ -57,7 +94,10 @@ impl CallingContextTree {
 
     /// Number of contexts (nodes other than the root).
     pub fn len(&self) -> usize {
-        self.tree.len()
+        if self.tasks.is_empty() {
+            return self.tree.len();
+        }
+        self.tree.attached().iter().skip(1).filter(|&&a| a).count()
     }
 
     /// `true` if no call was seen.
@@ -67,12 +107,26 @@ impl CallingContextTree {
 
     /// Total calls counted (the sum over all contexts).
     pub fn total(&self) -> u64 {
-        self.tree.nodes.iter().map(|n| n.count).sum()
+        let attached = self.tree.attached();
+        self.tree
+            .nodes
+            .iter()
+            .zip(attached)
+            .filter(|(_, a)| *a)
+            .map(|(n, _)| n.count)
+            .sum()
     }
 
-    /// Depth of the open path of the current thread.
+    /// Depth of the open path of the current thread (of the poll in progress, if any).
     pub fn open_frames(&self) -> usize {
-        self.threads.current.len()
+        self.threads.current.stack.len()
+    }
+
+    /// Futures this instance saw polled whose calling context is still unknown to it (their
+    /// first poll was in a stream not merged in yet) or whose other polls may still come from
+    /// other streams.
+    pub fn pending_tasks(&self) -> usize {
+        self.tasks.len()
     }
 
     /// `true` if the tree may differ from the exact one: set by a resynchronisation or an
@@ -137,7 +191,13 @@ impl CallingContextTree {
 
     #[inline]
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let current = self.threads.current.last().copied().unwrap_or(ROOT_NODE);
+        let current = self
+            .threads
+            .current
+            .stack
+            .last()
+            .copied()
+            .unwrap_or(ROOT_NODE);
         let current = if self.tree.nodes[current as usize].method == caller {
             current
         } else {
@@ -145,7 +205,7 @@ impl CallingContextTree {
         };
         let c = self.tree.child(current, callee);
         self.tree.nodes[c as usize].count += 1;
-        self.threads.current.push(c);
+        self.threads.current.stack.push(c);
     }
 
     /// Returns the node to continue from; see the type docs.
@@ -154,7 +214,7 @@ impl CallingContextTree {
         self.approximate = true;
         self.resyncs += 1;
         let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current;
+        let open = &mut self.threads.current.stack;
         if let Some(i) = open
             .iter()
             .rposition(|&n| nodes[n as usize].method == caller)
@@ -167,15 +227,15 @@ impl CallingContextTree {
             return ROOT_NODE;
         }
         let c = self.tree.child(ROOT_NODE, caller);
-        self.threads.current.push(c);
+        self.threads.current.stack.push(c);
         c
     }
 
     #[inline]
     fn on_return(&mut self, callee: MethodId) {
-        match self.threads.current.last() {
+        match self.threads.current.stack.last() {
             Some(&n) if self.tree.nodes[n as usize].method == callee => {
-                self.threads.current.pop();
+                self.threads.current.stack.pop();
             }
             _ => self.resync_return(callee),
         }
@@ -185,7 +245,7 @@ impl CallingContextTree {
     fn resync_return(&mut self, callee: MethodId) {
         self.approximate = true;
         let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current;
+        let open = &mut self.threads.current.stack;
         match open
             .iter()
             .rposition(|&n| nodes[n as usize].method == callee)
@@ -195,6 +255,109 @@ impl CallingContextTree {
                 self.resyncs += 1;
             }
             None => self.unmatched_returns += 1,
+        }
+    }
+
+    /// A poll of future `task` of `method` begins: park the thread's stack and continue from
+    /// the future's own frame.
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
+        let key = (method, task);
+        let open = &mut self.threads.current;
+        let base = if first {
+            // Its `Call` just opened its frame on the polling context's stack; between polls
+            // the frame is off that stack.
+            let node = match open.stack.last() {
+                Some(&n) if self.tree.nodes[n as usize].method == method => {
+                    open.stack.pop();
+                    n
+                }
+                _ => {
+                    // The `Call` was lost (sampling): place it under the root.
+                    self.approximate = true;
+                    self.tree.child(ROOT_NODE, method)
+                }
+            };
+            self.place(key, node)
+        } else {
+            let tree = &mut self.tree;
+            let t = self.tasks.entry(key).or_insert_with(|| TaskBase {
+                node: tree.detached(method),
+                placed: false,
+                polls: 0,
+                total: None,
+            });
+            t.polls += 1;
+            t.node
+        };
+        let open = &mut self.threads.current;
+        let parked = std::mem::replace(&mut open.stack, vec![base]);
+        open.polls.push((key, parked));
+    }
+
+    /// `key`'s frame is `node` (in the tree): record it, and move there whatever its polls
+    /// seen before (on other threads of this stream) collected.
+    fn place(&mut self, key: TaskKey, node: u32) -> u32 {
+        match self.tasks.get(&key).copied() {
+            Some(t) if !t.placed => {
+                let mut moved = HashMap::new();
+                self.tree.graft(t.node, node, &mut moved);
+                moved.insert(t.node, node);
+                self.forward(&moved);
+            }
+            _ => {}
+        }
+        let t = self.tasks.entry(key).or_insert(TaskBase {
+            node,
+            placed: true,
+            polls: 0,
+            total: None,
+        });
+        t.node = node;
+        t.placed = true;
+        t.polls += 1;
+        node
+    }
+
+    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
+    fn forward(&mut self, moved: &HashMap<u32, u32>) {
+        let fwd = |n: &mut u32| {
+            if let Some(&m) = moved.get(n) {
+                *n = m;
+            }
+        };
+        let attached = self.tree.attached();
+        for t in self.tasks.values_mut() {
+            fwd(&mut t.node);
+            t.placed = attached[t.node as usize];
+        }
+        for open in self.threads.all_mut() {
+            open.stack.iter_mut().for_each(fwd);
+            for (_, parked) in &mut open.polls {
+                parked.iter_mut().for_each(fwd);
+            }
+        }
+    }
+
+    /// The innermost poll ends: back to the stack it parked.
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        let open = &mut self.threads.current;
+        let Some((key, parked)) = open.polls.pop() else {
+            // Its `Poll` was not seen (a stream starting mid-poll, or sampling).
+            self.approximate = true;
+            return;
+        };
+        if key.1 != task || !open.stack.is_empty() && !done {
+            // A lost `PollEnd` or `Return`s (sampling), or frames left open.
+            self.approximate |= key.1 != task;
+        }
+        open.stack = parked;
+        if let Some(t) = self.tasks.get_mut(&key) {
+            if done {
+                t.total = Some(poll.saturating_add(1));
+            }
+            if t.finished() {
+                self.tasks.remove(&key);
+            }
         }
     }
 }
@@ -211,6 +374,12 @@ impl super::CallEvents for CallingContextTree {
     fn on_thread(&mut self, id: u64) {
         self.threads.switch_to(id);
     }
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
+        CallingContextTree::on_poll(self, method, task, first);
+    }
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        CallingContextTree::on_poll_end(self, task, poll, done);
+    }
 }
 
 impl Analysis for CallingContextTree {
@@ -219,7 +388,54 @@ impl Analysis for CallingContextTree {
     }
 
     fn merge(&mut self, other: CallingContextTree) {
-        self.tree.merge(&other.tree);
+        let to_self = self.tree.merge(&other.tree);
+        // Futures polled in both streams: what one saw goes where the other placed it.
+        let mut moved = HashMap::new();
+        // Where `n` went after the grafts so far (a graft may move a node another task uses).
+        fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
+            while let Some(&m) = moved.get(&n) {
+                if m == n {
+                    break;
+                }
+                n = m;
+            }
+            n
+        }
+        for (key, mut o) in other.tasks {
+            o.node = resolve(&moved, to_self[o.node as usize]);
+            if let Some(t) = self.tasks.get_mut(&key) {
+                t.node = resolve(&moved, t.node);
+            }
+            let Some(t) = self.tasks.get_mut(&key) else {
+                self.tasks.insert(key, o);
+                continue;
+            };
+            let (from, onto) = match (t.placed, o.placed) {
+                // Two first polls: a task id reused (ids wrap); keep ours.
+                (true, true) => (o.node, o.node),
+                (true, false) => (o.node, t.node),
+                (false, true) => (t.node, o.node),
+                (false, false) => (o.node, t.node),
+            };
+            if from != onto {
+                self.tree.graft(from, onto, &mut moved);
+                moved.insert(from, onto);
+            }
+            t.node = if t.placed { t.node } else { onto };
+            t.placed |= o.placed;
+            t.polls += o.polls;
+            t.total = t.total.or(o.total);
+        }
+        if !moved.is_empty() {
+            // Chains (a node moved, then its new place moved too) resolve to the last place.
+            let keys: Vec<u32> = moved.keys().copied().collect();
+            for k in keys {
+                let n = resolve(&moved, k);
+                moved.insert(k, n);
+            }
+            self.forward(&moved);
+        }
+        self.tasks.retain(|_, t| !t.finished());
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
         self.unmatched_returns += other.unmatched_returns;

@@ -1,8 +1,18 @@
 //! Call-tree analyses, rebuilt on the analyzer side from `Call`/`Return` words.
 //!
 //! Contract, for both analyses here:
-//! - Only `Call`, `Return` and `Thread` words matter; all others are skipped. Results do not
-//!   depend on how the stream is cut into chunks.
+//! - Only `Call`, `Return`, `Thread`, `Poll` and `PollEnd` words matter; all others are
+//!   skipped. Results do not depend on how the stream is cut into chunks.
+//! - Contexts belong to tasks, not threads: between a `Poll { method, task, .. }` word and its
+//!   `PollEnd`, events belong to that future (an instrumented `async fn`), whose stack is its
+//!   calling context (learnt at its first poll, right after its `Call`) plus what this poll
+//!   opens; the thread's own stack is parked meanwhile. So interleaved tasks, and tasks that
+//!   move between threads, get the tree they would have had running alone. The frame of an
+//!   `async fn` spans its polls; its callee list is assembled from the pieces of each poll, in
+//!   poll order. When a future is polled on a thread whose stream this instance did not see its
+//!   first poll in, the pieces wait (a detached subtree, a list of fragments) until `merge`
+//!   brings the instance that did; an instance keeps such pending state only for futures that
+//!   moved between streams.
 //! - Each instance keeps one shadow stack per thread of its stream (a ring normally carries one
 //!   thread; `Thread { id }` words switch stacks when it multiplexes several). `merge` combines
 //!   *results*, not stacks: merging the instances of independent threads gives the same report
@@ -38,6 +48,8 @@ trait CallEvents {
     fn on_call(&mut self, caller: MethodId, callee: MethodId);
     fn on_return(&mut self, callee: MethodId);
     fn on_thread(&mut self, id: u64);
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool);
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool);
 }
 
 /// Both analyses at once: each word is decoded once and handed to both.
@@ -56,6 +68,14 @@ impl<P: CallEvents, T: CallEvents> CallEvents for (&mut P, &mut T) {
         self.0.on_thread(id);
         self.1.on_thread(id);
     }
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
+        self.0.on_poll(method, task, first);
+        self.1.on_poll(method, task, first);
+    }
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        self.0.on_poll_end(task, poll, done);
+        self.1.on_poll_end(task, poll, done);
+    }
 }
 
 /// Decode `words` and dispatch the call-tree events to `a`.
@@ -66,6 +86,12 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
             Some(EventKind::Call { caller, callee }) => a.on_call(caller, callee),
             Some(EventKind::Return { callee }) => a.on_return(callee),
             Some(EventKind::Thread { id }) => a.on_thread(id),
+            Some(EventKind::Poll {
+                method,
+                task,
+                first,
+            }) => a.on_poll(method, task, first),
+            Some(EventKind::PollEnd { task, poll, done }) => a.on_poll_end(task, poll, done),
             _ => {}
         }
     }

@@ -1,7 +1,7 @@
 //! The depth-two call-tree profile; see the parent module for the contract.
 
 use cab::event::MethodId;
-use hashbrown::HashTable;
+use hashbrown::{HashMap, HashTable};
 
 use crate::thread_stacks::ThreadStacks;
 use crate::{Analysis, MethodCount};
@@ -30,6 +30,8 @@ pub struct CallTreeProfile {
     /// Invocations per method that called nothing.
     leaves: MethodCount,
     threads: ThreadStacks<OpenCalls>,
+    /// The `async fn` invocations seen polled and not recorded yet: their callees so far.
+    tasks: HashMap<TaskKey, TaskCalls>,
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
@@ -45,6 +47,31 @@ struct OpenCalls {
     /// its own entry in its parent's list), and the innermost frame's runs to the end. Stack
     /// discipline keeps every open frame's list contiguous.
     callees: Vec<MethodId>,
+    /// The polls in progress, innermost last: each future's key and the frames it parked.
+    polls: Vec<(TaskKey, OpenCalls)>,
+    /// In a poll: the callees of the future's own frame in this poll, once its `Return` closed
+    /// it.
+    ended: Option<Vec<MethodId>>,
+    /// In a poll: a resynchronisation touched it, so its piece of the callee list may be wrong.
+    damaged: bool,
+}
+
+/// A future: its `async fn` and its task id.
+type TaskKey = (MethodId, u32);
+
+/// An `async fn` invocation whose frame spans polls, possibly seen by several instances.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TaskCalls {
+    /// Its first poll (where its `Call` is) was seen here.
+    first_seen: bool,
+    /// No piece of it is known to be damaged.
+    complete: bool,
+    /// Its direct callees, one piece per poll that called something: (poll number, callees).
+    pieces: Vec<(u32, Vec<MethodId>)>,
+    /// Polls of it seen here.
+    polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    total: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +80,11 @@ struct Frame {
     /// Where this frame's callee list starts in [`OpenCalls::callees`]; `<= callees.len()`.
     start: usize,
     /// `false` if part of this invocation may be missing (opened before the stream started,
-    /// or passed through by a resynchronisation): it will not be recorded.
+    /// or passed through by a resynchronisation): it will not be recorded. Also `false` for
+    /// the frame of a future being polled, whose invocation is recorded from its pieces.
     complete: bool,
+    /// The frame of the future being polled (the bottom frame of a poll).
+    task: bool,
     /// The running hash of `method` and the callees so far ([`seed`], [`step`]).
     hash: u64,
 }
@@ -138,6 +168,7 @@ impl PartialEq for CallTreeProfile {
                 .iter()
                 .all(|(m, callees, n)| other.count(m, callees) == n)
             && self.threads == other.threads
+            && self.tasks == other.tasks
             && self.approximate == other.approximate
             && self.resyncs == other.resyncs
             && self.unmatched_returns == other.unmatched_returns
@@ -248,6 +279,7 @@ impl CallTreeProfile {
             method: callee,
             start: open.callees.len(),
             complete: true,
+            task: false,
             hash: seed(callee),
         });
     }
@@ -259,6 +291,7 @@ impl CallTreeProfile {
         self.approximate = true;
         self.resyncs += 1;
         let open = &mut self.threads.current;
+        open.damaged = true;
         match open.frames.iter().rposition(|f| f.method == caller) {
             Some(i) => {
                 open.truncate(i + 1);
@@ -271,6 +304,7 @@ impl CallTreeProfile {
                         method: caller,
                         start: open.callees.len(),
                         complete: false,
+                        task: false,
                         hash: seed(caller),
                     });
                 }
@@ -289,6 +323,9 @@ impl CallTreeProfile {
                 } else if f.complete {
                     let callees = &self.threads.current.callees[f.start..];
                     add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
+                } else if f.task {
+                    let open = &mut self.threads.current;
+                    open.ended = Some(open.callees[f.start..].to_vec());
                 }
                 self.threads.current.callees.truncate(f.start);
             }
@@ -302,6 +339,7 @@ impl CallTreeProfile {
     fn resync_return(&mut self, callee: MethodId) {
         self.approximate = true;
         let open = &mut self.threads.current;
+        open.damaged = true;
         match open.frames.iter().rposition(|f| f.method == callee) {
             Some(i) => {
                 open.truncate(i);
@@ -312,6 +350,120 @@ impl CallTreeProfile {
             }
             None => self.unmatched_returns += 1,
         }
+    }
+}
+
+impl CallTreeProfile {
+    /// A poll of future `task` of `method` begins: park the thread's frames and continue from
+    /// the future's own frame, whose callees in this poll are one piece of its callee list.
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
+        let key = (method, task);
+        let open = &mut self.threads.current;
+        let entry = self.tasks.entry(key).or_insert_with(|| TaskCalls {
+            complete: true,
+            ..TaskCalls::default()
+        });
+        if first {
+            // Its `Call` just opened its frame in the polling context (and listed it among the
+            // caller's callees); from now on the frame lives in the polls.
+            entry.first_seen = true;
+            match open.frames.last() {
+                Some(f) if f.method == method && f.start == open.callees.len() => {
+                    entry.complete &= f.complete;
+                    open.frames.pop();
+                }
+                _ => {
+                    self.approximate = true;
+                    entry.complete = false;
+                }
+            }
+        }
+        let parked = std::mem::take(open);
+        open.frames.push(Frame {
+            method,
+            start: 0,
+            complete: false,
+            task: true,
+            hash: seed(method),
+        });
+        open.polls = parked.polls;
+        open.polls.push((
+            key,
+            OpenCalls {
+                polls: Vec::new(),
+                ..parked
+            },
+        ));
+    }
+
+    /// The innermost poll ends: keep the future's piece of callees and go back to the frames
+    /// it parked.
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        let open = &mut self.threads.current;
+        let Some((key, parked)) = open.polls.pop() else {
+            // Its `Poll` was not seen (a stream starting mid-poll, or sampling).
+            self.approximate = true;
+            return;
+        };
+        let polls = std::mem::take(&mut open.polls);
+        let this = std::mem::replace(open, OpenCalls { polls, ..parked });
+        let (piece, intact) = match (this.ended, this.frames.first()) {
+            (Some(callees), _) => (callees, !this.damaged && this.frames.is_empty()),
+            (None, Some(f)) if f.task => (
+                this.callees[f.start..].to_vec(),
+                !this.damaged && this.frames.len() == 1,
+            ),
+            _ => (Vec::new(), false),
+        };
+        if key.1 != task {
+            self.approximate = true;
+        }
+        let t = self.tasks.entry(key).or_default();
+        t.complete &= intact && key.1 == task;
+        if !piece.is_empty() {
+            t.pieces.push((poll, piece));
+        }
+        t.polls += 1;
+        if done {
+            t.total = Some(poll.saturating_add(1));
+        }
+        self.finish_task(key);
+    }
+
+    /// Record `key`'s invocation if every piece of it is here.
+    fn finish_task(&mut self, key: TaskKey) {
+        let Some(t) = self.tasks.get(&key) else {
+            return;
+        };
+        if !(t.first_seen && t.total == Some(t.polls)) {
+            return;
+        }
+        let Some(mut t) = self.tasks.remove(&key) else {
+            return;
+        };
+        if !t.complete {
+            return;
+        }
+        let method = key.0;
+        if t.pieces.is_empty() {
+            self.leaves.record(method);
+            return;
+        }
+        t.pieces.sort_unstable_by_key(|p| p.0);
+        let callees: Vec<MethodId> = t.pieces.into_iter().flat_map(|p| p.1).collect();
+        add_pattern(
+            &mut self.subtrees,
+            hash_of(method, &callees),
+            method,
+            &callees,
+            1,
+        );
+    }
+
+    /// `async fn` invocations seen polled here and not recorded yet (still running, or with
+    /// pieces in a stream not merged in yet).
+    pub fn pending_tasks(&self) -> usize {
+        self.tasks.len()
     }
 }
 
@@ -327,6 +479,12 @@ impl super::CallEvents for CallTreeProfile {
     fn on_thread(&mut self, id: u64) {
         self.threads.switch_to(id);
     }
+    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
+        CallTreeProfile::on_poll(self, method, task, first);
+    }
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        CallTreeProfile::on_poll_end(self, task, poll, done);
+    }
 }
 
 impl Analysis for CallTreeProfile {
@@ -339,6 +497,18 @@ impl Analysis for CallTreeProfile {
             add_pattern(&mut self.subtrees, s.hash, s.method, &s.callees, s.count);
         }
         self.leaves.merge(other.leaves);
+        for (key, o) in other.tasks {
+            let t = self.tasks.entry(key).or_insert_with(|| TaskCalls {
+                complete: true,
+                ..TaskCalls::default()
+            });
+            t.first_seen |= o.first_seen;
+            t.complete &= o.complete;
+            t.pieces.extend(o.pieces);
+            t.polls += o.polls;
+            t.total = t.total.or(o.total);
+            self.finish_task(key);
+        }
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
         self.unmatched_returns += other.unmatched_returns;

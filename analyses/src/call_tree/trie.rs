@@ -138,20 +138,69 @@ impl Trie {
         })
     }
 
-    /// Add `other`'s counts into this arena, node for node (made where missing). Parents
-    /// precede children in both arenas, so one pass in index order maps every node.
-    pub(crate) fn merge(&mut self, other: &Trie) {
+    /// Add `other`'s counts into this arena, node for node (made where missing); returns where
+    /// each of `other`'s nodes went. Parents precede children in both arenas, so one pass in
+    /// index order maps every node. Detached roots get new detached roots here.
+    pub(crate) fn merge(&mut self, other: &Trie) -> Vec<u32> {
         let mut to_self = vec![ROOT; other.nodes.len()];
         for (i, node) in other.nodes.iter().enumerate().skip(1) {
-            debug_assert!((node.parent as usize) < i);
-            let c = self.child(to_self[node.parent as usize], node.method);
+            let c = if node.parent == NONE {
+                self.detached(node.method)
+            } else {
+                debug_assert!((node.parent as usize) < i);
+                self.child(to_self[node.parent as usize], node.method)
+            };
             self.nodes[c as usize].count += node.count;
             to_self[i] = c;
         }
         self.nodes[ROOT as usize].count += other.nodes[ROOT as usize].count;
+        to_self
     }
 
-    /// Nodes other than the root.
+    /// A new node with no parent: the root of a subtree whose place in the tree is not known
+    /// yet (it is [`graft`](Self::graft)ed there once it is).
+    pub(crate) fn detached(&mut self, method: MethodId) -> u32 {
+        let c = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&c| c != NONE)
+            .expect("call-tree arena outgrew u32 node indices");
+        self.nodes.push(Node {
+            parent: NONE,
+            method,
+            count: 0,
+            first_child: NONE,
+            next_sibling: NONE,
+            last_child: NONE,
+        });
+        c
+    }
+
+    /// Move the counts below `from` to the same paths below `onto` (made where missing); the
+    /// nodes below `from` keep count 0. Records in `moved` where each node below `from` went.
+    pub(crate) fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
+        let mut todo = vec![(from, onto)];
+        while let Some((f, o)) = todo.pop() {
+            let kids: Vec<u32> = self.children_of(f).collect();
+            for c in kids {
+                let n = self.child(o, self.nodes[c as usize].method);
+                let count = std::mem::take(&mut self.nodes[c as usize].count);
+                self.nodes[n as usize].count += count;
+                moved.insert(c, n);
+                todo.push((c, n));
+            }
+        }
+    }
+
+    /// For each node, whether it hangs below the root (not below a detached root).
+    pub(crate) fn attached(&self) -> Vec<bool> {
+        let mut out = vec![true; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate().skip(1) {
+            out[i] = node.parent != NONE && out[node.parent as usize];
+        }
+        out
+    }
+
+    /// Nodes other than the root (detached subtrees included).
     pub(crate) fn len(&self) -> usize {
         self.nodes.len() - 1
     }

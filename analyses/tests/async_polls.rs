@@ -1,0 +1,151 @@
+//! `Poll`/`PollEnd` words: a future's events belong to its own context, whichever stream (thread)
+//! polled it and in whatever order the streams are analyzed and merged.
+
+use analyses::{Analysis, CallTreeProfile, CallingContextTree};
+use cab::event::{Event, MethodId};
+
+fn m(id: u32) -> MethodId {
+    MethodId::new(id).unwrap()
+}
+
+const H: u32 = 1; // async handle
+const S: u32 = 2; // async step
+const C: u32 = 3; // sync compute
+
+fn words(events: &[Event]) -> Vec<u64> {
+    events.iter().map(|e| e.word()).collect()
+}
+
+/// Two `handle` tasks (ids 10, 11), each awaiting one `step` (ids 20, 21) that suspends once;
+/// task 10 runs wholly on stream A; task 11 starts on A, its step resumes on B, and it finishes
+/// on C.
+fn streams() -> [Vec<u64>; 3] {
+    let (root, h, s, c) = (MethodId::ROOT, m(H), m(S), m(C));
+    let a = words(&[
+        Event::call(root, h),
+        Event::poll(h, 10, true),
+        Event::call(h, c),
+        Event::ret(c),
+        Event::call(h, s),
+        Event::poll(s, 20, true),
+        Event::call(s, c),
+        Event::ret(c),
+        Event::poll_end(20, 0, false),
+        Event::poll_end(10, 0, false),
+        // Task 11 interleaves before task 10 resumes.
+        Event::call(root, h),
+        Event::poll(h, 11, true),
+        Event::call(h, s),
+        Event::poll(s, 21, true),
+        Event::poll_end(21, 0, false),
+        Event::poll_end(11, 0, false),
+        Event::poll(h, 10, false),
+        Event::poll(s, 20, false),
+        Event::call(s, c),
+        Event::ret(c),
+        Event::ret(s),
+        Event::poll_end(20, 1, true),
+        Event::ret(h),
+        Event::poll_end(10, 1, true),
+    ]);
+    let b = words(&[
+        Event::poll(h, 11, false),
+        Event::poll(s, 21, false),
+        Event::call(s, c),
+        Event::ret(c),
+        Event::call(s, c),
+        Event::ret(c),
+        Event::ret(s),
+        Event::poll_end(21, 1, true),
+        Event::poll_end(11, 1, false),
+    ]);
+    let c_ = words(&[
+        Event::poll(h, 11, false),
+        Event::call(h, c),
+        Event::ret(c),
+        Event::ret(h),
+        Event::poll_end(11, 2, true),
+    ]);
+    [a, b, c_]
+}
+
+fn names(id: MethodId) -> String {
+    ["root", "handle", "step", "compute"][id.get() as usize].to_string()
+}
+
+const FOLDED: &str =
+    "root;handle 2\nroot;handle;compute 2\nroot;handle;step 2\nroot;handle;step;compute 4\n";
+
+fn analyze<A: Analysis + Default>(words: &[u64]) -> A {
+    let mut a = A::default();
+    for chunk in words.chunks(3) {
+        a.consume(chunk);
+    }
+    a
+}
+
+fn check(tree: &CallingContextTree, profile: &CallTreeProfile) {
+    assert_eq!(tree.folded(&names), FOLDED);
+    assert_eq!(tree.total(), 10);
+    assert!(!tree.is_approximate());
+    assert_eq!(tree.pending_tasks(), 0);
+    assert_eq!(
+        profile.sorted(),
+        vec![
+            (m(H), vec![m(S), m(C)], 1),
+            (m(H), vec![m(C), m(S)], 1),
+            (m(S), vec![m(C), m(C)], 2),
+            (m(C), vec![], 6),
+        ]
+    );
+    assert!(!profile.is_approximate());
+    assert_eq!(profile.pending_tasks(), 0);
+}
+
+#[test]
+fn streams_merged_in_any_order_give_each_task_its_own_tree() {
+    let s = streams();
+    for order in [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ] {
+        let mut tree: CallingContextTree = analyze(&s[order[0]]);
+        let mut profile: CallTreeProfile = analyze(&s[order[0]]);
+        for &i in &order[1..] {
+            tree.merge(analyze(&s[i]));
+            profile.merge(analyze(&s[i]));
+        }
+        check(&tree, &profile);
+    }
+    // Merging pairs first, then the pair into the third.
+    let mut tree: CallingContextTree = analyze(&s[1]);
+    tree.merge(analyze(&s[2]));
+    let mut all: CallingContextTree = analyze(&s[0]);
+    all.merge(tree);
+    let mut profile: CallTreeProfile = analyze(&s[1]);
+    profile.merge(analyze(&s[2]));
+    let mut all_p: CallTreeProfile = analyze(&s[0]);
+    all_p.merge(profile);
+    check(&all, &all_p);
+}
+
+#[test]
+fn one_stream_multiplexing_threads_in_any_order() {
+    // The same events in one stream, the later polls' threads first: they wait for the first
+    // poll and are placed when it comes.
+    let s = streams();
+    let mut all = Vec::new();
+    all.push(Event::thread(2).unwrap().word());
+    all.extend(&s[1]);
+    all.push(Event::thread(1).unwrap().word());
+    all.extend(&s[0]);
+    all.push(Event::thread(3).unwrap().word());
+    all.extend(&s[2]);
+    let tree: CallingContextTree = analyze(&all);
+    let profile: CallTreeProfile = analyze(&all);
+    check(&tree, &profile);
+}
