@@ -13,7 +13,6 @@
 mod hw;
 mod report;
 mod simulate;
-mod trace;
 mod trace_command;
 mod units;
 

@@ -28,9 +28,9 @@ use cab::{ConsumerStats, Poll, ProducerStats, RingConfig};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::trace::{Format, ParseStats, TraceError, TraceReader};
 use crate::units::{parse_bytes, show_bytes, show_millions};
 use crate::CliError;
+use cabprof::trace::{Format, ParseStats, TraceError, TraceReader};
 
 /// Exit status when the trace is malformed (results up to the bad record are printed).
 pub const EXIT_MALFORMED: u8 = 2;

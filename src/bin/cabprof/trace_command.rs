@@ -10,9 +10,9 @@ use cab::event::{decode, Event, EventKind};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::simulate::{FormatArg, EXIT_MALFORMED};
-use crate::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
 use crate::units::parse_bytes;
 use crate::CliError;
+use cabprof::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
 
 const EXAMPLES: &str = "\
 Examples:
