@@ -67,6 +67,7 @@
 //! }
 //! ```
 
+pub mod evaluate;
 pub mod rng;
 
 use cabprof::Analysis;
