@@ -223,6 +223,15 @@ impl Variant {
     }
 }
 
+impl std::str::FromStr for Size {
+    type Err = String;
+
+    /// [`Size::parse`], with an error that says what is accepted (for argument parsers).
+    fn from_str(s: &str) -> Result<Size, String> {
+        Size::parse(s).ok_or_else(|| format!("{s:?} is not a size: expected smoke, small or full"))
+    }
+}
+
 /// What sort of program a workload is (the row of the list it fills).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {

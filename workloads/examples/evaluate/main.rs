@@ -46,7 +46,7 @@ struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     reps: Option<u64>,
     /// Workload size for every workload: smoke, small or full.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE")]
     size: Option<Size>,
     /// Only these workloads.
     #[arg(long, value_name = "NAME[,NAME..]", value_delimiter = ',', value_parser = parse_workload)]
@@ -57,10 +57,6 @@ struct Args {
     /// One line per run on stderr.
     #[arg(long)]
     trace: bool,
-}
-
-fn parse_size(v: &str) -> Result<Size, String> {
-    Size::parse(v).ok_or_else(|| "expected smoke, small or full".to_string())
 }
 
 fn parse_workload(v: &str) -> Result<String, String> {
