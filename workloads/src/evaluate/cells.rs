@@ -38,14 +38,19 @@ pub const RECORD_CAP_WORDS: usize = 1 << 26;
 /// A buffer design (hashable twin of [`BufferDesign`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Design {
+    /// CAB (Ha et al. 2009).
     Cab,
+    /// FastForward (Giacomoni et al. 2008).
     FastForward,
+    /// N-way buffering (PiPA, Zhao et al. 2008).
     NWay,
 }
 
 impl Design {
+    /// Every design, CAB first.
     pub const ALL: [Design; 3] = [Design::Cab, Design::FastForward, Design::NWay];
 
+    /// The name used in the CSVs.
     pub fn name(self) -> &'static str {
         match self {
             Design::Cab => "cab",
@@ -76,10 +81,15 @@ pub enum Cfg {
     Communication(Variant),
     /// Exhaustive concurrent analysis.
     Concurrent {
+        /// The workload variant run.
         variant: Variant,
+        /// The analysis.
         analysis: Analysis,
+        /// The buffer design.
         design: Design,
+        /// Ring bytes per thread.
         buffer: usize,
+        /// Chunk bytes.
         chunk: usize,
         /// Application and analyzer both unpinned.
         unpinned: bool,
@@ -88,8 +98,11 @@ pub enum Cfg {
     Sequential(Variant, Analysis),
     /// Sampling at `basis_points / 10 000`.
     Sampling {
+        /// The workload variant run.
         variant: Variant,
+        /// The analysis.
         analysis: Analysis,
+        /// The sampling rate in 1/10 000.
         basis_points: u32,
     },
     /// Replay of the recorded event stream through the analysis, one thread: `P`.

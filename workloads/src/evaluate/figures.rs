@@ -302,22 +302,32 @@ pub(crate) fn fig11(res: &[WorkloadResults], o: &Options) -> Table {
 /// The cost model's terms of one `(workload, analysis)`.
 #[derive(Clone, Copy, Debug)]
 pub struct Model {
+    /// `A`: the uninstrumented time.
     pub a: f64,
+    /// `A_i`: instrumentation.
     pub a_i: f64,
+    /// `A_q`: enqueuing.
     pub a_q: f64,
+    /// `P`: the analysis alone (replay).
     pub p: f64,
+    /// `P_c`: the analyzer's communication (dequeue, clear, poll).
     pub p_c: f64,
+    /// `E_s`: sequential (inline) analysis.
     pub e_s: f64,
+    /// `E_c`: concurrent analysis.
     pub e_c: f64,
 }
 
 impl Model {
+    /// The application's side: `A + A_i + A_q`.
     pub fn app_side(&self) -> f64 {
         self.a + self.a_i + self.a_q
     }
+    /// The analyzer's side: `P + P_c`.
     pub fn analyzer_side(&self) -> f64 {
         self.p + self.p_c
     }
+    /// The model's `E_c`: the larger side.
     pub fn predicted(&self) -> f64 {
         self.app_side().max(self.analyzer_side())
     }

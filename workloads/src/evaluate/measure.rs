@@ -18,26 +18,35 @@ use std::time::Instant;
 /// One run of one cell.
 #[derive(Clone, Debug, Default)]
 pub struct RunOut {
+    /// Wall time of the run, seconds.
     pub secs: f64,
+    /// Times a producer found its ring full and waited.
     pub blocks: u64,
+    /// Seconds producers spent waiting.
     pub blocked_s: f64,
+    /// The analyzer thread's CPU time (communication cells only), seconds.
     pub analyzer_cpu_s: f64,
+    /// The report, for cells whose results are compared.
     pub data: Option<ReportData>,
 }
 
 /// Every run of one cell.
 #[derive(Clone, Debug, Default)]
 pub struct Cell {
+    /// The runs, in order.
     pub runs: Vec<RunOut>,
 }
 
 impl Cell {
+    /// The median run time, seconds.
     pub fn median_s(&self) -> f64 {
         median(&self.runs.iter().map(|r| r.secs).collect::<Vec<_>>())
     }
+    /// The median of `f` over the runs.
     pub(crate) fn median_of(&self, f: impl Fn(&RunOut) -> f64) -> f64 {
         median(&self.runs.iter().map(f).collect::<Vec<_>>())
     }
+    /// The fastest and the slowest run time, seconds.
     pub fn spread(&self) -> (f64, f64) {
         let xs: Vec<f64> = self.runs.iter().map(|r| r.secs).collect();
         (
@@ -215,26 +224,34 @@ pub fn results_key(d: &ReportData) -> String {
 }
 
 /// Every cell of one workload.
+#[derive(Debug)]
 pub struct WorkloadResults {
+    /// The workload.
     pub workload: Workload,
+    /// The size it ran at.
     pub size: Size,
+    /// Every cell's runs.
     pub cells: HashMap<Cfg, Cell>,
     /// Events per variant (from the recording).
     pub events: HashMap<Variant, u64>,
     /// Recording was capped for these variants (replay time extrapolated).
     pub extrapolated: HashSet<Variant>,
+    /// Wall time of the whole workload's measurement, seconds.
     pub wall_s: f64,
 }
 
 impl WorkloadResults {
+    /// Cell `c` (panics if it was not measured).
     pub fn cell(&self, c: Cfg) -> &Cell {
         self.cells
             .get(&c)
             .unwrap_or_else(|| panic!("{}: no cell {c:?}", self.workload.name))
     }
+    /// `A`: the uninstrumented run's median time, seconds.
     pub fn a(&self) -> f64 {
         self.cell(Cfg::Plain).median_s()
     }
+    /// Cell `c`'s overhead over `A` (`time / A - 1`).
     pub fn overhead(&self, c: Cfg) -> f64 {
         self.cell(c).median_s() / self.a() - 1.0
     }

@@ -149,9 +149,13 @@ impl Options {
 }
 
 /// What [`run`] produced.
+#[derive(Debug)]
 pub struct Outputs {
+    /// Every workload's cells.
     pub results: Vec<WorkloadResults>,
+    /// The CSV tables, by file stem.
     pub tables: Vec<(&'static str, Table)>,
+    /// The text of `summary.txt`.
     pub summary: String,
 }
 

@@ -74,6 +74,7 @@ impl RingAnalysis for Recorder {
 }
 
 /// A workload variant's recorded event streams.
+#[derive(Debug)]
 pub struct Recording {
     /// One stream of event words per application thread.
     streams: Vec<Vec<u64>>,
