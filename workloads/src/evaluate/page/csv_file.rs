@@ -39,7 +39,17 @@ impl Csv {
         let mut rows = Vec::new();
         for record in reader.records() {
             let record = record.map_err(|e| format!("{name}: {e}"))?;
-            let line = record.position().map_or(0, |p| p.line() as usize);
+            // The 1-based line the record starts on. (Counted from its byte offset: the
+            // reader's own line count leaves out the blank lines it skips, and its offset
+            // can point at them.)
+            let mut start = record.position().map_or(0, |p| p.byte() as usize);
+            while matches!(text.as_bytes().get(start), Some(b'\n' | b'\r')) {
+                start += 1;
+            }
+            let line = 1 + text.as_bytes()[..start.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             let fields: Vec<String> = record.iter().map(str::to_string).collect();
             // A line of blanks only: skipped, like the empty lines the reader skips itself.
             if fields.iter().all(String::is_empty) {
