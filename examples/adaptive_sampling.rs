@@ -10,6 +10,7 @@
 
 use cabprof::cab::runtime::emit;
 use cabprof::{Analysis, Event, MethodId, RunMode, Session, SessionBuilder};
+use clap::Parser;
 
 fn workload(calls: u64) {
     let mut seed = 0x5EED_u64;
@@ -40,8 +41,16 @@ fn run(b: SessionBuilder, calls: u64) -> cabprof::ReportData {
     s.finish().data
 }
 
+/// Command-line options.
+#[derive(Parser, Debug)]
+struct Args {
+    /// A short run (for the tests).
+    #[arg(long)]
+    short: bool,
+}
+
 fn main() {
-    let calls = if std::env::args().any(|a| a == "--short") {
+    let calls = if Args::parse().short {
         200_000
     } else {
         20_000_000

@@ -10,6 +10,7 @@
 //! ```
 
 use cabprof::{profile, Analysis, Session};
+use clap::Parser;
 
 #[profile(memory)]
 fn matmul_naive(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
@@ -51,8 +52,16 @@ fn profile_kernel(kernel: impl FnOnce()) -> cabprof::ReportData {
     session.finish().data
 }
 
+/// Command-line options.
+#[derive(Parser, Debug)]
+struct Args {
+    /// A short run (for the tests).
+    #[arg(long)]
+    short: bool,
+}
+
 fn main() {
-    let short = std::env::args().any(|a| a == "--short");
+    let short = Args::parse().short;
     let n = if short { 48 } else { 160 };
     let bs = 16;
     let a: Vec<f64> = (0..n * n).map(|i| (i % 7) as f64).collect();

@@ -10,6 +10,7 @@
 //! ```
 
 use cabprof::{profile, Analysis, BufferDesign, Session};
+use clap::Parser;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -58,8 +59,16 @@ fn timed(design: Option<BufferDesign>, items: u64) -> (Duration, u64, u64) {
     (t.elapsed(), result, events)
 }
 
+/// Command-line options.
+#[derive(Parser, Debug)]
+struct Args {
+    /// A short run (for the tests).
+    #[arg(long)]
+    short: bool,
+}
+
 fn main() {
-    let short = std::env::args().any(|a| a == "--short");
+    let short = Args::parse().short;
     let (items, reps) = if short { (2_000, 3) } else { (200_000, 7) };
     let designs: [(&str, Option<BufferDesign>); 4] = [
         ("no session (branch only)", None),

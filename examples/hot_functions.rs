@@ -203,8 +203,16 @@ fn run(expressions: usize) -> (u64, usize) {
     )
 }
 
+/// Command-line options.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    /// A short run (for the tests).
+    #[arg(long)]
+    short: bool,
+}
+
 fn main() {
-    let short = std::env::args().any(|a| a == "--short");
+    let short = <Args as clap::Parser>::parse().short;
     let expressions = if short { 2_000 } else { 200_000 };
     let session = Session::builder()
         .all_analyses()

@@ -19,6 +19,7 @@
 //! `--exit-after-load` (finish and exit once the load is done instead of waiting for Ctrl-C).
 
 use cabprof::{Analysis, Session};
+use clap::Parser;
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -100,67 +101,47 @@ mod plain {
     handlers!();
 }
 
+/// A profiled key-value server (see the module docs).
+#[derive(Parser, Debug)]
+#[command(name = "service")]
 struct Options {
+    /// Port on 127.0.0.1 (0: any free port, printed).
+    #[arg(long, value_name = "P", default_value_t = 0)]
     port: u16,
+    /// Worker threads (at least 1; 0 is taken as 1).
+    #[arg(long, value_name = "N", default_value_t = 4)]
     workers: usize,
+    /// Built-in client: N requests over 4 connections, then `load done` and the throughput.
+    #[arg(long, value_name = "N", default_value_t = 0)]
     requests: u64,
+    /// Seconds between snapshot reports.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = seconds)]
     snapshot_every: Duration,
+    /// Output directory for the reports.
+    #[arg(long, value_name = "DIR", default_value = "target/cabprof/service")]
     out: PathBuf,
+    /// Sampling rate.
+    #[arg(long, value_name = "R", default_value_t = 0.05)]
     rate: f64,
+    /// Serve with the uninstrumented copy of the handlers and no session (the baseline).
+    #[arg(long)]
     plain: bool,
+    /// Finish and exit once the load is done instead of waiting for Ctrl-C.
+    #[arg(long)]
     exit_after_load: bool,
 }
 
+/// A duration in seconds (fractions allowed).
+fn seconds(v: &str) -> Result<Duration, String> {
+    let secs: f64 = v
+        .parse()
+        .map_err(|_| format!("{v:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+}
+
 fn options() -> Options {
-    let mut o = Options {
-        port: 0,
-        workers: 4,
-        requests: 0,
-        snapshot_every: Duration::from_secs(2),
-        out: PathBuf::from("target/cabprof/service"),
-        rate: 0.05,
-        plain: false,
-        exit_after_load: false,
-    };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut i = 0;
-    let value = |i: &mut usize, name: &str| -> String {
-        *i += 1;
-        args.get(*i).cloned().unwrap_or_else(|| {
-            eprintln!("service: {name} needs a value");
-            std::process::exit(2)
-        })
-    };
-    fn num<T: std::str::FromStr>(name: &str, v: &str) -> T {
-        v.parse().unwrap_or_else(|_| {
-            eprintln!("service: bad value {v:?} for {name}");
-            std::process::exit(2)
-        })
-    }
-    while i < args.len() {
-        match args[i].as_str() {
-            "--port" => o.port = num("--port", &value(&mut i, "--port")),
-            "--workers" => {
-                o.workers = num::<usize>("--workers", &value(&mut i, "--workers")).max(1)
-            }
-            "--requests" => o.requests = num("--requests", &value(&mut i, "--requests")),
-            "--snapshot-every" => {
-                o.snapshot_every = Duration::from_secs_f64(num(
-                    "--snapshot-every",
-                    &value(&mut i, "--snapshot-every"),
-                ))
-            }
-            "--out" => o.out = PathBuf::from(value(&mut i, "--out")),
-            "--rate" => o.rate = num("--rate", &value(&mut i, "--rate")),
-            "--plain" => o.plain = true,
-            "--exit-after-load" => o.exit_after_load = true,
-            other => {
-                eprintln!("service: unknown option {other} (see the example's doc comment)");
-                std::process::exit(2)
-            }
-        }
-        i += 1;
-    }
+    let mut o = Options::parse();
+    o.workers = o.workers.max(1);
     o
 }
 

@@ -24,6 +24,7 @@
 //! - [`profile`]: sessions and the set of analyses they run.
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
+//! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 
 pub use analyses;
@@ -37,6 +38,7 @@ pub mod mem;
 mod names;
 pub mod profile;
 pub mod report;
+pub mod trace;
 
 pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder, Snapshotter};
 pub use report::{Report, ReportData};

@@ -1,18 +1,14 @@
-//! The trace readers of the `cabprof` binary (`src/bin/cabprof/trace.rs`, compiled in here):
-//! no input panics the Lackey parser, the result does not depend on how the input is cut into
-//! blocks, every well-formed record parses to what it says, and the binary format round-trips.
-
-#[allow(dead_code)]
-#[path = "../src/bin/cabprof/trace.rs"]
-mod trace;
+//! The trace readers of `cabprof::trace`: no input panics the Lackey parser, the result does
+//! not depend on how the input is cut into blocks, every well-formed record parses to what it
+//! says, and the binary format round-trips.
 
 use cab::event::{decode, Event, EventKind, MAX_ADDRESS};
-use proptest::prelude::*;
-use std::io::Cursor;
-use trace::{
+use cabprof::trace::{
     parse_line, BinaryReader, BinaryWriter, LackeyReader, Line, Op, ParseStats, Record, TraceError,
     TraceReader, FLAG_INSTRUCTIONS,
 };
+use proptest::prelude::*;
+use std::io::Cursor;
 
 /// Everything a Lackey reader produces: the events, the counters, and the error (as text).
 fn read_lackey(bytes: &[u8], block: usize, instructions: bool) -> (Vec<u64>, ParseStats, String) {

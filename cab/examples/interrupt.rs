@@ -8,6 +8,7 @@
 
 use cab::event::Event;
 use cab::runtime::{emit, RingAnalysis, SessionBuilder};
+use clap::Parser;
 
 #[derive(Default)]
 struct Count {
@@ -30,11 +31,16 @@ impl RingAnalysis for Count {
     }
 }
 
+/// Emit events from worker threads until Ctrl-C, then print the final report.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Events each of the two threads emits.
+    #[arg(value_name = "EVENTS_PER_THREAD", default_value_t = 1_000_000)]
+    events_per_thread: u64,
+}
+
 fn main() {
-    let per: u64 = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("events per thread: a whole number"))
-        .unwrap_or(1_000_000);
+    let per = Args::parse().events_per_thread;
     let session = SessionBuilder::new()
         .from_env()
         .unwrap_or_else(|e| {

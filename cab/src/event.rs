@@ -256,6 +256,30 @@ impl Event {
     pub const fn kind(self) -> EventKind {
         decode(self.0).expect("an Event always holds a known tag")
     }
+
+    /// Re-read a word that should be a `Mem` event (as a memory trace stores them): `None`
+    /// for any word without the `Mem` tag. Every word with that tag is a valid `Mem` event, so
+    /// this is one comparison.
+    #[inline(always)]
+    pub const fn from_mem_word(word: u64) -> Option<Event> {
+        if word >> TAG_SHIFT == TAG_MEM {
+            Some(Event(word))
+        } else {
+            None
+        }
+    }
+
+    /// Whether this is a `Mem` event.
+    #[inline(always)]
+    pub const fn is_mem(self) -> bool {
+        self.0 >> TAG_SHIFT == TAG_MEM
+    }
+
+    /// Whether this is a `Mem` event that writes (a store); `false` for every other event.
+    #[inline(always)]
+    pub const fn is_store(self) -> bool {
+        self.is_mem() && self.0 & STORE_BIT != 0
+    }
 }
 
 /// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no

@@ -38,6 +38,7 @@
 //! - [`nway`]: N-way buffering (PiPA, Zhao et al., CGO 2008), improved as in the CAB paper §6.1.
 //! - [`hw`]: host cache geometry from sysfs and an X-Ray style probe (Yotov et al.).
 //! - [`cycles`]: a Paoloni-style cycle timer for per-event costs.
+//! - [`stats`]: mean, median, variance and percentiles of measured samples.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -50,6 +51,7 @@ pub mod nway;
 pub mod registry;
 pub mod ring;
 pub mod runtime;
+pub mod stats;
 mod sync;
 pub mod transport;
 

@@ -18,6 +18,7 @@ use cabprof::analyses::{
     PathProfile,
 };
 use cabprof::cab::runtime::{RingAnalysis, RunMode, SessionBuilder};
+use clap::Parser;
 use std::hint::black_box;
 use std::time::Instant;
 use workloads::{Size, Variant, Workload};
@@ -75,36 +76,24 @@ fn cost<A: Analysis + Default>(words: &[u64], runs: usize) -> f64 {
     best * 1e9 / words.len().max(1) as f64
 }
 
-fn usage(msg: &str) -> ! {
-    eprintln!("analysis_cost: {msg}\nusage: analysis_cost [--size small|full|smoke] [--runs N] [--only a,b]");
-    std::process::exit(2)
+/// Measure each analysis's cost per event on recorded event streams.
+#[derive(Parser, Debug)]
+#[command(name = "analysis_cost")]
+struct Args {
+    /// Workload size: smoke, small or full.
+    #[arg(long, value_name = "SIZE", default_value = "small")]
+    size: Size,
+    /// Replays per analysis (the best is kept; positive).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+    /// Only these workloads.
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    only: Option<Vec<String>>,
 }
 
 fn main() {
-    let (mut size, mut runs, mut only) = (Size::Small, 5usize, None::<Vec<String>>);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut v = || {
-            it.next()
-                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
-        };
-        match a.as_str() {
-            "--size" => {
-                let s = v();
-                size = Size::parse(&s).unwrap_or_else(|| usage(&format!("bad size {s:?}")));
-            }
-            "--runs" => {
-                let s = v();
-                runs = s
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .unwrap_or_else(|| usage(&format!("bad --runs {s:?}")));
-            }
-            "--only" => only = Some(v().split(',').map(str::to_string).collect()),
-            _ => usage(&format!("unknown argument {a:?}")),
-        }
-    }
+    let Args { size, runs, only } = Args::parse();
+    let runs = runs as usize;
     println!(
         "analysis cost, ns per event of the recorded stream (best of {runs}), size {}",
         size.name()

@@ -8,6 +8,7 @@
 //! cargo run --release -p cabprof-workloads --example core_share -- [--rounds N]
 //! ```
 
+use clap::Parser;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,22 +39,13 @@ fn pin(core: usize) {
     }
 }
 
-/// `--rounds N` (default 5), or what is wrong with the arguments.
-fn rounds_arg() -> Result<usize, String> {
-    let mut rounds = 5;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a != "--rounds" {
-            return Err(format!("unknown argument {a:?}"));
-        }
-        let v = args.next().ok_or("--rounds needs a value")?;
-        rounds = v
-            .parse()
-            .ok()
-            .filter(|&n: &usize| n > 0)
-            .ok_or(format!("--rounds must be a positive integer, not {v:?}"))?;
-    }
-    Ok(rounds)
+/// How much a busy second core slows a loop on core 0.
+#[derive(Parser, Debug)]
+#[command(name = "core_share")]
+struct Args {
+    /// Rounds of each measurement (positive); the median is shown.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
 }
 
 fn timed() -> f64 {
@@ -63,10 +55,7 @@ fn timed() -> f64 {
 }
 
 fn main() {
-    let rounds = rounds_arg().unwrap_or_else(|msg| {
-        eprintln!("core_share: {msg}\nusage: core_share [--rounds N]");
-        std::process::exit(2)
-    });
+    let rounds = Args::parse().rounds as usize;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
         println!("one core: nothing to compare");

@@ -13,47 +13,62 @@
 //! each design's median and minimum time and its ratio to CAB (above 1 = CAB ahead).
 
 use cabprof::{Analysis, BufferDesign, Session};
+use clap::{CommandFactory, Parser, ValueEnum};
 use std::hint::black_box;
 use std::time::Instant;
 use workloads::{Size, Variant};
 
-fn usage(msg: &str) -> ! {
-    eprintln!(
-        "design_ab: {msg}\nusage: design_ab WORKLOAD [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N]"
-    );
-    std::process::exit(2)
+/// The analysis of `--analysis`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Stream {
+    /// Path profiling.
+    Paths,
+    /// Call-graph profiling.
+    CallGraph,
+}
+
+/// CAB, FastForward and N-way buffering, alternated, on one workload's stream.
+#[derive(Parser, Debug)]
+#[command(name = "design_ab")]
+struct Args {
+    /// The workload.
+    #[arg(value_name = "WORKLOAD", value_parser = workload)]
+    workload: String,
+    /// Workload size: smoke, small or full.
+    #[arg(long, value_name = "SIZE", default_value = "full")]
+    size: Size,
+    /// The stream: paths or call-graph.
+    #[arg(long, value_enum, default_value = "paths")]
+    analysis: Stream,
+    /// Rounds (positive); the median and minimum are shown.
+    #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
+}
+
+fn workload(name: &str) -> Result<String, String> {
+    match workloads::by_name(name) {
+        Some(_) => Ok(name.to_string()),
+        None => Err(format!("no workload {name:?}")),
+    }
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let name = args.next().unwrap_or_else(|| usage("which workload?"));
-    let w = workloads::by_name(&name).unwrap_or_else(|| usage(&format!("no workload {name:?}")));
-    let (mut size, mut analysis, mut rounds) = (Size::Full, Analysis::Paths, 11usize);
-    while let Some(a) = args.next() {
-        let v = args
-            .next()
-            .unwrap_or_else(|| usage(&format!("{a} needs a value")));
-        match a.as_str() {
-            "--size" => size = Size::parse(&v).unwrap_or_else(|| usage(&format!("bad size {v:?}"))),
-            "--analysis" => {
-                analysis = match v.as_str() {
-                    "paths" => Analysis::Paths,
-                    "call-graph" => Analysis::CallGraph,
-                    _ => usage(&format!("bad analysis {v:?}")),
-                }
-            }
-            "--rounds" => {
-                rounds = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .unwrap_or_else(|| usage(&format!("bad --rounds {v:?}")))
-            }
-            _ => usage(&format!("unknown argument {a:?}")),
-        }
-    }
+    let args = Args::parse();
+    let name = args.workload;
+    let w = workloads::by_name(&name).expect("checked by the argument parser");
+    let size = args.size;
+    let rounds = args.rounds as usize;
+    let analysis = match args.analysis {
+        Stream::Paths => Analysis::Paths,
+        Stream::CallGraph => Analysis::CallGraph,
+    };
     if analysis == Analysis::Paths && !w.paths {
-        usage(&format!("{name} has no path events"));
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{name} has no path events"),
+            )
+            .exit();
     }
     let variant = Variant::for_analysis(analysis);
     let designs = [

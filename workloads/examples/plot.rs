@@ -1,20 +1,20 @@
 //! Render the evaluation's CSV files (written by the `evaluate` example) as SVG plots, next to
 //! them: `fig7.svg`, `fig8.svg`, `fig10.svg`, `fig11.svg`, `costmodel.svg`, `perturbation.svg`;
 //! then regenerate the data tables of the evaluation page (`--page`, default
-//! `DIR/../EVALUATION.md`) between their `<!-- table:NAME -->` markers (`plot_support/tables.rs`).
+//! `DIR/../EVALUATION.md`) between their `<!-- table:NAME -->` markers
+//! (`workloads::evaluate::page`).
 //!
 //! ```text
 //! cargo run --release -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
 
-#[path = "plot_support/tables.rs"]
-mod tables;
-
+use clap::Parser;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::HashMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
+use workloads::evaluate::page::rewrite_page;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -27,25 +27,26 @@ struct Csv {
 impl Csv {
     fn read(dir: &Path, name: &str) -> Res<Csv> {
         let path = dir.join(name);
-        let text = std::fs::read_to_string(&path)
+        let mut reader = csv::Reader::from_path(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let mut lines = text.lines();
-        let header: Vec<String> = lines
-            .next()
-            .ok_or_else(|| format!("{} is empty", path.display()))?
-            .split(',')
-            .map(str::to_owned)
-            .collect();
-        let rows = lines
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
+        let header = reader
+            .headers()
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .clone();
+        if header.is_empty() {
+            return Err(format!("{} is empty", path.display()).into());
+        }
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
+            rows.push(
                 header
                     .iter()
-                    .cloned()
-                    .zip(l.split(',').map(str::to_owned))
-                    .collect()
-            })
-            .collect();
+                    .map(str::to_owned)
+                    .zip(record.iter().map(str::to_owned))
+                    .collect(),
+            );
+        }
         Ok(Csv { rows })
     }
 
@@ -656,27 +657,21 @@ fn perturbation(dir: &Path) -> Res<PathBuf> {
     Ok(out.clone())
 }
 
+/// Render the evaluation's CSV files as SVG plots and regenerate the page's tables.
+#[derive(Parser, Debug)]
+#[command(name = "plot")]
+struct Args {
+    /// The directory the `evaluate` example wrote.
+    #[arg(value_name = "DIR", default_value = "docs/eval")]
+    dir: PathBuf,
+    /// The evaluation page whose tables to regenerate (default `DIR/../EVALUATION.md`, when
+    /// it exists).
+    #[arg(long, value_name = "PATH")]
+    page: Option<PathBuf>,
+}
+
 fn main() {
-    let mut dir = None;
-    let mut page = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--page" => match args.next() {
-                Some(p) => page = Some(PathBuf::from(p)),
-                None => {
-                    eprintln!("plot: --page needs a path");
-                    std::process::exit(2);
-                }
-            },
-            _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
-            _ => {
-                eprintln!("plot: unexpected argument `{a}`; usage: plot [DIR] [--page PATH]");
-                std::process::exit(2);
-            }
-        }
-    }
-    let dir = dir.unwrap_or_else(|| PathBuf::from("docs/eval"));
+    let Args { dir, page } = Args::parse();
     let mut failed = false;
     type Plot = fn(&Path) -> Res<PathBuf>;
     let plots: [(&str, Plot); 6] = [
@@ -701,7 +696,7 @@ fn main() {
     let explicit = page.is_some();
     let page = page.unwrap_or_else(|| dir.join("..").join("EVALUATION.md"));
     if explicit || page.exists() {
-        match tables::rewrite_page(&page, &dir) {
+        match rewrite_page(&page, &dir) {
             Ok(o) => eprintln!(
                 "{} {} ({} tables: {})",
                 if o.changed { "wrote" } else { "unchanged:" },

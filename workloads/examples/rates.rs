@@ -23,50 +23,29 @@
 //! core 0 with it while the analyzer has core 1. An empty session runs first so that every
 //! measurement, `A` included, sees the same affinity.
 
+use cabprof::cab;
 use cabprof::{Analysis, SessionBuilder};
+use clap::Parser;
 use std::hint::black_box;
 use std::time::Instant;
 use workloads::{Size, Variant, Workload};
 
+/// Event rates of every workload, measured with the session the environment configures.
+#[derive(Parser, Debug)]
+#[command(name = "rates")]
 struct Args {
+    /// Workload size: full, small or smoke.
+    #[arg(long, value_name = "SIZE", default_value = "full")]
     size: Size,
-    runs: usize,
+    /// Runs per workload (positive); the median and the range are shown.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+    /// Only these workloads.
+    #[arg(long, value_name = "NAME[,NAME..]", value_delimiter = ',')]
     only: Option<Vec<String>>,
+    /// Also the `instrumented` twin with every analysis.
+    #[arg(long)]
     all: bool,
-}
-
-fn args() -> Args {
-    let mut a = Args {
-        size: Size::Full,
-        runs: 3,
-        only: None,
-        all: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--size" => {
-                let v = it.next().unwrap_or_default();
-                a.size = Size::parse(&v).unwrap_or_else(|| usage(&format!("bad size {v:?}")));
-            }
-            "--runs" => {
-                let v = it.next().unwrap_or_default();
-                a.runs = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .unwrap_or_else(|| usage("bad --runs"));
-            }
-            "--only" => {
-                let v = it.next().unwrap_or_default();
-                a.only = Some(v.split(',').map(str::to_owned).collect());
-            }
-            "--all" => a.all = true,
-            "-h" | "--help" => usage(""),
-            other => usage(&format!("unknown argument {other:?}")),
-        }
-    }
-    a
 }
 
 fn usage(msg: &str) -> ! {
@@ -78,15 +57,9 @@ fn usage(msg: &str) -> ! {
 }
 
 /// Median, min and max of some seconds.
-fn stats(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    let med = if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    };
-    (med, xs[0], xs[n - 1])
+fn stats(xs: Vec<f64>) -> (f64, f64, f64) {
+    let (lo, hi) = cab::stats::min_max(&xs);
+    (cab::stats::median(&xs), lo, hi)
 }
 
 fn ms((med, lo, hi): (f64, f64, f64)) -> String {
@@ -177,7 +150,8 @@ fn session_run(
 }
 
 fn main() {
-    let a = args();
+    let a = Args::parse();
+    let runs = a.runs as usize;
     let suite: Vec<Workload> = workloads::all()
         .into_iter()
         .filter(|w| {
@@ -201,7 +175,7 @@ fn main() {
     println!(
         "# cabprof workloads: size {}, {} runs each (median, min-max)",
         a.size.name(),
-        a.runs
+        runs
     );
     println!();
     println!(
@@ -212,8 +186,8 @@ fn main() {
     for w in &suite {
         // Warm up once (page faults, allocator) and take the reference checksum.
         let expect = (w.run_plain)(a.size);
-        let plain = timed(a.runs, expect, w.name, || (w.run_plain)(a.size));
-        let dormant = timed(a.runs, expect, w.name, || (w.run_instrumented)(a.size));
+        let plain = timed(runs, expect, w.name, || (w.run_plain)(a.size));
+        let dormant = timed(runs, expect, w.name, || (w.run_instrumented)(a.size));
         let mut rows: Vec<(Variant, &str, Vec<Analysis>)> = vec![(
             Variant::Calls,
             "method-count,call-graph,call-tree",
@@ -235,7 +209,7 @@ fn main() {
         for (i, (v, names, analyses)) in rows.iter().enumerate() {
             let mut secs = Vec::new();
             let mut last = None;
-            for _ in 0..a.runs {
+            for _ in 0..runs {
                 let r = session_run(w, *v, analyses, a.size, expect);
                 secs.push(r.secs);
                 last = Some(r);

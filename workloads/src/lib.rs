@@ -67,6 +67,7 @@
 //! }
 //! ```
 
+pub mod evaluate;
 pub mod rng;
 
 use cabprof::Analysis;
@@ -219,6 +220,15 @@ impl Variant {
         Variant::ALL
             .into_iter()
             .find(|v| v.name().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+
+    /// [`Size::parse`], with an error that says what is accepted (for argument parsers).
+    fn from_str(s: &str) -> Result<Size, String> {
+        Size::parse(s).ok_or_else(|| format!("{s:?} is not a size: expected smoke, small or full"))
     }
 }
 

@@ -1,35 +1,33 @@
-//! CI smoke test of the evaluation harness (`examples/evaluate/harness.rs`, included here):
+//! CI smoke test of the evaluation harness (`workloads::evaluate`):
 //! the whole harness at `Size::Smoke` with one repetition, then checks of the outputs' shape
 //! and of the correctness claims they carry. No timing assertions: times on a shared machine
 //! are noise.
 
-#[allow(dead_code)]
-#[path = "../examples/evaluate/harness.rs"]
-mod harness;
-
 use cabprof::Analysis;
-use harness::{Cfg, Options};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use workloads::evaluate::{self as harness, Cfg, Options};
 
-/// A CSV file as a header and rows of column → value maps.
+/// A CSV file as a header and rows of column → value maps. Every row must be as wide as the
+/// header.
 fn read_csv(dir: &Path, name: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
-    let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .expect("a header")
-        .split(',')
+    let mut reader =
+        csv::Reader::from_path(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap_or_else(|e| panic!("{name}: a header: {e}"))
+        .iter()
         .map(str::to_owned)
         .collect();
-    let rows = lines
-        .map(|l| {
-            let fields: Vec<&str> = l.split(',').collect();
-            assert_eq!(fields.len(), header.len(), "{name}: ragged row {l:?}");
+    let rows = reader
+        .records()
+        .map(|r| {
+            // The reader refuses a row of another width than the header's.
+            let r = r.unwrap_or_else(|e| panic!("{name}: ragged or bad row: {e}"));
             header
                 .iter()
                 .cloned()
-                .zip(fields.into_iter().map(str::to_owned))
+                .zip(r.iter().map(str::to_owned))
                 .collect()
         })
         .collect();

@@ -10,17 +10,18 @@
 //! This file parses the arguments and dispatches; each subcommand lives in its own module.
 //! Exit status: 0 on success, 1 on an error, 2 on a usage error or a malformed trace.
 
+mod error;
 mod hw;
 mod report;
 mod simulate;
-mod trace;
 mod trace_command;
 mod units;
 
-use std::fmt;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+pub use error::CliError;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -55,38 +56,6 @@ enum Command {
     Hw(hw::HwArgs),
 }
 
-/// A failed command: its message, and whether it was the user's arguments (status 2) or
-/// something else (status 1).
-#[derive(Debug)]
-pub struct CliError {
-    message: String,
-    usage: bool,
-}
-
-impl CliError {
-    /// An error (status 1).
-    pub fn new(message: impl Into<String>) -> CliError {
-        CliError {
-            message: message.into(),
-            usage: false,
-        }
-    }
-
-    /// Arguments that parse but make no sense together (status 2, like clap's errors).
-    pub fn usage(message: impl Into<String>) -> CliError {
-        CliError {
-            message: message.into(),
-            usage: true,
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -99,7 +68,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("cabprof: error: {e}");
-            ExitCode::from(if e.usage { 2 } else { 1 })
+            e.exit_code()
         }
     }
 }

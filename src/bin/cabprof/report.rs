@@ -62,14 +62,22 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         let mut text = String::new();
         io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
+            .map_err(|source| CliError::Read {
+                what: "standard input".into(),
+                source,
+            })?;
         (text, "standard input".to_string())
     } else {
-        let text = fs::read_to_string(&args.file)
-            .map_err(|e| CliError::new(format!("cannot read {}: {e}", args.file.display())))?;
+        let text = fs::read_to_string(&args.file).map_err(|source| CliError::Read {
+            what: args.file.display().to_string(),
+            source,
+        })?;
         (text, args.file.display().to_string())
     };
-    let data = ReportData::from_json(&text).map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    let data = ReportData::from_json(&text).map_err(|e| CliError::BadReport {
+        input: name.clone(),
+        source: Box::new(e),
+    })?;
     let rendered = match args.format {
         ReportFormat::Table => data.text(args.top),
         ReportFormat::Json => {
@@ -82,8 +90,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportFormat::Svg => data.svg(),
     };
     match &args.output {
-        Some(path) => fs::write(path, rendered)
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?,
+        Some(path) => fs::write(path, rendered).map_err(|source| CliError::Write {
+            what: path.display().to_string(),
+            source,
+        })?,
         None => {
             let mut out = io::stdout().lock();
             if let Err(e) = out
@@ -91,7 +101,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                 .and_then(|()| out.flush())
             {
                 if e.kind() != io::ErrorKind::BrokenPipe {
-                    return Err(CliError::new(format!("cannot write the report: {e}")));
+                    return Err(CliError::Write {
+                        what: "the report".into(),
+                        source: e,
+                    });
                 }
             }
         }

@@ -28,9 +28,9 @@ use cab::{ConsumerStats, Poll, ProducerStats, RingConfig};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::trace::{Format, ParseStats, TraceError, TraceReader};
 use crate::units::{parse_bytes, show_bytes, show_millions};
 use crate::CliError;
+use cabprof::trace::{Format, ParseStats, TraceError, TraceReader};
 
 /// Exit status when the trace is malformed (results up to the bad record are printed).
 pub const EXIT_MALFORMED: u8 = 2;
@@ -245,7 +245,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         PolicyArg::Lru => Policy::Lru,
     };
     if args.l1.0.is_none() {
-        return Err(CliError::usage("--l1 cannot be 'none'"));
+        return Err(CliError::InvalidArguments("--l1 cannot be 'none'".into()));
     }
     let levels: Vec<LevelConfig> = [Some(args.l1), Some(args.l2), args.l3]
         .into_iter()
@@ -253,19 +253,21 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         .filter_map(|l| l.0)
         .map(|l| LevelConfig::new(l.size, l.ways, l.line, policy))
         .collect();
-    let mut sim = CacheSim::new(&levels).map_err(|e| CliError::usage(e.to_string()))?;
-    let mut reuse = ReuseDistance::new(args.line).map_err(|e| CliError::usage(e.to_string()))?;
+    let mut sim = CacheSim::new(&levels).map_err(CliError::config)?;
+    let mut reuse = ReuseDistance::new(args.line).map_err(CliError::config)?;
     let chunk = args.chunk.unwrap_or_else(cab::hw::recommended_chunk_bytes);
     let buffer = args.buffer.unwrap_or(16 * chunk);
     let ring = RingConfig::new(buffer, chunk);
-    let channel = || cab::ring::channel(&ring).map_err(|e| CliError::usage(e.to_string()));
+    let channel = || cab::ring::channel(&ring).map_err(CliError::config);
 
     let (input, total_bytes, name): (Box<dyn Read>, Option<u64>, String) =
         if args.trace.as_os_str() == "-" {
             (Box::new(io::stdin().lock()), None, "standard input".into())
         } else {
-            let file = File::open(&args.trace)
-                .map_err(|e| CliError::new(format!("cannot open {}: {e}", args.trace.display())))?;
+            let file = File::open(&args.trace).map_err(|source| CliError::Open {
+                path: args.trace.clone(),
+                source,
+            })?;
             let len = file
                 .metadata()
                 .ok()
@@ -273,8 +275,13 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
                 .map(|m| m.len());
             (Box::new(file), len, args.trace.display().to_string())
         };
-    let mut reader = TraceReader::open(input, args.format.forced(), args.instructions)
-        .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    let mut reader =
+        TraceReader::open(input, args.format.forced(), args.instructions).map_err(|source| {
+            CliError::Trace {
+                input: name.clone(),
+                source,
+            }
+        })?;
 
     let started = Instant::now();
     let reader_before = ThreadTimes::current();
@@ -348,12 +355,18 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         .and_then(|()| out.flush());
     if let Err(e) = write {
         if e.kind() != io::ErrorKind::BrokenPipe {
-            return Err(CliError::new(format!("cannot write the results: {e}")));
+            return Err(CliError::Write {
+                what: "the results".into(),
+                source: e,
+            });
         }
     }
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e @ TraceError::Io(_)) => Err(CliError::new(format!("{name}: {e}"))),
+        Err(source @ TraceError::Io(_)) => Err(CliError::Trace {
+            input: name,
+            source,
+        }),
         Err(e) => {
             eprintln!("cabprof: error: {name}: {e}");
             eprintln!("cabprof: the results above cover the trace up to that point");
@@ -384,13 +397,14 @@ fn spawn<T: Send + 'static>(
     thread::Builder::new()
         .name(name.into())
         .spawn(f)
-        .map_err(|e| CliError::new(format!("cannot start the {name} thread: {e}")))
+        .map_err(|source| CliError::Spawn {
+            thread: name.to_string(),
+            source,
+        })
 }
 
 fn join<T>(handle: thread::JoinHandle<T>) -> Result<T, CliError> {
-    handle
-        .join()
-        .map_err(|_| CliError::new("an analyzer thread panicked"))
+    handle.join().map_err(|_| CliError::AnalyzerPanicked)
 }
 
 /// An analyzer thread's loop: hand every chunk to `analyze` until the producer closes.

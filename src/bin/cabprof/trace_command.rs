@@ -10,9 +10,9 @@ use cab::event::{decode, Event, EventKind};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::simulate::{FormatArg, EXIT_MALFORMED};
-use crate::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
 use crate::units::parse_bytes;
 use crate::CliError;
+use cabprof::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -163,13 +163,17 @@ enum Sink {
 
 impl Sink {
     fn create(path: &Path, to: OutputFormat, flags: u32) -> Result<Sink, CliError> {
-        let file = File::create(path)
-            .map_err(|e| CliError::new(format!("cannot create {}: {e}", path.display())))?;
+        let file = File::create(path).map_err(|source| CliError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(match to {
-            OutputFormat::Binary => Sink::Binary(
-                BinaryWriter::new(file, flags)
-                    .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?,
-            ),
+            OutputFormat::Binary => Sink::Binary(BinaryWriter::new(file, flags).map_err(
+                |source| CliError::Write {
+                    what: path.display().to_string(),
+                    source,
+                },
+            )?),
             OutputFormat::Lackey => Sink::Lackey(BufWriter::with_capacity(1 << 20, file)),
         })
     }
@@ -200,12 +204,19 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
     let (input, name): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
         (Box::new(io::stdin().lock()), "standard input".into())
     } else {
-        let file = File::open(&args.input)
-            .map_err(|e| CliError::new(format!("cannot open {}: {e}", args.input.display())))?;
+        let file = File::open(&args.input).map_err(|source| CliError::Open {
+            path: args.input.clone(),
+            source,
+        })?;
         (Box::new(file), args.input.display().to_string())
     };
-    let mut reader = TraceReader::open(input, args.format.forced(), args.instructions)
-        .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+    let mut reader =
+        TraceReader::open(input, args.format.forced(), args.instructions).map_err(|source| {
+            CliError::Trace {
+                input: name.clone(),
+                source,
+            }
+        })?;
     let flags = if reader.includes_instructions() {
         FLAG_INSTRUCTIONS
     } else {
@@ -222,10 +233,15 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
     });
     let out_name = args.output.display();
     if let Some(e) = write_error {
-        return Err(CliError::new(format!("cannot write {out_name}: {e}")));
+        return Err(CliError::Write {
+            what: out_name.to_string(),
+            source: e,
+        });
     }
-    sink.finish()
-        .map_err(|e| CliError::new(format!("cannot write {out_name}: {e}")))?;
+    sink.finish().map_err(|source| CliError::Write {
+        what: out_name.to_string(),
+        source,
+    })?;
     let stats = reader.stats();
     let what = match reader.format() {
         Format::Lackey => format!(
@@ -250,7 +266,10 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
     );
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e @ TraceError::Io(_)) => Err(CliError::new(format!("{name}: {e}"))),
+        Err(source @ TraceError::Io(_)) => Err(CliError::Trace {
+            input: name,
+            source,
+        }),
         Err(e) => {
             eprintln!("cabprof: error: {name}: {e}");
             eprintln!("cabprof: {out_name} holds the accesses before that point");
@@ -262,19 +281,19 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
 fn generate(args: &GenerateArgs) -> Result<ExitCode, CliError> {
     let stride = args.stride as u64;
     if !stride.is_power_of_two() || stride > 128 {
-        return Err(CliError::usage(format!(
+        return Err(CliError::InvalidArguments(format!(
             "--stride {stride}: must be a power of two up to 128"
         )));
     }
     if args.working_set < stride {
-        return Err(CliError::usage(format!(
+        return Err(CliError::InvalidArguments(format!(
             "--working-set {}: must be at least the stride ({stride})",
             args.working_set
         )));
     }
     if args.to == OutputFormat::Binary && args.fetches > 0 {
-        return Err(CliError::usage(
-            "--fetches applies to Lackey output only (binary traces hold data accesses)",
+        return Err(CliError::InvalidArguments(
+            "--fetches applies to Lackey output only (binary traces hold data accesses)".into(),
         ));
     }
     // A typical x86-64 Linux stack-ish address, aligned to 1 MiB.
@@ -304,7 +323,10 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode, CliError> {
     })();
     result
         .and_then(|()| sink.finish())
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", args.output.display())))?;
+        .map_err(|source| CliError::Write {
+            what: args.output.display().to_string(),
+            source,
+        })?;
     println!(
         "wrote {} accesses ({:?}, {} B each over {} B) to {}",
         args.accesses,

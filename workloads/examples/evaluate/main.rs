@@ -19,94 +19,74 @@
 //!
 //! Outputs in `--out` (default `docs/eval`): `fig7.csv`, `fig8.csv`, `fig10.csv`, `fig11.csv`,
 //! `costmodel.csv`, `perturbation.csv`, `pinning.csv`, `workloads.csv` and `summary.txt`.
-//! See `harness.rs` for how each cell is measured.
+//! See `workloads::evaluate` for how each cell is measured.
 
-mod harness;
-
-use harness::Options;
+use clap::Parser;
 use std::path::PathBuf;
+use workloads::evaluate::{self, Options};
 use workloads::Size;
 
-fn usage(msg: &str) -> ! {
-    if !msg.is_empty() {
-        eprintln!("evaluate: {msg}");
+/// Run the evaluation and write its CSV files and summary.
+#[derive(Parser, Debug)]
+#[command(name = "evaluate")]
+struct Args {
+    /// CI's check that the harness works: `Size::Smoke`, 1 repetition, trimmed grids.
+    #[arg(long, overrides_with_all = ["quick", "full"])]
+    smoke: bool,
+    /// `Size::Small`, 5 repetitions, every buffer size and rate (the default).
+    #[arg(long, overrides_with_all = ["smoke", "full"])]
+    quick: bool,
+    /// 5 repetitions at `Size::Full` (three workloads at `Size::Small`).
+    #[arg(long, overrides_with_all = ["smoke", "quick"])]
+    full: bool,
+    /// Output directory.
+    #[arg(long, value_name = "DIR", default_value = "docs/eval")]
+    out: PathBuf,
+    /// Repetitions per cell (positive).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    reps: Option<u64>,
+    /// Workload size for every workload: smoke, small or full.
+    #[arg(long, value_name = "SIZE")]
+    size: Option<Size>,
+    /// Only these workloads.
+    #[arg(long, value_name = "NAME[,NAME..]", value_delimiter = ',', value_parser = parse_workload)]
+    only: Option<Vec<String>>,
+    /// Do not pin the application and the analyzer.
+    #[arg(long)]
+    no_pin: bool,
+    /// One line per run on stderr.
+    #[arg(long)]
+    trace: bool,
+}
+
+fn parse_workload(v: &str) -> Result<String, String> {
+    match workloads::by_name(v) {
+        Some(_) => Ok(v.to_string()),
+        None => Err(format!("no workload {v:?}")),
     }
-    eprintln!(
-        "usage: evaluate [--smoke|--quick|--full] [--out DIR] [--reps N] [--size smoke|small|full] \
-         [--only NAME[,NAME..]] [--no-pin] [--trace]"
-    );
-    std::process::exit(2)
 }
 
 fn main() {
-    let mut preset = "quick";
-    let mut out = PathBuf::from("docs/eval");
-    let mut reps = None;
-    let mut size = None;
-    let mut only = None;
-    let mut pin = true;
-    let mut trace = false;
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--smoke" => preset = "smoke",
-            "--quick" => preset = "quick",
-            "--full" => preset = "full",
-            "--out" => {
-                out = PathBuf::from(it.next().unwrap_or_else(|| usage("--out needs a path")))
-            }
-            "--reps" => {
-                reps = Some(
-                    it.next()
-                        .and_then(|v| v.parse::<usize>().ok())
-                        .filter(|&n| n > 0)
-                        .unwrap_or_else(|| usage("--reps needs a positive number")),
-                )
-            }
-            "--size" => {
-                size = Some(
-                    it.next()
-                        .and_then(|v| Size::parse(&v))
-                        .unwrap_or_else(|| usage("--size needs smoke, small or full")),
-                )
-            }
-            "--only" => {
-                only = Some(
-                    it.next()
-                        .unwrap_or_else(|| usage("--only needs names"))
-                        .split(',')
-                        .map(str::to_owned)
-                        .collect::<Vec<_>>(),
-                )
-            }
-            "--no-pin" => pin = false,
-            "--trace" => trace = true,
-            "-h" | "--help" => usage(""),
-            other => usage(&format!("unknown argument {other:?}")),
-        }
-    }
-    let mut o = match preset {
-        "smoke" => Options::smoke(out),
-        "full" => Options::full(out),
-        _ => Options::quick(out),
+    let args = Args::parse();
+    let mut o = if args.smoke {
+        Options::smoke(args.out)
+    } else if args.full {
+        Options::full(args.out)
+    } else {
+        Options::quick(args.out)
     };
     o.verbose = true;
-    if let Some(r) = reps {
-        o.reps = r;
+    if let Some(r) = args.reps {
+        o.reps = r as usize;
     }
-    if let Some(s) = size {
+    if let Some(s) = args.size {
         o.size = s;
         o.sizes.clear();
     }
-    if let Some(names) = only {
-        if let Some(bad) = names.iter().find(|n| workloads::by_name(n).is_none()) {
-            usage(&format!("no workload {bad:?}"));
-        }
-        o.only = Some(names);
-    }
-    o.pin = pin;
-    o.trace = trace;
-    match harness::run(&o) {
+    o.only = args.only;
+    o.pin = !args.no_pin;
+    o.trace = args.trace;
+    match evaluate::run(&o) {
         Ok(outputs) => {
             print!("{}", outputs.summary);
             eprintln!(

@@ -1,9 +1,4 @@
-//! Memory traces: Valgrind Lackey's text format, read fast, and cabprof's binary format, read
-//! and written. Both readers turn a trace into cabprof `Mem` event words
-//! ([`cab::event::Event::mem`]) handed to a callback, one block of input at a time, so the
-//! caller can push them into a CAB ring and report progress between blocks.
-//!
-//! # Lackey text (`valgrind --tool=lackey --trace-mem=yes`)
+//! Valgrind Lackey's text format (`valgrind --tool=lackey --trace-mem=yes`), read fast.
 //!
 //! ```text
 //! ==12345== Lackey, an example Valgrind tool      valgrind's own lines: skipped
@@ -34,161 +29,16 @@
 //! line is parsed in place, byte by byte, with a hand-written hex parser; only a malformed line
 //! is copied (into its error).
 //!
-//! # Binary (`CABTRACE`, version 1)
-//!
-//! ```text
-//! offset  size  field
-//!      0     8  magic: the ASCII bytes "CABTRACE"
-//!      8     4  version: u32 little-endian, = 1
-//!     12     4  flags: u32 little-endian; bit 0 = instruction fetches are included (as
-//!               loads); every other bit must be 0
-//!     16   8*n  n records: one cabprof `Mem` event word each, u64 little-endian
-//! ```
-//!
-//! A record *is* the event word that travels through the CAB ring (see `cab::event`): tag 4 in
-//! bits 60..64, the store flag in bit 59, log2(size) in bits 56..59 and the address in bits
-//! 0..56. So reading is a block copy plus a tag check per word, and a trace takes 8 bytes per
-//! access (Lackey text takes about 14). The flags word pads the header to 16 bytes so every
-//! record is 8-byte aligned in the file (for readers that map it). A Lackey `M` becomes two
-//! records (load, store); an instruction fetch is either left out or a load, as the flags say.
-//! A word that is not a `Mem` event (wrong tag, `0`, `u64::MAX`) is a
-//! [`TraceError::BadRecord`]; trailing bytes that do not make a whole word are a
-//! [`TraceError::Truncated`]. There is no record count or trailer: a trace can be written from
-//! a stream and read from a pipe.
 
-use cab::event::{decode, Event, EventKind, MAX_ACCESS_SIZE, MAX_ADDRESS};
-use std::fmt;
-use std::io::{self, Read, Write};
+use super::{ParseStats, TraceError, BLOCK_BYTES};
+use cab::event::{Event, MAX_ACCESS_SIZE, MAX_ADDRESS};
+use std::io::{self, Read};
 
-/// The first 8 bytes of a binary trace.
-pub const MAGIC: &[u8; 8] = b"CABTRACE";
-/// The binary format version this reader and writer speak.
-pub const VERSION: u32 = 1;
-/// Bytes before the first record of a binary trace.
-pub const HEADER_BYTES: usize = 16;
-/// Binary header flag: instruction fetches are included, as loads.
-pub const FLAG_INSTRUCTIONS: u32 = 1;
-/// Bytes read from the input at a time. 1 MiB: large enough that a `read` call costs nothing
-/// per access, small enough to stay in L2 alongside the ring's chunks.
-pub const BLOCK_BYTES: usize = 1 << 20;
 /// Largest size a Lackey record may give (bytes). Lackey's largest real accesses are
 /// `xsave` areas of a few KiB; anything bigger is taken for garbage.
 pub const MAX_RECORD_SIZE: u64 = 1 << 16;
 /// Longest content kept in a [`TraceError::Malformed`] (bytes of the line).
 const MAX_SHOWN: usize = 200;
-/// Bit 60 upwards: the tag of an event word; `Mem` is 4 (`cab::event`).
-const TAG_SHIFT: u32 = 60;
-const TAG_MEM: u64 = 4;
-const STORE_BIT: u32 = 59;
-
-/// Which reader to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Valgrind Lackey text.
-    Lackey,
-    /// cabprof's binary format.
-    Binary,
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Format::Lackey => "Lackey text",
-            Format::Binary => "cabprof binary",
-        })
-    }
-}
-
-/// Why a trace could not be read. Everything parsed before the error has been emitted.
-#[derive(Debug)]
-pub enum TraceError {
-    /// Reading failed.
-    Io(io::Error),
-    /// A Lackey line that is not a record, a valgrind message nor blank.
-    Malformed {
-        /// 1-based line number.
-        line: u64,
-        /// The line (lossy UTF-8, without its newline; cut at 200 bytes).
-        content: String,
-        /// What was expected.
-        reason: &'static str,
-    },
-    /// A binary trace's header is wrong.
-    BadHeader(String),
-    /// A binary record that is not a `Mem` event word.
-    BadRecord {
-        /// 0-based record number.
-        index: u64,
-        /// The word.
-        word: u64,
-    },
-    /// A binary trace ends inside a record.
-    Truncated {
-        /// Byte offset of the incomplete record.
-        offset: u64,
-        /// Bytes of it present.
-        bytes: usize,
-    },
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TraceError::Io(e) => write!(f, "read error: {e}"),
-            TraceError::Malformed {
-                line,
-                content,
-                reason,
-            } => write!(f, "malformed Lackey line {line}: {reason}: {content:?}"),
-            TraceError::BadHeader(what) => write!(f, "not a cabprof binary trace: {what}"),
-            TraceError::BadRecord { index, word } => write!(
-                f,
-                "binary record {index} (byte offset {}) is {word:#018x}, not a Mem event word",
-                HEADER_BYTES as u64 + index * 8
-            ),
-            TraceError::Truncated { offset, bytes } => write!(
-                f,
-                "binary trace truncated: {bytes} byte(s) at offset {offset} do not make an \
-                 8-byte record"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for TraceError {}
-
-impl From<io::Error> for TraceError {
-    fn from(e: io::Error) -> Self {
-        TraceError::Io(e)
-    }
-}
-
-/// What a reader has seen so far.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ParseStats {
-    /// Bytes of input consumed (for Lackey: whole lines; for binary: header and records).
-    pub bytes: u64,
-    /// Lines read (Lackey only).
-    pub lines: u64,
-    /// Instruction fetch records (`I`), whether emitted or not.
-    pub instructions: u64,
-    /// Load records (` L`; binary: load words).
-    pub loads: u64,
-    /// Store records (` S`; binary: store words).
-    pub stores: u64,
-    /// Modify records (` M`), each emitted as a load and a store.
-    pub modifies: u64,
-    /// Valgrind message lines (`==pid==`, `--pid--`) skipped.
-    pub messages: u64,
-    /// Blank lines skipped.
-    pub blank: u64,
-    /// Records whose size was rounded up to a power of two.
-    pub rounded: u64,
-    /// Records larger than 128 bytes, split into several accesses.
-    pub split: u64,
-    /// `Mem` event words emitted.
-    pub events: u64,
-}
 
 /// The kind of a Lackey record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,7 +77,6 @@ pub enum Line {
 
 /// Parse one Lackey line (without its `\n`; a trailing `\r` is allowed). The error says what
 /// was expected. Never panics, whatever the bytes.
-#[allow(dead_code)] // The readers parse in place; this is for tests/trace_parser.rs.
 pub fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
     match parse_at(line, 0, true) {
         Step::Line(l, _) => Ok(l),
@@ -499,6 +348,7 @@ fn push_mem(
 }
 
 /// Streaming Lackey reader: see the module docs.
+#[derive(Debug)]
 pub struct LackeyReader<R> {
     inner: R,
     /// Input bytes; `buf[start..end]` is not parsed yet and starts at a line boundary.
@@ -536,6 +386,11 @@ impl<R: Read> LackeyReader<R> {
     /// Counters so far.
     pub fn stats(&self) -> ParseStats {
         self.stats
+    }
+
+    /// Whether instruction fetches are emitted (as loads).
+    pub fn instructions(&self) -> bool {
+        self.instructions
     }
 
     /// Read one block and emit the events of its complete lines. `Ok(false)` once the input
@@ -643,256 +498,5 @@ impl<R: Read> LackeyReader<R> {
             content,
             reason,
         }
-    }
-}
-
-/// Streaming binary trace reader: see the module docs.
-pub struct BinaryReader<R> {
-    inner: R,
-    flags: u32,
-    buf: Box<[u8]>,
-    /// Bytes of an incomplete record carried over from the last read, at `buf[..carry]`.
-    carry: usize,
-    eof: bool,
-    stats: ParseStats,
-}
-
-impl<R: Read> BinaryReader<R> {
-    /// Read and check the header.
-    pub fn new(inner: R) -> Result<Self, TraceError> {
-        Self::with_block_bytes(inner, BLOCK_BYTES)
-    }
-
-    /// Like [`new`](Self::new), reading `block_bytes` (rounded up to 8 bytes) at a time.
-    pub fn with_block_bytes(mut inner: R, block_bytes: usize) -> Result<Self, TraceError> {
-        let mut header = [0u8; HEADER_BYTES];
-        let got = read_full(&mut inner, &mut header)?;
-        if got < MAGIC.len() || &header[..8] != MAGIC {
-            return Err(TraceError::BadHeader(format!(
-                "expected magic \"CABTRACE\", found {:?}",
-                String::from_utf8_lossy(&header[..got.min(8)])
-            )));
-        }
-        if got < HEADER_BYTES {
-            return Err(TraceError::BadHeader(format!(
-                "header is {HEADER_BYTES} bytes, file has {got}"
-            )));
-        }
-        let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-        if version != VERSION {
-            return Err(TraceError::BadHeader(format!(
-                "version {version}; this cabprof reads version {VERSION}"
-            )));
-        }
-        let flags = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
-        if flags & !FLAG_INSTRUCTIONS != 0 {
-            return Err(TraceError::BadHeader(format!("unknown flags {flags:#x}")));
-        }
-        Ok(BinaryReader {
-            inner,
-            flags,
-            buf: vec![0; block_bytes.max(8).next_multiple_of(8)].into_boxed_slice(),
-            carry: 0,
-            eof: false,
-            stats: ParseStats {
-                bytes: HEADER_BYTES as u64,
-                ..ParseStats::default()
-            },
-        })
-    }
-
-    /// The header's flags ([`FLAG_INSTRUCTIONS`]).
-    pub fn flags(&self) -> u32 {
-        self.flags
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> ParseStats {
-        self.stats
-    }
-
-    /// Read one block and emit its records. `Ok(false)` once the input is exhausted. On an
-    /// error, every record before the bad one has been emitted and counted, and the reader
-    /// stops (later calls return `Ok(false)`).
-    pub fn next_block(&mut self, emit: &mut impl FnMut(Event)) -> Result<bool, TraceError> {
-        if self.eof {
-            return Ok(false);
-        }
-        let mut end = self.carry;
-        while end < self.buf.len() {
-            match self.inner.read(&mut self.buf[end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let whole = end / 8 * 8;
-        let stats = &mut self.stats;
-        let mut stores = 0u64;
-        let mut done = 0u64;
-        let mut bad = None;
-        for chunk in self.buf[..whole].chunks_exact(8) {
-            let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes"));
-            if word >> TAG_SHIFT != TAG_MEM {
-                bad = Some(word);
-                break;
-            }
-            // Every word with the Mem tag is a valid Mem event (cab::event::decode).
-            match Event::from_word(word) {
-                Some(e) => emit(e),
-                None => {
-                    bad = Some(word);
-                    break;
-                }
-            }
-            stores += (word >> STORE_BIT) & 1;
-            done += 1;
-        }
-        stats.stores += stores;
-        stats.loads += done - stores;
-        stats.events += done;
-        stats.bytes += done * 8;
-        if let Some(word) = bad {
-            // The reader stops here: later calls return `Ok(false)`.
-            self.eof = true;
-            let index = stats.events;
-            return Err(TraceError::BadRecord { index, word });
-        }
-        self.buf.copy_within(whole..end, 0);
-        self.carry = end - whole;
-        if self.eof && self.carry > 0 {
-            return Err(TraceError::Truncated {
-                offset: self.stats.bytes,
-                bytes: self.carry,
-            });
-        }
-        Ok(!self.eof)
-    }
-}
-
-/// Read until `buf` is full or the input ends; the number of bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
-/// Writes a binary trace: the header, then one record per [`write`](Self::write).
-pub struct BinaryWriter<W: Write> {
-    inner: io::BufWriter<W>,
-}
-
-impl<W: Write> BinaryWriter<W> {
-    /// Write the header with `flags` ([`FLAG_INSTRUCTIONS`] or 0).
-    pub fn new(inner: W, flags: u32) -> io::Result<Self> {
-        let mut inner = io::BufWriter::with_capacity(BLOCK_BYTES, inner);
-        inner.write_all(MAGIC)?;
-        inner.write_all(&VERSION.to_le_bytes())?;
-        inner.write_all(&flags.to_le_bytes())?;
-        Ok(BinaryWriter { inner })
-    }
-
-    /// Append one record. Only `Mem` events belong in a trace; others are refused.
-    pub fn write(&mut self, event: Event) -> io::Result<()> {
-        if !matches!(decode(event.word()), Some(EventKind::Mem { .. })) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{event:?} is not a Mem event"),
-            ));
-        }
-        self.inner.write_all(&event.word().to_le_bytes())
-    }
-
-    /// Flush and hand back the writer.
-    pub fn finish(self) -> io::Result<W> {
-        self.inner.into_inner().map_err(|e| e.into_error())
-    }
-}
-
-/// A trace of either format, detected or chosen.
-pub enum TraceReader<R> {
-    /// Lackey text.
-    Lackey(LackeyReader<R>),
-    /// cabprof binary.
-    Binary(BinaryReader<R>),
-}
-
-/// The input with the bytes already looked at put back in front.
-pub type Peeked<R> = io::Chain<io::Cursor<Vec<u8>>, R>;
-
-impl<R: Read> TraceReader<Peeked<R>> {
-    /// Open `inner` as `format`, or detect it (`None`): a binary trace starts with
-    /// [`MAGIC`], anything else is read as Lackey text.
-    pub fn open(
-        mut inner: R,
-        format: Option<Format>,
-        instructions: bool,
-    ) -> Result<Self, TraceError> {
-        let mut head = vec![0u8; MAGIC.len()];
-        let got = read_full(&mut inner, &mut head)?;
-        head.truncate(got);
-        let format = format.unwrap_or(if head == MAGIC {
-            Format::Binary
-        } else {
-            Format::Lackey
-        });
-        let input = io::Cursor::new(head).chain(inner);
-        Ok(match format {
-            Format::Lackey => TraceReader::Lackey(LackeyReader::new(input, instructions)),
-            Format::Binary => TraceReader::Binary(BinaryReader::new(input)?),
-        })
-    }
-}
-
-impl<R: Read> TraceReader<R> {
-    /// Which format is being read.
-    pub fn format(&self) -> Format {
-        match self {
-            TraceReader::Lackey(_) => Format::Lackey,
-            TraceReader::Binary(_) => Format::Binary,
-        }
-    }
-
-    /// Whether instruction fetches reach the simulator: asked for (Lackey) or recorded in the
-    /// header (binary).
-    pub fn includes_instructions(&self) -> bool {
-        match self {
-            TraceReader::Lackey(r) => r.instructions,
-            TraceReader::Binary(r) => r.flags() & FLAG_INSTRUCTIONS != 0,
-        }
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> ParseStats {
-        match self {
-            TraceReader::Lackey(r) => r.stats(),
-            TraceReader::Binary(r) => r.stats(),
-        }
-    }
-
-    /// One block; see [`LackeyReader::next_block`] and [`BinaryReader::next_block`].
-    #[inline]
-    pub fn next_block(&mut self, emit: &mut impl FnMut(Event)) -> Result<bool, TraceError> {
-        match self {
-            TraceReader::Lackey(r) => r.next_block(emit),
-            TraceReader::Binary(r) => r.next_block(emit),
-        }
-    }
-
-    /// Read to the end, emitting every event.
-    pub fn read_all(&mut self, emit: &mut impl FnMut(Event)) -> Result<(), TraceError> {
-        while self.next_block(emit)? {}
-        Ok(())
     }
 }
