@@ -5,6 +5,14 @@
 //! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_push_exhaustive>:/,/^$/'
 //! ```
 //!
+//! `cab_emit` is the runtime's entry point, [`cab::runtime::emit`], compiled as instrumented
+//! code sees it: the CAB exhaustive and sampling pushes must appear inlined in it (no call to
+//! a `push` function), the other designs behind one indirect call:
+//!
+//! ```text
+//! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_emit>:/,/^$/'
+//! ```
+//!
 //! Running it pushes a few million events through a ring and prints how many arrived.
 
 use cab::event::{Event, MethodId};
@@ -23,6 +31,13 @@ pub fn cab_push_exhaustive(p: &mut Producer, e: Event) {
 #[inline(never)]
 pub fn cab_push_sampling(p: &mut Producer<true>, e: Event) {
     p.push(e);
+}
+
+/// The runtime's `emit`, not inlined, so its code stands alone in the binary.
+#[no_mangle]
+#[inline(never)]
+pub fn cab_emit(e: Event) {
+    cab::runtime::emit(e);
 }
 
 fn main() {
@@ -52,4 +67,6 @@ fn main() {
         "sampling: pushed {} with no consumer, never blocked",
         tx.stats().pushed
     );
+    // With no session running, `emit` is one load and one branch.
+    cab_emit(Event::marker(1).unwrap());
 }

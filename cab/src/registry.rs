@@ -559,3 +559,13 @@ mod tests {
         assert!(n.is_unwound(5) && !n.is_unwound(3));
     }
 }
+
+impl fmt::Debug for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Site")
+            .field("id", &self.id.load(Ordering::Relaxed))
+            .field("module_path", &self.module_path)
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
