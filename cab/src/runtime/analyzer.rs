@@ -103,17 +103,19 @@ impl<A> AnalyzerShared<A> {
         }
     }
 
-    /// Give `entry` to this analyzer, or hand it back if the analyzer has ended.
-    pub(super) fn offer(&self, entry: RingEntry<A>) -> Result<(), RingEntry<A>> {
+    /// Take `entry` into this analyzer, unless the analyzer has ended (then it stays).
+    pub(super) fn offer(&self, entry: &mut Option<RingEntry<A>>) {
         let mut inbox = self.inbox.lock();
         if !inbox.alive {
-            return Err(entry);
+            return;
         }
+        let Some(entry) = entry.take() else {
+            return;
+        };
         inbox.rings.push(entry);
         self.rings.fetch_add(1, Ordering::Relaxed);
         self.has_new.store(true, Ordering::Release);
         self.wake();
-        Ok(())
     }
 
     /// Whether the analyzer thread is still running.
@@ -127,6 +129,9 @@ pub(super) struct Inbox<A> {
     rings: Vec<RingEntry<A>>,
 }
 
+/// A running analyzer: what it shares, and its thread.
+pub(super) type Spawned<A> = (Arc<AnalyzerShared<A>>, JoinHandle<AnalyzerOutput<A>>);
+
 /// Start analyzer number `index`. With `pin_core`, it pins itself to that core first.
 pub(super) fn spawn<A: RingAnalysis>(
     index: usize,
@@ -134,7 +139,7 @@ pub(super) fn spawn<A: RingAnalysis>(
     clone_fn: Option<fn(&A) -> A>,
     adaptive: Option<f64>,
     pin_core: Option<usize>,
-) -> std::io::Result<(Arc<AnalyzerShared<A>>, JoinHandle<AnalyzerOutput<A>>)> {
+) -> std::io::Result<Spawned<A>> {
     let shared = Arc::new(AnalyzerShared {
         inbox: Mutex::new(Inbox {
             alive: true,

@@ -102,17 +102,19 @@ impl<A: RingAnalysis> Hub for Core<A> {
             .channel(&self.ring)
             .expect("ring config validated at start");
         tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
-        let mut entry = RingEntry::new(consumer, (self.factory)(), thread);
+        let mut entry = Some(RingEntry::new(consumer, (self.factory)(), thread));
         let n = self.analyzers.len();
         let first = self.next.fetch_add(1, Ordering::Relaxed);
         for k in 0..n {
-            match self.analyzers[(first + k) % n].offer(entry) {
-                Ok(()) => return producer,
-                Err(back) => entry = back,
+            if entry.is_none() {
+                break;
             }
+            self.analyzers[(first + k) % n].offer(&mut entry);
         }
-        // Every analyzer is dead: dropping the consumer makes the producer drop and count.
-        tracing::warn!(thread = %entry.thread(), "cabprof: no live analyzer; events of this thread are dropped");
+        if let Some(orphan) = entry {
+            // Every analyzer is dead: dropping the consumer makes the producer drop and count.
+            tracing::warn!(thread = %orphan.thread(), "cabprof: no live analyzer; events of this thread are dropped");
+        }
         producer
     }
 

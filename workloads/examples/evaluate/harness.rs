@@ -474,11 +474,12 @@ impl Drop for Executor {
 /// Pin the calling thread to core 0 for good, through the runtime's `pin_application` (an
 /// instrument-only session: no analyzer, no ring).
 fn pin_current_thread_to_core0() {
-    let s = runtime::SessionBuilder::new()
-        .mode(RunMode::InstrumentOnly)
-        .pin_application(true)
-        .start(Probe::default)
-        .expect("start the pinning session");
+    let config = runtime::RuntimeConfig {
+        mode: RunMode::InstrumentOnly,
+        pin_application: true,
+        ..Default::default()
+    };
+    let s = runtime::Session::start(config, Probe::default).expect("start the pinning session");
     drop(s.finish());
 }
 
@@ -567,13 +568,15 @@ pub struct Recording {
 
 fn record(w: Workload, v: Variant, size: Size, pin: bool) -> Recording {
     RECORDED.store(0, Ordering::Relaxed);
-    let s = runtime::SessionBuilder::new()
-        .mode(RunMode::Exhaustive)
-        .buffer_bytes(32 << 20)
-        .chunk_bytes(CHUNK_BYTES)
-        .pin(pin)
-        .start(Recorder::default)
-        .expect("start the recording session");
+    let config = runtime::RuntimeConfig {
+        mode: RunMode::Exhaustive,
+        buffer_bytes: Some(32 << 20),
+        chunk_bytes: Some(CHUNK_BYTES),
+        pin,
+        ..Default::default()
+    };
+    let s =
+        runtime::Session::start(config, Recorder::default).expect("start the recording session");
     black_box(w.run_variant(v, size));
     let r = s.finish();
     let streams: Vec<Vec<u64>> = r
@@ -769,13 +772,14 @@ fn run_once(
         Cfg::Communication(v) => {
             ANALYZER_CPU_NS.store(0, Ordering::Relaxed);
             let t = Instant::now();
-            let s = runtime::SessionBuilder::new()
-                .mode(RunMode::Exhaustive)
-                .buffer_bytes(BUFFER_BYTES)
-                .chunk_bytes(CHUNK_BYTES)
-                .pin(pin)
-                .start(Probe::default)
-                .expect("start a session");
+            let config = runtime::RuntimeConfig {
+                mode: RunMode::Exhaustive,
+                buffer_bytes: Some(BUFFER_BYTES),
+                chunk_bytes: Some(CHUNK_BYTES),
+                pin,
+                ..Default::default()
+            };
+            let s = runtime::Session::start(config, Probe::default).expect("start a session");
             let h = black_box(w.run_variant(v, size));
             let r = s.finish();
             let secs = t.elapsed().as_secs_f64();
