@@ -28,7 +28,7 @@
 //!   producer overwrote first are counted in [`ConsumerStats::chunks_lapped`]; `CLEAR` and
 //!   `MAGIC` are never delivered.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
-//!   everything and [`Consumer::poll`] returns [`Poll::Closed`].
+//!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
 //! # Memory orderings
 //!
