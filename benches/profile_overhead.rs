@@ -19,7 +19,7 @@
 
 use analyses::{Analysis, MethodCount};
 use cabprof::cab::event::{Event, MethodId};
-use cabprof::cab::runtime::{emit, RingAnalysis, SessionBuilder};
+use cabprof::cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use cabprof::profile;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -192,11 +192,12 @@ fn main() {
 
     // Default ring, exhaustive. Starting the session pins this thread to core 0 and the
     // analyzer to the last core; this thread stays pinned for the figures without a session.
-    let session = SessionBuilder::new()
-        .pin(true)
-        .pin_application(true)
-        .start(Counts::default)
-        .expect("session starts");
+    let config = RuntimeConfig {
+        pin: true,
+        pin_application: true,
+        ..RuntimeConfig::default()
+    };
+    let session = Session::start(config, Counts::default).expect("session starts");
     let with_session = measure(&[profiled, two_emits, branchy, branchy_paths, straight_paths]);
     let report = session.finish();
     let without = measure(&[empty, profiled]);

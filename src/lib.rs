@@ -21,7 +21,8 @@
 //! ```
 //!
 //! Modules:
-//! - [`profile`]: sessions and the set of analyses they run.
+//! - [`session`]: sessions: the builder users configure, start, snapshot, finish.
+//! - [`profile`]: the set of analyses a session runs.
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
@@ -30,7 +31,7 @@
 pub use analyses;
 pub use cab;
 pub use cab::event::{Event, EventKind, MethodId};
-pub use cab::runtime::{BufferDesign, RunMode, SessionError};
+pub use cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
 pub use cab::{ConfigError, Mode, RingConfig};
 pub use instrument_macros::profile;
 
@@ -38,10 +39,12 @@ pub mod mem;
 mod names;
 pub mod profile;
 pub mod report;
+pub mod session;
 pub mod trace;
 
-pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder, Snapshotter};
+pub use profile::{Analysis, AnalysisSet};
 pub use report::{Report, ReportData};
+pub use session::{Session, SessionBuilder, Snapshotter};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[doc(hidden)]

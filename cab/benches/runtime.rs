@@ -1,4 +1,4 @@
-//! Runtime benchmarks (issue 3 targets), printed as ratios measured in one run:
+//! Runtime benchmarks, printed as ratios measured in one run:
 //!
 //! 1. Aggregate throughput of 4 producer threads vs 1, one analyzer, exhaustive mode, a cheap
 //!    counting analysis (2-core machine: the 4 producers share one core with each other).
@@ -8,7 +8,7 @@
 //! `cargo bench -p cabprof-cab --bench runtime`
 
 use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, SessionBuilder};
+use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -26,7 +26,7 @@ impl RingAnalysis for Count {
 const EVENTS: u64 = 1 << 26;
 
 fn throughput(threads: usize) -> f64 {
-    let session = SessionBuilder::new().start(Count::default).unwrap();
+    let session = Session::start(RuntimeConfig::default(), Count::default).unwrap();
     let per = EVENTS / threads as u64;
     let start = Instant::now();
     let hs: Vec<_> = (0..threads)
@@ -59,7 +59,7 @@ fn cpu_time() -> Option<Duration> {
 
 /// The same stream pushed straight into a ring (no runtime, no TLS), consumer on a thread.
 fn raw_ring() -> f64 {
-    let cfg = SessionBuilder::new().ring_config().unwrap();
+    let cfg = RuntimeConfig::default().ring_config().unwrap();
     let (mut tx, mut rx) = cab::ring::channel(&cfg).unwrap();
     let start = Instant::now();
     let c = std::thread::spawn(move || {
@@ -110,7 +110,7 @@ fn main() {
         raws[2] / one
     );
 
-    let session = SessionBuilder::new().start(Count::default).unwrap();
+    let session = Session::start(RuntimeConfig::default(), Count::default).unwrap();
     let idle: Vec<_> = (0..4)
         .map(|_| {
             std::thread::spawn(|| {

@@ -5,10 +5,20 @@
 //! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_push_exhaustive>:/,/^$/'
 //! ```
 //!
-//! Running it pushes a few million events through a ring and prints how many arrived.
+//! `cab_emit` is the runtime's entry point, [`cab::runtime::emit`], compiled as instrumented
+//! code sees it: the CAB exhaustive and sampling pushes must appear inlined in it (no call to
+//! a `push` function), the other designs behind one indirect call:
+//!
+//! ```text
+//! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_emit>:/,/^$/'
+//! ```
+//!
+//! Running it pushes a few million events through a ring, and through `emit` in a session,
+//! and prints how many arrived.
 
 use cab::event::{Event, MethodId};
 use cab::ring::{self, Producer};
+use cab::runtime::{RingAnalysis, RuntimeConfig, Session};
 use cab::{Mode, Poll, RingConfig};
 
 /// One exhaustive push, not inlined, so its code stands alone in the binary.
@@ -23,6 +33,13 @@ pub fn cab_push_exhaustive(p: &mut Producer, e: Event) {
 #[inline(never)]
 pub fn cab_push_sampling(p: &mut Producer<true>, e: Event) {
     p.push(e);
+}
+
+/// The runtime's `emit`, not inlined, so its code stands alone in the binary.
+#[no_mangle]
+#[inline(never)]
+pub fn cab_emit(e: Event) {
+    cab::runtime::emit(e);
 }
 
 fn main() {
@@ -52,4 +69,29 @@ fn main() {
         "sampling: pushed {} with no consumer, never blocked",
         tx.stats().pushed
     );
+    // The runtime's entry point, with a session running (any `CABPROF_*` settings apply, so
+    // `CABPROF_BUFFER_DESIGN=fastforward` sends the events through the erased push).
+    let mut config = RuntimeConfig {
+        pin: false,
+        ..RuntimeConfig::default()
+    };
+    config.from_env().expect("valid CABPROF_* settings");
+    let session = Session::start(config, Count::default).expect("start a session");
+    for _ in 0..n {
+        cab_emit(Event::marker(1).unwrap());
+    }
+    println!("emit: {n} events, analyzed {}", session.finish().analysis.0);
+}
+
+/// Counts the events it is given.
+#[derive(Default)]
+struct Count(u64);
+
+impl RingAnalysis for Count {
+    fn consume(&mut self, words: &[u64]) {
+        self.0 += words.len() as u64;
+    }
+    fn merge(&mut self, other: Self) {
+        self.0 += other.0;
+    }
 }

@@ -7,7 +7,7 @@
 //! `cargo run -p cabprof-cab --example interrupt -- 123457` then press Ctrl-C.
 
 use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, SessionBuilder};
+use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use clap::Parser;
 
 #[derive(Default)]
@@ -41,14 +41,12 @@ struct Args {
 
 fn main() {
     let per = Args::parse().events_per_thread;
-    let session = SessionBuilder::new()
-        .from_env()
-        .unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        })
-        .start(Count::default)
-        .expect("start session");
+    let mut config = RuntimeConfig::default();
+    if let Err(e) = config.from_env() {
+        eprintln!("{e}");
+        std::process::exit(2)
+    }
+    let session = Session::start(config, Count::default).expect("start session");
     session
         .on_ctrlc(|r| {
             println!(

@@ -190,3 +190,36 @@ impl RingConfig {
         Ok(())
     }
 }
+
+/// Parse a byte count, the one rule every size setting follows (the `CABPROF_BUFFER` and
+/// `CABPROF_CHUNK` variables, the sysfs cache sizes of [`hw`](crate::hw), the command line):
+/// decimal digits, optionally followed by `K`, `M` or `G` (binary multiples: 2^10, 2^20,
+/// 2^30, either case), optionally followed by `B` or `iB`; surrounding whitespace and spaces
+/// between the number and its unit are ignored. `64`, `32K`, `48KB`, `2MiB`, `1 G` parse;
+/// `0x30K`, `-4`, `4 8K`, `12Q` and sizes beyond `usize` are errors naming `field`.
+pub fn parse_bytes(field: &str, text: &str) -> Result<usize, ConfigError> {
+    let bad = |allowed: &str| ConfigError::new(field, text, allowed);
+    const ALLOWED: &str =
+        "a byte count such as 2097152, 2048K or 2M (K/M/G with optional B or iB; binary multiples)";
+    let upper = text.trim().to_ascii_uppercase();
+    let unit_free = upper
+        .strip_suffix("IB")
+        .filter(|s| s.ends_with(['K', 'M', 'G']))
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, shift) = match unit_free.as_bytes().last() {
+        Some(b'K') => (&unit_free[..unit_free.len() - 1], 10),
+        Some(b'M') => (&unit_free[..unit_free.len() - 1], 20),
+        Some(b'G') => (&unit_free[..unit_free.len() - 1], 30),
+        _ => (unit_free, 0),
+    };
+    let digits = digits.trim_end();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(ALLOWED));
+    }
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| bad(&format!("{ALLOWED}, at most {} bytes", usize::MAX)))
+}

@@ -21,7 +21,7 @@
 //!   consumer waits until it is the *safe distance* ahead. The CAB paper sets these to two and
 //!   six cache lines (16 and 48 events) "as specified in the FastForward paper"; rings too small
 //!   for that use an eighth and three eighths of the ring instead (see [`slip_distances`]).
-//! - **Batches**: FastForward dequeues per event, but [`EventConsumer::poll`] hands out slices,
+//! - **Batches**: FastForward dequeues per event, but [`EventConsumer::poll`](crate::transport::EventConsumer::poll) hands out slices,
 //!   so [`Consumer::poll_with`] copies up to [`BATCH`] dequeued events into a small local buffer
 //!   and calls the callback once per batch. The copy is part of this design's cost; the CAB ring
 //!   instead lends a zero-copy view of a whole chunk.
@@ -102,6 +102,7 @@ impl Shared {
 }
 
 /// FastForward as a [`Transport`], for generic harnesses.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct FastForward;
 
 impl Transport for FastForward {
@@ -390,3 +391,19 @@ impl Drop for Consumer {
 }
 
 crate::transport::forward_transport_traits!(Producer, Consumer);
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}

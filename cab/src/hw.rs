@@ -23,10 +23,9 @@
 //! K. Yotov, K. Pingali, P. Stodghill, "X-Ray: A Tool for Automatic Measurement of Hardware
 //! Parameters", QEST 2005. Section and figure numbers below are those of the same authors'
 //! "Automatic Measurement of Hardware Parameters for Embedded Processors" (2005, §4), which
-//! presents the same cache algorithms (`/work/shared/papers/xray-hardware-parameters.txt`).
-//! Write `A` for the
-//! associativity, `B` the line size, `C` the capacity and `T = C / A` the cache *stride* (one
-//! way; a power of two even when `C` and `A` are not). A sequence `⟨m0, S, N⟩` is `N` addresses
+//! presents the same cache algorithms. Write `A` for the associativity, `B` the line size,
+//! `C` the capacity and `T = C / A` the cache *stride* (one way; a power of two even when `C`
+//! and `A` are not). A sequence `⟨m0, S, N⟩` is `N` addresses
 //! `S` bytes apart; it is *compact* if repeatedly walking it hits every time. Theorem 1: it is
 //! compact iff `N ≤ A·⌈T/S⌉`. So the longest compact sequence shrinks as `S` doubles until
 //! `S = T`, then stays `A` (Figure 5):
@@ -253,21 +252,11 @@ impl std::error::Error for HwError {
 // ---------------------------------------------------------------------------------------------
 // sysfs
 
-/// Parse a sysfs cache size: decimal digits with an optional `K`, `M` or `G` suffix meaning
-/// KiB, MiB, GiB (`"48K"`, `"2048K"`, `"105M"`, `"512"`). Surrounding whitespace is ignored;
-/// anything else, or an overflow, is `None`.
+/// Parse a sysfs cache size (`"48K"`, `"2048K"`, `"105M"`, `"512"`) by the crate's one
+/// byte-size rule, [`parse_bytes`](crate::config::parse_bytes): `K`, `M`, `G` mean KiB, MiB,
+/// GiB, surrounding whitespace is ignored; anything else, or an overflow, is `None`.
 pub fn parse_size(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let (digits, shift) = match text.as_bytes().last()? {
-        b'K' | b'k' => (&text[..text.len() - 1], 10),
-        b'M' | b'm' => (&text[..text.len() - 1], 20),
-        b'G' | b'g' => (&text[..text.len() - 1], 30),
-        _ => (text, 0),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse::<usize>().ok()?.checked_mul(1 << shift)
+    crate::config::parse_bytes("cache size", text).ok()
 }
 
 /// Every cache of cpu0, in `index` order, from [`SYSFS_CACHE_DIR`].

@@ -467,6 +467,16 @@ impl PathNumbering {
     }
 }
 
+impl fmt::Debug for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Site")
+            .field("id", &self.id.load(Ordering::Relaxed))
+            .field("module_path", &self.module_path)
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@
 //!   producer overwrote first are counted in [`ConsumerStats::chunks_lapped`]; `CLEAR` and
 //!   `MAGIC` are never delivered.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
-//!   everything and [`Consumer::poll`] returns [`Poll::Closed`].
+//!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
 //! # Memory orderings
 //!
@@ -731,6 +731,7 @@ impl Drop for Consumer {
 crate::transport::forward_transport_traits!(@const SAMPLING: bool; Producer<SAMPLING>, Consumer);
 
 /// The CAB design in exhaustive mode, for generic harnesses.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Cab;
 
 impl Transport for Cab {
@@ -743,6 +744,7 @@ impl Transport for Cab {
 }
 
 /// The CAB design in sampling mode, for generic harnesses.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct CabSampling;
 
 impl Transport for CabSampling {
@@ -751,5 +753,21 @@ impl Transport for CabSampling {
     type Consumer = Consumer;
     fn channel(config: &RingConfig) -> Result<(Producer<true>, Consumer), ConfigError> {
         sampling_channel(config)
+    }
+}
+
+impl<const SAMPLING: bool> std::fmt::Debug for Producer<SAMPLING> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
     }
 }

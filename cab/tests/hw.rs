@@ -71,13 +71,16 @@ fn sizes_parse_with_binary_suffixes() {
     assert_eq!(parse_size(" 105M "), Some(105 << 20));
     assert_eq!(parse_size("1G"), Some(1 << 30));
     assert_eq!(parse_size("512"), Some(512));
+    // The crate's one byte-size rule also takes a `B` or `iB` unit (sysfs writes neither).
+    assert_eq!(parse_size("48KB"), Some(48 << 10));
+    assert_eq!(parse_size("48KiB"), Some(48 << 10));
     for bad in [
         "",
         "K",
         "48Q",
         "4 8K",
         "-48K",
-        "48KB",
+        "48KQ",
         "0x30K",
         "99999999999999999999K",
     ] {

@@ -2,7 +2,7 @@
 //! every test takes `SERIAL` first.
 
 use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, RunMode, Session, SessionBuilder, SessionError};
+use cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session, SessionError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -44,11 +44,18 @@ fn mark(v: u64) {
     emit(Event::marker(v).unwrap());
 }
 
-fn small() -> SessionBuilder {
-    SessionBuilder::new()
-        .buffer_bytes(16 << 10)
-        .chunk_bytes(1 << 10)
-        .pin(false)
+fn small() -> RuntimeConfig {
+    RuntimeConfig {
+        buffer_bytes: Some(16 << 10),
+        chunk_bytes: Some(1 << 10),
+        pin: false,
+        ..RuntimeConfig::default()
+    }
+}
+
+/// `small()` in `mode`.
+fn small_in(mode: RunMode) -> RuntimeConfig {
+    RuntimeConfig { mode, ..small() }
 }
 
 /// `threads` threads each emit 1..=per values; returns the expected (n, sum).
@@ -77,7 +84,11 @@ fn exact_totals_for_1_4_16_producers_on_1_and_2_analyzers() {
     let _g = serial();
     for analyzers in [1, 2] {
         for threads in [1, 4, 16] {
-            let s = small().analyzers(analyzers).start(Count::default).unwrap();
+            let config = RuntimeConfig {
+                analyzers,
+                ..small()
+            };
+            let s = Session::start(config, Count::default).unwrap();
             let (n, sum) = run_producers(threads, 50_000);
             let r = s.finish();
             assert_eq!(
@@ -97,7 +108,7 @@ fn exact_totals_for_1_4_16_producers_on_1_and_2_analyzers() {
 #[test]
 fn live_threads_are_drained_at_finish() {
     let _g = serial();
-    let s = small().start(Count::default).unwrap();
+    let s = Session::start(small(), Count::default).unwrap();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let h = std::thread::spawn(move || {
@@ -121,10 +132,7 @@ fn live_threads_are_drained_at_finish() {
 #[test]
 fn sequential_mode_gives_the_same_totals() {
     let _g = serial();
-    let s = small()
-        .mode(RunMode::Sequential)
-        .start(Count::default)
-        .unwrap();
+    let s = Session::start(small_in(RunMode::Sequential), Count::default).unwrap();
     let (n, sum) = run_producers(4, 10_000);
     mark(7);
     let r = s.finish();
@@ -140,10 +148,7 @@ fn sequential_mode_gives_the_same_totals() {
 fn sequential_mode_merges_scoped_threads_that_just_ended() {
     let _g = serial();
     for round in 0..20 {
-        let s = small()
-            .mode(RunMode::Sequential)
-            .start(Count::default)
-            .unwrap();
+        let s = Session::start(small_in(RunMode::Sequential), Count::default).unwrap();
         std::thread::scope(|scope| {
             for t in 0..4u64 {
                 scope.spawn(move || {
@@ -163,7 +168,7 @@ fn sequential_mode_merges_scoped_threads_that_just_ended() {
 #[test]
 fn sampling_mode_never_blocks_and_counts() {
     let _g = serial();
-    let s = small().sampling(0.25).start(Count::default).unwrap();
+    let s = Session::start(small_in(RunMode::sampling(0.25)), Count::default).unwrap();
     let (n, _) = run_producers(2, 200_000);
     let r = s.finish();
     assert_eq!(
@@ -178,25 +183,26 @@ fn sampling_mode_never_blocks_and_counts() {
 #[test]
 fn a_second_session_is_an_error() {
     let _g = serial();
-    let s = small().start(Count::default).unwrap();
-    match small().start(Count::default) {
+    let s = Session::start(small(), Count::default).unwrap();
+    match Session::start(small(), Count::default) {
         Err(SessionError::AlreadyRunning) => {}
         other => panic!("expected AlreadyRunning, got {:?}", other.map(|_| ())),
     }
     drop(s);
     // After the first ends, a new one may start.
-    small().start(Count::default).unwrap().finish();
+    Session::start(small(), Count::default).unwrap().finish();
 }
 
 #[test]
 fn thread_churn_keeps_memory_bounded_and_counts_exactly() {
     let _g = serial();
-    let s = SessionBuilder::new()
-        .buffer_bytes(4 << 10)
-        .chunk_bytes(256)
-        .pin(false)
-        .start(Count::default)
-        .unwrap();
+    let config = RuntimeConfig {
+        buffer_bytes: Some(4 << 10),
+        chunk_bytes: Some(256),
+        pin: false,
+        ..RuntimeConfig::default()
+    };
+    let s = Session::start(config, Count::default).unwrap();
     let rss_before = rss_kb();
     let mut n = 0;
     for batch in 0..100 {
@@ -242,7 +248,7 @@ fn rss_kb() -> Option<u64> {
 #[test]
 fn a_panicking_producer_still_delivers_its_events() {
     let _g = serial();
-    let s = small().start(Count::default).unwrap();
+    let s = Session::start(small(), Count::default).unwrap();
     let h = std::thread::spawn(|| {
         for v in 1..=1234 {
             mark(v);
@@ -257,12 +263,11 @@ fn a_panicking_producer_still_delivers_its_events() {
 #[test]
 fn a_panicking_analyzer_never_deadlocks_the_application() {
     let _g = serial();
-    let s = small()
-        .start(|| Count {
-            poison: true,
-            ..Count::default()
-        })
-        .unwrap();
+    let s = Session::start(small(), || Count {
+        poison: true,
+        ..Count::default()
+    })
+    .unwrap();
     // 16 KB ring = 2048 events: the app pushes far more after the analyzer dies.
     mark(POISON);
     for v in 1..=100_000 {
@@ -283,7 +288,10 @@ fn environment_variables_are_validated_by_name() {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        SessionBuilder::new().from_vars(move |k| m.get(k).cloned())
+        let mut config = RuntimeConfig::default();
+        config
+            .from_vars(move |k| m.get(k).cloned())
+            .map(|()| config)
     };
     for (var, val, allowed) in [
         ("CABPROF_MODE", "fast", "exhaustive, sampling or sequential"),
@@ -295,7 +303,6 @@ fn environment_variables_are_validated_by_name() {
         ("CABPROF_ANALYZERS", "0", "1..=64"),
         ("CABPROF_PIN", "maybe", "0, 1, true or false"),
         ("CABPROF_ADAPTIVE", "2", "0, 1, true or false"),
-        ("CABPROF_OUTPUT", "", "non-empty"),
     ] {
         let err = env(&[(var, val)]).unwrap_err();
         assert_eq!(err.field, var);
@@ -318,6 +325,18 @@ fn environment_variables_are_validated_by_name() {
             burst_words: 8
         }
     );
+    // Sizes follow the one byte-size rule the command line uses: `2MB` and `2MiB` are 2 MiB.
+    for text in ["2MB", "2MiB", "2048K", "2 M"] {
+        let b = env(&[("CABPROF_BUFFER", text), ("CABPROF_CHUNK", "128KB")]).unwrap();
+        assert_eq!(b.buffer_bytes, Some(2 << 20), "{text}");
+        assert_eq!(b.chunk_bytes, Some(128 << 10), "{text}");
+    }
+    // An overflow is an error naming the variable, not a wrapped size.
+    let err = env(&[("CABPROF_BUFFER", "99999999999999999999G")]).unwrap_err();
+    assert_eq!(err.field, "CABPROF_BUFFER");
+    let err = env(&[("CABPROF_CHUNK", "17179869184G")]).unwrap_err();
+    assert_eq!(err.field, "CABPROF_CHUNK");
+    assert!(err.allowed.contains("at most"), "{err}");
     // A ring rule broken through variables is still named.
     let err = env(&[("CABPROF_BUFFER", "100K"), ("CABPROF_CHUNK", "64K")])
         .unwrap()
@@ -360,14 +379,12 @@ fn adaptive_sampling_lowers_the_rate_when_lapped() {
             self.0 ^= o.0;
         }
     }
-    let s = small()
-        .mode(RunMode::Sampling {
-            rate: 1.0,
-            burst_words: 8,
-            adaptive: true,
-        })
-        .start(Slow::default)
-        .unwrap();
+    let config = small_in(RunMode::Sampling {
+        rate: 1.0,
+        burst_words: 8,
+        adaptive: true,
+    });
+    let s = Session::start(config, Slow::default).unwrap();
     for v in 1..=2_000_000 {
         mark(v);
     }
@@ -380,24 +397,28 @@ fn baseline_buffer_designs_carry_every_event_too() {
     use cab::runtime::BufferDesign;
     let _g = serial();
     for design in [BufferDesign::FastForward, BufferDesign::NWay] {
-        let s = small().buffer_design(design).start(Count::default).unwrap();
+        let config = RuntimeConfig { design, ..small() };
+        let s = Session::start(config, Count::default).unwrap();
         let (n, sum) = run_producers(4, 30_000);
         let r = s.finish();
         assert_eq!((r.analysis.n, r.analysis.sum), (n, sum), "{design:?}");
     }
     // Baselines are exhaustive only, and need power-of-two sizes.
-    let err = small()
-        .buffer_design(BufferDesign::NWay)
-        .sampling(0.5)
-        .validate()
-        .unwrap_err();
+    let err = RuntimeConfig {
+        design: BufferDesign::NWay,
+        ..small_in(RunMode::sampling(0.5))
+    }
+    .validate()
+    .unwrap_err();
     assert_eq!(err.field, "buffer design");
-    let err = SessionBuilder::new()
-        .buffer_bytes(48 << 10)
-        .chunk_bytes(4 << 10)
-        .buffer_design(BufferDesign::FastForward)
-        .validate()
-        .unwrap_err();
+    let err = RuntimeConfig {
+        buffer_bytes: Some(48 << 10),
+        chunk_bytes: Some(4 << 10),
+        design: BufferDesign::FastForward,
+        ..RuntimeConfig::default()
+    }
+    .validate()
+    .unwrap_err();
     assert_eq!(err.field, "buffer_bytes");
 }
 
@@ -405,7 +426,7 @@ fn baseline_buffer_designs_carry_every_event_too() {
 fn breakdown_modes_write_events_without_analyzing_them() {
     let _g = serial();
     for mode in [RunMode::InstrumentOnly, RunMode::EnqueueOnly] {
-        let s = small().mode(mode).start(Count::default).unwrap();
+        let s = Session::start(small_in(mode), Count::default).unwrap();
         // Far more than the ring holds: neither mode may block.
         run_producers(2, 100_000);
         let r = s.finish();

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use cabprof::cab::event::decode;
-use cabprof::cab::runtime::{RingAnalysis, RunMode, SessionBuilder};
+use cabprof::cab::runtime::{RingAnalysis, RunMode, RuntimeConfig, Session};
 use cabprof::{EventKind, MethodId};
 use std::sync::{Mutex, MutexGuard};
 
@@ -37,13 +37,14 @@ pub fn record<R>(f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
 
 /// Run `f` in a session of the given mode and return its events.
 pub fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
-    let session = SessionBuilder::new()
-        .mode(mode)
-        .buffer_bytes(64 << 10)
-        .chunk_bytes(4 << 10)
-        .pin(false)
-        .start(Recorder::default)
-        .expect("session starts");
+    let config = RuntimeConfig {
+        mode,
+        buffer_bytes: Some(64 << 10),
+        chunk_bytes: Some(4 << 10),
+        pin: false,
+        ..RuntimeConfig::default()
+    };
+    let session = Session::start(config, Recorder::default).expect("session starts");
     let r = f();
     let report = session.finish();
     let events = report

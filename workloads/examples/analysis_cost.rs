@@ -17,7 +17,7 @@ use cabprof::analyses::{
     call_tree::consume_both, Analysis, CallGraph, CallTreeProfile, CallingContextTree, MethodCount,
     PathProfile,
 };
-use cabprof::cab::runtime::{RingAnalysis, RunMode, SessionBuilder};
+use cabprof::cab::runtime::{RingAnalysis, RunMode, RuntimeConfig, Session};
 use clap::Parser;
 use std::hint::black_box;
 use std::time::Instant;
@@ -51,12 +51,13 @@ impl Analysis for CallTree {
 }
 
 fn record(w: &Workload, v: Variant, size: Size) -> Vec<u64> {
-    let s = SessionBuilder::new()
-        .mode(RunMode::Exhaustive)
-        .buffer_bytes(32 << 20)
-        .chunk_bytes(128 << 10)
-        .start(Recorder::default)
-        .expect("start a recording session");
+    let config = RuntimeConfig {
+        mode: RunMode::Exhaustive,
+        buffer_bytes: Some(32 << 20),
+        chunk_bytes: Some(128 << 10),
+        ..RuntimeConfig::default()
+    };
+    let s = Session::start(config, Recorder::default).expect("start a recording session");
     black_box(w.run_variant(v, size));
     s.finish().analysis.0
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use analyses::{Analysis, CacheSim, LevelConfig, LevelStats, Policy, ReuseDistance};
 use cab::event::{decode, Event, EventKind};
 use cab::ring::Consumer;
-use cab::{ConsumerStats, Poll, ProducerStats, RingConfig};
+use cab::{ConsumerStats, ProducerStats, RingConfig};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -407,27 +407,10 @@ fn join<T>(handle: thread::JoinHandle<T>) -> Result<T, CliError> {
     handle.join().map_err(|_| CliError::AnalyzerPanicked)
 }
 
-/// An analyzer thread's loop: hand every chunk to `analyze` until the producer closes.
-fn drain(consumer: &mut Consumer, mut analyze: impl FnMut(&[u64])) {
-    let mut idle = 0u32;
-    loop {
-        match consumer.poll_with(&mut analyze) {
-            Poll::Consumed(_) => idle = 0,
-            Poll::Closed => return,
-            Poll::Empty => {
-                // The reader is behind: spin briefly (a chunk is usually moments away), then
-                // yield, then sleep so a stalled pipe does not burn a core.
-                idle += 1;
-                if idle < 64 {
-                    std::hint::spin_loop();
-                } else if idle < 1024 {
-                    thread::yield_now();
-                } else {
-                    thread::sleep(Duration::from_micros(200));
-                }
-            }
-        }
-    }
+/// An analyzer thread's loop: hand every chunk to `analyze` until the producer closes, backing
+/// off as the runtime's analyzers do.
+fn drain(consumer: &mut Consumer, analyze: impl FnMut(&[u64])) {
+    cab::runtime::drain(consumer, analyze);
 }
 
 /// The progress bar: hidden unless asked for and the trace takes a while.

@@ -1,25 +1,12 @@
 //! Byte sizes on the command line (`32K`, `2M`) and in output (`48 KiB`).
 
-/// Parse a byte count: decimal digits with an optional `K`, `M` or `G` suffix (binary
+/// Parse a byte count by the project's one rule ([`cab::parse_bytes`], the same as for
+/// `CABPROF_BUFFER`): decimal digits with an optional `K`, `M` or `G` suffix (binary
 /// multiples, either case, an optional trailing `B` or `iB`): `64`, `32K`, `32KiB`, `2M`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let upper = t.to_ascii_uppercase();
-    let body = upper
-        .strip_suffix("IB")
-        .or_else(|| upper.strip_suffix('B'))
-        .unwrap_or(&upper);
-    let (digits, shift) = match body.as_bytes().last() {
-        Some(b'K') => (&body[..body.len() - 1], 10),
-        Some(b'M') => (&body[..body.len() - 1], 20),
-        Some(b'G') => (&body[..body.len() - 1], 30),
-        _ => (body, 0),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .ok_or_else(|| format!("{text:?} is not a size (examples: 64, 32K, 512K, 2M)"))
+    cab::parse_bytes("size", text)
+        .map(|n| n as u64)
+        .map_err(|e| e.to_string())
 }
 
 /// `bytes` in the largest binary unit that divides it (`48 KiB`, `3 MiB`, `100 B`), or with

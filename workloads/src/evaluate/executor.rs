@@ -64,11 +64,12 @@ impl Drop for Executor {
 /// Pin the calling thread to core 0 for good, through the runtime's `pin_application` (an
 /// instrument-only session: no analyzer, no ring).
 fn pin_current_thread_to_core0() {
-    let s = runtime::SessionBuilder::new()
-        .mode(RunMode::InstrumentOnly)
-        .pin_application(true)
-        .start(Probe::default)
-        .expect("start the pinning session");
+    let config = runtime::RuntimeConfig {
+        mode: RunMode::InstrumentOnly,
+        pin_application: true,
+        ..Default::default()
+    };
+    let s = runtime::Session::start(config, Probe::default).expect("start the pinning session");
     drop(s.finish());
 }
 

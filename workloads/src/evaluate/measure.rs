@@ -132,13 +132,14 @@ fn run_once(
         Cfg::Communication(v) => {
             ANALYZER_CPU_NS.store(0, Ordering::Relaxed);
             let t = Instant::now();
-            let s = runtime::SessionBuilder::new()
-                .mode(RunMode::Exhaustive)
-                .buffer_bytes(BUFFER_BYTES)
-                .chunk_bytes(CHUNK_BYTES)
-                .pin(pin)
-                .start(Probe::default)
-                .expect("start a session");
+            let config = runtime::RuntimeConfig {
+                mode: RunMode::Exhaustive,
+                buffer_bytes: Some(BUFFER_BYTES),
+                chunk_bytes: Some(CHUNK_BYTES),
+                pin,
+                ..Default::default()
+            };
+            let s = runtime::Session::start(config, Probe::default).expect("start a session");
             let h = black_box(w.run_variant(v, size));
             let r = s.finish();
             let secs = t.elapsed().as_secs_f64();

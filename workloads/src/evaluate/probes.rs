@@ -86,13 +86,15 @@ pub struct Recording {
 
 pub(crate) fn record(w: Workload, v: Variant, size: Size, pin: bool) -> Recording {
     RECORDED.store(0, Ordering::Relaxed);
-    let s = runtime::SessionBuilder::new()
-        .mode(RunMode::Exhaustive)
-        .buffer_bytes(32 << 20)
-        .chunk_bytes(CHUNK_BYTES)
-        .pin(pin)
-        .start(Recorder::default)
-        .expect("start the recording session");
+    let config = runtime::RuntimeConfig {
+        mode: RunMode::Exhaustive,
+        buffer_bytes: Some(32 << 20),
+        chunk_bytes: Some(CHUNK_BYTES),
+        pin,
+        ..Default::default()
+    };
+    let s =
+        runtime::Session::start(config, Recorder::default).expect("start the recording session");
     black_box(w.run_variant(v, size));
     let r = s.finish();
     let streams: Vec<Vec<u64>> = r

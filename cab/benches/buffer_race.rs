@@ -1,5 +1,5 @@
 //! The buffer race: 8-byte events streamed from a producer thread to a consumer thread through
-//! every design, pinned producer on one core and consumer on the other (BENCHMARKING.md).
+//! every design, pinned producer on one core and consumer on the other.
 //!
 //! Designs: the floor (the same events written into a private array of the same size, no
 //! consumer), CAB exhaustive, CAB sampling, FastForward, N-way buffering, rtrb (per item and its
@@ -7,8 +7,9 @@
 //! several runs of `EVENTS` events, end to end (first push to the consumer's last event), in one
 //! process, and the table prints every design's ratio to CAB exhaustive.
 //!
-//! `cargo bench --bench buffer_race` runs criterion's groups and then prints the race table;
-//! `cargo bench --bench buffer_race -- --table` prints only the table.
+//! `cargo bench -p cabprof-cab --bench buffer_race` runs criterion's groups and then prints the
+//! race table; `cargo bench -p cabprof-cab --bench buffer_race -- --table` prints only the
+//! table.
 
 use cab::event::{Event, MethodId};
 use cab::fastforward::FastForward;

@@ -1,0 +1,485 @@
+//! Analyzer threads: each serves its rings round-robin, runs one analysis instance per ring,
+//! answers snapshot requests, adapts the sampling rate, survives a panicking analysis by
+//! discarding (and counting) what it can no longer analyze, and backs off when idle
+//! ([`Backoff`], also used by [`drain`] for any single consumer).
+
+use super::design::RingConsumer;
+use super::report::{push_thread, ThreadStats};
+use super::RingAnalysis;
+use crate::transport::{EventConsumer, Poll};
+use parking_lot::Mutex;
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One ring as its analyzer holds it.
+pub(super) struct RingEntry<A> {
+    consumer: RingConsumer,
+    analysis: A,
+    pub(super) thread: String,
+    /// Adaptive sampling: laps seen at the last rate decision, chunks since.
+    last_lapped: u64,
+    chunks_since: u64,
+    /// Events read and thrown away because this ring's analyzer failed.
+    discarded: u64,
+}
+
+impl<A> RingEntry<A> {
+    pub(super) fn new(consumer: RingConsumer, analysis: A, thread: String) -> Self {
+        RingEntry {
+            consumer,
+            analysis,
+            thread,
+            last_lapped: 0,
+            chunks_since: 0,
+            discarded: 0,
+        }
+    }
+
+    /// The application thread this ring belongs to.
+    pub(super) fn thread(&self) -> &str {
+        &self.thread
+    }
+
+    fn stats(&self) -> ThreadStats {
+        let p = self.consumer.producer_stats();
+        let c = self.consumer.stats();
+        let events = if self.consumer.is_sampling() {
+            p.pushed
+        } else {
+            c.delivered
+        };
+        ThreadStats {
+            thread: self.thread.clone(),
+            threads: 1,
+            events,
+            analyzed: c.delivered,
+            blocks: p.blocks,
+            blocked: p.blocked,
+            dropped: p.dropped + self.discarded,
+            chunks_lapped: c.chunks_lapped,
+            events_lapped: c.chunks_lapped * self.consumer.chunk_slots() as u64,
+            rate: self.consumer.rate(),
+        }
+    }
+}
+
+/// What one analyzer hands back.
+pub(super) struct AnalyzerOutput<A> {
+    pub(super) analysis: A,
+    pub(super) threads: Vec<ThreadStats>,
+    pub(super) in_flight: u64,
+}
+
+/// What an analyzer shares with the session and with attaching threads.
+pub(super) struct AnalyzerShared<A> {
+    /// New rings, handed over by attaching threads. `alive` is checked under this lock.
+    pub(super) inbox: Mutex<Inbox<A>>,
+    pub(super) has_new: AtomicBool,
+    pub(super) stop: AtomicBool,
+    /// Snapshot requests: the requester bumps `snapshot_want`, the analyzer answers through
+    /// `snapshot_out` and bumps `snapshot_done`.
+    pub(super) snapshot_want: AtomicU64,
+    pub(super) snapshot_out: Mutex<Option<AnalyzerOutput<A>>>,
+    pub(super) snapshot_done: AtomicU64,
+    pub(super) clone_fn: Option<fn(&A) -> A>,
+    pub(super) rings: AtomicUsize,
+    /// Set when the analysis panicked in this analyzer; it then only drains and discards.
+    pub(super) failure: Mutex<Option<String>>,
+    /// The analyzer thread, once spawned: woken when there is news for it (a new ring, a
+    /// snapshot request, the stop), so an idle analyzer that sleeps in `park_timeout` starts
+    /// reading a new ring at once, not up to a millisecond later (a lap of a 2 MB sampling
+    /// ring at the densest workloads' event rates).
+    thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl<A> AnalyzerShared<A> {
+    /// Wake the analyzer thread from its idle sleep (there is news for it).
+    pub(super) fn wake(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Take `entry` into this analyzer, unless the analyzer has ended (then it stays).
+    pub(super) fn offer(&self, entry: &mut Option<RingEntry<A>>) {
+        let mut inbox = self.inbox.lock();
+        if !inbox.alive {
+            return;
+        }
+        let Some(entry) = entry.take() else {
+            return;
+        };
+        inbox.rings.push(entry);
+        self.rings.fetch_add(1, Ordering::Relaxed);
+        self.has_new.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    /// Whether the analyzer thread is still running.
+    pub(super) fn alive(&self) -> bool {
+        self.inbox.lock().alive
+    }
+}
+
+pub(super) struct Inbox<A> {
+    alive: bool,
+    rings: Vec<RingEntry<A>>,
+}
+
+/// A running analyzer: what it shares, and its thread.
+pub(super) type Spawned<A> = (Arc<AnalyzerShared<A>>, JoinHandle<AnalyzerOutput<A>>);
+
+/// Start analyzer number `index`. With `pin_core`, it pins itself to that core first.
+pub(super) fn spawn<A: RingAnalysis>(
+    index: usize,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    clone_fn: Option<fn(&A) -> A>,
+    adaptive: Option<f64>,
+    pin_core: Option<usize>,
+) -> std::io::Result<Spawned<A>> {
+    let shared = Arc::new(AnalyzerShared {
+        inbox: Mutex::new(Inbox {
+            alive: true,
+            rings: Vec::new(),
+        }),
+        has_new: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        snapshot_want: AtomicU64::new(0),
+        snapshot_out: Mutex::new(None),
+        snapshot_done: AtomicU64::new(0),
+        clone_fn,
+        rings: AtomicUsize::new(0),
+        failure: Mutex::new(None),
+        thread: std::sync::OnceLock::new(),
+    });
+    let analyzer = Analyzer {
+        shared: shared.clone(),
+        done: factory(),
+        factory,
+        rings: Vec::new(),
+        threads: Vec::new(),
+        adaptive,
+        snapshots_answered: 0,
+        failed: false,
+    };
+    let handle = std::thread::Builder::new()
+        .name(format!("cabprof-analyzer-{index}"))
+        .spawn(move || {
+            if let Some(core) = pin_core {
+                super::affinity::pin_to(core);
+            }
+            analyzer.run()
+        })?;
+    let _ = shared.thread.set(handle.thread().clone());
+    Ok((shared, handle))
+}
+
+struct Analyzer<A> {
+    shared: Arc<AnalyzerShared<A>>,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    rings: Vec<RingEntry<A>>,
+    done: A,
+    threads: Vec<ThreadStats>,
+    adaptive: Option<f64>,
+    snapshots_answered: u64,
+    /// The analysis panicked: from then on rings are drained and their events discarded (and
+    /// counted as dropped) so producers never block on a dead analysis.
+    failed: bool,
+}
+
+/// Sets `alive = false` and drops queued rings when the analyzer thread ends in any way, so a
+/// ring registered later goes elsewhere and blocked producers are released.
+struct AnalyzerExit<A>(Arc<AnalyzerShared<A>>);
+
+impl<A> Drop for AnalyzerExit<A> {
+    fn drop(&mut self) {
+        let mut inbox = self.0.inbox.lock();
+        inbox.alive = false;
+        inbox.rings.clear();
+    }
+}
+
+impl<A: RingAnalysis> Analyzer<A> {
+    fn run(mut self) -> AnalyzerOutput<A> {
+        let _exit = AnalyzerExit(self.shared.clone());
+        tracing::debug!("cabprof analyzer started");
+        let mut backoff = Backoff::new();
+        loop {
+            if self.shared.has_new.load(Ordering::Acquire) {
+                self.take_new();
+                // A new ring's producer is starting: poll it eagerly, not from a long sleep.
+                backoff.reset();
+            }
+            let stopping = self.shared.stop.load(Ordering::Acquire);
+            if stopping {
+                self.take_new();
+                return self.drain_all();
+            }
+            let want = self.shared.snapshot_want.load(Ordering::Acquire);
+            if want > self.snapshots_answered {
+                self.answer_snapshot(want);
+            }
+            let worked = if self.failed {
+                self.discard_round()
+            } else {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.poll_round())) {
+                    Ok(worked) => worked,
+                    Err(panic) => {
+                        self.fail(panic_message(&*panic));
+                        true
+                    }
+                }
+            };
+            if worked {
+                backoff.reset();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// The analysis panicked: record it, throw away every result (they may be half-updated)
+    /// and keep draining so producers are never blocked by a dead analysis.
+    fn fail(&mut self, msg: String) {
+        tracing::error!(%msg, "cabprof analysis panicked; this analyzer now discards events");
+        *self.shared.failure.lock() = Some(msg);
+        self.failed = true;
+        self.done = (self.factory)();
+        for entry in &mut self.rings {
+            entry.analysis = (self.factory)();
+            entry.discarded += entry.consumer.stats().delivered;
+        }
+    }
+
+    fn discard_round(&mut self) -> bool {
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.rings.len() {
+            let entry = &mut self.rings[i];
+            let mut closed = false;
+            loop {
+                let mut n = 0u64;
+                match entry.consumer.poll_with(|w| n += w.len() as u64) {
+                    Poll::Consumed(_) => {
+                        entry.discarded += n;
+                        worked = true;
+                    }
+                    Poll::Empty => break,
+                    Poll::Closed => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            if closed {
+                let entry = self.rings.swap_remove(i);
+                self.retire(entry);
+                worked = true;
+            } else {
+                i += 1;
+            }
+        }
+        worked
+    }
+
+    fn take_new(&mut self) {
+        let mut inbox = self.shared.inbox.lock();
+        self.rings.append(&mut inbox.rings);
+        self.shared.has_new.store(false, Ordering::Release);
+    }
+
+    /// One pass over every ring, taking up to a few chunks from each. True if any work done.
+    fn poll_round(&mut self) -> bool {
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.rings.len() {
+            let mut closed = false;
+            for _ in 0..4 {
+                let entry = &mut self.rings[i];
+                let analysis = &mut entry.analysis;
+                match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                    Poll::Consumed(_) => {
+                        worked = true;
+                        entry.chunks_since += 1;
+                    }
+                    Poll::Empty => break,
+                    Poll::Closed => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            if let Some(max) = self.adaptive {
+                adapt_rate(&mut self.rings[i], max);
+            }
+            if closed {
+                let entry = self.rings.swap_remove(i);
+                self.retire(entry);
+                worked = true;
+            } else {
+                i += 1;
+            }
+        }
+        worked
+    }
+
+    fn retire(&mut self, entry: RingEntry<A>) {
+        let stats = entry.stats();
+        tracing::debug!(thread = %stats.thread, events = stats.events, "cabprof ring drained");
+        if stats.chunks_lapped > 0 {
+            tracing::info!(thread = %stats.thread, lapped = stats.chunks_lapped, "cabprof sampling overflow");
+        }
+        if stats.blocks > 0 {
+            tracing::debug!(thread = %stats.thread, blocks = stats.blocks, blocked = ?stats.blocked, "cabprof producer blocked");
+        }
+        push_thread(&mut self.threads, stats);
+        self.done.merge(entry.analysis);
+        self.shared.rings.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Deliver everything every ring holds right now, live producers included.
+    fn drain_now(entry: &mut RingEntry<A>) -> bool {
+        let analysis = &mut entry.analysis;
+        loop {
+            match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                Poll::Consumed(_) => continue,
+                Poll::Empty => {
+                    entry.consumer.drain_live(|w| analysis.consume(w));
+                    return false;
+                }
+                Poll::Closed => return true,
+            }
+        }
+    }
+
+    fn drain_all(mut self) -> AnalyzerOutput<A> {
+        let rings = std::mem::take(&mut self.rings);
+        for mut entry in rings {
+            if self.failed {
+                let mut n = 0u64;
+                while let Poll::Consumed(_) = entry.consumer.poll_with(|w| n += w.len() as u64) {}
+                entry.consumer.drain_live(|w| n += w.len() as u64);
+                entry.discarded += n;
+            } else if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Self::drain_now(&mut entry)
+            }))
+            .is_err()
+            {
+                self.fail("analysis panicked while draining at finish".into());
+            }
+            self.retire(entry);
+        }
+        tracing::debug!("cabprof analyzer stopped");
+        AnalyzerOutput {
+            analysis: std::mem::replace(&mut self.done, (self.factory)()),
+            threads: std::mem::take(&mut self.threads),
+            in_flight: 0,
+        }
+    }
+
+    fn answer_snapshot(&mut self, want: u64) {
+        if self.failed {
+            *self.shared.snapshot_out.lock() = None;
+            self.snapshots_answered = want;
+            self.shared.snapshot_done.store(want, Ordering::Release);
+            return;
+        }
+        let clone = self.shared.clone_fn.expect("snapshot requires Clone");
+        let mut analysis = clone(&self.done);
+        let mut threads = self.threads.clone();
+        let mut in_flight = 0;
+        for entry in &mut self.rings {
+            Self::drain_now(entry);
+            analysis.merge(clone(&entry.analysis));
+            let s = entry.stats();
+            if entry.consumer.is_sampling() {
+                // Up to a chunk and a half may sit unpublished behind the producer.
+                in_flight += entry.consumer.chunk_slots() as u64 * 2;
+            }
+            push_thread(&mut threads, s);
+        }
+        *self.shared.snapshot_out.lock() = Some(AnalyzerOutput {
+            analysis,
+            threads,
+            in_flight,
+        });
+        self.snapshots_answered = want;
+        self.shared.snapshot_done.store(want, Ordering::Release);
+    }
+}
+
+pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic)".into())
+}
+
+/// Adaptive sampling (the paper's §6.4 future work): halve the rate when the producer laps the
+/// analyzer, grow it by a quarter after 64 lap-free chunks, never above `max`.
+fn adapt_rate<A>(entry: &mut RingEntry<A>, max: f64) {
+    let lapped = entry.consumer.stats().chunks_lapped;
+    let rate = entry.consumer.rate();
+    if lapped > entry.last_lapped {
+        entry.consumer.set_rate((rate * 0.5).max(1.0 / 1024.0));
+        entry.last_lapped = lapped;
+        entry.chunks_since = 0;
+        tracing::debug!(thread = %entry.thread, rate = entry.consumer.rate(), "cabprof adaptive sampling: rate lowered");
+    } else if entry.chunks_since >= 64 && rate < max {
+        entry.consumer.set_rate((rate * 1.25).min(max));
+        entry.chunks_since = 0;
+    }
+}
+
+/// How an idle poller backs off: spin briefly, then yield, then sleep up to 1 ms, so an idle
+/// analyzer costs almost no CPU while a busy one reacts within microseconds. The sleep is a
+/// `park_timeout`, so an `unpark` of the polling thread (news for an analyzer) cuts it short.
+/// Every analyzer loop in cabprof uses this one back-off.
+#[derive(Clone, Debug, Default)]
+pub struct Backoff {
+    /// Empty polls since the last work.
+    idle_rounds: u32,
+}
+
+impl Backoff {
+    /// A back-off that starts by spinning.
+    pub fn new() -> Backoff {
+        Backoff::default()
+    }
+
+    /// Work was found: the next idle wait starts by spinning again.
+    pub fn reset(&mut self) {
+        self.idle_rounds = 0;
+    }
+
+    /// Nothing to do: wait a little, longer the longer it has been idle.
+    pub fn snooze(&mut self) {
+        self.idle_rounds = self.idle_rounds.saturating_add(1);
+        let round = self.idle_rounds;
+        if round < 16 {
+            std::hint::spin_loop();
+        } else if round < 64 {
+            std::thread::yield_now();
+        } else {
+            let us = (1u64 << ((round - 64) / 8).min(10)).min(1000);
+            std::thread::park_timeout(Duration::from_micros(us));
+        }
+    }
+}
+
+/// Poll `consumer` until its producer closes, handing every batch to `analyze` and backing
+/// off with [`Backoff`] while it is empty: the loop of a single-ring analyzer.
+pub fn drain<C: EventConsumer + ?Sized>(consumer: &mut C, mut analyze: impl FnMut(&[u64])) {
+    let mut backoff = Backoff::new();
+    loop {
+        match consumer.poll(&mut analyze) {
+            Poll::Consumed(_) => backoff.reset(),
+            Poll::Closed => return,
+            Poll::Empty => backoff.snooze(),
+        }
+    }
+}

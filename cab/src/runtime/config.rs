@@ -1,0 +1,237 @@
+//! How a session runs, as plain data ([`RuntimeConfig`]), its `CABPROF_*` environment
+//! variables (one small parser per variable) and the rules it is checked against.
+
+use super::design::BufferDesign;
+use super::RunMode;
+use crate::config::{parse_bytes, ConfigError, Mode, RingConfig};
+
+/// Everything the runtime needs to start a session. Plain data: set the fields, or start from
+/// [`Default`] and override from the environment with [`from_env`](Self::from_env).
+/// [`Session::start`](super::Session::start) validates it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeConfig {
+    /// How events travel (default exhaustive).
+    pub mode: RunMode,
+    /// The buffer design (default CAB). The baselines need exhaustive mode and power-of-two
+    /// sizes.
+    pub design: BufferDesign,
+    /// Ring size in bytes; `None`: 16 chunks.
+    pub buffer_bytes: Option<usize>,
+    /// Chunk size in bytes; `None`: 4 × the host's L1d
+    /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)).
+    pub chunk_bytes: Option<usize>,
+    /// Analyzer threads, `1..=64` (default 1).
+    pub analyzers: usize,
+    /// Pin analyzer threads to their own cores (the last ones, never core 0; default on).
+    pub pin: bool,
+    /// Also pin the thread that starts the session to core 0, as the paper's experiments do
+    /// (default off). Threads it spawns afterwards inherit that affinity, so leave this off
+    /// for multi-threaded programs.
+    pub pin_application: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            mode: RunMode::Exhaustive,
+            design: BufferDesign::Cab,
+            buffer_bytes: None,
+            chunk_bytes: None,
+            analyzers: 1,
+            pin: true,
+            pin_application: false,
+        }
+    }
+}
+
+/// The environment variables [`RuntimeConfig::from_env`] reads, with what each accepts.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("CABPROF_MODE", "exhaustive | sampling | sequential"),
+    (
+        "CABPROF_RATE",
+        "sampling rate, 0.0..=1.0 (implies sampling mode)",
+    ),
+    ("CABPROF_BURST", "sampling burst in events, 1..=chunk"),
+    (
+        "CABPROF_ADAPTIVE",
+        "adaptive sampling: 0 | 1 | true | false",
+    ),
+    (
+        "CABPROF_BUFFER",
+        "ring size in bytes (K/M/G suffixes, optional B or iB)",
+    ),
+    (
+        "CABPROF_CHUNK",
+        "chunk size in bytes (K/M/G suffixes, optional B or iB)",
+    ),
+    ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
+    ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
+    ("CABPROF_BUFFER_DESIGN", "cab | fastforward | nway"),
+];
+
+/// The sampling settings before `CABPROF_MODE` decides whether they apply.
+struct SamplingVars {
+    rate: f64,
+    burst_words: usize,
+    adaptive: bool,
+    /// Whether any sampling variable was set (which implies sampling mode).
+    given: bool,
+}
+
+impl SamplingVars {
+    fn mode(&self) -> RunMode {
+        RunMode::Sampling {
+            rate: self.rate,
+            burst_words: self.burst_words,
+            adaptive: self.adaptive,
+        }
+    }
+}
+
+fn parse_bool(var: &str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError::new(var, text, "0, 1, true or false")),
+    }
+}
+
+fn parse_rate(text: &str) -> Result<f64, ConfigError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| (0.0..=1.0).contains(r))
+        .ok_or_else(|| ConfigError::new("CABPROF_RATE", text, "a number in 0.0..=1.0"))
+}
+
+fn parse_burst(text: &str) -> Result<usize, ConfigError> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&b| b >= 1)
+        .ok_or_else(|| ConfigError::new("CABPROF_BURST", text, "a whole number of events >= 1"))
+}
+
+fn parse_mode(text: &str, sampling: RunMode) -> Result<RunMode, ConfigError> {
+    Ok(match text.trim().to_ascii_lowercase().as_str() {
+        "exhaustive" => RunMode::Exhaustive,
+        "sampling" => sampling,
+        "sequential" => RunMode::Sequential,
+        "instrument-only" => RunMode::InstrumentOnly,
+        "enqueue-only" => RunMode::EnqueueOnly,
+        _ => {
+            return Err(ConfigError::new(
+                "CABPROF_MODE",
+                text,
+                "exhaustive, sampling or sequential (or instrument-only, enqueue-only)",
+            ))
+        }
+    })
+}
+
+fn parse_analyzers(text: &str) -> Result<usize, ConfigError> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| ConfigError::new("CABPROF_ANALYZERS", text, "1..=64"))
+}
+
+impl RuntimeConfig {
+    /// Override settings from `CABPROF_*` variables in the process environment (see
+    /// [`ENV_VARS`]). A bad value is an error naming the variable and what it allows.
+    pub fn from_env(&mut self) -> Result<(), ConfigError> {
+        self.from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env) with any lookup (tests use a map).
+    pub fn from_vars(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let sampling = self.sampling_vars(&get)?;
+        if let Some(v) = get("CABPROF_MODE") {
+            self.mode = parse_mode(&v, sampling.mode())?;
+        } else if sampling.given {
+            self.mode = sampling.mode();
+        }
+        if let Some(v) = get("CABPROF_BUFFER") {
+            self.buffer_bytes = Some(parse_bytes("CABPROF_BUFFER", &v)?);
+        }
+        if let Some(v) = get("CABPROF_CHUNK") {
+            self.chunk_bytes = Some(parse_bytes("CABPROF_CHUNK", &v)?);
+        }
+        if let Some(v) = get("CABPROF_ANALYZERS") {
+            self.analyzers = parse_analyzers(&v)?;
+        }
+        if let Some(v) = get("CABPROF_BUFFER_DESIGN") {
+            self.design = BufferDesign::parse("CABPROF_BUFFER_DESIGN", &v)?;
+        }
+        if let Some(v) = get("CABPROF_PIN") {
+            self.pin = parse_bool("CABPROF_PIN", &v)?;
+        }
+        Ok(())
+    }
+
+    /// `CABPROF_RATE`, `CABPROF_BURST` and `CABPROF_ADAPTIVE` over the current sampling
+    /// settings (or the defaults: 10 %, one cache line, not adaptive).
+    fn sampling_vars(
+        &self,
+        get: &impl Fn(&str) -> Option<String>,
+    ) -> Result<SamplingVars, ConfigError> {
+        let mut s = match self.mode {
+            RunMode::Sampling {
+                rate,
+                burst_words,
+                adaptive,
+            } => SamplingVars {
+                rate,
+                burst_words,
+                adaptive,
+                given: false,
+            },
+            _ => SamplingVars {
+                rate: 0.1,
+                burst_words: 8,
+                adaptive: false,
+                given: false,
+            },
+        };
+        if let Some(v) = get("CABPROF_RATE") {
+            s.rate = parse_rate(&v)?;
+            s.given = true;
+        }
+        if let Some(v) = get("CABPROF_BURST") {
+            s.burst_words = parse_burst(&v)?;
+            s.given = true;
+        }
+        if let Some(v) = get("CABPROF_ADAPTIVE") {
+            s.adaptive = parse_bool("CABPROF_ADAPTIVE", &v)?;
+            s.given = true;
+        }
+        Ok(s)
+    }
+
+    /// The ring configuration this session will use, validated against the buffer design's
+    /// rules.
+    pub fn ring_config(&self) -> Result<RingConfig, ConfigError> {
+        let chunk = self
+            .chunk_bytes
+            .unwrap_or_else(crate::hw::recommended_chunk_bytes);
+        let buffer = self.buffer_bytes.unwrap_or(chunk * 16);
+        let mode = match self.mode {
+            RunMode::Sampling {
+                rate, burst_words, ..
+            } => Mode::Sampling { rate, burst_words },
+            _ => Mode::Exhaustive,
+        };
+        let cfg = RingConfig::new(buffer, chunk).with_mode(mode);
+        self.design.validate(&cfg)?;
+        Ok(cfg)
+    }
+
+    /// Check every setting; the first broken rule is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=64).contains(&self.analyzers) {
+            return Err(ConfigError::new("analyzers", self.analyzers, "1..=64"));
+        }
+        self.ring_config().map(|_| ())
+    }
+}

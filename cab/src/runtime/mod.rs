@@ -1,0 +1,171 @@
+//! The runtime around the rings: one ring per application thread, pinned analyzer threads,
+//! clean shutdown, snapshots and Ctrl-C (Ha et al. 2009, §3.3, §5.1).
+//!
+//! # Contract
+//!
+//! - At most one [`Session`] runs per process; [`Session::start`] while one runs is an error
+//!   ([`SessionError::AlreadyRunning`]), never a silent reset.
+//! - [`emit`] is the only thing instrumentation calls. With no session it is one load and one
+//!   well-predicted branch. With a session, the calling thread's ring is made on its first
+//!   event (threads that never emit cost nothing) and registered with one analyzer, which is
+//!   that ring's only consumer for its whole life.
+//! - Each analyzer thread serves its rings round-robin and runs one analysis instance per ring
+//!   (made by the session's factory), so per-thread state such as a shadow stack stays per
+//!   thread. Instances are merged when a ring closes and at the end.
+//! - Thread exit (normal or by panic) closes the thread's ring from its thread-local
+//!   destructor; the analyzer drains it, merges its results and frees it. Memory stays bounded
+//!   under thread churn.
+//! - [`Session::finish`] (or drop) drains every ring, including those of threads still alive
+//!   (exhaustive mode reads them without their cooperation, see
+//!   [`Consumer::drain_live`](crate::ring::Consumer::drain_live)), joins the analyzers and
+//!   returns the merged [`Report`]. Events emitted *while* `finish` runs may or may not be
+//!   counted; for exact totals, stop or join producer threads first.
+//! - A dead analyzer never deadlocks the application: its consumers are dropped as it unwinds,
+//!   blocked producers stop waiting and count what they drop, and the report names the failure.
+//! - Sequential mode runs the analysis inline in the emitting thread (no ring), the paper's
+//!   "sequential analyzer". A thread's results are merged when it exits, or at `finish` for the
+//!   finishing thread; `finish` gives threads that have just ended (a scoped thread's `join`
+//!   returns before its thread-local destructor runs) up to 20 ms to merge, and threads still
+//!   alive after that are counted in [`Report::unmerged_threads`].
+//!
+//! This is the generic layer: it runs any [`RingAnalysis`] and writes no files. Programs
+//! normally use the `cabprof` facade's `SessionBuilder`, which owns a [`RuntimeConfig`], the
+//! analyses to run and where the report goes.
+//!
+//! ```
+//! use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+//! use cab::Event;
+//!
+//! #[derive(Default)]
+//! struct Count(u64);
+//! impl RingAnalysis for Count {
+//!     fn consume(&mut self, words: &[u64]) { self.0 += words.len() as u64 }
+//!     fn merge(&mut self, other: Self) { self.0 += other.0 }
+//! }
+//!
+//! let config = RuntimeConfig { pin: false, ..RuntimeConfig::default() };
+//! let session = Session::start(config, Count::default).unwrap();
+//! for v in 0..1000 {
+//!     emit(Event::marker(v).unwrap());
+//! }
+//! assert_eq!(session.finish().analysis.0, 1000);
+//! ```
+//!
+//! Files, one job each:
+//! - `config`: [`RuntimeConfig`], its `CABPROF_*` variables and its validation.
+//! - `design`: the buffer designs ([`BufferDesign`]), registered in one table, and the
+//!   type-erased producer and consumer the other files hold.
+//! - `tls`: the thread-local hot path: [`emit`], a thread's attachment to the session.
+//! - `analyzer`: analyzer threads, their poll loop, adaptive sampling and [`Backoff`].
+//! - `session`: the lifecycle: start, snapshot, finish.
+//! - `report`: [`Report`] and [`ThreadStats`].
+//! - `signal`: Ctrl-C.
+//! - `affinity`: CPU topology and pinning ([`online_cores`]).
+
+mod affinity;
+mod analyzer;
+mod config;
+mod design;
+mod report;
+mod session;
+mod signal;
+mod tls;
+
+pub use affinity::online_cores;
+pub use analyzer::{drain, Backoff};
+pub use config::{RuntimeConfig, ENV_VARS};
+pub use design::BufferDesign;
+pub use report::{Report, ThreadStats};
+pub use session::{Finisher, Session, Snapshotter};
+pub use signal::INTERRUPTED_EXIT_CODE;
+pub use tls::{active, emit, flush_current_thread};
+
+use crate::config::{ConfigError, WORD_BYTES};
+use std::fmt;
+
+/// Bytes per event word, for sizing in reports.
+pub const EVENT_BYTES: usize = WORD_BYTES;
+
+/// An analysis the runtime can run: a plain single-threaded consumer of event words.
+pub trait RingAnalysis: Send + 'static {
+    /// Take a batch of event words (any length; chunk boundaries carry no meaning).
+    fn consume(&mut self, words: &[u64]);
+    /// Fold another instance's results into this one.
+    fn merge(&mut self, other: Self)
+    where
+        Self: Sized;
+}
+
+/// How events travel from the application to the analysis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunMode {
+    /// Through a ring; nothing lost, the application blocks when a ring is full.
+    Exhaustive,
+    /// Through a CAB ring; the application never blocks, the analyzer reads `rate` of each
+    /// chunk in bursts of `burst_words`. With `adaptive`, the rate drops while producers lap
+    /// the analyzer and climbs back (never above `rate`) when it keeps up.
+    Sampling {
+        /// Fraction of each chunk analyzed, `0.0..=1.0`.
+        rate: f64,
+        /// Events per burst (8 = one cache line).
+        burst_words: usize,
+        /// Adapt the rate to what the analyzer can keep up with.
+        adaptive: bool,
+    },
+    /// No ring: the analysis runs inline in the application thread.
+    Sequential,
+    /// Overhead breakdown (the paper's Figure 8), first bar: each event is only written to one
+    /// thread-local word. Nothing is analyzed.
+    InstrumentOnly,
+    /// Overhead breakdown, second bar: events go into a ring that no analyzer reads (a
+    /// sampling-mode producer, which wraps without blocking). Nothing is analyzed.
+    EnqueueOnly,
+}
+
+impl RunMode {
+    /// Sampling at `rate` with one-cache-line bursts, not adaptive.
+    pub fn sampling(rate: f64) -> RunMode {
+        RunMode::Sampling {
+            rate,
+            burst_words: 8,
+            adaptive: false,
+        }
+    }
+}
+
+/// Why a session could not start.
+#[derive(Debug)]
+pub enum SessionError {
+    /// Another session is running in this process.
+    AlreadyRunning,
+    /// A setting is out of range.
+    Config(ConfigError),
+    /// An analyzer thread could not be spawned.
+    Spawn(std::io::Error),
+    /// The Ctrl-C handler could not be installed (another one owns SIGINT).
+    Signal(String),
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::AlreadyRunning => {
+                write!(
+                    f,
+                    "a cabprof session is already running in this process; finish it first"
+                )
+            }
+            SessionError::Config(e) => e.fmt(f),
+            SessionError::Spawn(e) => write!(f, "could not spawn an analyzer thread: {e}"),
+            SessionError::Signal(e) => write!(f, "could not install the Ctrl-C handler: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+impl From<ConfigError> for SessionError {
+    fn from(e: ConfigError) -> Self {
+        SessionError::Config(e)
+    }
+}

@@ -1,0 +1,108 @@
+//! What a session hands back: the merged analysis and per-thread counters ([`Report`],
+//! [`ThreadStats`]), and the rule that keeps the per-thread list bounded.
+
+use super::RunMode;
+use crate::config::RingConfig;
+use std::time::Duration;
+
+/// Counters for one application thread's ring.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadStats {
+    /// Thread name (or `thread-N`).
+    pub thread: String,
+    /// Threads folded into this entry (1, or more for the "(other threads)" overflow entry).
+    pub threads: u64,
+    /// Events the thread produced (exhaustive, sequential: exact; sampling: the producer's
+    /// position as last seen).
+    pub events: u64,
+    /// Events the analysis saw (equals `events` unless sampling or dropping).
+    pub analyzed: u64,
+    /// Times the producer found its ring full (exhaustive).
+    pub blocks: u64,
+    /// Time the producer spent blocked.
+    pub blocked: Duration,
+    /// Events dropped because the analyzer was gone.
+    pub dropped: u64,
+    /// Chunks the producer overwrote before the analyzer read them (sampling).
+    pub chunks_lapped: u64,
+    /// Events in those chunks (sampling).
+    pub events_lapped: u64,
+    /// The sampling rate in force when the ring was retired.
+    pub rate: f64,
+}
+
+impl ThreadStats {
+    pub(super) fn absorb(&mut self, o: &ThreadStats) {
+        self.threads += o.threads;
+        self.events += o.events;
+        self.analyzed += o.analyzed;
+        self.blocks += o.blocks;
+        self.blocked += o.blocked;
+        self.dropped += o.dropped;
+        self.chunks_lapped += o.chunks_lapped;
+        self.events_lapped += o.events_lapped;
+        self.rate = self.rate.min(o.rate);
+    }
+}
+
+/// Per-thread entries kept before further threads are folded into one "(other threads)" entry,
+/// so a program that churns through millions of threads keeps a bounded report.
+const MAX_THREAD_ENTRIES: usize = 1024;
+
+pub(super) fn push_thread(list: &mut Vec<ThreadStats>, t: ThreadStats) {
+    if list.len() < MAX_THREAD_ENTRIES {
+        list.push(t);
+    } else {
+        let last = list.last_mut().expect("non-empty");
+        if last.thread != "(other threads)" {
+            let mut other = ThreadStats {
+                thread: "(other threads)".into(),
+                rate: 1.0,
+                ..Default::default()
+            };
+            other.absorb(last);
+            *last = other;
+        }
+        last.absorb(&t);
+    }
+}
+
+/// The result of a session (or a snapshot of one).
+#[derive(Clone, Debug)]
+pub struct Report<A> {
+    /// The merged analysis.
+    pub analysis: A,
+    /// How events travelled.
+    pub mode: RunMode,
+    /// Ring sizes used (concurrent modes).
+    pub ring: RingConfig,
+    /// The sampling rate actually used at the end (the lowest over rings with adaptive
+    /// sampling; 1.0 when not sampling).
+    pub rate_used: f64,
+    /// One entry per application thread that emitted events.
+    pub threads: Vec<ThreadStats>,
+    /// Sum over threads.
+    pub totals: ThreadStats,
+    /// Analyzer threads that panicked, with their messages. Their rings' results are missing.
+    pub analyzer_failures: Vec<String>,
+    /// Sequential mode: threads alive at the end whose inline results could not be merged.
+    pub unmerged_threads: usize,
+    /// Snapshots: an upper bound on events emitted but not yet analyzed when it was taken.
+    pub in_flight: u64,
+    /// Time from start to this report.
+    pub elapsed: Duration,
+}
+
+impl<A> Report<A> {
+    pub(super) fn finish_totals(&mut self) {
+        let mut t = ThreadStats {
+            thread: "(all)".into(),
+            rate: 1.0,
+            ..Default::default()
+        };
+        for s in &self.threads {
+            t.absorb(s);
+        }
+        self.totals = t;
+    }
+}

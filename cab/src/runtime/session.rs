@@ -1,0 +1,456 @@
+//! The session's lifecycle: [`Session::start`] (claim the process, spawn analyzers, open
+//! `emit`), attaching threads to analyzers, [`snapshot`](Session::snapshot) and
+//! [`finish`](Session::finish) (stop, drain, join, merge).
+
+use super::affinity::{online_cores, pin_to};
+use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingEntry};
+use super::design::{BufferDesign, ThreadProducer, WordSink};
+use super::report::{push_thread, Report, ThreadStats};
+use super::tls::{self, Hub, InlineSink, HUB};
+use super::{RingAnalysis, RunMode, RuntimeConfig, SessionError};
+use crate::config::{Mode, RingConfig};
+use crate::ring;
+use parking_lot::{Mutex, MutexGuard};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a session shares with its handles ([`Snapshotter`], [`Finisher`]) and, as a [`Hub`],
+/// with attaching threads.
+struct Core<A: RingAnalysis> {
+    key: u64,
+    mode: RunMode,
+    design: BufferDesign,
+    ring: RingConfig,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    analyzers: Vec<Arc<AnalyzerShared<A>>>,
+    handles: Mutex<Vec<JoinHandle<AnalyzerOutput<A>>>>,
+    next: AtomicUsize,
+    /// Sequential mode: merged results of retired threads.
+    inline: Arc<InlineDone<A>>,
+    started: Instant,
+    finished: AtomicBool,
+    /// Panics caught in analyzer threads.
+    failures: Mutex<Vec<String>>,
+    /// Serializes snapshots.
+    snapshot_lock: Mutex<()>,
+}
+
+struct InlineAnalysis<A> {
+    analysis: A,
+    events: u64,
+    thread: String,
+    done: Arc<InlineDone<A>>,
+}
+
+/// Sequential mode: the merged results of threads that have ended, and how many inline
+/// analyses are still live (not yet merged).
+struct InlineDone<A> {
+    merged: Mutex<(Option<A>, Vec<ThreadStats>)>,
+    live: AtomicUsize,
+}
+
+impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
+    #[inline]
+    fn consume(&mut self, words: &[u64]) {
+        self.events += words.len() as u64;
+        self.analysis.consume(words);
+    }
+    fn retire(self: Box<Self>) {
+        let inline = *self;
+        let mut merged = inline.done.merged.lock();
+        push_thread(
+            &mut merged.1,
+            ThreadStats {
+                thread: inline.thread,
+                threads: 1,
+                events: inline.events,
+                analyzed: inline.events,
+                rate: 1.0,
+                ..Default::default()
+            },
+        );
+        match &mut merged.0 {
+            Some(a) => a.merge(inline.analysis),
+            None => merged.0 = Some(inline.analysis),
+        }
+        // Under the lock: `finish` waits for zero, then locks, and so sees this merge.
+        inline.done.live.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl<A: RingAnalysis> Hub for Core<A> {
+    fn key(&self) -> u64 {
+        self.key
+    }
+
+    fn attach_ring(&self, thread: String) -> ThreadProducer {
+        match self.mode {
+            RunMode::InstrumentOnly => return ThreadProducer::new(WordSink::default()),
+            RunMode::EnqueueOnly => {
+                let cfg = self.ring.with_mode(Mode::sampling(1.0));
+                let (p, _no_analyzer) =
+                    ring::sampling_channel(&cfg).expect("ring config validated at start");
+                return ThreadProducer::new(p);
+            }
+            _ => {}
+        }
+        let (producer, consumer) = self
+            .design
+            .channel(&self.ring)
+            .expect("ring config validated at start");
+        tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
+        let mut entry = Some(RingEntry::new(consumer, (self.factory)(), thread));
+        let n = self.analyzers.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            if entry.is_none() {
+                break;
+            }
+            self.analyzers[(first + k) % n].offer(&mut entry);
+        }
+        if let Some(orphan) = entry {
+            // Every analyzer is dead: dropping the consumer makes the producer drop and count.
+            tracing::warn!(thread = %orphan.thread(), "cabprof: no live analyzer; events of this thread are dropped");
+        }
+        producer
+    }
+
+    fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
+        self.inline.live.fetch_add(1, Ordering::Relaxed);
+        Box::new(InlineAnalysis {
+            analysis: (self.factory)(),
+            events: 0,
+            thread,
+            done: self.inline.clone(),
+        })
+    }
+}
+
+/// A running session of analysis `A`. See the [module docs](super) for the contract.
+pub struct Session<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+}
+
+impl<A: RingAnalysis> fmt::Debug for Session<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("mode", &self.core.mode)
+            .field("ring", &self.core.ring)
+            .finish_non_exhaustive()
+    }
+}
+
+fn claim_global() -> Result<MutexGuard<'static, Option<Arc<dyn Hub>>>, SessionError> {
+    let hub = HUB.lock();
+    if hub.is_some() {
+        return Err(SessionError::AlreadyRunning);
+    }
+    Ok(hub)
+}
+
+impl<A: RingAnalysis> Session<A> {
+    /// Validate `config` and start a session with one `factory()` analysis instance per ring
+    /// (or per thread in sequential mode).
+    pub fn start<F>(config: RuntimeConfig, factory: F) -> Result<Session<A>, SessionError>
+    where
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        Self::start_with(config, Arc::new(factory), None)
+    }
+
+    fn start_with(
+        b: RuntimeConfig,
+        factory: Arc<dyn Fn() -> A + Send + Sync>,
+        clone_fn: Option<fn(&A) -> A>,
+    ) -> Result<Session<A>, SessionError> {
+        b.validate()?;
+        let ring = b.ring_config()?;
+        let mut global = claim_global()?;
+        let key = tls::new_session_key(b.mode, b.design);
+        let adaptive = match b.mode {
+            RunMode::Sampling {
+                rate,
+                adaptive: true,
+                ..
+            } => Some(rate),
+            _ => None,
+        };
+        let cores = online_cores().len().max(1);
+        if b.pin_application && cores > 1 {
+            pin_to(0);
+        }
+        let mut analyzers = Vec::new();
+        let mut handles = Vec::new();
+        if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
+            for i in 0..b.analyzers {
+                // Analyzers take the last cores, counting down, and never core 0 (where the
+                // OS starts, and `pin_application` pins, the app).
+                let pin_core = (b.pin && cores > 1).then(|| cores - 1 - i % (cores - 1));
+                let (shared, handle) =
+                    analyzer::spawn(i, factory.clone(), clone_fn, adaptive, pin_core)
+                        .map_err(SessionError::Spawn)?;
+                analyzers.push(shared);
+                handles.push(handle);
+            }
+        }
+        let core = Arc::new(Core {
+            key,
+            mode: b.mode,
+            design: b.design,
+            ring,
+            factory,
+            analyzers,
+            handles: Mutex::new(handles),
+            next: AtomicUsize::new(0),
+            inline: Arc::new(InlineDone {
+                merged: Mutex::new((None, Vec::new())),
+                live: AtomicUsize::new(0),
+            }),
+            started: Instant::now(),
+            finished: AtomicBool::new(false),
+            failures: Mutex::new(Vec::new()),
+            snapshot_lock: Mutex::new(()),
+        });
+        *global = Some(core.clone() as Arc<dyn Hub>);
+        tls::open(key);
+        tracing::info!(mode = ?b.mode, buffer = ring.buffer_bytes, chunk = ring.chunk_bytes, "cabprof session started");
+        Ok(Session { core })
+    }
+
+    /// The mode this session runs in.
+    pub fn mode(&self) -> RunMode {
+        self.core.mode
+    }
+
+    /// Rings currently held by analyzers (live threads plus exited ones not yet drained).
+    pub fn live_rings(&self) -> usize {
+        self.core
+            .analyzers
+            .iter()
+            .map(|a| a.rings.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Stop, drain every ring, join the analyzers and return the merged report.
+    pub fn finish(self) -> Report<A> {
+        self.core
+            .finish()
+            .expect("a session is finished only once (finish consumes it)")
+    }
+
+    /// A handle that can finish this session from another thread (the Ctrl-C handler).
+    pub fn finisher(&self) -> Finisher<A> {
+        Finisher {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<A: RingAnalysis + Clone> Session<A> {
+    /// Like [`start`](Session::start), and enables [`snapshot`](Self::snapshot).
+    pub fn start_snapshotting<F>(config: RuntimeConfig, factory: F) -> Result<Self, SessionError>
+    where
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        Self::start_with(config, Arc::new(factory), Some(A::clone))
+    }
+
+    /// Results so far, without stopping. Every event published or visible in a ring at the
+    /// time is included; `in_flight` bounds what may still be on its way. Sequential mode
+    /// includes only threads that have exited. Returns `None` if the session was not started
+    /// with [`start_snapshotting`](Self::start_snapshotting) or has finished.
+    pub fn snapshot(&self) -> Option<Report<A>> {
+        self.core.snapshot()
+    }
+
+    /// A handle that takes snapshots from any thread (a periodic reporter) without owning the
+    /// session; its snapshots return `None` once the session has finished.
+    pub fn snapshotter(&self) -> Snapshotter<A> {
+        Snapshotter {
+            core: self.core.clone(),
+        }
+    }
+}
+
+/// Takes snapshots of a session from any thread. See [`Session::snapshotter`].
+pub struct Snapshotter<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+}
+
+impl<A: RingAnalysis> fmt::Debug for Snapshotter<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshotter").finish_non_exhaustive()
+    }
+}
+
+impl<A: RingAnalysis + Clone> Snapshotter<A> {
+    /// Results so far, as [`Session::snapshot`]; `None` once the session has finished.
+    pub fn snapshot(&self) -> Option<Report<A>> {
+        self.core.snapshot()
+    }
+}
+
+impl<A: RingAnalysis + Clone> Core<A> {
+    fn snapshot(&self) -> Option<Report<A>> {
+        // One snapshot at a time: each analyzer has a single answer slot.
+        let _one = self.snapshot_lock.lock();
+        if self.finished.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut analysis = (self.factory)();
+        let mut threads = Vec::new();
+        let mut in_flight = 0;
+        for a in &self.analyzers {
+            a.clone_fn?;
+            let want = a.snapshot_want.fetch_add(1, Ordering::AcqRel) + 1;
+            a.wake();
+            loop {
+                if a.snapshot_done.load(Ordering::Acquire) >= want {
+                    break;
+                }
+                if !a.alive() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            if let Some(out) = a.snapshot_out.lock().take() {
+                analysis.merge(out.analysis);
+                for t in out.threads {
+                    push_thread(&mut threads, t);
+                }
+                in_flight += out.in_flight;
+            }
+        }
+        {
+            let done = self.inline.merged.lock();
+            if let Some(a) = &done.0 {
+                analysis.merge(a.clone());
+            }
+            threads.extend(done.1.iter().cloned());
+        }
+        let mut r = self.report(analysis, threads);
+        r.in_flight = in_flight;
+        Some(r)
+    }
+}
+
+impl<A: RingAnalysis> Drop for Session<A> {
+    fn drop(&mut self) {
+        let _ = self.core.finish();
+    }
+}
+
+/// Finishes a session from elsewhere (a signal handler thread). Finishing twice yields `None`.
+pub struct Finisher<A: RingAnalysis> {
+    core: Arc<Core<A>>,
+}
+
+impl<A: RingAnalysis> fmt::Debug for Finisher<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Finisher").finish_non_exhaustive()
+    }
+}
+
+impl<A: RingAnalysis> Finisher<A> {
+    /// Finish the session if nobody has; the report, or `None` if it was already finished.
+    pub fn finish(&self) -> Option<Report<A>> {
+        self.core.finish()
+    }
+}
+
+impl<A: RingAnalysis> Core<A> {
+    fn report(&self, analysis: A, threads: Vec<ThreadStats>) -> Report<A> {
+        let rate_used = threads
+            .iter()
+            .map(|t| t.rate)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))))
+            .unwrap_or(match self.mode {
+                RunMode::Sampling { rate, .. } => rate,
+                _ => 1.0,
+            });
+        let mut r = Report {
+            analysis,
+            mode: self.mode,
+            ring: self.ring,
+            rate_used,
+            threads,
+            totals: ThreadStats::default(),
+            analyzer_failures: self.failures.lock().clone(),
+            unmerged_threads: self.inline.live.load(Ordering::Acquire),
+            in_flight: 0,
+            elapsed: self.started.elapsed(),
+        };
+        r.finish_totals();
+        r
+    }
+
+    fn finish(&self) -> Option<Report<A>> {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        // Stop new events first, then take the finishing thread's own sink.
+        {
+            let mut global = HUB.lock();
+            if global.as_ref().is_some_and(|h| h.key() == self.key) {
+                tls::close();
+                *global = None;
+            }
+        }
+        tls::retire_current_thread(self.key);
+        for a in &self.analyzers {
+            a.stop.store(true, Ordering::Release);
+            a.wake();
+        }
+        let mut analysis = (self.factory)();
+        let mut threads = Vec::new();
+        for (i, a) in self.analyzers.iter().enumerate() {
+            if let Some(msg) = a.failure.lock().take() {
+                self.failures.lock().push(format!(
+                    "analyzer {i}: analysis panicked: {msg}; the results of its rings are missing and their events are counted as dropped"
+                ));
+            }
+        }
+        for (i, h) in self.handles.lock().drain(..).enumerate() {
+            match h.join() {
+                Ok(out) => {
+                    analysis.merge(out.analysis);
+                    for t in out.threads {
+                        push_thread(&mut threads, t);
+                    }
+                }
+                Err(panic) => {
+                    let msg = panic_message(&*panic);
+                    tracing::error!(analyzer = i, %msg, "cabprof analyzer panicked");
+                    self.failures
+                        .lock()
+                        .push(format!("analyzer {i} panicked: {msg}"));
+                }
+            }
+        }
+        // Sequential mode: a thread that has just ended may not have run its thread-local
+        // destructor yet, which merges its inline results (a scoped thread's `join` returns
+        // before it does). Give such threads a moment; threads still running are reported.
+        let deadline = Instant::now() + INLINE_EXIT_GRACE;
+        while self.inline.live.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        {
+            let mut done = self.inline.merged.lock();
+            if let Some(a) = done.0.take() {
+                analysis.merge(a);
+            }
+            for t in done.1.drain(..) {
+                push_thread(&mut threads, t);
+            }
+        }
+        tracing::info!("cabprof session finished");
+        Some(self.report(analysis, threads))
+    }
+}
+
+/// How long `finish` waits for sequential-mode threads that have ended to merge their
+/// results from their thread-local destructors.
+const INLINE_EXIT_GRACE: Duration = Duration::from_millis(20);

@@ -1,0 +1,48 @@
+//! Ctrl-C: one process-wide SIGINT handler that finishes the session that asked for it,
+//! hands its report over, and exits with [`INTERRUPTED_EXIT_CODE`].
+
+use super::report::Report;
+use super::{RingAnalysis, Session, SessionError};
+use parking_lot::Mutex;
+
+/// What the process-wide Ctrl-C handler runs: finish the session and report. Replaced by each
+/// session that asks for it; taken (run once) by the handler.
+static INTERRUPT: Mutex<Option<Box<dyn FnOnce() + Send>>> = Mutex::new(None);
+static CTRLC_INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+
+/// Exit status after a Ctrl-C report: 128 + SIGINT, as shells report an interrupted program.
+pub const INTERRUPTED_EXIT_CODE: i32 = 130;
+
+impl<A: RingAnalysis> Session<A> {
+    /// For services: on Ctrl-C (SIGINT), finish this session — stop, drain every ring of every
+    /// thread (nothing emitted before the signal is lost in exhaustive mode), join the
+    /// analyzers — hand the full report to `on_report`, then exit the process with status
+    /// [`INTERRUPTED_EXIT_CODE`]. If the session finishes normally first, the handler only
+    /// exits.
+    pub fn on_ctrlc(
+        &self,
+        on_report: impl FnOnce(Report<A>) + Send + 'static,
+    ) -> Result<(), SessionError> {
+        let installed = CTRLC_INSTALLED.get_or_init(|| {
+            ctrlc::set_handler(|| {
+                let job = INTERRUPT.lock().take();
+                tracing::info!("cabprof: interrupted, writing the final report");
+                if let Some(job) = job {
+                    job();
+                }
+                std::process::exit(INTERRUPTED_EXIT_CODE);
+            })
+            .map_err(|e| e.to_string())
+        });
+        if let Err(e) = installed {
+            return Err(SessionError::Signal(e.clone()));
+        }
+        let finisher = self.finisher();
+        *INTERRUPT.lock() = Some(Box::new(move || {
+            if let Some(report) = finisher.finish() {
+                on_report(report);
+            }
+        }));
+        Ok(())
+    }
+}

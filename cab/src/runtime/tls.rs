@@ -1,0 +1,269 @@
+//! The thread-local hot path: [`emit`], what each application thread keeps (`FAST`, `LOCAL`)
+//! and how a thread attaches to the running session on its first event.
+//!
+//! The one global `SESSION` word holds `epoch << 3 | kind`: one relaxed load tells `emit`
+//! whether a session runs, whether the thread's cached producer belongs to it, and how to push
+//! (the kind). CAB producers, the hot design, are pushed inline; every other design through
+//! its `push_erased` function, cached next to the producer pointer.
+
+use super::design::{push_nothing, ThreadProducer, WordSink};
+use super::{BufferDesign, RunMode};
+use crate::event::Event;
+use crate::ring::Producer;
+use crate::transport::EventProducer;
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// `0` when no session runs, else `epoch << 3 | kind` of the running session.
+static SESSION: AtomicU64 = AtomicU64::new(0);
+/// Sequential: no producer, the analysis runs inline.
+const KIND_SEQUENTIAL: u64 = 1;
+/// The producer is a CAB `Producer<false>`.
+const KIND_CAB: u64 = 2;
+/// The producer is a CAB `Producer<true>` (sampling and enqueue-only sessions).
+const KIND_CAB_SAMPLING: u64 = 3;
+/// The producer is a [`WordSink`] (instrument-only sessions).
+const KIND_WORD: u64 = 4;
+/// Any other design: pushed through the cached `push_erased`.
+const KIND_ERASED: u64 = 5;
+const KIND_MASK: u64 = 7;
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// The running session's registrar. Locked only when a thread attaches or a session starts
+/// or ends.
+pub(super) static HUB: Mutex<Option<Arc<dyn Hub>>> = Mutex::new(None);
+static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The `SESSION` key for a new session of this mode and design (which the config has
+/// validated: only CAB samples).
+pub(super) fn new_session_key(mode: RunMode, design: BufferDesign) -> u64 {
+    let kind = match mode {
+        RunMode::Sequential => KIND_SEQUENTIAL,
+        RunMode::InstrumentOnly => KIND_WORD,
+        RunMode::Sampling { .. } | RunMode::EnqueueOnly => KIND_CAB_SAMPLING,
+        RunMode::Exhaustive if design == BufferDesign::Cab => KIND_CAB,
+        RunMode::Exhaustive => KIND_ERASED,
+    };
+    let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) + 1;
+    epoch << 3 | kind
+}
+
+/// Make `key` the running session's: from now on `emit` delivers to it.
+pub(super) fn open(key: u64) {
+    SESSION.store(key, Ordering::Release);
+}
+
+/// Stop delivering: from now on `emit` is one load and one branch again.
+pub(super) fn close() {
+    SESSION.store(0, Ordering::Release);
+}
+
+/// Whether `producer` is of the type the fast path assumes for `key`'s kind.
+fn kind_matches(key: u64, producer: &ThreadProducer) -> bool {
+    match key & KIND_MASK {
+        KIND_CAB => producer.is::<Producer<false>>(),
+        KIND_CAB_SAMPLING => producer.is::<Producer<true>>(),
+        KIND_WORD => producer.is::<WordSink>(),
+        KIND_ERASED => true,
+        _ => false,
+    }
+}
+
+/// What a thread-local needs from the running session, without knowing its analysis type.
+pub(super) trait Hub: Send + Sync {
+    fn key(&self) -> u64;
+    /// Make a ring for a new producer thread and give its consumer to an analyzer.
+    fn attach_ring(&self, thread: String) -> ThreadProducer;
+    /// A sequential-mode inline analysis for a new thread.
+    fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
+}
+
+/// A sequential-mode analysis instance living in a thread-local.
+pub(super) trait InlineSink {
+    fn consume(&mut self, words: &[u64]);
+    /// The thread ended (or the session is finishing on it): merge its results into its
+    /// session's, which it holds a handle to, so this works even after the session has
+    /// stopped taking new threads.
+    fn retire(self: Box<Self>);
+}
+
+struct Local {
+    /// The `SESSION` value this thread's producer or inline analysis belongs to.
+    key: u64,
+    /// Concurrent modes: this thread's producer.
+    producer: Option<ThreadProducer>,
+    /// Sequential mode: this thread's inline analysis.
+    inline: Option<Box<dyn InlineSink>>,
+}
+
+impl Local {
+    fn retire(&mut self) {
+        // Forget the cached producer before it goes away.
+        let _ = FAST.try_with(|f| {
+            f.key.set(0);
+            f.ring.set(std::ptr::null_mut());
+            f.push.set(push_nothing);
+        });
+        if let Some(inline) = self.inline.take() {
+            inline.retire();
+        }
+        // Dropping a producer closes it: the analyzer drains the ring and frees it.
+        self.producer = None;
+        self.key = 0;
+    }
+
+    /// Point `FAST` at this thread's producer, if it has one.
+    fn publish_fast(&mut self) {
+        let Some(producer) = &self.producer else {
+            return;
+        };
+        assert!(
+            kind_matches(self.key, producer),
+            "the session kind names this producer's type"
+        );
+        let (ring, push) = producer.raw();
+        let key = self.key;
+        let _ = FAST.try_with(|f| {
+            f.ring.set(ring);
+            f.push.set(push);
+            f.key.set(key);
+        });
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+/// The hot path's view of this thread's producer. No destructor, so access is a plain
+/// thread-local load with no lazy-init or registration check.
+///
+/// Invariant: when `key` is non-zero and equals the running session's key, `ring` points to
+/// the producer owned by this thread's `LOCAL`, whose type is the one `key & KIND_MASK` names
+/// (checked by `publish_fast`), and `push` is that producer's `push_erased`. `Local::retire`
+/// zeroes `key` before the producer is dropped.
+struct Fast {
+    key: Cell<u64>,
+    ring: Cell<*mut ()>,
+    push: Cell<unsafe fn(*mut (), Event)>,
+}
+
+thread_local! {
+    static FAST: Fast = const {
+        Fast {
+            key: Cell::new(0),
+            ring: Cell::new(std::ptr::null_mut()),
+            push: Cell::new(push_nothing),
+        }
+    };
+    static LOCAL: RefCell<Local> =
+        const { RefCell::new(Local { key: 0, producer: None, inline: None }) };
+}
+
+/// Record one event from the calling thread. With no session running this is one load and
+/// one branch. Never blocks in sampling mode; in exhaustive mode it waits while the thread's
+/// ring is full (and drops, counted, if its analyzer is gone).
+#[inline(always)]
+pub fn emit(event: Event) {
+    let key = SESSION.load(Ordering::Relaxed);
+    if key != 0 {
+        emit_to(key, event);
+    }
+}
+
+/// Whether a session is running (instrumentation may skip work when not).
+#[inline(always)]
+pub fn active() -> bool {
+    SESSION.load(Ordering::Relaxed) != 0
+}
+
+#[inline(always)]
+fn emit_to(key: u64, event: Event) {
+    // Only loads inside `with`, so it stays a one-instruction TLS access after inlining.
+    let (fast_key, ring, push) = FAST.with(|f| (f.key.get(), f.ring.get(), f.push.get()));
+    if fast_key != key {
+        emit_slow(key, event);
+        return;
+    }
+    // SAFETY: by `Fast`'s invariant, a key equal to the running session's means `ring` is this
+    // thread's live producer, of the type the key's kind names (for `KIND_ERASED`, the type
+    // `push` was made for); only this thread touches it, and nothing borrows it now (the slow
+    // path's `LOCAL` borrow is not held while we are here).
+    unsafe {
+        match key & KIND_MASK {
+            KIND_CAB => (*ring.cast::<Producer<false>>()).push(event),
+            KIND_CAB_SAMPLING => (*ring.cast::<Producer<true>>()).push(event),
+            KIND_WORD => (*ring.cast::<WordSink>()).push(event),
+            _ => push(ring, event),
+        }
+    }
+}
+
+/// First event of a thread in this session, sequential mode, or a thread being torn down.
+#[cold]
+#[inline(never)]
+fn emit_slow(key: u64, event: Event) {
+    // `try_with`: events from TLS destructors after `LOCAL` is gone are dropped.
+    // `try_borrow_mut`: an event emitted from inside an inline analysis (re-entrancy) is
+    // dropped rather than corrupting the analysis.
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            if local.key != key {
+                attach(&mut local, key);
+            }
+            if let Some(inline) = &mut local.inline {
+                inline.consume(&[event.word()]);
+            } else if let Some(producer) = &mut local.producer {
+                producer.push(event);
+            }
+        }
+    });
+}
+
+#[cold]
+#[inline(never)]
+fn attach(local: &mut Local, key: u64) {
+    local.retire();
+    let hub = HUB.lock().clone();
+    let Some(hub) = hub.filter(|h| h.key() == key) else {
+        return;
+    };
+    let name = std::thread::current()
+        .name()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
+    if key & KIND_MASK == KIND_SEQUENTIAL {
+        local.inline = Some(hub.attach_inline(name));
+    } else {
+        local.producer = Some(hub.attach_ring(name));
+    }
+    local.key = key;
+    local.publish_fast();
+}
+
+/// Hand the calling thread's buffered events to its analyzer now (for instance before a
+/// thread parks for a long time). Cheap; optional.
+pub fn flush_current_thread() {
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            if let Some(producer) = &mut local.producer {
+                producer.flush();
+            }
+        }
+    });
+}
+
+/// The session `key` is finishing on this thread: merge this thread's inline results, or
+/// close its producer so its tail is published.
+pub(super) fn retire_current_thread(key: u64) {
+    let _ = LOCAL.try_with(|local| {
+        if let Ok(mut local) = local.try_borrow_mut() {
+            if local.key == key {
+                local.retire();
+            }
+        }
+    });
+}

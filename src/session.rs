@@ -1,0 +1,406 @@
+//! Profiling sessions: choose analyses and a mode, run the program, get a [`Report`].
+//!
+//! ```no_run
+//! use cabprof::{Analysis, Session};
+//!
+//! let session = Session::builder()
+//!     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+//!     .start()
+//!     .expect("start profiling");
+//! // ... run instrumented code ...
+//! let report = session.finish();
+//! println!("{}", report.text(10));
+//! ```
+//!
+//! The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
+//! (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
+//! builder or by `CABPROF_MODE` at run time.
+//!
+//! [`SessionBuilder`] is the one builder users see. It owns the runtime's settings (a plain
+//! [`RuntimeConfig`]), the analyses to run and the report's output path; the generic
+//! [`cab::runtime::Session`] underneath is for programs that bring their own analysis.
+
+use crate::profile::{Analysis, AnalysisPlan, AnalysisSet};
+use crate::report::Report;
+use analyses::{CacheSim, LevelConfig, ReuseDistance};
+use cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionError};
+use cab::ConfigError;
+use std::path::PathBuf;
+
+/// The variables [`SessionBuilder::from_env`] reads besides the runtime's
+/// ([`cab::runtime::ENV_VARS`]), with what each accepts.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    (
+        "CABPROF_ANALYSES",
+        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance",
+    ),
+    ("CABPROF_OUTPUT", "path of the JSON report file"),
+];
+
+/// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
+/// come from `CABPROF_*` variables ([`from_env`](Self::from_env)).
+#[derive(Clone)]
+pub struct SessionBuilder {
+    /// How the runtime runs: mode, buffer design, sizes, analyzers, pinning.
+    runtime: RuntimeConfig,
+    /// What to build for each event stream.
+    plan: AnalysisPlan,
+    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
+    output: Option<PathBuf>,
+}
+
+impl Default for SessionBuilder {
+    fn default() -> Self {
+        SessionBuilder {
+            runtime: RuntimeConfig::default(),
+            plan: AnalysisPlan {
+                kinds: vec![
+                    Analysis::MethodCount,
+                    Analysis::CallGraph,
+                    Analysis::CallTree,
+                    Analysis::Paths,
+                ],
+                cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
+                reuse_line_bytes: 64,
+                approximate: false,
+            },
+            output: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("runtime", &self.runtime)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionBuilder {
+    /// Defaults: exhaustive, method count + call graph + call tree + paths, one pinned
+    /// analyzer, chunk = 4 × L1d, buffer = 16 chunks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The analyses to run (replacing the default set).
+    pub fn analyses(mut self, kinds: &[Analysis]) -> Self {
+        self.plan.kinds = kinds.to_vec();
+        self
+    }
+
+    /// Every analysis, cache simulation and reuse distance included.
+    pub fn all_analyses(self) -> Self {
+        self.analyses(&Analysis::ALL)
+    }
+
+    /// Cache levels for the simulator (default: the paper's 32 KB/4-way + 512 KB/8-way, 64 B,
+    /// FIFO).
+    pub fn cache_levels(mut self, levels: &[LevelConfig]) -> Self {
+        self.plan.cache_levels = levels.to_vec();
+        self
+    }
+
+    /// Simulate the host's measured L1d (sysfs or the X-Ray probe) in front of the paper's L2.
+    pub fn host_cache_geometry(mut self) -> Self {
+        let l1 = cab::hw::host_l1d();
+        let level = LevelConfig::new(
+            l1.size_bytes as u64,
+            l1.ways as u32,
+            l1.line_bytes as u32,
+            analyses::Policy::Fifo,
+        );
+        let l2 = LevelConfig {
+            line_bytes: level.line_bytes,
+            ..LevelConfig::PAPER_L2
+        };
+        self.plan.cache_levels = vec![level, l2];
+        self
+    }
+
+    /// Line size of the reuse-distance analysis (default 64).
+    pub fn reuse_line_bytes(mut self, bytes: u32) -> Self {
+        self.plan.reuse_line_bytes = bytes;
+        self
+    }
+
+    /// All runtime settings at once, replacing the current ones.
+    pub fn runtime(mut self, config: RuntimeConfig) -> Self {
+        self.runtime = config;
+        self
+    }
+
+    /// Exhaustive, sampling or sequential.
+    pub fn mode(mut self, mode: RunMode) -> Self {
+        self.runtime.mode = mode;
+        self
+    }
+
+    /// Sampling at `rate` with one-cache-line bursts.
+    pub fn sampling(self, rate: f64) -> Self {
+        self.mode(RunMode::sampling(rate))
+    }
+
+    /// Sequential: analyses inline in the application threads, no ring.
+    pub fn sequential(self) -> Self {
+        self.mode(RunMode::Sequential)
+    }
+
+    /// The buffer design carrying events (default CAB; FastForward and N-way are the paper's
+    /// baselines, exhaustive mode only).
+    pub fn buffer_design(mut self, design: BufferDesign) -> Self {
+        self.runtime.design = design;
+        self
+    }
+
+    /// Ring size in bytes.
+    pub fn buffer_bytes(mut self, bytes: usize) -> Self {
+        self.runtime.buffer_bytes = Some(bytes);
+        self
+    }
+
+    /// Chunk size in bytes.
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.runtime.chunk_bytes = Some(bytes);
+        self
+    }
+
+    /// Analyzer threads.
+    pub fn analyzers(mut self, n: usize) -> Self {
+        self.runtime.analyzers = n;
+        self
+    }
+
+    /// Pin analyzer threads to cores (default on).
+    pub fn pin(mut self, on: bool) -> Self {
+        self.runtime.pin = on;
+        self
+    }
+
+    /// Also pin the thread that starts the session to core 0, as the paper's experiments do
+    /// (default off; see [`RuntimeConfig::pin_application`]).
+    pub fn pin_application(mut self, on: bool) -> Self {
+        self.runtime.pin_application = on;
+        self
+    }
+
+    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output = Some(path.into());
+        self
+    }
+
+    /// The runtime settings so far.
+    pub fn runtime_config(&self) -> &RuntimeConfig {
+        &self.runtime
+    }
+
+    /// The configured output path, if any.
+    pub fn output_path(&self) -> Option<&PathBuf> {
+        self.output.as_ref()
+    }
+
+    /// Read `CABPROF_*` variables: the runtime's ([`cab::runtime::ENV_VARS`]) and this
+    /// builder's ([`ENV_VARS`]).
+    pub fn from_env(self) -> Result<Self, ConfigError> {
+        self.from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env) with any lookup.
+    pub fn from_vars(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        if let Some(v) = get("CABPROF_ANALYSES") {
+            self.plan.kinds = parse_analyses(&v)?;
+        }
+        if let Some(v) = get("CABPROF_OUTPUT") {
+            if v.trim().is_empty() {
+                return Err(ConfigError::new(
+                    "CABPROF_OUTPUT",
+                    "\"\"",
+                    "a non-empty path",
+                ));
+            }
+            self.output = Some(PathBuf::from(v));
+        }
+        self.runtime.from_vars(get)?;
+        Ok(self)
+    }
+
+    /// Check every setting, analyses included.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.runtime.validate()?;
+        if self.plan.kinds.contains(&Analysis::Cache) {
+            CacheSim::new(&self.plan.cache_levels)
+                .map_err(|e| ConfigError::new("cache levels", format!("{e:?}"), e.to_string()))?;
+        }
+        if self.plan.kinds.contains(&Analysis::ReuseDistance) {
+            ReuseDistance::new(self.plan.reuse_line_bytes).map_err(|e| {
+                ConfigError::new(
+                    "reuse_line_bytes",
+                    self.plan.reuse_line_bytes,
+                    e.to_string(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Start profiling.
+    pub fn start(mut self) -> Result<Session, SessionError> {
+        self.validate()?;
+        self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
+        let plan = self.plan;
+        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
+        Ok(Session {
+            inner,
+            output: self.output,
+        })
+    }
+}
+
+/// `CABPROF_ANALYSES`: a comma-separated list of analysis names.
+fn parse_analyses(text: &str) -> Result<Vec<Analysis>, ConfigError> {
+    text.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|name| {
+            Analysis::parse(name).ok_or_else(|| {
+                ConfigError::new(
+                    "CABPROF_ANALYSES",
+                    text,
+                    "a comma-separated list of method-count, call-graph, call-tree, paths, cache, reuse-distance",
+                )
+            })
+        })
+        .collect()
+}
+
+/// Takes snapshots of a running session from any thread.
+#[derive(Debug)]
+pub struct Snapshotter {
+    inner: runtime::Snapshotter<AnalysisSet>,
+}
+
+impl Snapshotter {
+    /// Results so far; `None` once the session has finished.
+    pub fn snapshot(&self) -> Option<Report> {
+        self.inner.snapshot().map(Report::new)
+    }
+}
+
+/// A running profiling session: one at a time per process.
+#[derive(Debug)]
+pub struct Session {
+    inner: runtime::Session<AnalysisSet>,
+    output: Option<PathBuf>,
+}
+
+impl Session {
+    /// A builder with defaults.
+    pub fn builder() -> SessionBuilder {
+        SessionBuilder::new()
+    }
+
+    /// Start with every setting from `CABPROF_*` variables over the defaults.
+    pub fn from_env() -> Result<Session, SessionError> {
+        SessionBuilder::new().from_env()?.start()
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> RunMode {
+        self.inner.mode()
+    }
+
+    /// The configured output path, if any.
+    pub fn output_path(&self) -> Option<&PathBuf> {
+        self.output.as_ref()
+    }
+
+    /// Results so far without stopping (see [`cab::runtime::Session::snapshot`]).
+    pub fn snapshot(&self) -> Option<Report> {
+        self.inner.snapshot().map(Report::new)
+    }
+
+    /// A handle that takes snapshots from any thread (a periodic reporter); they return
+    /// `None` once the session has finished.
+    pub fn snapshotter(&self) -> Snapshotter {
+        Snapshotter {
+            inner: self.inner.snapshotter(),
+        }
+    }
+
+    /// Stop, drain, merge and report.
+    pub fn finish(self) -> Report {
+        Report::new(self.inner.finish())
+    }
+
+    /// Finish and write the JSON report to the configured output path (if any).
+    pub fn finish_and_write(self) -> std::io::Result<Report> {
+        let output = self.output.clone();
+        let report = self.finish();
+        if let Some(path) = output {
+            std::fs::write(path, report.json())?;
+        }
+        Ok(report)
+    }
+
+    /// For services: on Ctrl-C, finish (nothing lost), hand the report to `on_report`, then
+    /// exit with status 130. With an output path configured the JSON report is written there
+    /// first.
+    pub fn on_ctrlc(
+        &self,
+        on_report: impl FnOnce(&Report) + Send + 'static,
+    ) -> Result<(), SessionError> {
+        let output = self.output.clone();
+        self.inner.on_ctrlc(move |r| {
+            let report = Report::new(r);
+            if let Some(path) = output {
+                if let Err(e) = std::fs::write(&path, report.json()) {
+                    eprintln!("cabprof: could not write {}: {e}", path.display());
+                }
+            }
+            on_report(&report);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<SessionBuilder, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SessionBuilder::new().from_vars(move |k| m.get(k).cloned())
+    }
+
+    /// Moved from the runtime's variable test when `CABPROF_OUTPUT` moved to the facade.
+    #[test]
+    fn output_and_analyses_variables_are_validated_by_name() {
+        for (var, val, allowed) in [
+            ("CABPROF_OUTPUT", "", "non-empty"),
+            ("CABPROF_ANALYSES", "method-count,bogus", "comma-separated"),
+        ] {
+            let err = env(&[(var, val)]).unwrap_err();
+            assert_eq!(err.field, var);
+            assert!(err.allowed.contains(allowed), "{err}");
+            assert!(err.to_string().contains(var), "{err}");
+        }
+        let b = env(&[
+            ("CABPROF_OUTPUT", "profile.json"),
+            ("CABPROF_ANALYSES", "paths, cache"),
+            ("CABPROF_BUFFER", "2MB"),
+        ])
+        .unwrap();
+        assert_eq!(b.output_path(), Some(&PathBuf::from("profile.json")));
+        assert_eq!(b.runtime_config().buffer_bytes, Some(2 << 20));
+        // Runtime variables are still checked by name through the facade.
+        assert_eq!(
+            env(&[("CABPROF_PIN", "maybe")]).unwrap_err().field,
+            "CABPROF_PIN"
+        );
+    }
+}
