@@ -33,12 +33,14 @@ pub use cab::runtime::{BufferDesign, RunMode, SessionError};
 pub use cab::{ConfigError, Mode, RingConfig};
 pub use instrument_macros::profile;
 
+mod analysis;
 pub mod mem;
 mod names;
 pub mod profile;
 pub mod report;
 
-pub use profile::{Analysis, AnalysisSet, Session, SessionBuilder, Snapshotter};
+pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
+pub use profile::{Session, SessionBuilder, Snapshotter};
 pub use report::{Report, ReportData};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.

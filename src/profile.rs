@@ -16,169 +16,14 @@
 //! (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
 //! builder or by `CABPROF_MODE` at run time.
 
+pub use crate::analysis::{Analysis, AnalysisSet};
+
+use crate::analysis::AnalysisPlan;
 use crate::report::Report;
-use analyses::{
-    Analysis as _, CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig,
-    MethodCount, PathProfile, ReuseDistance,
-};
-use cab::runtime::{self, RingAnalysis, RunMode, SessionError};
+use analyses::LevelConfig;
+use cab::runtime::{self, RunMode, SessionError};
 use cab::ConfigError;
 use std::path::PathBuf;
-
-/// One analysis a session can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Analysis {
-    /// Calls per function.
-    MethodCount,
-    /// Caller → callee edge counts.
-    CallGraph,
-    /// The paper's depth-two call-tree profile and the full calling-context tree.
-    CallTree,
-    /// Ball-Larus path counts (functions marked `#[profile(paths)]`).
-    Paths,
-    /// Set-associative cache simulation of `Mem` events (`#[profile(memory)]`).
-    Cache,
-    /// Reuse-distance histogram of `Mem` events.
-    ReuseDistance,
-}
-
-impl Analysis {
-    /// Every analysis.
-    pub const ALL: [Analysis; 6] = [
-        Analysis::MethodCount,
-        Analysis::CallGraph,
-        Analysis::CallTree,
-        Analysis::Paths,
-        Analysis::Cache,
-        Analysis::ReuseDistance,
-    ];
-
-    /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
-    /// `paths`, `cache`, `reuse-distance`).
-    pub fn parse(name: &str) -> Option<Analysis> {
-        Some(
-            match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-                "method-count" | "methods" => Analysis::MethodCount,
-                "call-graph" | "graph" => Analysis::CallGraph,
-                "call-tree" | "tree" => Analysis::CallTree,
-                "paths" | "path" => Analysis::Paths,
-                "cache" => Analysis::Cache,
-                "reuse-distance" | "reuse" => Analysis::ReuseDistance,
-                _ => return None,
-            },
-        )
-    }
-}
-
-/// Every configured analysis over one stream; what the runtime runs per ring (or per thread in
-/// sequential mode).
-#[derive(Clone, Default)]
-pub struct AnalysisSet {
-    /// Calls per function.
-    pub method_count: Option<MethodCount>,
-    /// Caller → callee edges.
-    pub call_graph: Option<CallGraph>,
-    /// Depth-two call-tree patterns.
-    pub call_tree: Option<CallTreeProfile>,
-    /// Calling-context tree.
-    pub context_tree: Option<CallingContextTree>,
-    /// Path counts.
-    pub paths: Option<PathProfile>,
-    /// Cache simulation.
-    pub cache: Option<CacheSim>,
-    /// Reuse distances.
-    pub reuse: Option<ReuseDistance>,
-}
-
-/// What to build for each stream.
-#[derive(Clone)]
-pub(crate) struct AnalysisPlan {
-    pub(crate) kinds: Vec<Analysis>,
-    pub(crate) cache_levels: Vec<LevelConfig>,
-    pub(crate) reuse_line_bytes: u32,
-    pub(crate) approximate: bool,
-}
-
-impl AnalysisPlan {
-    pub(crate) fn build(&self) -> AnalysisSet {
-        let has = |k| self.kinds.contains(&k);
-        let mut set = AnalysisSet::default();
-        if has(Analysis::MethodCount) {
-            set.method_count = Some(MethodCount::new());
-        }
-        if has(Analysis::CallGraph) {
-            set.call_graph = Some(CallGraph::new());
-        }
-        if has(Analysis::CallTree) {
-            let mut p = CallTreeProfile::new();
-            p.set_approximate(self.approximate);
-            let mut t = CallingContextTree::new();
-            t.set_approximate(self.approximate);
-            set.call_tree = Some(p);
-            set.context_tree = Some(t);
-        }
-        if has(Analysis::Paths) {
-            set.paths = Some(PathProfile::new());
-        }
-        if has(Analysis::Cache) {
-            set.cache = Some(CacheSim::new(&self.cache_levels).expect("validated by the builder"));
-        }
-        if has(Analysis::ReuseDistance) {
-            set.reuse =
-                Some(ReuseDistance::new(self.reuse_line_bytes).expect("validated by the builder"));
-        }
-        set
-    }
-}
-
-fn merge_opt<T: analyses::Analysis>(a: &mut Option<T>, b: Option<T>) {
-    match (a.as_mut(), b) {
-        (Some(x), Some(y)) => x.merge(y),
-        (None, Some(y)) => *a = Some(y),
-        _ => {}
-    }
-}
-
-impl RingAnalysis for AnalysisSet {
-    fn consume(&mut self, words: &[u64]) {
-        if let Some(a) = &mut self.method_count {
-            a.consume(words);
-        }
-        if let Some(a) = &mut self.call_graph {
-            a.consume(words);
-        }
-        match (&mut self.call_tree, &mut self.context_tree) {
-            (Some(p), Some(t)) => analyses::call_tree::consume_both(p, t, words),
-            (p, t) => {
-                if let Some(a) = p {
-                    a.consume(words);
-                }
-                if let Some(a) = t {
-                    a.consume(words);
-                }
-            }
-        }
-        if let Some(a) = &mut self.paths {
-            a.consume(words);
-        }
-        if let Some(a) = &mut self.cache {
-            a.consume(words);
-        }
-        if let Some(a) = &mut self.reuse {
-            a.consume(words);
-        }
-    }
-
-    fn merge(&mut self, o: Self) {
-        merge_opt(&mut self.method_count, o.method_count);
-        merge_opt(&mut self.call_graph, o.call_graph);
-        merge_opt(&mut self.call_tree, o.call_tree);
-        merge_opt(&mut self.context_tree, o.context_tree);
-        merge_opt(&mut self.paths, o.paths);
-        merge_opt(&mut self.cache, o.cache);
-        merge_opt(&mut self.reuse, o.reuse);
-    }
-}
 
 /// Chooses the analyses, the mode and the ring; every setting can also come from `CABPROF_*`
 /// variables ([`from_env`](Self::from_env)).
@@ -192,17 +37,7 @@ impl Default for SessionBuilder {
     fn default() -> Self {
         SessionBuilder {
             runtime: runtime::SessionBuilder::new(),
-            plan: AnalysisPlan {
-                kinds: vec![
-                    Analysis::MethodCount,
-                    Analysis::CallGraph,
-                    Analysis::CallTree,
-                    Analysis::Paths,
-                ],
-                cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
-                reuse_line_bytes: 64,
-                approximate: false,
-            },
+            plan: AnalysisPlan::default(),
         }
     }
 }
@@ -317,19 +152,7 @@ impl SessionBuilder {
 
     /// Like [`from_env`](Self::from_env) with any lookup.
     pub fn from_vars(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        if let Some(v) = get("CABPROF_ANALYSES") {
-            let mut kinds = Vec::new();
-            for name in v.split(',').filter(|s| !s.trim().is_empty()) {
-                kinds.push(Analysis::parse(name).ok_or_else(|| {
-                    ConfigError::new(
-                        "CABPROF_ANALYSES",
-                        &v,
-                        "a comma-separated list of method-count, call-graph, call-tree, paths, cache, reuse-distance",
-                    )
-                })?);
-            }
-            self.plan.kinds = kinds;
-        }
+        self.plan.apply_env(&get)?;
         self.runtime = self.runtime.from_vars(get)?;
         Ok(self)
     }
@@ -337,20 +160,7 @@ impl SessionBuilder {
     /// Check every setting, analyses included.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.runtime.validate()?;
-        if self.plan.kinds.contains(&Analysis::Cache) {
-            CacheSim::new(&self.plan.cache_levels)
-                .map_err(|e| ConfigError::new("cache levels", format!("{e:?}"), e.to_string()))?;
-        }
-        if self.plan.kinds.contains(&Analysis::ReuseDistance) {
-            ReuseDistance::new(self.plan.reuse_line_bytes).map_err(|e| {
-                ConfigError::new(
-                    "reuse_line_bytes",
-                    self.plan.reuse_line_bytes,
-                    e.to_string(),
-                )
-            })?;
-        }
-        Ok(())
+        self.plan.validate()
     }
 
     /// Start profiling.

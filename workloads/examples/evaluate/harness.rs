@@ -18,11 +18,8 @@
 //! thread) and the analyzer is pinned to the last core; the multi-threaded `pool` runs on an
 //! unpinned thread (its workers would otherwise inherit core 0), analyzer still pinned.
 
-use cabprof::analyses::{
-    CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig, MethodCount, PathProfile,
-};
 use cabprof::cab::runtime::{self, RingAnalysis};
-use cabprof::{Analysis, AnalysisSet, BufferDesign, ReportData, RunMode, Session};
+use cabprof::{Analysis, AnalysisPlan, AnalysisSet, BufferDesign, ReportData, RunMode, Session};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -245,14 +242,7 @@ impl Cfg {
 
 /// The analyses' names as used in the CSVs.
 pub fn analysis_name(a: Analysis) -> &'static str {
-    match a {
-        Analysis::MethodCount => "method-count",
-        Analysis::CallGraph => "call-graph",
-        Analysis::CallTree => "call-tree",
-        Analysis::Paths => "paths",
-        Analysis::Cache => "cache",
-        Analysis::ReuseDistance => "reuse-distance",
-    }
+    a.name()
 }
 
 /// The analyses of Figure 8 that `w` has events for: method count, call graph and call tree
@@ -593,26 +583,7 @@ fn record(w: Workload, v: Variant, size: Size, pin: bool) -> Recording {
 /// The analysis set the session facade builds for `[a]` (same defaults: the paper's cache
 /// hierarchy, exact call trees).
 fn analysis_set(a: Analysis) -> AnalysisSet {
-    let mut s = AnalysisSet::default();
-    match a {
-        Analysis::MethodCount => s.method_count = Some(MethodCount::new()),
-        Analysis::CallGraph => s.call_graph = Some(CallGraph::new()),
-        Analysis::CallTree => {
-            s.call_tree = Some(CallTreeProfile::new());
-            s.context_tree = Some(CallingContextTree::new());
-        }
-        Analysis::Paths => s.paths = Some(PathProfile::new()),
-        Analysis::Cache => {
-            s.cache = Some(
-                CacheSim::new(&[LevelConfig::PAPER_L1, LevelConfig::PAPER_L2])
-                    .expect("the paper's cache"),
-            )
-        }
-        Analysis::ReuseDistance => {
-            s.reuse = Some(cabprof::analyses::ReuseDistance::new(64).expect("64-byte lines"))
-        }
-    }
-    s
+    AnalysisPlan::with_analyses(&[a]).build()
 }
 
 /// Time one replay of `rec` through analysis `a` (per stream a fresh instance, fed in chunks
