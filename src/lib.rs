@@ -21,7 +21,9 @@
 //! ```
 //!
 //! Modules:
-//! - [`profile`]: sessions and the set of analyses they run.
+//! - [`profile`](mod@profile): profiling sessions.
+//! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
+//!   declared once in `src/analysis/` (one file per analysis, one registration list).
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.

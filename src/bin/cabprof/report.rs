@@ -161,12 +161,10 @@ fn render(args: &ReportArgs) -> Result<(), ReportCommandError> {
                 .write_all(rendered.as_bytes())
                 .and_then(|()| out.flush())
             {
-                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                    Err(ReportCommandError::Write {
-                        output: None,
-                        source: e,
-                    })
-                }
+                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(ReportCommandError::Write {
+                    output: None,
+                    source: e,
+                }),
                 _ => Ok(()),
             }
         }
