@@ -19,18 +19,18 @@
 //!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
 //!    the compiler checks that `StateType` is the descriptor's `State`).
 //! 4. Its results in the report's typed schema (`src/report/model.rs`): a
-//!    `pub <name>: Option<..>` field of `ReportData` and the entry types it holds. This is the
-//!    one touch point outside this folder: the JSON schema stays a plain, typed struct that
-//!    reads back every report file written so far. The descriptor's `report` fills the field
-//!    and its `text` renders it.
+//!    `pub <file_name>: Option<..>` field of `ReportData` and the entry types it holds (an
+//!    `Option`, so report files written before it existed still read back). This is the one
+//!    touch point outside this folder: the JSON schema stays a plain, typed struct. The
+//!    descriptor's `report` fills the field and its `text` renders it.
 //!
-//! Renderers other than text (folded stacks, DOT, SVG) and the sampling-error comparison show
-//! only the analyses their formats are about; a new analysis appears there only if one of them
-//! chooses to show it.
+//! Nothing else lists analyses. Renderers other than text (folded stacks, DOT, SVG) and the
+//! sampling-error comparison show the analyses their formats are about; a new analysis
+//! appears there only if one of them chooses to show it.
 //!
-//! Dispatch is static: [`AnalysisSet`] has one typed field per analysis and its `consume`
-//! calls each present analysis once per chunk, so nothing is dynamically dispatched, per event
-//! or per chunk.
+//! Consuming is statically dispatched: [`AnalysisSet`] has one typed field per analysis and
+//! its `consume` calls each present analysis once per chunk; no trait object, per event or
+//! per chunk.
 
 mod plan;
 
