@@ -22,7 +22,8 @@
 //!
 //! Modules:
 //! - [`session`]: sessions: the builder users configure, start, snapshot, finish.
-//! - [`profile`]: the set of analyses a session runs.
+//! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
+//!   declared once in `src/analysis/` (one file per analysis, one registration list).
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
@@ -35,14 +36,14 @@ pub use cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
 pub use cab::{ConfigError, Mode, RingConfig};
 pub use instrument_macros::profile;
 
+mod analysis;
 pub mod mem;
 mod names;
-pub mod profile;
 pub mod report;
 pub mod session;
 pub mod trace;
 
-pub use profile::{Analysis, AnalysisSet};
+pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
 pub use report::{Report, ReportData};
 pub use session::{Session, SessionBuilder, Snapshotter};
 

@@ -1,29 +1,33 @@
 //! Method names and decoded paths for reports, from the registry the instrumentation fills
 //! (`cab::registry`): reports print names and source lines, never raw ids.
+//!
+//! A leaf: it reads the registry and returns plain values; the report conversion and the
+//! path analysis's descriptor turn them into report data.
 
-use crate::report::MethodEntry;
 use cab::event::MethodId;
 
-/// The registry's entry for `id`, or a placeholder naming the id if it is unknown (for
-/// instance a report rebuilt from events of another process).
-pub(crate) fn method_entry(id: u32) -> MethodEntry {
-    let info = MethodId::new(id).ok().and_then(cab::registry::lookup);
-    match info {
-        Some(m) => MethodEntry {
-            id,
-            name: m.qualified_name(),
-            module: m.module_path.to_string(),
-            file: m.file.to_string(),
-            line: m.line,
-        },
-        None => MethodEntry {
-            id,
-            name: format!("method#{id}"),
-            module: String::new(),
-            file: String::new(),
-            line: 0,
-        },
-    }
+/// What the registry knows of one method.
+pub(crate) struct MethodName {
+    /// Qualified name (with its `impl` type for methods).
+    pub(crate) name: String,
+    /// `module_path!()` of its definition.
+    pub(crate) module: &'static str,
+    /// Source file.
+    pub(crate) file: &'static str,
+    /// Source line.
+    pub(crate) line: u32,
+}
+
+/// The registry's entry for `id`, or `None` if it is unknown (for instance a report rebuilt
+/// from events of another process).
+pub(crate) fn lookup(id: u32) -> Option<MethodName> {
+    let info = cab::registry::lookup(MethodId::new(id).ok()?)?;
+    Some(MethodName {
+        name: info.qualified_name(),
+        module: info.module_path,
+        file: info.file,
+        line: info.line,
+    })
 }
 
 /// Path `path` of `method` as readable steps with source lines, if its numbering is known.

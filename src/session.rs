@@ -20,9 +20,9 @@
 //! [`RuntimeConfig`]), the analyses to run and the report's output path; the generic
 //! [`cab::runtime::Session`] underneath is for programs that bring their own analysis.
 
-use crate::profile::{Analysis, AnalysisPlan, AnalysisSet};
+use crate::analysis::{Analysis, AnalysisPlan, AnalysisSet};
 use crate::report::Report;
-use analyses::{CacheSim, LevelConfig, ReuseDistance};
+use analyses::LevelConfig;
 use cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionError};
 use cab::ConfigError;
 use std::path::PathBuf;
@@ -53,17 +53,7 @@ impl Default for SessionBuilder {
     fn default() -> Self {
         SessionBuilder {
             runtime: RuntimeConfig::default(),
-            plan: AnalysisPlan {
-                kinds: vec![
-                    Analysis::MethodCount,
-                    Analysis::CallGraph,
-                    Analysis::CallTree,
-                    Analysis::Paths,
-                ],
-                cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
-                reuse_line_bytes: 64,
-                approximate: false,
-            },
+            plan: AnalysisPlan::default(),
             output: None,
         }
     }
@@ -210,9 +200,7 @@ impl SessionBuilder {
 
     /// Like [`from_env`](Self::from_env) with any lookup.
     pub fn from_vars(mut self, get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        if let Some(v) = get("CABPROF_ANALYSES") {
-            self.plan.kinds = parse_analyses(&v)?;
-        }
+        self.plan.apply_env(&get)?;
         if let Some(v) = get("CABPROF_OUTPUT") {
             if v.trim().is_empty() {
                 return Err(ConfigError::new(
@@ -230,20 +218,7 @@ impl SessionBuilder {
     /// Check every setting, analyses included.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.runtime.validate()?;
-        if self.plan.kinds.contains(&Analysis::Cache) {
-            CacheSim::new(&self.plan.cache_levels)
-                .map_err(|e| ConfigError::new("cache levels", format!("{e:?}"), e.to_string()))?;
-        }
-        if self.plan.kinds.contains(&Analysis::ReuseDistance) {
-            ReuseDistance::new(self.plan.reuse_line_bytes).map_err(|e| {
-                ConfigError::new(
-                    "reuse_line_bytes",
-                    self.plan.reuse_line_bytes,
-                    e.to_string(),
-                )
-            })?;
-        }
-        Ok(())
+        self.plan.validate()
     }
 
     /// Start profiling.
@@ -257,22 +232,6 @@ impl SessionBuilder {
             output: self.output,
         })
     }
-}
-
-/// `CABPROF_ANALYSES`: a comma-separated list of analysis names.
-fn parse_analyses(text: &str) -> Result<Vec<Analysis>, ConfigError> {
-    text.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|name| {
-            Analysis::parse(name).ok_or_else(|| {
-                ConfigError::new(
-                    "CABPROF_ANALYSES",
-                    text,
-                    "a comma-separated list of method-count, call-graph, call-tree, paths, cache, reuse-distance",
-                )
-            })
-        })
-        .collect()
 }
 
 /// Takes snapshots of a running session from any thread.

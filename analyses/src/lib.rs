@@ -58,6 +58,7 @@
 //! - [`sampling`]: the CAB paper's sampling error rate.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod cache_sim;
 pub mod call_graph;

@@ -135,18 +135,6 @@ impl Cfg {
     }
 }
 
-/// The analyses' names as used in the CSVs.
-pub fn analysis_name(a: Analysis) -> &'static str {
-    match a {
-        Analysis::MethodCount => "method-count",
-        Analysis::CallGraph => "call-graph",
-        Analysis::CallTree => "call-tree",
-        Analysis::Paths => "paths",
-        Analysis::Cache => "cache",
-        Analysis::ReuseDistance => "reuse-distance",
-    }
-}
-
 /// The analyses of Figure 8 that `w` has events for: method count, call graph and call tree
 /// always, path profiling with path events, cache simulation with memory events.
 pub fn fig8_analyses(w: &Workload) -> Vec<Analysis> {

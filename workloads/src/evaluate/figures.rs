@@ -2,8 +2,8 @@
 //! workloads), each built from the measured cells.
 
 use super::cells::{
-    analysis_name, basis_points, cfg_fields, fig10_analysis, fig11_analyses, fig7_analyses,
-    fig8_analyses, Cfg, ConcurrentFields, Design, FIG10_CHUNK_BYTES,
+    basis_points, cfg_fields, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg,
+    ConcurrentFields, Design, FIG10_CHUNK_BYTES,
 };
 use super::measure::{results_key, WorkloadResults};
 use super::table::{f, Table};
@@ -36,7 +36,7 @@ pub(crate) fn fig7(res: &[WorkloadResults]) -> Table {
                 );
                 t.push(vec![
                     r.workload.name.into(),
-                    analysis_name(a).into(),
+                    a.name().into(),
                     d.name().into(),
                     f(c.median_s(), 6),
                     f(c.median_s() / cab, 4),
@@ -78,7 +78,7 @@ pub(crate) fn fig8(res: &[WorkloadResults]) -> Table {
                 let (lo, hi) = cell.spread();
                 t.push(vec![
                     r.workload.name.into(),
-                    analysis_name(a).into(),
+                    a.name().into(),
                     bar.into(),
                     f(cell.median_s(), 6),
                     f(r.overhead(c), 4),
@@ -143,7 +143,7 @@ pub(crate) fn fig10(res: &[WorkloadResults], o: &Options) -> (Table, Table) {
                 .runs
                 .iter()
                 .all(|x| x.data.as_ref().map(results_key).expect("report kept") == reference);
-            let name = analysis_name(fig10_analysis(w));
+            let name = fig10_analysis(w).name();
             t.push(vec![
                 w.name.into(),
                 b.to_string(),
@@ -277,7 +277,7 @@ pub(crate) fn fig11(res: &[WorkloadResults], o: &Options) -> Table {
                 let over = r.overhead(sampling_cfg(a, rate));
                 t.push(vec![
                     r.workload.name.into(),
-                    analysis_name(a).into(),
+                    a.name().into(),
                     f(rate, 2),
                     f(c.median_s(), 6),
                     f(over, 4),
@@ -380,7 +380,7 @@ pub(crate) fn costmodel(res: &[WorkloadResults]) -> Table {
             let v = Variant::for_analysis(a);
             t.push(vec![
                 r.workload.name.into(),
-                analysis_name(a).into(),
+                a.name().into(),
                 f(m.a, 6),
                 f(m.a_i, 6),
                 f(m.a_q, 6),
@@ -425,7 +425,7 @@ pub(crate) fn pinning(res: &[WorkloadResults]) -> Table {
         if let Some(u) = r.cells.get(&unpinned) {
             t.push(vec![
                 r.workload.name.into(),
-                analysis_name(a).into(),
+                a.name().into(),
                 f(r.cell(pinned).median_s(), 6),
                 f(u.median_s(), 6),
                 f(r.overhead(pinned), 4),

@@ -40,8 +40,8 @@ mod summary;
 mod table;
 
 pub use cells::{
-    analysis_name, cells, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg,
-    Design, BUFFER_BYTES, CHUNK_BYTES, FIG10_BUFFERS, FIG10_CHUNK_BYTES, RATES, RECORD_CAP_WORDS,
+    cells, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, Design, BUFFER_BYTES,
+    CHUNK_BYTES, FIG10_BUFFERS, FIG10_CHUNK_BYTES, RATES, RECORD_CAP_WORDS,
 };
 pub use executor::{cpu_model, cpus_allowed, loadavg};
 pub use figures::Model;

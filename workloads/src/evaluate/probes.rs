@@ -3,11 +3,8 @@
 
 use super::cells::{CHUNK_BYTES, RECORD_CAP_WORDS};
 use crate::{Size, Variant, Workload};
-use cabprof::analyses::{
-    CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig, MethodCount, PathProfile,
-};
 use cabprof::cab::runtime::{self, RingAnalysis};
-use cabprof::{Analysis, AnalysisSet, RunMode};
+use cabprof::{Analysis, AnalysisPlan, AnalysisSet, RunMode};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -114,26 +111,7 @@ pub(crate) fn record(w: Workload, v: Variant, size: Size, pin: bool) -> Recordin
 /// The analysis set the session facade builds for `[a]` (same defaults: the paper's cache
 /// hierarchy, exact call trees).
 fn analysis_set(a: Analysis) -> AnalysisSet {
-    let mut s = AnalysisSet::default();
-    match a {
-        Analysis::MethodCount => s.method_count = Some(MethodCount::new()),
-        Analysis::CallGraph => s.call_graph = Some(CallGraph::new()),
-        Analysis::CallTree => {
-            s.call_tree = Some(CallTreeProfile::new());
-            s.context_tree = Some(CallingContextTree::new());
-        }
-        Analysis::Paths => s.paths = Some(PathProfile::new()),
-        Analysis::Cache => {
-            s.cache = Some(
-                CacheSim::new(&[LevelConfig::PAPER_L1, LevelConfig::PAPER_L2])
-                    .expect("the paper's cache"),
-            )
-        }
-        Analysis::ReuseDistance => {
-            s.reuse = Some(cabprof::analyses::ReuseDistance::new(64).expect("64-byte lines"))
-        }
-    }
-    s
+    AnalysisPlan::with_analyses(&[a]).build()
 }
 
 /// Time one replay of `rec` through analysis `a` (per stream a fresh instance, fed in chunks

@@ -2,8 +2,8 @@
 //! marked PASS or FAIL, then the correctness checks and the cost model's accuracy.
 
 use super::cells::{
-    analysis_name, basis_points, cfg_fields, fig11_analyses, fig7_analyses, fig8_analyses, Cfg,
-    ConcurrentFields, Design,
+    basis_points, cfg_fields, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, ConcurrentFields,
+    Design,
 };
 use super::figures::{
     entries, error_of, fig10_cfg, model, sampling_cfg, weighted_error_of, FEW_EXPECTED,
@@ -90,7 +90,7 @@ fn overhead_target(s: &mut String, res: &[WorkloadResults]) {
         let _ = writeln!(
             s,
             "  {:<13} mean overhead concurrent {:>9}  sequential {:>9}  ratio of means {:.2}  ({} workloads){}",
-            analysis_name(a),
+            a.name(),
             pct(mean(&conc)),
             pct(mean(&seq)),
             ratio,
@@ -175,7 +175,7 @@ fn sampling_target(s: &mut String, res: &[WorkloadResults], o: &Options) {
             let _ = writeln!(
                 s,
                 "  {:<11} mean error {:>6} {}   mean overhead 5% {:>8} vs exhaustive {:>8}: ratio {:.2} {}",
-                analysis_name(a),
+                a.name(),
                 pct(err),
                 pass(err < 0.03),
                 pct(mean(&over5)),
@@ -253,7 +253,7 @@ fn design_target(s: &mut String, res: &[WorkloadResults]) {
                 s,
                 "  {:<8} {:<11} FastForward {:.3}  N-way {:.3}  {}",
                 r.workload.name,
-                analysis_name(a),
+                a.name(),
                 ff,
                 nw,
                 if a == Analysis::Paths {
@@ -283,7 +283,7 @@ fn correctness(s: &mut String, res: &[WorkloadResults], o: &Options) {
                 if x.data.as_ref().map(results_key).expect("kept") == reference {
                     same += 1;
                 } else {
-                    differ.push(format!("{}/{}", r.workload.name, analysis_name(a)));
+                    differ.push(format!("{}/{}", r.workload.name, a.name()));
                 }
             }
         }

@@ -1,14 +1,14 @@
-//! Analysis throughput on one core (issue 5 targets), medians of several runs in one process:
+//! Analysis throughput on one core, medians of several runs in one process:
 //!
 //! - cache simulator, default two levels (paper: 32 KB 4-way + 512 KB 8-way, 64 B, FIFO), on an
 //!   L1-resident stream and on a random stream over 64 MB, through `CacheSim::access` and
 //!   through event words (`consume`);
 //! - reuse distance on the same two streams.
 //!
-//! `cargo bench --bench analyses`
+//! `cargo bench -p cabprof-analyses --bench analyses`
 
-use cabprof::analyses::{Analysis as _, CacheSim, ReuseDistance};
-use cabprof::Event;
+use analyses::{Analysis as _, CacheSim, ReuseDistance};
+use cab::event::Event;
 use std::hint::black_box;
 use std::time::Instant;
 

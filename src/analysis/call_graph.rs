@@ -1,0 +1,49 @@
+//! `call-graph`: caller → callee edge counts ([`analyses::CallGraph`]).
+
+use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use crate::report::model::{EdgeEntry, ReportData};
+use analyses::CallGraph;
+use std::fmt::Write as _;
+
+/// The call-graph analysis.
+pub(crate) struct Descriptor;
+
+impl AnalysisDescriptor for Descriptor {
+    type State = CallGraph;
+    const NAMES: &'static [&'static str] = &["call-graph", "graph"];
+    const ON_BY_DEFAULT: bool = true;
+
+    fn build(_plan: &AnalysisPlan) -> CallGraph {
+        CallGraph::new()
+    }
+
+    fn report(g: &CallGraph, data: &mut ReportData, methods: &mut MethodIds) {
+        let v: Vec<_> = g
+            .sorted_edges()
+            .into_iter()
+            .map(|(caller, callee, count)| EdgeEntry {
+                caller: caller.get(),
+                callee: callee.get(),
+                count,
+            })
+            .collect();
+        methods.extend(v.iter().flat_map(|e| [e.caller, e.callee]));
+        data.call_graph = Some(v);
+    }
+
+    fn text(data: &ReportData, top: usize, o: &mut String) {
+        let Some(g) = &data.call_graph else {
+            return;
+        };
+        let _ = writeln!(o, "\ncall graph edges (top {top} of {}):", g.len());
+        for e in g.iter().take(top) {
+            let _ = writeln!(
+                o,
+                "  {:>14}  {} -> {}",
+                data.shown(e.count),
+                data.name(e.caller),
+                data.name(e.callee)
+            );
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! `call-tree`: the CAB paper's depth-two call-tree profile ([`analyses::CallTreeProfile`])
+//! and the full calling-context tree ([`analyses::CallingContextTree`]), fed in one pass.
+
+use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use crate::report::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
+use analyses::{CallTreeProfile, CallingContextTree, MethodId};
+use std::fmt::Write as _;
+
+/// The state of [`Analysis::CallTree`](crate::Analysis::CallTree): both call-tree analyses
+/// over one stream, each word decoded once for both
+/// ([`analyses::call_tree::consume_both`]).
+#[derive(Clone, Debug, Default)]
+pub struct CallTrees {
+    /// Depth-two call-tree patterns.
+    pub profile: CallTreeProfile,
+    /// The calling-context tree.
+    pub contexts: CallingContextTree,
+}
+
+impl analyses::Analysis for CallTrees {
+    fn consume(&mut self, words: &[u64]) {
+        analyses::call_tree::consume_both(&mut self.profile, &mut self.contexts, words);
+    }
+
+    fn merge(&mut self, other: CallTrees) {
+        analyses::Analysis::merge(&mut self.profile, other.profile);
+        analyses::Analysis::merge(&mut self.contexts, other.contexts);
+    }
+}
+
+fn ids(it: impl IntoIterator<Item = MethodId>) -> Vec<u32> {
+    it.into_iter().map(|m| m.get()).collect()
+}
+
+/// The call-tree analysis.
+pub(crate) struct Descriptor;
+
+impl AnalysisDescriptor for Descriptor {
+    type State = CallTrees;
+    const NAMES: &'static [&'static str] = &["call-tree", "tree"];
+    const ON_BY_DEFAULT: bool = true;
+
+    fn build(plan: &AnalysisPlan) -> CallTrees {
+        let mut trees = CallTrees::default();
+        trees.profile.set_approximate(plan.approximate);
+        trees.contexts.set_approximate(plan.approximate);
+        trees
+    }
+
+    fn report(state: &CallTrees, data: &mut ReportData, methods: &mut MethodIds) {
+        let (p, t) = (&state.profile, &state.contexts);
+        let mut patterns: Vec<_> = p
+            .sorted()
+            .into_iter()
+            .map(|(m, callees, count)| PatternEntry {
+                method: m.get(),
+                callees: ids(callees),
+                count,
+            })
+            .collect();
+        patterns.sort_by(|x, y| {
+            y.count
+                .cmp(&x.count)
+                .then(x.method.cmp(&y.method))
+                .then(x.callees.cmp(&y.callees))
+        });
+        let mut contexts: Vec<_> = t
+            .contexts()
+            .into_iter()
+            .map(|(stack, count)| ContextEntry {
+                stack: ids(stack),
+                count,
+            })
+            .collect();
+        contexts.sort_by(|x, y| y.count.cmp(&x.count).then(x.stack.cmp(&y.stack)));
+        for c in &contexts {
+            methods.extend(c.stack.iter().copied());
+        }
+        data.call_tree = Some(CallTreeData {
+            approximate: p.is_approximate() || t.is_approximate(),
+            patterns,
+            contexts,
+        });
+    }
+
+    fn text(data: &ReportData, top: usize, o: &mut String) {
+        let Some(ct) = &data.call_tree else {
+            return;
+        };
+        let approx = if ct.approximate {
+            " (approximate: sampled)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "\ncall-tree patterns{approx} (top {top} of {}): a function and the callees of one invocation",
+            ct.patterns.len()
+        );
+        for p in ct.patterns.iter().take(top) {
+            let mut callees: Vec<String> =
+                p.callees.iter().take(6).map(|&c| data.name(c)).collect();
+            if p.callees.len() > 6 {
+                callees.push(format!("… {} callees in all", p.callees.len()));
+            }
+            let _ = writeln!(
+                o,
+                "  {:>14}  {} [{}]",
+                data.shown(p.count),
+                data.name(p.method),
+                callees.join(", ")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\ncalling contexts{approx} (top {top} of {}):",
+            ct.contexts.len()
+        );
+        for c in ct.contexts.iter().take(top) {
+            let mut stack: Vec<String> = c.stack.iter().map(|&m| data.name(m)).collect();
+            // Deep recursion: keep the outermost two and innermost three frames.
+            if stack.len() > 6 {
+                let hidden = stack.len() - 5;
+                stack.splice(2..stack.len() - 3, [format!("…{hidden} frames…")]);
+            }
+            let _ = writeln!(
+                o,
+                "  {:>14}  {} (depth {})",
+                data.shown(c.count),
+                stack.join(" > "),
+                c.stack.len()
+            );
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! `method-count`: calls per function ([`analyses::MethodCount`]).
+
+use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use crate::report::model::{MethodCountEntry, ReportData};
+use analyses::MethodCount;
+use std::fmt::Write as _;
+
+/// The method-count analysis.
+pub(crate) struct Descriptor;
+
+impl AnalysisDescriptor for Descriptor {
+    type State = MethodCount;
+    const NAMES: &'static [&'static str] = &["method-count", "methods"];
+    const ON_BY_DEFAULT: bool = true;
+
+    fn build(_plan: &AnalysisPlan) -> MethodCount {
+        MethodCount::new()
+    }
+
+    fn report(mc: &MethodCount, data: &mut ReportData, methods: &mut MethodIds) {
+        let mut v: Vec<_> = mc
+            .iter()
+            .map(|(m, count)| MethodCountEntry {
+                method: m.get(),
+                count,
+            })
+            .collect();
+        v.sort_by(|x, y| y.count.cmp(&x.count).then(x.method.cmp(&y.method)));
+        methods.extend(v.iter().map(|e| e.method));
+        data.method_count = Some(v);
+    }
+
+    fn text(data: &ReportData, top: usize, o: &mut String) {
+        let Some(mc) = &data.method_count else {
+            return;
+        };
+        let total: u64 = mc.iter().map(|e| e.count).sum::<u64>().max(1);
+        let _ = writeln!(o, "\nmethod calls (top {top} of {}):", mc.len());
+        let _ = writeln!(o, "  {:>14} {:>7}  {:<40} location", "calls", "%", "method");
+        for e in mc.iter().take(top) {
+            let _ = writeln!(
+                o,
+                "  {:>14} {:>6.2}%  {:<40} {}",
+                data.shown(e.count),
+                100.0 * e.count as f64 / total as f64,
+                data.name(e.method),
+                data.location(e.method)
+            );
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The analyses a session can run, each declared once.
+//!
+//! Every analysis is one file here holding its descriptor (an [`AnalysisDescriptor`]): its
+//! names for `CABPROF_ANALYSES`, whether it runs by default, how it is checked and built from
+//! the [`AnalysisPlan`], how its results become report data and how the text report shows
+//! them. Consuming and merging come from the analysis state itself (the `analyses` crate's
+//! `analyses::Analysis` trait). The `register!` list at the bottom of this file is the only
+//! list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names in error
+//! messages, [`AnalysisSet`] (what each ring runs) and the report's conversion and text
+//! sections are all generated from it.
+//!
+//! # Adding an analysis
+//!
+//! 1. Its state, a type implementing `analyses::Analysis` (consume event words, merge
+//!    results) and `Clone + Debug`; usually a new module of the `analyses` crate.
+//! 2. One new file here, `src/analysis/<name>.rs`, with `pub(crate) struct Descriptor;` and
+//!    `impl AnalysisDescriptor for Descriptor` (copy `method_count.rs`, the smallest).
+//! 3. One registration line in `register!` below: its doc line and
+//!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
+//!    the compiler checks that `StateType` is the descriptor's `State`).
+//! 4. Its results in the report's typed schema (`src/report/model.rs`): a
+//!    `pub <file_name>: Option<..>` field of `ReportData` and the entry types it holds (an
+//!    `Option`, so report files written before it existed still read back). This is the one
+//!    touch point outside this folder: the JSON schema stays a plain, typed struct. The
+//!    descriptor's `report` fills the field and its `text` renders it.
+//!
+//! Nothing else lists analyses. Renderers other than text (folded stacks, DOT, SVG) and the
+//! sampling-error comparison show the analyses their formats are about; a new analysis
+//! appears there only if one of them chooses to show it.
+//!
+//! Consuming is statically dispatched: [`AnalysisSet`] has one typed field per analysis and
+//! its `consume` calls each present analysis once per chunk; no trait object, per event or
+//! per chunk.
+
+mod plan;
+
+pub use plan::AnalysisPlan;
+
+use crate::report::model::ReportData;
+use cab::runtime::RingAnalysis;
+use cab::ConfigError;
+use std::collections::BTreeSet;
+
+/// Method ids a report mentions; the conversion looks up their names once at the end.
+pub(crate) type MethodIds = BTreeSet<u32>;
+
+/// Everything the facade needs to know about one analysis. Implemented by a unit struct
+/// `Descriptor` in the analysis' own file and read only through `register!`.
+pub(crate) trait AnalysisDescriptor {
+    /// The analysis' state for one stream: a ring's, or a thread's in sequential mode.
+    type State: analyses::Analysis + Clone + std::fmt::Debug;
+
+    /// Names accepted by `CABPROF_ANALYSES` and [`Analysis::parse`] (lower case, `-` between
+    /// words); the first is the canonical one, shown in errors and by [`Analysis::name`].
+    const NAMES: &'static [&'static str];
+
+    /// Whether a session runs it when no analyses are chosen.
+    const ON_BY_DEFAULT: bool;
+
+    /// Check the plan's settings for this analysis (run before [`build`](Self::build)).
+    fn validate(_plan: &AnalysisPlan) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    /// A fresh state for one stream. The plan has passed [`validate`](Self::validate).
+    fn build(plan: &AnalysisPlan) -> Self::State;
+
+    /// Turn the merged state into its field of `data`, adding every method id it mentions to
+    /// `methods`.
+    fn report(state: &Self::State, data: &mut ReportData, methods: &mut MethodIds);
+
+    /// Append this analysis' section of the text report (if `data` holds its results), `top`
+    /// rows per table.
+    fn text(data: &ReportData, top: usize, out: &mut String);
+}
+
+/// Fold `other` into `mine`, either possibly absent.
+fn merge_one<S: analyses::Analysis>(mine: &mut Option<S>, other: Option<S>) {
+    match (mine.as_mut(), other) {
+        (Some(a), Some(b)) => a.merge(b),
+        (None, Some(b)) => *mine = Some(b),
+        (_, None) => {}
+    }
+}
+
+/// Generates everything that lists the analyses from the one list at the bottom of this file.
+macro_rules! register {
+    ($( $(#[doc = $doc:literal])+ $variant:ident => $module:ident: $state:ty, )+) => {
+        $( mod $module; )+
+
+        /// One analysis a session can run.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Analysis {
+            $( $(#[doc = $doc])+ $variant, )+
+        }
+
+        impl Analysis {
+            /// Every analysis, in report order.
+            pub const ALL: [Analysis; [$(stringify!($variant)),+].len()] =
+                [$(Analysis::$variant),+];
+
+            /// Names accepted for this analysis; the first is canonical.
+            fn names(self) -> &'static [&'static str] {
+                match self {
+                    $( Analysis::$variant =>
+                        <$module::Descriptor as AnalysisDescriptor>::NAMES, )+
+                }
+            }
+
+            /// Whether a session runs it when no analyses are chosen.
+            fn on_by_default(self) -> bool {
+                match self {
+                    $( Analysis::$variant =>
+                        <$module::Descriptor as AnalysisDescriptor>::ON_BY_DEFAULT, )+
+                }
+            }
+
+            /// Check `plan`'s settings for this analysis.
+            fn validate(self, plan: &AnalysisPlan) -> Result<(), ConfigError> {
+                match self {
+                    $( Analysis::$variant =>
+                        <$module::Descriptor as AnalysisDescriptor>::validate(plan), )+
+                }
+            }
+        }
+
+        /// Every configured analysis over one stream; what the runtime runs per ring (or per
+        /// thread in sequential mode). Built by [`AnalysisPlan::build`]; a field is `None`
+        /// when its analysis does not run.
+        #[derive(Clone, Debug, Default)]
+        pub struct AnalysisSet {
+            $(
+                $(#[doc = $doc])+
+                pub $module: Option<$state>,
+            )+
+        }
+
+        impl AnalysisSet {
+            fn build(plan: &AnalysisPlan) -> AnalysisSet {
+                AnalysisSet {
+                    $( $module: plan.kinds.contains(&Analysis::$variant).then(|| {
+                        <$module::Descriptor as AnalysisDescriptor>::build(plan)
+                    }), )+
+                }
+            }
+
+            /// Fill `data`'s field of every analysis present, collecting the method ids they
+            /// mention.
+            pub(crate) fn report(&self, data: &mut ReportData, methods: &mut MethodIds) {
+                $(
+                    if let Some(state) = &self.$module {
+                        <$module::Descriptor as AnalysisDescriptor>::report(state, data, methods);
+                    }
+                )+
+            }
+        }
+
+        impl RingAnalysis for AnalysisSet {
+            fn consume(&mut self, words: &[u64]) {
+                $(
+                    if let Some(state) = &mut self.$module {
+                        analyses::Analysis::consume(state, words);
+                    }
+                )+
+            }
+
+            fn merge(&mut self, other: AnalysisSet) {
+                $( merge_one(&mut self.$module, other.$module); )+
+            }
+        }
+
+        /// Each analysis' section of the text report, in report order.
+        pub(crate) const TEXT_SECTIONS: &[fn(&ReportData, usize, &mut String)] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::text, )+];
+    };
+}
+
+impl Analysis {
+    /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
+    /// `paths`, `cache`, `reuse-distance`, or a short alias such as `tree`); case and `_`
+    /// versus `-` do not matter.
+    pub fn parse(name: &str) -> Option<Analysis> {
+        let name = name.trim().to_ascii_lowercase().replace('_', "-");
+        Analysis::ALL
+            .into_iter()
+            .find(|a| a.names().contains(&name.as_str()))
+    }
+
+    /// The canonical name (`method-count`, `call-graph`, ...), as `CABPROF_ANALYSES` takes it.
+    pub fn name(self) -> &'static str {
+        self.names()[0]
+    }
+
+    /// The analyses a session runs when none are chosen.
+    pub fn defaults() -> Vec<Analysis> {
+        Analysis::ALL
+            .into_iter()
+            .filter(|a| a.on_by_default())
+            .collect()
+    }
+
+    /// Every canonical name, comma-separated, for messages.
+    pub(crate) fn name_list() -> String {
+        Analysis::ALL.map(Analysis::name).join(", ")
+    }
+}
+
+impl std::fmt::Display for Analysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// The one list of analyses, in report order: `Variant => file_name: StateType,` after a doc
+// line. Adding one: its file in this folder and one entry here (see the module docs).
+register! {
+    /// Calls per function.
+    MethodCount => method_count: analyses::MethodCount,
+    /// Caller → callee edge counts.
+    CallGraph => call_graph: analyses::CallGraph,
+    /// The paper's depth-two call-tree profile and the full calling-context tree.
+    CallTree => call_tree: call_tree::CallTrees,
+    /// Ball-Larus path counts (functions marked `#[profile(paths)]`).
+    Paths => paths: analyses::PathProfile,
+    /// Set-associative cache simulation of `Mem` events (`#[profile(memory)]`).
+    Cache => cache: analyses::CacheSim,
+    /// Reuse-distance histogram of `Mem` events.
+    ReuseDistance => reuse_distance: analyses::ReuseDistance,
+}
+
+pub use call_tree::CallTrees;

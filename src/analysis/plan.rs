@@ -1,0 +1,79 @@
+//! What a session builds for each stream: the chosen analyses and their settings.
+
+use super::{Analysis, AnalysisSet};
+use analyses::LevelConfig;
+use cab::ConfigError;
+
+/// The analyses to run and their settings; [`build`](Self::build) makes one [`AnalysisSet`]
+/// per stream (per ring, or per thread in sequential mode).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnalysisPlan {
+    /// The analyses to run.
+    pub kinds: Vec<Analysis>,
+    /// Cache levels of the simulator, L1 first ([`Analysis::Cache`]).
+    pub cache_levels: Vec<LevelConfig>,
+    /// Line size of the reuse-distance analysis, in bytes ([`Analysis::ReuseDistance`]).
+    pub reuse_line_bytes: u32,
+    /// Mark stack-based results approximate (set for sampled streams).
+    pub approximate: bool,
+}
+
+impl Default for AnalysisPlan {
+    /// The session defaults: [`Analysis::defaults`], the paper's two cache levels (32 KB
+    /// 4-way + 512 KB 8-way, 64 B lines, FIFO), 64-byte reuse lines, exact.
+    fn default() -> Self {
+        AnalysisPlan {
+            kinds: Analysis::defaults(),
+            cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
+            reuse_line_bytes: 64,
+            approximate: false,
+        }
+    }
+}
+
+impl AnalysisPlan {
+    /// The default settings running only `kinds`.
+    pub fn with_analyses(kinds: &[Analysis]) -> AnalysisPlan {
+        AnalysisPlan {
+            kinds: kinds.to_vec(),
+            ..AnalysisPlan::default()
+        }
+    }
+
+    /// Check the settings of every chosen analysis (in report order; the first error wins).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        Analysis::ALL
+            .into_iter()
+            .filter(|a| self.kinds.contains(a))
+            .try_for_each(|a| a.validate(self))
+    }
+
+    /// Read `CABPROF_ANALYSES` (a comma-separated list of analysis names, see
+    /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        const VAR: &str = "CABPROF_ANALYSES";
+        let Some(value) = get(VAR) else {
+            return Ok(());
+        };
+        let kinds = value
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|name| {
+                Analysis::parse(name).ok_or_else(|| {
+                    ConfigError::new(
+                        VAR,
+                        &value,
+                        format!("a comma-separated list of {}", Analysis::name_list()),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.kinds = kinds;
+        Ok(())
+    }
+
+    /// One stream's analyses. Panics if the plan does not pass [`validate`](Self::validate).
+    pub fn build(&self) -> AnalysisSet {
+        AnalysisSet::build(self)
+    }
+}

@@ -1,0 +1,82 @@
+//! Comparing reports: the CAB paper's sampling error of a sampled report against an
+//! exhaustive one, and the analysis results alone for checking that two runs agree.
+
+use super::model::{Counters, ReportData, SessionInfo};
+use analyses::sampling::error_rate;
+use hashbrown::HashMap;
+use std::hash::Hash;
+
+/// The paper's sampling error of a sampled report against an exhaustive one, per analysis:
+/// `|actual − sampled/rate| / actual` averaged over every entry of the exact profile
+/// (`None` where either report lacks the analysis).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SamplingError {
+    /// Over method counts.
+    pub method_count: Option<f64>,
+    /// Over call-graph edges.
+    pub call_graph: Option<f64>,
+    /// Over call-tree patterns.
+    pub call_tree: Option<f64>,
+    /// Over (method, path) counts.
+    pub paths: Option<f64>,
+}
+
+/// The error of `sampled` against `exact` at `rate`, if both are present.
+fn error<K: Eq + Hash>(
+    exact: Option<HashMap<K, u64>>,
+    sampled: Option<HashMap<K, u64>>,
+    rate: f64,
+) -> Option<f64> {
+    Some(error_rate(&exact?, &sampled?, rate))
+}
+
+fn method_counts(d: &ReportData) -> Option<HashMap<u32, u64>> {
+    d.method_count
+        .as_ref()
+        .map(|v| v.iter().map(|e| (e.method, e.count)).collect())
+}
+
+fn edges(d: &ReportData) -> Option<HashMap<(u32, u32), u64>> {
+    d.call_graph
+        .as_ref()
+        .map(|v| v.iter().map(|e| ((e.caller, e.callee), e.count)).collect())
+}
+
+fn patterns(d: &ReportData) -> Option<HashMap<(u32, Vec<u32>), u64>> {
+    d.call_tree.as_ref().map(|t| {
+        t.patterns
+            .iter()
+            .map(|p| ((p.method, p.callees.clone()), p.count))
+            .collect()
+    })
+}
+
+fn paths(d: &ReportData) -> Option<HashMap<(u32, u32), u64>> {
+    d.paths
+        .as_ref()
+        .map(|v| v.iter().map(|e| ((e.method, e.path), e.count)).collect())
+}
+
+impl ReportData {
+    /// Compare this sampled report with `exact` (an exhaustive run of the same workload),
+    /// estimating full counts with [`estimate_rate`](Self::estimate_rate).
+    pub fn sampling_error(&self, exact: &ReportData) -> SamplingError {
+        let rate = self.estimate_rate();
+        SamplingError {
+            method_count: error(method_counts(exact), method_counts(self), rate),
+            call_graph: error(edges(exact), edges(self), rate),
+            call_tree: error(patterns(exact), patterns(self), rate),
+            paths: error(paths(exact), paths(self), rate),
+        }
+    }
+
+    /// The analysis results only (no timings or counters): equal for two runs that saw the
+    /// same events, whatever the mode or ring sizes.
+    pub fn results_json(&self) -> String {
+        let mut d = self.clone();
+        d.session = SessionInfo::default();
+        d.totals = Counters::default();
+        d.threads.clear();
+        d.json()
+    }
+}

@@ -1,0 +1,116 @@
+//! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings — a
+//! text table for people, JSON for tools, folded stacks for flame graphs, DOT for the call
+//! graph and a flame-graph SVG (inferno).
+//!
+//! # JSON schema (`"schema": "cabprof-report/1"`)
+//!
+//! ```text
+//! {
+//!   "schema": "cabprof-report/1",
+//!   "session": { "mode": "exhaustive" | "sampling" | "sequential",
+//!                "sampling_rate": f64,   // configured (1.0 unless sampling)
+//!                "rate_used": f64,       // in force at the end (adaptive sampling may lower it)
+//!                "rate_effective": f64,  // events analyzed / events emitted (sampling; 1.0
+//!                                        // otherwise); estimates divide by it. Absent in
+//!                                        // older files: read as 0, meaning use rate_used
+//!                "buffer_bytes": u64, "chunk_bytes": u64, "elapsed_s": f64 },
+//!   "totals": Counters,                  // sum over threads
+//!   "threads": [ Counters ],             // one per application thread (capped, see runtime)
+//!   "analyzer_failures": [ string ],
+//!   "unmerged_threads": u64,             // sequential mode: threads alive at the end
+//!   "methods": [ { "id": u32, "name": str, "module": str, "file": str, "line": u32 } ],
+//!   "method_count": [ { "method": u32, "count": u64 } ] | null,
+//!   "call_graph": [ { "caller": u32, "callee": u32, "count": u64 } ] | null,   // 0 = root
+//!   "call_tree": { "approximate": bool,
+//!                  "patterns": [ { "method": u32, "callees": [u32], "count": u64 } ],
+//!                  "contexts": [ { "stack": [u32], "count": u64 } ] } | null,
+//!   "paths": [ { "method": u32, "path": u32, "count": u64, "steps": [str] | null } ] | null,
+//!   "cache": { "levels": [ { "size_bytes", "ways", "line_bytes", "policy": "fifo"|"lru",
+//!                            "load_hits", "load_misses", "store_hits", "store_misses" } ],
+//!              "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] } | null,
+//!   "reuse_distance": { "line_bytes": u32, "accesses": u64, "cold": u64,
+//!                       "histogram": [ { "min": u64, "max": u64, "count": u64 } ],
+//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null
+//! }
+//! Counters = { "thread": str, "threads": u64, "events": u64, "analyzed": u64,
+//!              "producer_blocks": u64, "blocked_s": f64, "dropped": u64,
+//!              "chunks_lapped": u64, "events_lapped": u64, "rate": f64 }
+//! ```
+//!
+//! Counts are stored as analyzed. In sampling mode the text rendering shows estimates
+//! (count / `rate_effective`, see [`ReportData::estimate_rate`]) and marks them; tools should
+//! do the same. The fraction actually analyzed, not the configured rate, is the right divisor:
+//! it accounts for chunks the producer overwrote first, for the rate changes of adaptive
+//! sampling, and for bursts rounding the rate up within a chunk.
+
+//!
+//! # Layout
+//!
+//! - `model.rs`: the types above, [`ReportData::from_json`] and the queries renderers share;
+//!   it uses no other module of the crate.
+//! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
+//!   analysis's part comes from its descriptor in `src/analysis/`.
+//! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
+//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs`.
+//! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
+//!   [`ReportData::results_json`]).
+
+mod compare;
+mod convert;
+mod dot;
+mod folded;
+mod json;
+pub(crate) mod model;
+mod svg;
+mod text;
+
+pub use compare::SamplingError;
+pub use model::{
+    BinEntry, CacheData, CallTreeData, ContextEntry, Counters, CurvePoint, EdgeEntry, LevelEntry,
+    MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
+    ReportError, ReuseData, SessionInfo, SCHEMA,
+};
+
+use crate::analysis::AnalysisSet;
+use cab::runtime;
+
+/// A finished (or snapshot) profile: the merged analyses and the session's counters.
+#[derive(Debug)]
+pub struct Report {
+    /// The runtime's report, with the live analysis objects.
+    pub runtime: runtime::Report<AnalysisSet>,
+    /// The same, as plain data (what the JSON holds and every rendering reads).
+    pub data: ReportData,
+}
+
+impl Report {
+    pub(crate) fn new(runtime: runtime::Report<AnalysisSet>) -> Report {
+        let data = ReportData::from_runtime(&runtime);
+        Report { runtime, data }
+    }
+
+    /// Text tables, `top` rows each.
+    pub fn text(&self, top: usize) -> String {
+        self.data.text(top)
+    }
+
+    /// The JSON report (schema in the module docs).
+    pub fn json(&self) -> String {
+        self.data.json()
+    }
+
+    /// Folded stacks of the calling-context tree (`root;a;b count` lines).
+    pub fn folded(&self) -> String {
+        self.data.folded()
+    }
+
+    /// DOT of the call graph.
+    pub fn dot(&self) -> String {
+        self.data.dot()
+    }
+
+    /// A flame graph of the calling-context tree, as SVG.
+    pub fn svg(&self) -> String {
+        self.data.svg()
+    }
+}

@@ -1,0 +1,364 @@
+//! The report's data model: the plain, serializable types a JSON report holds (schema in the
+//! [`report`](super) module docs), reading a saved report back, and the small queries
+//! every renderer shares (method names, sampled-count estimates).
+//!
+//! This file is the bottom layer of reports: it uses no other module of the crate, so the
+//! conversion from a session, the analyses' descriptors and the renderers can all build on it.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Schema tag of the JSON report.
+pub const SCHEMA: &str = "cabprof-report/1";
+
+/// Everything a report says, as plain data. See the [`report`](super) module docs for
+/// the JSON schema. An analysis that did not run is `None`. The default value is an empty
+/// report with an empty `schema`, a starting point for filling one in.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReportData {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// How the session ran: mode, rates, ring sizes, duration.
+    pub session: SessionInfo,
+    /// The counters summed over every application thread.
+    pub totals: Counters,
+    /// The counters of each application thread (capped by the runtime).
+    pub threads: Vec<Counters>,
+    /// Analyzer threads that panicked, with their messages: their rings' results are missing.
+    pub analyzer_failures: Vec<String>,
+    /// Sequential mode: threads still alive at the end, whose results are not included.
+    pub unmerged_threads: u64,
+    /// Every method id the analyses mention, with its name and source location.
+    pub methods: Vec<MethodEntry>,
+    /// Calls per method, most called first.
+    pub method_count: Option<Vec<MethodCountEntry>>,
+    /// Caller → callee edge counts, most frequent first (caller 0 is the root).
+    pub call_graph: Option<Vec<EdgeEntry>>,
+    /// Depth-two call-tree patterns and the calling-context tree.
+    pub call_tree: Option<CallTreeData>,
+    /// Ball-Larus path counts, hottest first.
+    pub paths: Option<Vec<PathEntry>>,
+    /// Cache simulation: per-level hits and misses, misses per method.
+    pub cache: Option<CacheData>,
+    /// Reuse-distance histogram and the miss curve it implies.
+    pub reuse_distance: Option<ReuseData>,
+}
+
+/// Per-thread (or total) counters of the runtime.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Thread name (`thread-N` if unnamed, `(all)` for the totals).
+    pub thread: String,
+    /// Threads folded into this entry (1, or more for the totals and the `(other threads)`
+    /// overflow entry).
+    pub threads: u64,
+    /// Events produced (exhaustive, sequential: exact; sampling: the producer's position as
+    /// last seen).
+    pub events: u64,
+    /// Events the analyses saw (equals `events` unless sampling or dropping).
+    pub analyzed: u64,
+    /// Times the producer found its ring full (exhaustive mode).
+    pub producer_blocks: u64,
+    /// Seconds the producer spent blocked.
+    pub blocked_s: f64,
+    /// Events dropped because the analyzer was gone.
+    pub dropped: u64,
+    /// Chunks the producer overwrote before the analyzer read them (sampling).
+    pub chunks_lapped: u64,
+    /// Events in those chunks (sampling).
+    pub events_lapped: u64,
+    /// The sampling rate in force when the ring was retired.
+    pub rate: f64,
+}
+
+/// How the session ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// `exhaustive`, `sampling`, `sequential`, `instrument-only` or `enqueue-only`.
+    pub mode: String,
+    /// The configured sampling rate (1.0 unless sampling).
+    pub sampling_rate: f64,
+    /// The rate in force at the end (adaptive sampling may have lowered it).
+    pub rate_used: f64,
+    /// Events analyzed / events emitted over all threads (sampling), 1.0 otherwise; 0.0 when
+    /// read from a file that predates the field.
+    #[serde(default)]
+    pub rate_effective: f64,
+    /// Ring size in bytes.
+    pub buffer_bytes: u64,
+    /// Chunk size in bytes.
+    pub chunk_bytes: u64,
+    /// Seconds from the session's start to this report.
+    pub elapsed_s: f64,
+}
+
+/// A method the report mentions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodEntry {
+    /// The id events carry (never 0, the root).
+    pub id: u32,
+    /// Qualified name (`method#id` when the registry did not know it).
+    pub name: String,
+    /// Module path.
+    pub module: String,
+    /// Source file.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+}
+
+/// Calls of one method.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodCountEntry {
+    /// Method id.
+    pub method: u32,
+    /// Calls (as analyzed: sampled counts are not scaled).
+    pub count: u64,
+}
+
+/// Calls along one caller → callee edge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeEntry {
+    /// Caller id (0 = root).
+    pub caller: u32,
+    /// Callee id.
+    pub callee: u32,
+    /// Calls.
+    pub count: u64,
+}
+
+/// A call-tree pattern: a method and the callees of one of its invocations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternEntry {
+    /// Method id.
+    pub method: u32,
+    /// The callees of one invocation, in call order.
+    pub callees: Vec<u32>,
+    /// Invocations with exactly these callees.
+    pub count: u64,
+}
+
+/// One calling context.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextEntry {
+    /// Method ids from the outermost frame to the innermost.
+    pub stack: Vec<u32>,
+    /// Calls made in exactly this context.
+    pub count: u64,
+}
+
+/// The call-tree analysis' results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallTreeData {
+    /// Built from a sampled stream: stacks were resynchronised and may be wrong.
+    pub approximate: bool,
+    /// Depth-two patterns, most frequent first.
+    pub patterns: Vec<PatternEntry>,
+    /// The calling-context tree's contexts, most frequent first.
+    pub contexts: Vec<ContextEntry>,
+}
+
+/// Executions of one Ball-Larus path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathEntry {
+    /// Method id.
+    pub method: u32,
+    /// Path number within the method.
+    pub path: u32,
+    /// Executions.
+    pub count: u64,
+    /// The path's steps with source lines, when its numbering was known.
+    pub steps: Option<Vec<String>>,
+}
+
+/// One simulated cache level and its counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelEntry {
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Associativity.
+    pub ways: u32,
+    /// Line size in bytes.
+    pub line_bytes: u32,
+    /// Replacement policy: `fifo` or `lru`.
+    pub policy: String,
+    /// Loads that hit.
+    pub load_hits: u64,
+    /// Loads that missed.
+    pub load_misses: u64,
+    /// Stores that hit.
+    pub store_hits: u64,
+    /// Stores that missed.
+    pub store_misses: u64,
+}
+
+impl LevelEntry {
+    /// Loads and stores that reached this level.
+    pub fn accesses(&self) -> u64 {
+        self.load_hits + self.load_misses + self.store_hits + self.store_misses
+    }
+
+    /// Misses / accesses (0 with no accesses).
+    pub fn miss_rate(&self) -> f64 {
+        let n = self.accesses();
+        if n == 0 {
+            0.0
+        } else {
+            (self.load_misses + self.store_misses) as f64 / n as f64
+        }
+    }
+}
+
+/// The misses one method caused at one level.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodMissEntry {
+    /// Method id.
+    pub method: u32,
+    /// Level index (0 = L1).
+    pub level: u32,
+    /// Load misses.
+    pub load_misses: u64,
+    /// Store misses.
+    pub store_misses: u64,
+}
+
+/// The cache simulation's results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheData {
+    /// One entry per level, L1 first.
+    pub levels: Vec<LevelEntry>,
+    /// Misses per method and level.
+    pub by_method: Vec<MethodMissEntry>,
+}
+
+/// One bin of the reuse-distance histogram.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinEntry {
+    /// Smallest distance in the bin (distinct lines touched in between).
+    pub min: u64,
+    /// Largest distance in the bin.
+    pub max: u64,
+    /// Accesses at these distances.
+    pub count: u64,
+}
+
+/// One point of the miss curve.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Capacity of a fully-associative LRU cache, in lines.
+    pub lines: u64,
+    /// Misses such a cache would take (cold misses included).
+    pub misses: u64,
+}
+
+/// The reuse-distance analysis' results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReuseData {
+    /// Line size in bytes.
+    pub line_bytes: u32,
+    /// Accesses analyzed.
+    pub accesses: u64,
+    /// First touches of a line (infinite distance).
+    pub cold: u64,
+    /// Distances in power-of-two bins.
+    pub histogram: Vec<BinEntry>,
+    /// Misses at power-of-two capacities.
+    pub miss_curve: Vec<CurvePoint>,
+}
+
+/// Why a saved report could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// The text is not a cabprof report: not JSON, or JSON of another shape. The parser's
+    /// error says where (line and column).
+    NotAReport(serde_json::Error),
+    /// A cabprof report of a schema this version does not read.
+    UnsupportedSchema {
+        /// The file's `schema` field.
+        found: String,
+    },
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReportError::NotAReport(e) => write!(f, "not a cabprof report: {e}"),
+            ReportError::UnsupportedSchema { found } => write!(
+                f,
+                "unsupported report schema {found:?} (this cabprof reads {SCHEMA:?})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReportError::NotAReport(e) => Some(e),
+            ReportError::UnsupportedSchema { .. } => None,
+        }
+    }
+}
+
+impl ReportData {
+    /// Read a saved JSON report. Errors say what is wrong and where (line and column).
+    pub fn from_json(text: &str) -> Result<ReportData, ReportError> {
+        let data: ReportData = serde_json::from_str(text).map_err(ReportError::NotAReport)?;
+        if data.schema != SCHEMA {
+            return Err(ReportError::UnsupportedSchema { found: data.schema });
+        }
+        Ok(data)
+    }
+
+    /// The printable name of a method id (`root` for 0).
+    pub fn name(&self, id: u32) -> String {
+        if id == 0 {
+            return "root".into();
+        }
+        self.methods
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| m.name.clone())
+            .unwrap_or_else(|| format!("method#{id}"))
+    }
+
+    /// `file:line` of a method id, or empty if unknown.
+    pub(crate) fn location(&self, id: u32) -> String {
+        self.methods
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| format!("{}:{}", m.file, m.line))
+            .unwrap_or_default()
+    }
+
+    /// Whether the counts come from a sample.
+    pub(crate) fn is_sampled(&self) -> bool {
+        self.session.mode == "sampling"
+    }
+
+    /// What sampled counts are divided by to estimate the full counts: the fraction of events
+    /// analyzed (`rate_effective`), or `rate_used` for a file without it; 1.0 when not
+    /// sampling or nothing is known.
+    pub fn estimate_rate(&self) -> f64 {
+        let s = &self.session;
+        if !self.is_sampled() {
+            1.0
+        } else if s.rate_effective > 0.0 {
+            s.rate_effective
+        } else if s.rate_used > 0.0 {
+            s.rate_used
+        } else {
+            1.0
+        }
+    }
+
+    /// A count as shown: exact, or estimated from a sample (`~` and scaled).
+    pub(crate) fn shown(&self, count: u64) -> String {
+        if self.is_sampled() {
+            format!("~{:.0}", count as f64 / self.estimate_rate())
+        } else {
+            count.to_string()
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The text rendering for people: the session's summary, then one section per analysis that
+//! ran, each drawn by its descriptor (`src/analysis/`), in report order.
+
+use super::model::ReportData;
+use crate::analysis::TEXT_SECTIONS;
+use std::fmt::Write as _;
+
+impl ReportData {
+    /// Text tables for people: the session, then each analysis, `top` rows each.
+    pub fn text(&self, top: usize) -> String {
+        let mut o = String::new();
+        self.summary(&mut o);
+        for section in TEXT_SECTIONS {
+            section(self, top, &mut o);
+        }
+        o
+    }
+
+    /// The session's lines: mode and ring, event counters, failures and caveats.
+    fn summary(&self, o: &mut String) {
+        let s = &self.session;
+        let t = &self.totals;
+        let _ = writeln!(
+            o,
+            "cabprof report — mode {}{}, ring {} KB in {} KB chunks, {:.3} s",
+            s.mode,
+            if self.is_sampled() {
+                format!(
+                    " (rate {:.2}%, used {:.2}%, analyzed {:.2}% of events)",
+                    s.sampling_rate * 100.0,
+                    s.rate_used * 100.0,
+                    self.estimate_rate() * 100.0
+                )
+            } else {
+                String::new()
+            },
+            s.buffer_bytes >> 10,
+            s.chunk_bytes >> 10,
+            s.elapsed_s
+        );
+        let _ = writeln!(
+            o,
+            "events {} from {} thread(s), analyzed {}, dropped {}, chunks lapped {} (~{} events lost), producer blocks {} ({:.3} s blocked)",
+            t.events,
+            t.threads,
+            t.analyzed,
+            t.dropped,
+            t.chunks_lapped,
+            t.events_lapped,
+            t.producer_blocks,
+            t.blocked_s
+        );
+        for f in &self.analyzer_failures {
+            let _ = writeln!(o, "FAILURE: {f}");
+        }
+        if self.unmerged_threads > 0 {
+            let _ = writeln!(
+                o,
+                "note: {} thread(s) still running at the end; their sequential results are not included",
+                self.unmerged_threads
+            );
+        }
+        if self.is_sampled() {
+            let _ = writeln!(
+                o,
+                "counts marked ~ are estimates: sampled count / rate used"
+            );
+        }
+    }
+}
