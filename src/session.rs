@@ -39,7 +39,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
 
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
 /// come from `CABPROF_*` variables ([`from_env`](Self::from_env)).
-#[derive(Clone)]
+#[derive(Clone, Debug, Default)]
 pub struct SessionBuilder {
     /// How the runtime runs: mode, buffer design, sizes, analyzers, pinning.
     runtime: RuntimeConfig,
@@ -47,25 +47,6 @@ pub struct SessionBuilder {
     plan: AnalysisPlan,
     /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
     output: Option<PathBuf>,
-}
-
-impl Default for SessionBuilder {
-    fn default() -> Self {
-        SessionBuilder {
-            runtime: RuntimeConfig::default(),
-            plan: AnalysisPlan::default(),
-            output: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for SessionBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionBuilder")
-            .field("runtime", &self.runtime)
-            .field("output", &self.output)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SessionBuilder {

@@ -71,8 +71,7 @@ fn cabprof_analyses_chooses_or_names_every_allowed_value() {
 
     let e = SessionBuilder::new()
         .from_vars(|k| (k == "CABPROF_ANALYSES").then(|| "nope".to_string()))
-        .err()
-        .expect("an unknown analysis is an error");
+        .expect_err("an unknown analysis is an error");
     assert_eq!(e.field, "CABPROF_ANALYSES");
 }
 
