@@ -38,6 +38,7 @@ pub use instrument_macros::profile;
 
 mod analysis;
 pub mod mem;
+mod model;
 mod names;
 pub mod report;
 pub mod session;

@@ -2,7 +2,7 @@
 //! misses attributed to the function that made the access.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::report::model::{CacheData, LevelEntry, MethodMissEntry, ReportData};
+use crate::model::{CacheData, LevelEntry, MethodMissEntry, ReportData};
 use analyses::{CacheSim, Policy};
 use cab::ConfigError;
 use std::fmt::Write as _;

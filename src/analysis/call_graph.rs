@@ -1,7 +1,7 @@
 //! `call-graph`: caller → callee edge counts ([`analyses::CallGraph`]).
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::report::model::{EdgeEntry, ReportData};
+use crate::model::{EdgeEntry, ReportData};
 use analyses::CallGraph;
 use std::fmt::Write as _;
 

@@ -2,7 +2,7 @@
 //! and the full calling-context tree ([`analyses::CallingContextTree`]), fed in one pass.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::report::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
+use crate::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
 use analyses::{CallTreeProfile, CallingContextTree, MethodId};
 use std::fmt::Write as _;
 

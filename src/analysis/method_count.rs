@@ -1,7 +1,7 @@
 //! `method-count`: calls per function ([`analyses::MethodCount`]).
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::report::model::{MethodCountEntry, ReportData};
+use crate::model::{MethodCountEntry, ReportData};
 use analyses::MethodCount;
 use std::fmt::Write as _;
 

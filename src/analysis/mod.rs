@@ -36,7 +36,7 @@ mod plan;
 
 pub use plan::AnalysisPlan;
 
-use crate::report::model::ReportData;
+use crate::model::ReportData;
 use cab::runtime::RingAnalysis;
 use cab::ConfigError;
 use std::collections::BTreeSet;

@@ -3,7 +3,7 @@
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::names;
-use crate::report::model::{PathEntry, ReportData};
+use crate::model::{PathEntry, ReportData};
 use analyses::PathProfile;
 use std::fmt::Write as _;
 

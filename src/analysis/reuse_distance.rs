@@ -3,7 +3,7 @@
 //! LRU caches.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::report::model::{BinEntry, CurvePoint, ReportData, ReuseData};
+use crate::model::{BinEntry, CurvePoint, ReportData, ReuseData};
 use analyses::ReuseDistance;
 use cab::ConfigError;
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! Comparing reports: the CAB paper's sampling error of a sampled report against an
 //! exhaustive one, and the analysis results alone for checking that two runs agree.
 
-use super::model::{Counters, ReportData, SessionInfo};
+use crate::model::{Counters, ReportData, SessionInfo};
 use analyses::sampling::error_rate;
 use hashbrown::HashMap;
 use std::hash::Hash;

@@ -1,8 +1,8 @@
 //! From a session's result (the runtime's report over an [`AnalysisSet`]) to [`ReportData`]:
 //! the session's counters here, each analysis's results from its descriptor.
 
-use super::model::{Counters, MethodEntry, ReportData, SessionInfo, SCHEMA};
 use crate::analysis::{AnalysisSet, MethodIds};
+use crate::model::{Counters, MethodEntry, ReportData, SessionInfo, SCHEMA};
 use crate::names;
 use cab::runtime::{self, RunMode, ThreadStats};
 

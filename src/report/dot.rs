@@ -1,6 +1,6 @@
 //! The call graph in Graphviz DOT.
 
-use super::model::ReportData;
+use crate::model::ReportData;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 

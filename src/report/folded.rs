@@ -1,6 +1,6 @@
 //! Folded stacks (`root;a;b count` lines), the input of flame-graph tools.
 
-use super::model::ReportData;
+use crate::model::ReportData;
 use std::fmt::Write as _;
 
 impl ReportData {

@@ -1,6 +1,6 @@
 //! The JSON rendering: the data model as is (schema in the [`report`](super) module docs).
 
-use super::model::ReportData;
+use crate::model::ReportData;
 
 impl ReportData {
     /// Pretty-printed JSON; [`from_json`](Self::from_json) reads it back.

@@ -46,8 +46,10 @@
 //!
 //! # Layout
 //!
-//! - `model.rs`: the types above, [`ReportData::from_json`] and the queries renderers share;
-//!   it uses no other module of the crate.
+//! - `src/model.rs` (the crate's `model` module, re-exported here): the types above,
+//!   [`ReportData::from_json`] and the queries renderers share; it uses no other module of
+//!   the crate, so the analyses' descriptors (`src/analysis/`) build on it without importing
+//!   `report`.
 //! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
@@ -60,16 +62,15 @@ mod convert;
 mod dot;
 mod folded;
 mod json;
-pub(crate) mod model;
 mod svg;
 mod text;
 
-pub use compare::SamplingError;
-pub use model::{
+pub use crate::model::{
     BinEntry, CacheData, CallTreeData, ContextEntry, Counters, CurvePoint, EdgeEntry, LevelEntry,
     MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
     ReportError, ReuseData, SessionInfo, SCHEMA,
 };
+pub use compare::SamplingError;
 
 use crate::analysis::AnalysisSet;
 use cab::runtime;

@@ -1,7 +1,7 @@
 //! A flame graph of the calling-context tree, as SVG (drawn by inferno from the folded
 //! stacks).
 
-use super::model::ReportData;
+use crate::model::ReportData;
 
 impl ReportData {
     /// A flame graph SVG of the folded stacks (inferno).

@@ -1,8 +1,8 @@
 //! The text rendering for people: the session's summary, then one section per analysis that
 //! ran, each drawn by its descriptor (`src/analysis/`), in report order.
 
-use super::model::ReportData;
 use crate::analysis::TEXT_SECTIONS;
+use crate::model::ReportData;
 use std::fmt::Write as _;
 
 impl ReportData {

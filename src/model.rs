@@ -1,5 +1,5 @@
 //! The report's data model: the plain, serializable types a JSON report holds (schema in the
-//! [`report`](super) module docs), reading a saved report back, and the small queries
+//! [`report`](crate::report) module docs), reading a saved report back, and the small queries
 //! every renderer shares (method names, sampled-count estimates).
 //!
 //! This file is the bottom layer of reports: it uses no other module of the crate, so the
@@ -11,7 +11,7 @@ use std::fmt;
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cabprof-report/1";
 
-/// Everything a report says, as plain data. See the [`report`](super) module docs for
+/// Everything a report says, as plain data. See the [`report`](crate::report) module docs for
 /// the JSON schema. An analysis that did not run is `None`. The default value is an empty
 /// report with an empty `schema`, a starting point for filling one in.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
