@@ -17,10 +17,10 @@
 //!
 //! `cargo bench --bench profile_overhead` (release, LTO as the workspace's bench profile sets).
 
-use analyses::{Analysis, MethodCount};
 use cabprof::cab::event::{Event, MethodId};
 use cabprof::cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use cabprof::profile;
+use cabprof_analyses::{EventAnalysis, MethodCount};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -37,10 +37,10 @@ struct Counts(MethodCount);
 
 impl RingAnalysis for Counts {
     fn consume(&mut self, words: &[u64]) {
-        Analysis::consume(&mut self.0, words);
+        EventAnalysis::consume(&mut self.0, words);
     }
     fn merge(&mut self, other: Self) {
-        Analysis::merge(&mut self.0, other.0);
+        EventAnalysis::merge(&mut self.0, other.0);
     }
 }
 

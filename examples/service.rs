@@ -37,7 +37,7 @@ macro_rules! handlers {
         use std::io::{BufRead, Write};
 
         $(#[$attr])?
-        pub fn serve_connection(stream: std::net::TcpStream, store: &Store) -> std::io::Result<u64> {
+        pub(crate) fn serve_connection(stream: std::net::TcpStream, store: &Store) -> std::io::Result<u64> {
             let mut reader = std::io::BufReader::new(stream.try_clone()?);
             let mut writer = std::io::BufWriter::new(stream);
             let mut line = String::new();
@@ -59,7 +59,7 @@ macro_rules! handlers {
         }
 
         $(#[$attr])?
-        pub fn handle_request(line: &str, store: &Store) -> String {
+        pub(crate) fn handle_request(line: &str, store: &Store) -> String {
             let mut parts = line.splitn(3, ' ');
             match (parts.next(), parts.next(), parts.next()) {
                 (Some("SET"), Some(k), Some(v)) => set(store, k, v),

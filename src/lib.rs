@@ -29,12 +29,12 @@
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 
-pub use analyses;
-pub use cab;
-pub use cab::event::{Event, EventKind, MethodId};
-pub use cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
-pub use cab::{ConfigError, Mode, RingConfig};
-pub use instrument_macros::profile;
+pub use cabprof_analyses as analyses;
+pub use cabprof_cab as cab;
+pub use cabprof_cab::event::{Event, EventKind, MethodId};
+pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
+pub use cabprof_cab::{ConfigError, Mode, RingConfig};
+pub use cabprof_macros::profile;
 
 mod analysis;
 pub mod mem;

@@ -14,8 +14,8 @@
 //! cabprof::mem::store(&total); // as if `total` were written here
 //! ```
 
-use cab::event::{Event, MAX_ACCESS_SIZE};
-use cab::runtime::{active, emit};
+use cabprof_cab::event::{Event, MAX_ACCESS_SIZE};
+use cabprof_cab::runtime::{active, emit};
 
 /// Record a read of `x`.
 #[inline(always)]

@@ -47,8 +47,8 @@
 //! function unwinds, the path emitted is `num_paths + register`, which decodes as "cut short by
 //! a panic".
 
-use cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
-use cab::runtime::{active, emit};
+use cabprof_cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
+use cabprof_cab::runtime::{active, emit};
 use std::cell::Cell;
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -56,7 +56,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
-pub use cab::registry::{PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind};
+pub use cabprof_cab::registry::{
+    PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
+};
 
 thread_local! {
     /// Id of the innermost instrumented frame of this thread entered while a session ran
@@ -106,6 +108,7 @@ fn ret(callee: u32, caller: u32) {
 
 /// An instrumented function's frame; emits `Return` when dropped.
 #[must_use]
+#[derive(Debug)]
 pub struct FrameGuard {
     /// This function's id, or 0 if no session ran at entry (then the guard does nothing).
     callee: u32,
@@ -141,6 +144,7 @@ impl Drop for FrameGuard {
 /// A frame with a Ball-Larus path register. `CALLS`: also emit `Call`/`Return` (false inside an
 /// `async fn`, whose frame is the [`Instrumented`] future).
 #[must_use]
+#[derive(Debug)]
 pub struct PathGuard<const CALLS: bool> {
     /// This function's id, or 0 if no session ran at entry (then nothing is emitted).
     method: u32,
@@ -335,6 +339,16 @@ pub struct Instrumented<F> {
     task: u32,
     /// Polls so far (the number of the next one).
     polls: u32,
+}
+
+impl<F> std::fmt::Debug for Instrumented<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instrumented")
+            .field("callee", &self.callee)
+            .field("task", &self.task)
+            .field("polls", &self.polls)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Wrap the future of an `async fn` body. `T` is spelled out by the generated code where it can

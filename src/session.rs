@@ -18,17 +18,17 @@
 //!
 //! [`SessionBuilder`] is the one builder users see. It owns the runtime's settings (a plain
 //! [`RuntimeConfig`]), the analyses to run and the report's output path; the generic
-//! [`cab::runtime::Session`] underneath is for programs that bring their own analysis.
+//! [`cabprof_cab::runtime::Session`] underneath is for programs that bring their own analysis.
 
 use crate::analysis::{Analysis, AnalysisPlan, AnalysisSet};
 use crate::report::Report;
-use analyses::LevelConfig;
-use cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionError};
-use cab::ConfigError;
+use cabprof_analyses::LevelConfig;
+use cabprof_cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionError};
+use cabprof_cab::ConfigError;
 use std::path::PathBuf;
 
 /// The variables [`SessionBuilder::from_env`] reads besides the runtime's
-/// ([`cab::runtime::ENV_VARS`]), with what each accepts.
+/// ([`cabprof_cab::runtime::ENV_VARS`]), with what each accepts.
 pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CABPROF_ANALYSES",
@@ -76,12 +76,12 @@ impl SessionBuilder {
 
     /// Simulate the host's measured L1d (sysfs or the X-Ray probe) in front of the paper's L2.
     pub fn host_cache_geometry(mut self) -> Self {
-        let l1 = cab::hw::host_l1d();
+        let l1 = cabprof_cab::hw::host_l1d();
         let level = LevelConfig::new(
             l1.size_bytes as u64,
             l1.ways as u32,
             l1.line_bytes as u32,
-            analyses::Policy::Fifo,
+            cabprof_analyses::Policy::Fifo,
         );
         let l2 = LevelConfig {
             line_bytes: level.line_bytes,
@@ -173,7 +173,7 @@ impl SessionBuilder {
         self.output.as_ref()
     }
 
-    /// Read `CABPROF_*` variables: the runtime's ([`cab::runtime::ENV_VARS`]) and this
+    /// Read `CABPROF_*` variables: the runtime's ([`cabprof_cab::runtime::ENV_VARS`]) and this
     /// builder's ([`ENV_VARS`]).
     pub fn from_env(self) -> Result<Self, ConfigError> {
         self.from_vars(|k| std::env::var(k).ok())
@@ -256,7 +256,7 @@ impl Session {
         self.output.as_ref()
     }
 
-    /// Results so far without stopping (see [`cab::runtime::Session::snapshot`]).
+    /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).
     pub fn snapshot(&self) -> Option<Report> {
         self.inner.snapshot().map(Report::new)
     }

@@ -71,13 +71,13 @@ impl Greeter for Square {
 
 #[profile]
 mod geometry {
-    pub fn double(x: u32) -> u32 {
+    pub(crate) fn double(x: u32) -> u32 {
         helpers::twice(x)
     }
 
-    pub mod helpers {
-        pub const TWICE_LINE: u32 = line!() + 1;
-        pub fn twice(x: u32) -> u32 {
+    pub(crate) mod helpers {
+        pub(crate) const TWICE_LINE: u32 = line!() + 1;
+        pub(crate) fn twice(x: u32) -> u32 {
             x * 2
         }
     }

@@ -2,11 +2,11 @@
 //! not depend on how the input is cut into blocks, every well-formed record parses to what it
 //! says, and the binary format round-trips.
 
-use cab::event::{decode, Event, EventKind, MAX_ADDRESS};
 use cabprof::trace::{
     parse_line, BinaryReader, BinaryWriter, LackeyReader, Line, Op, ParseStats, Record, TraceError,
     TraceReader, FLAG_INSTRUCTIONS,
 };
+use cabprof_cab::event::{decode, Event, EventKind, MAX_ADDRESS};
 use proptest::prelude::*;
 use std::io::Cursor;
 
@@ -293,7 +293,10 @@ fn binary_errors_name_the_record() {
     let good = write_binary(&[Event::mem(0x40, 8, false).unwrap()], 0);
     // A word that is not a Mem event (a Call), after one good record.
     let mut bad = good.clone();
-    let call = Event::call(cab::MethodId::ROOT, cab::MethodId::new(1).unwrap());
+    let call = Event::call(
+        cabprof_cab::MethodId::ROOT,
+        cabprof_cab::MethodId::new(1).unwrap(),
+    );
     bad.extend_from_slice(&call.word().to_le_bytes());
     let err = read_binary(&bad, 1 << 10).unwrap_err().to_string();
     assert!(err.contains("binary record 1 (byte offset 24)"), "{err}");

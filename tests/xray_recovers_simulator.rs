@@ -1,4 +1,4 @@
-//! The X-Ray probe of `cab::hw` run against the analyses' cache simulator, with a latency
+//! The X-Ray probe of `cabprof_cab::hw` run against the analyses' cache simulator, with a latency
 //! model on top (L1 hit 4, L2 hit 14, memory 60): it must recover the simulated L1's size,
 //! associativity and line size — the two halves of the project checking each other.
 

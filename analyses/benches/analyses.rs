@@ -7,8 +7,8 @@
 //!
 //! `cargo bench -p cabprof-analyses --bench analyses`
 
-use analyses::{Analysis as _, CacheSim, ReuseDistance};
-use cab::event::Event;
+use cabprof_analyses::{CacheSim, EventAnalysis as _, ReuseDistance};
+use cabprof_cab::event::Event;
 use std::hint::black_box;
 use std::time::Instant;
 

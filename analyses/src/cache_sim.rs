@@ -35,11 +35,11 @@
 
 use std::fmt;
 
-use cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
 use crate::thread_stacks::ThreadStacks;
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// Replacement policy of one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -593,7 +593,7 @@ impl fmt::Debug for CacheSim {
     }
 }
 
-impl Analysis for CacheSim {
+impl EventAnalysis for CacheSim {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {

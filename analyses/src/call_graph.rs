@@ -9,10 +9,10 @@
 //! This is the CAB paper's call-graph client (Ha et al., OOPSLA 2009, §5.2): one hash-table
 //! increment per event.
 
-use cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// Caller → callee edge counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl CallGraph {
     }
 }
 
-impl Analysis for CallGraph {
+impl EventAnalysis for CallGraph {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {

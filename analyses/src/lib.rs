@@ -1,14 +1,14 @@
 //! cabprof's analyses: plain, single-threaded consumers of CAB event words.
 //!
-//! Contract, shared by every analysis here (each implements [`Analysis`]):
-//! - [`Analysis::consume`] takes any slice of raw ring words, decodes each with
-//!   [`cab::event::decode`] and skips the kinds it does not use (and words that are not events at
+//! Contract, shared by every analysis here (each implements [`EventAnalysis`]):
+//! - [`EventAnalysis::consume`] takes any slice of raw ring words, decodes each with
+//!   [`cabprof_cab::event::decode`] and skips the kinds it does not use (and words that are not events at
 //!   all). Results never depend on where the stream is cut: consuming `a` then `b` equals
 //!   consuming `a ++ b`, because the ring hands over chunks of any size.
 //! - One instance per stream. An analyzer thread serving several rings keeps one instance per
 //!   ring, so per-thread state (a shadow stack, a simulated cache) lives in the instance; when a
 //!   ring multiplexes threads, `Thread { id }` words switch the per-thread state.
-//! - At the end the instances are combined with [`Analysis::merge`], which combines *results*
+//! - At the end the instances are combined with [`EventAnalysis::merge`], which combines *results*
 //!   (counts, trees, histograms) and drops the other instance's in-flight state.
 //! - The same code runs inline in the application thread (sequential mode) or on an analyzer
 //!   thread (concurrent mode); nothing here spawns, blocks or synchronises.
@@ -17,8 +17,8 @@
 //!   profile the way the CAB paper does.
 //!
 //! ```
-//! use analyses::{Analysis, CallGraph, CallingContextTree, MethodCount};
-//! use cab::event::{Event, MethodId};
+//! use cabprof_analyses::{EventAnalysis, CallGraph, CallingContextTree, MethodCount};
+//! use cabprof_cab::event::{Event, MethodId};
 //!
 //! let main = MethodId::new(1).unwrap();
 //! let work = MethodId::new(2).unwrap();
@@ -58,7 +58,6 @@
 //! - [`sampling`]: the CAB paper's sampling error rate.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod cache_sim;
 pub mod call_graph;
@@ -69,7 +68,7 @@ pub mod reuse_distance;
 pub mod sampling;
 mod thread_stacks;
 
-pub use cab::event::MethodId;
+pub use cabprof_cab::event::MethodId;
 pub use cache_sim::{CacheConfigError, CacheSim, LevelConfig, LevelStats, MissCounts, Policy};
 pub use call_graph::CallGraph;
 pub use call_tree::{CallTreeProfile, CallingContextTree};
@@ -78,7 +77,7 @@ pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
 
 /// A dynamic analysis over CAB event words; see the crate docs for the contract.
-pub trait Analysis: Send + 'static {
+pub trait EventAnalysis: Send + 'static {
     /// Analyze the next words of this instance's stream. Words of kinds the analysis does not
     /// use, and words that are not events, are skipped.
     fn consume(&mut self, words: &[u64]);

@@ -12,10 +12,10 @@
 //! the registry in practice, but representable in an event word) go to a hash map instead, so a
 //! stray id cannot make the array huge.
 
-use cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// Method ids below this are counted in a flat array; larger ones in a hash map.
 pub const DENSE_LIMIT: u32 = 1 << 16;
@@ -109,7 +109,7 @@ impl PartialEq for MethodCount {
 
 impl Eq for MethodCount {}
 
-impl Analysis for MethodCount {
+impl EventAnalysis for MethodCount {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {

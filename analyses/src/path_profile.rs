@@ -13,10 +13,10 @@
 //! the instrumentation hand them out) is a dense table indexed by both, one bounds check and
 //! an increment per event, and only the rest goes to a hash table.
 
-use cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// Turns a path number back into the branch sequence (or source lines) it stands for.
 ///
@@ -186,7 +186,7 @@ impl PathProfile {
     }
 }
 
-impl Analysis for PathProfile {
+impl EventAnalysis for PathProfile {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {

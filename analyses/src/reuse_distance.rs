@@ -29,10 +29,10 @@
 
 use std::fmt;
 
-use cab::event::{decode, EventKind};
+use cabprof_cab::event::{decode, EventKind};
 use hashbrown::HashMap;
 
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// Default line size in bytes.
 pub const DEFAULT_LINE_BYTES: u32 = 64;
@@ -427,7 +427,7 @@ impl fmt::Debug for ReuseDistance {
     }
 }
 
-impl Analysis for ReuseDistance {
+impl EventAnalysis for ReuseDistance {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {

@@ -1,8 +1,8 @@
 //! `Poll`/`PollEnd` words: a future's events belong to its own context, whichever stream (thread)
 //! polled it and in whatever order the streams are analyzed and merged.
 
-use analyses::{Analysis, CallTreeProfile, CallingContextTree};
-use cab::event::{Event, MethodId};
+use cabprof_analyses::{CallTreeProfile, CallingContextTree, EventAnalysis};
+use cabprof_cab::event::{Event, MethodId};
 
 fn m(id: u32) -> MethodId {
     MethodId::new(id).unwrap()
@@ -76,7 +76,7 @@ fn names(id: MethodId) -> String {
 const FOLDED: &str =
     "root;handle 2\nroot;handle;compute 2\nroot;handle;step 2\nroot;handle;step;compute 4\n";
 
-fn analyze<A: Analysis + Default>(words: &[u64]) -> A {
+fn analyze<A: EventAnalysis + Default>(words: &[u64]) -> A {
     let mut a = A::default();
     for chunk in words.chunks(3) {
         a.consume(chunk);

@@ -2,8 +2,8 @@
 
 mod common;
 
-use analyses::{Analysis, CacheSim, MissCounts};
-use cab::event::MethodId;
+use cabprof_analyses::{CacheSim, EventAnalysis, MissCounts};
+use cabprof_cab::event::MethodId;
 use common::*;
 
 #[test]

@@ -1,6 +1,6 @@
 //! Cache geometry validation: every refusal names the level and the field.
 
-use analyses::{CacheSim, LevelConfig, Policy};
+use cabprof_analyses::{CacheSim, LevelConfig, Policy};
 
 fn refused(levels: &[LevelConfig]) -> (Option<usize>, &'static str, u64) {
     let e = CacheSim::new(levels).unwrap_err();

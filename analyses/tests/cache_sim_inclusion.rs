@@ -1,6 +1,6 @@
 //! The inclusive hierarchy: back-invalidation, refills, and the subset property.
 
-use analyses::{CacheSim, LevelConfig, Policy};
+use cabprof_analyses::{CacheSim, LevelConfig, Policy};
 use proptest::prelude::*;
 
 fn lv(size: u64, ways: u32, policy: Policy) -> LevelConfig {

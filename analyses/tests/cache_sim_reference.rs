@@ -2,7 +2,7 @@
 
 mod common;
 
-use analyses::{Analysis, CacheSim, LevelConfig, Policy};
+use cabprof_analyses::{CacheSim, EventAnalysis, LevelConfig, Policy};
 use common::*;
 use proptest::prelude::*;
 

@@ -1,6 +1,6 @@
 //! Replacement within a level: FIFO against LRU, associativity conflicts, odd set counts.
 
-use analyses::{CacheSim, LevelConfig, LevelStats, Policy};
+use cabprof_analyses::{CacheSim, LevelConfig, LevelStats, Policy};
 
 fn one_level(size: u64, ways: u32, policy: Policy) -> CacheSim {
     CacheSim::new(&[LevelConfig::new(size, ways, 64, policy)]).unwrap()

@@ -2,8 +2,8 @@
 
 mod common;
 
-use analyses::{Analysis, CallGraph};
-use cab::event::MethodId;
+use cabprof_analyses::{CallGraph, EventAnalysis};
+use cabprof_cab::event::MethodId;
 use common::*;
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use analyses::{Analysis, CallTreeProfile};
+use cabprof_analyses::{CallTreeProfile, EventAnalysis};
 use common::*;
 
 /// main(1) calls a(2), b(3), a(2); the first a calls c(4).
@@ -188,18 +188,27 @@ mod against_a_reference {
         }
     }
 
-    fn reference(words: &[u64]) -> Vec<(cab::event::MethodId, Vec<cab::event::MethodId>, u64)> {
-        let mut stack: Vec<(cab::event::MethodId, Vec<cab::event::MethodId>)> = Vec::new();
+    fn reference(
+        words: &[u64],
+    ) -> Vec<(
+        cabprof_cab::event::MethodId,
+        Vec<cabprof_cab::event::MethodId>,
+        u64,
+    )> {
+        let mut stack: Vec<(
+            cabprof_cab::event::MethodId,
+            Vec<cabprof_cab::event::MethodId>,
+        )> = Vec::new();
         let mut counts = HashMap::new();
         for &w in words {
-            match cab::event::decode(w) {
-                Some(cab::event::EventKind::Call { callee, .. }) => {
+            match cabprof_cab::event::decode(w) {
+                Some(cabprof_cab::event::EventKind::Call { callee, .. }) => {
                     if let Some(top) = stack.last_mut() {
                         top.1.push(callee);
                     }
                     stack.push((callee, Vec::new()));
                 }
-                Some(cab::event::EventKind::Return { .. }) => {
+                Some(cabprof_cab::event::EventKind::Return { .. }) => {
                     let done = stack.pop().unwrap();
                     *counts.entry(done).or_insert(0u64) += 1;
                 }
@@ -240,9 +249,9 @@ mod against_a_reference {
 /// stream with two threads, a gap (a lost Return) and a stream starting mid-run.
 #[test]
 fn consume_both_equals_separate_passes() {
-    use analyses::call_tree::consume_both;
-    use analyses::CallingContextTree;
-    let thread = |id: u64| cab::event::Event::thread(id).unwrap().word();
+    use cabprof_analyses::call_tree::consume_both;
+    use cabprof_analyses::CallingContextTree;
+    let thread = |id: u64| cabprof_cab::event::Event::thread(id).unwrap().word();
     let mut words = vec![call(5, 6), ret(6), ret(5)]; // starts inside 5
     words.extend(main_run());
     words.push(thread(2));

@@ -2,8 +2,8 @@
 
 mod common;
 
-use analyses::{Analysis, CallingContextTree};
-use cab::event::MethodId;
+use cabprof_analyses::{CallingContextTree, EventAnalysis};
+use cabprof_cab::event::MethodId;
 use common::*;
 
 fn name(id: MethodId) -> String {

@@ -2,14 +2,14 @@
 
 mod common;
 
-use analyses::{
-    Analysis, CacheSim, CallGraph, CallTreeProfile, CallingContextTree, LevelConfig, MethodCount,
-    PathProfile, Policy, ReuseDistance,
+use cabprof_analyses::{
+    CacheSim, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis, LevelConfig,
+    MethodCount, PathProfile, Policy, ReuseDistance,
 };
 use common::*;
 use proptest::prelude::*;
 
-fn same_when_split<A: Analysis + Clone + PartialEq + std::fmt::Debug>(
+fn same_when_split<A: EventAnalysis + Clone + PartialEq + std::fmt::Debug>(
     fresh: &A,
     words: &[u64],
     cuts: &[usize],

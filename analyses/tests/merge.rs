@@ -2,21 +2,21 @@
 
 mod common;
 
-use analyses::{
-    Analysis, CacheSim, CallGraph, CallTreeProfile, CallingContextTree, MethodCount, PathProfile,
-    ReuseDistance,
+use cabprof_analyses::{
+    CacheSim, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis, MethodCount,
+    PathProfile, ReuseDistance,
 };
-use cab::event::MethodId;
+use cabprof_cab::event::MethodId;
 use common::*;
 use proptest::prelude::*;
 
-fn run<A: Analysis + Default>(words: &[u64]) -> A {
+fn run<A: EventAnalysis + Default>(words: &[u64]) -> A {
     let mut a = A::default();
     a.consume(words);
     a
 }
 
-fn merged<A: Analysis + Default>(streams: &[Vec<u64>]) -> A {
+fn merged<A: EventAnalysis + Default>(streams: &[Vec<u64>]) -> A {
     let mut all = A::default();
     for s in streams {
         all.merge(run::<A>(s));
@@ -90,7 +90,7 @@ proptest! {
         let all = merged::<CacheSim>(&streams);
         for level in 0..2 {
             let s = all.stats(level);
-            let sum = |f: fn(&analyses::LevelStats) -> u64| {
+            let sum = |f: fn(&cabprof_analyses::LevelStats) -> u64| {
                 parts.iter().map(|p| f(&p.stats(level))).sum::<u64>()
             };
             prop_assert_eq!(s.load_hits, sum(|s| s.load_hits));
@@ -122,6 +122,6 @@ proptest! {
 #[should_panic(expected = "different hierarchies")]
 fn merging_different_caches_is_refused() {
     let mut a = CacheSim::default();
-    let b = CacheSim::new(&[analyses::LevelConfig::PAPER_L1]).unwrap();
+    let b = CacheSim::new(&[cabprof_analyses::LevelConfig::PAPER_L1]).unwrap();
     a.merge(b);
 }

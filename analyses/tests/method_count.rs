@@ -2,7 +2,7 @@
 
 mod common;
 
-use analyses::{Analysis, MethodCount};
+use cabprof_analyses::{EventAnalysis, MethodCount};
 use common::*;
 
 #[test]
@@ -38,7 +38,7 @@ fn counts_calls_by_callee_and_skips_other_words() {
 
 #[test]
 fn large_ids_are_counted_without_a_huge_array() {
-    let big = cab::event::MAX_METHOD_ID;
+    let big = cabprof_cab::event::MAX_METHOD_ID;
     let mut mc = MethodCount::new();
     mc.consume(&[call(0, big), call(big, 5), call(0, big)]);
     assert_eq!(mc.count(m(big)), 2);

@@ -2,8 +2,8 @@
 
 mod common;
 
-use analyses::{Analysis, HotPath, PathDecoder, PathProfile};
-use cab::event::MethodId;
+use cabprof_analyses::{EventAnalysis, HotPath, PathDecoder, PathProfile};
+use cabprof_cab::event::MethodId;
 use common::*;
 
 fn profile() -> PathProfile {

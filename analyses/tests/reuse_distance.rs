@@ -2,7 +2,7 @@
 
 mod common;
 
-use analyses::{Analysis, ReuseBin, ReuseDistance};
+use cabprof_analyses::{EventAnalysis, ReuseBin, ReuseDistance};
 use common::*;
 
 #[test]
@@ -116,7 +116,7 @@ fn many_lines_force_compactions_without_losing_order() {
         64,
         100,
         4096,
-        analyses::reuse_distance::DEFAULT_MIN_TIMESTAMPS,
+        cabprof_analyses::reuse_distance::DEFAULT_MIN_TIMESTAMPS,
     ] {
         let mut r = ReuseDistance::default().with_min_timestamps(min);
         for _ in 0..30 {

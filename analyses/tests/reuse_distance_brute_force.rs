@@ -1,6 +1,6 @@
 //! Reuse distance against a brute-force LRU stack, and misses against a brute-force cache.
 
-use analyses::ReuseDistance;
+use cabprof_analyses::ReuseDistance;
 use proptest::prelude::*;
 
 /// Distance of each access by searching an explicit LRU stack (most recent first).

@@ -1,6 +1,6 @@
 //! The CAB paper's sampling error rate on hand examples.
 
-use analyses::sampling::{error_rate, scale};
+use cabprof_analyses::sampling::{error_rate, scale};
 use hashbrown::HashMap;
 
 #[test]

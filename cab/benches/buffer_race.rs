@@ -11,11 +11,11 @@
 //! race table; `cargo bench -p cabprof-cab --bench buffer_race -- --table` prints only the
 //! table.
 
-use cab::event::{Event, MethodId};
-use cab::fastforward::FastForward;
-use cab::nway::NWay;
-use cab::ring::{Cab, CabSampling};
-use cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
+use cabprof_cab::event::{Event, MethodId};
+use cabprof_cab::fastforward::FastForward;
+use cabprof_cab::nway::NWay;
+use cabprof_cab::ring::{Cab, CabSampling};
+use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
@@ -50,7 +50,7 @@ fn chunk_for(buffer: usize) -> usize {
 /// still lands on its own core.
 fn pin(core: usize, pinned: bool) {
     if pinned {
-        let ids = cab::runtime::online_cores();
+        let ids = cabprof_cab::runtime::online_cores();
         if let Some(id) = ids.get(core % ids.len().max(1)) {
             core_affinity::set_for_current(*id);
         }

@@ -7,8 +7,8 @@
 //!
 //! `cargo bench -p cabprof-cab --bench runtime`
 
-use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -60,15 +60,15 @@ fn cpu_time() -> Option<Duration> {
 /// The same stream pushed straight into a ring (no runtime, no TLS), consumer on a thread.
 fn raw_ring() -> f64 {
     let cfg = RuntimeConfig::default().ring_config().unwrap();
-    let (mut tx, mut rx) = cab::ring::channel(&cfg).unwrap();
+    let (mut tx, mut rx) = cabprof_cab::ring::channel(&cfg).unwrap();
     let start = Instant::now();
     let c = std::thread::spawn(move || {
         let mut n = 0u64;
         loop {
             match rx.poll_with(|w| n += w.len() as u64) {
-                cab::Poll::Closed => return n,
-                cab::Poll::Empty => std::thread::yield_now(),
-                cab::Poll::Consumed(_) => {}
+                cabprof_cab::Poll::Closed => return n,
+                cabprof_cab::Poll::Empty => std::thread::yield_now(),
+                cabprof_cab::Poll::Consumed(_) => {}
             }
         }
     });

@@ -5,7 +5,7 @@
 //! objdump -d --no-show-raw-insn target/release/examples/fast_path | awk '/<cab_push_exhaustive>:/,/^$/'
 //! ```
 //!
-//! `cab_emit` is the runtime's entry point, [`cab::runtime::emit`], compiled as instrumented
+//! `cab_emit` is the runtime's entry point, [`cabprof_cab::runtime::emit`], compiled as instrumented
 //! code sees it: the CAB exhaustive and sampling pushes must appear inlined in it (no call to
 //! a `push` function), the other designs behind one indirect call:
 //!
@@ -16,10 +16,10 @@
 //! Running it pushes a few million events through a ring, and through `emit` in a session,
 //! and prints how many arrived.
 
-use cab::event::{Event, MethodId};
-use cab::ring::{self, Producer};
-use cab::runtime::{RingAnalysis, RuntimeConfig, Session};
-use cab::{Mode, Poll, RingConfig};
+use cabprof_cab::event::{Event, MethodId};
+use cabprof_cab::ring::{self, Producer};
+use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::{Mode, Poll, RingConfig};
 
 /// One exhaustive push, not inlined, so its code stands alone in the binary.
 #[no_mangle]
@@ -39,7 +39,7 @@ pub fn cab_push_sampling(p: &mut Producer<true>, e: Event) {
 #[no_mangle]
 #[inline(never)]
 pub fn cab_emit(e: Event) {
-    cab::runtime::emit(e);
+    cabprof_cab::runtime::emit(e);
 }
 
 fn main() {

@@ -6,8 +6,8 @@
 //!
 //! `cargo run -p cabprof-cab --example interrupt -- 123457` then press Ctrl-C.
 
-use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
 use clap::Parser;
 
 #[derive(Default)]
@@ -19,7 +19,7 @@ struct Count {
 impl RingAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
-            if let Some(cab::EventKind::Marker { value }) = cab::event::decode(w) {
+            if let Some(cabprof_cab::EventKind::Marker { value }) = cabprof_cab::event::decode(w) {
                 self.n += 1;
                 self.sum += value;
             }

@@ -130,30 +130,66 @@ pub struct Event(u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {
     /// `caller` called `callee` (caller 0 = the thread's root).
-    Call { caller: MethodId, callee: MethodId },
+    Call {
+        /// The calling function (the thread's root when [`MethodId::ROOT`]).
+        caller: MethodId,
+        /// The function called.
+        callee: MethodId,
+    },
     /// `callee` returned (normally, early, by `?` or by unwinding).
-    Return { callee: MethodId },
+    Return {
+        /// The function that returned.
+        callee: MethodId,
+    },
     /// One acyclic Ball-Larus path `path` through `method` completed.
-    Path { method: MethodId, path: u32 },
+    Path {
+        /// The function the path runs through.
+        method: MethodId,
+        /// Its Ball-Larus path number, at most [`MAX_PATH_NUMBER`].
+        path: u32,
+    },
     /// A data access of `size` bytes (a power of two) at `addr`; `store` for a write.
-    Mem { addr: u64, size: u32, store: bool },
+    Mem {
+        /// The address accessed, at most [`MAX_ADDRESS`].
+        addr: u64,
+        /// Bytes accessed: a power of two in `1..=128`.
+        size: u32,
+        /// A write (`true`) or a read.
+        store: bool,
+    },
     /// The events that follow come from thread `id` (for multiplexed rings).
-    Thread { id: u64 },
+    Thread {
+        /// The thread's id in the stream.
+        id: u64,
+    },
     /// A user marker.
-    Marker { value: u64 },
+    Marker {
+        /// The user's value.
+        value: u64,
+    },
     /// A poll of an instrumented `async fn`'s future begins: instance `task` (an id unique
     /// among the futures alive, wrapping at [`MAX_TASK_ID`]) of `method`. `first` for its first
     /// poll, which directly follows its `Call`. Until the matching [`PollEnd`](Self::PollEnd),
     /// the events belong to that future's context, not to the thread's.
     Poll {
+        /// The instrumented `async fn`.
         method: MethodId,
+        /// The future's id, at most [`MAX_TASK_ID`].
         task: u32,
+        /// Whether this is the future's first poll.
         first: bool,
     },
     /// The innermost open poll (of `task`) ends; it was the future's poll number `poll`
     /// (0 = the first, saturating at [`MAX_POLL_NUMBER`]); `done` if the future completed (its
     /// `Return` came just before) or was dropped.
-    PollEnd { task: u32, poll: u32, done: bool },
+    PollEnd {
+        /// The future's id, as in its [`Poll`](Self::Poll).
+        task: u32,
+        /// Which poll of the future this was (0 = the first).
+        poll: u32,
+        /// Whether the future completed or was dropped.
+        done: bool,
+    },
 }
 
 impl Event {

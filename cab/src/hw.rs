@@ -49,7 +49,7 @@
 //! machine only ever makes a walk slower.
 //!
 //! ```
-//! use cab::hw::{probe_l1d, CacheGeometry, SimulatedCache};
+//! use cabprof_cab::hw::{probe_l1d, CacheGeometry, SimulatedCache};
 //!
 //! let geometry = CacheGeometry::l1d(6 << 10, 3, 32);
 //! let mut cache = SimulatedCache::new(geometry).unwrap();

@@ -43,7 +43,7 @@
 //! # Example
 //!
 //! ```
-//! use cab::{event::{Event, MethodId}, ring, RingConfig, Poll};
+//! use cabprof_cab::{event::{Event, MethodId}, ring, RingConfig, Poll};
 //!
 //! let (mut producer, mut consumer) = ring::channel(&RingConfig::new(4096, 1024)).unwrap();
 //! let f = MethodId::new(7).unwrap();

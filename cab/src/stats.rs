@@ -11,7 +11,7 @@
 //!   values: it describes the samples at hand, it does not estimate a larger population.
 //!
 //! ```
-//! use cab::stats::{mean, median, percentile, variance};
+//! use cabprof_cab::stats::{mean, median, percentile, variance};
 //!
 //! let xs = [4.0, 1.0, 3.0, 2.0];
 //! assert_eq!(mean(&xs), 2.5);

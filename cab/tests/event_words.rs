@@ -1,8 +1,8 @@
 //! Event words round-trip and can never be a ring sentinel.
 
-use cab::event::{
+use cabprof_cab::event::{
     decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_METHOD_ID,
-    MAX_PATH_NUMBER, MAX_PAYLOAD,
+    MAX_PATH_NUMBER, MAX_PAYLOAD, MAX_POLL_NUMBER, MAX_TASK_ID,
 };
 use proptest::prelude::*;
 
@@ -22,6 +22,15 @@ fn kind() -> impl Strategy<Value = EventKind> {
         }),
         (0..=MAX_PAYLOAD).prop_map(|id| EventKind::Thread { id }),
         (0..=MAX_PAYLOAD).prop_map(|value| EventKind::Marker { value }),
+        (method(), 0..=MAX_TASK_ID, any::<bool>()).prop_map(|(method, task, first)| {
+            EventKind::Poll {
+                method,
+                task,
+                first,
+            }
+        }),
+        (0..=MAX_TASK_ID, 0..=MAX_POLL_NUMBER, any::<bool>())
+            .prop_map(|(task, poll, done)| EventKind::PollEnd { task, poll, done }),
     ]
 }
 

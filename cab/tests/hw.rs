@@ -1,12 +1,12 @@
 //! Cache geometry: the sysfs reader on fake trees, the X-Ray probe against exact LRU models,
 //! and both on this host.
 
-use cab::hw::{
+use cabprof_cab::hw::{
     chunk_bytes_for, find_l1d, from_sysfs, from_sysfs_at, host_l1d_with_source, parse_size,
     probe_l1d, probe_l1d_with, CacheGeometry, CacheKind, HostMemory, HwError, ProbeOptions,
     SimulatedCache, SYSFS_CACHE_DIR,
 };
-use cab::RingConfig;
+use cabprof_cab::RingConfig;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -187,7 +187,7 @@ fn missing_files_and_directories_are_io_errors_naming_the_path() {
 fn the_simulator_hits_within_capacity_and_thrashes_one_set_past_it() {
     let geometry = CacheGeometry::l1d(6 << 10, 3, 32);
     let mut sim = SimulatedCache::new(geometry).unwrap();
-    use cab::hw::ProbeTarget;
+    use cabprof_cab::hw::ProbeTarget;
     let way = geometry.way_bytes();
     let three: Vec<usize> = (0..3).map(|i| i * way).collect();
     let four: Vec<usize> = (0..4).map(|i| i * way).collect();
@@ -221,7 +221,7 @@ fn the_probe_recovers_simulated_geometries_exactly() {
 #[test]
 fn the_probe_fails_cleanly_when_nothing_ever_misses() {
     struct Flat;
-    impl cab::hw::ProbeTarget for Flat {
+    impl cabprof_cab::hw::ProbeTarget for Flat {
         fn chase(&mut self, _: &[usize], _: usize) -> f64 {
             1.0
         }
@@ -248,8 +248,8 @@ fn chunks_are_four_l1ds_and_buffers_sixteen_chunks() {
         chunk_bytes_for(&CacheGeometry::l1d(6 << 10, 3, 32)),
         24 << 10
     );
-    let chunk = cab::hw::recommended_chunk_bytes();
-    let buffer = cab::hw::recommended_buffer_bytes();
+    let chunk = cabprof_cab::hw::recommended_chunk_bytes();
+    let buffer = cabprof_cab::hw::recommended_buffer_bytes();
     assert_eq!(chunk % 64, 0);
     assert_eq!(buffer, 16 * chunk);
     RingConfig::new(buffer, chunk).validate().unwrap();

@@ -1,4 +1,3 @@
-#![cfg(loom)]
 //! Model checks of the hand-off protocols with loom: every interleaving (up to a preemption
 //! bound) and every value the C++ memory model lets each atomic load return.
 //!
@@ -6,17 +5,19 @@
 //! RUSTFLAGS="--cfg loom" cargo test -p cabprof-cab --test loom --release
 //! ```
 //!
-//! Under `cfg(loom)`, `cab::sync` swaps every atomic, fence and spin hint for loom's, so these
+//! Under `cfg(loom)`, `cabprof_cab::sync` swaps every atomic, fence and spin hint for loom's, so these
 //! models check the same source the library ships. The rings are the smallest allowed (4 chunks
 //! of 64 bytes: 32 events, 8 per chunk) and the event counts small: loom's state space grows
 //! exponentially with both. The preemption bound is 3 (the whole file takes 6 to 7 minutes
 //! optimized on 2 cores in CI); `LOOM_PREEMPTIONS=<n>` overrides it.
 
-use cab::event::{decode, Event, EventKind};
-use cab::fastforward::FastForward;
-use cab::nway::NWay;
-use cab::ring::{self, Cab};
-use cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
+#![cfg(loom)]
+
+use cabprof_cab::event::{decode, Event, EventKind};
+use cabprof_cab::fastforward::FastForward;
+use cabprof_cab::nway::NWay;
+use cabprof_cab::ring::{self, Cab};
+use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use loom::model::Builder;
 
 /// The smallest ring: 32 slots, 4 chunks (or sub-buffers) of 8.

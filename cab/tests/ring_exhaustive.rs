@@ -1,7 +1,7 @@
 //! Exhaustive CAB: every event once, in order, with flush/close; sizes validated.
 
-use cab::event::{Event, MethodId};
-use cab::{ring, Poll, RingConfig};
+use cabprof_cab::event::{Event, MethodId};
+use cabprof_cab::{ring, Poll, RingConfig};
 
 fn ev(i: u64) -> Event {
     Event::marker(i + 1).unwrap()
@@ -124,12 +124,12 @@ fn bad_sizes_name_the_field_and_what_is_allowed() {
             "at least 4 chunks",
         ),
         (
-            RingConfig::new(4096, 1024).with_mode(cab::Mode::sampling(1.5)),
+            RingConfig::new(4096, 1024).with_mode(cabprof_cab::Mode::sampling(1.5)),
             "sampling rate",
             "0.0..=1.0",
         ),
         (
-            RingConfig::new(4096, 1024).with_mode(cab::Mode::Sampling {
+            RingConfig::new(4096, 1024).with_mode(cabprof_cab::Mode::Sampling {
                 rate: 0.5,
                 burst_words: 0,
             }),
@@ -144,9 +144,10 @@ fn bad_sizes_name_the_field_and_what_is_allowed() {
         assert!(err.to_string().contains(field));
     }
     assert!(ring::channel(&RingConfig::new(4096, 32)).is_err());
-    let err = ring::channel(&RingConfig::new(4096, 1024).with_mode(cab::Mode::sampling(0.5)))
-        .err()
-        .unwrap();
+    let err =
+        ring::channel(&RingConfig::new(4096, 1024).with_mode(cabprof_cab::Mode::sampling(0.5)))
+            .err()
+            .unwrap();
     assert_eq!(err.field, "mode");
     assert!(ring::sampling_channel(&RingConfig::new(4096, 1024)).is_err());
     let _ = MethodId::ROOT;

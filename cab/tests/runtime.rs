@@ -1,8 +1,8 @@
 //! The runtime: rings per thread, analyzers, shutdown, failures. One session per process, so
 //! every test takes `SERIAL` first.
 
-use cab::event::Event;
-use cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session, SessionError};
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session, SessionError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -25,7 +25,7 @@ const POISON: u64 = 0xDEAD;
 impl RingAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
-            if let Some(cab::EventKind::Marker { value }) = cab::event::decode(w) {
+            if let Some(cabprof_cab::EventKind::Marker { value }) = cabprof_cab::event::decode(w) {
                 if self.poison && value == POISON {
                     panic!("poisoned analysis");
                 }
@@ -320,7 +320,7 @@ fn environment_variables_are_validated_by_name() {
     assert_eq!((cfg.buffer_bytes, cfg.chunk_bytes), (2 << 20, 128 << 10));
     assert_eq!(
         cfg.mode,
-        cab::Mode::Sampling {
+        cabprof_cab::Mode::Sampling {
             rate: 0.05,
             burst_words: 8
         }
@@ -394,7 +394,7 @@ fn adaptive_sampling_lowers_the_rate_when_lapped() {
 
 #[test]
 fn baseline_buffer_designs_carry_every_event_too() {
-    use cab::runtime::BufferDesign;
+    use cabprof_cab::runtime::BufferDesign;
     let _g = serial();
     for design in [BufferDesign::FastForward, BufferDesign::NWay] {
         let config = RuntimeConfig { design, ..small() };

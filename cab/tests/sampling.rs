@@ -5,9 +5,9 @@
 //! The tests at the end reproduce bugs the first sampling consumer had (lapping, overlapping
 //! bursts, stale gates) and now guard against their return.
 
-use cab::event::{decode, Event, EventKind, CLEAR, MAGIC};
-use cab::ring::{self, Consumer, Producer};
-use cab::{Mode, Poll, RingConfig};
+use cabprof_cab::event::{decode, Event, EventKind, CLEAR, MAGIC};
+use cabprof_cab::ring::{self, Consumer, Producer};
+use cabprof_cab::{Mode, Poll, RingConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -87,7 +87,7 @@ fn throttled(
     n: u64,
     chunk: u64,
     lag_chunks: u64,
-) -> (Vec<Vec<u64>>, cab::ConsumerStats) {
+) -> (Vec<Vec<u64>>, cabprof_cab::ConsumerStats) {
     // Chunks the consumer has read past. Every flush is chunk-aligned (but the last), so each
     // `Consumed` poll reads exactly one whole chunk and `stats().chunks` counts them.
     let read = Arc::new(AtomicU64::new(0));

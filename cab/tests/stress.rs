@@ -6,8 +6,8 @@
 //! (the 64 KB ring runs a tenth of it), e.g. `CAB_STRESS_EVENTS=1000000000 cargo test -p
 //! cabprof-cab --release --test stress` for a longer soak.
 
-use cab::event::Event;
-use cab::{ring, Poll, RingConfig};
+use cabprof_cab::event::Event;
+use cabprof_cab::{ring, Poll, RingConfig};
 
 /// Events for the main run: 10^8, or `CAB_STRESS_EVENTS`.
 fn events() -> u64 {

@@ -2,11 +2,11 @@
 //! the CAB ring, FastForward and N-way buffering. Each generic function below is one behaviour;
 //! `suite!` instantiates all of them per design, so a failure names the design and behaviour.
 
-use cab::event::Event;
-use cab::fastforward::FastForward;
-use cab::nway::NWay;
-use cab::ring::Cab;
-use cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
+use cabprof_cab::event::Event;
+use cabprof_cab::fastforward::FastForward;
+use cabprof_cab::nway::NWay;
+use cabprof_cab::ring::Cab;
+use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use std::time::Duration;
 
 /// The `i`-th event of a test stream: marker `i + 1`, so that consecutive events are consecutive
@@ -303,7 +303,7 @@ suite! {
 /// close it waits until the producer is 48 ahead; a flush lets it read everything.
 #[test]
 fn fastforward_slips_between_the_dangerous_and_safe_distances() {
-    use cab::fastforward::{channel, slip_distances};
+    use cabprof_cab::fastforward::{channel, slip_distances};
     assert_eq!(slip_distances(512), (16, 48), "the paper's distances");
     assert_eq!(
         slip_distances(32),
@@ -313,7 +313,7 @@ fn fastforward_slips_between_the_dangerous_and_safe_distances() {
     let (mut tx, mut rx) = channel(&RingConfig::new(4096, 64)).unwrap(); // 512 slots
     let mut out = Vec::new();
     let mut next = 0u64;
-    let mut push_to = |tx: &mut cab::fastforward::Producer, n: u64| {
+    let mut push_to = |tx: &mut cabprof_cab::fastforward::Producer, n: u64| {
         while next < n {
             tx.push(ev(next));
             next += 1;
@@ -350,16 +350,16 @@ fn fastforward_slips_between_the_dangerous_and_safe_distances() {
     drain_to_close(&mut rx, &mut out);
     assert_eq!(out, words(0..1000));
     // Batches are at most `BATCH` events.
-    assert!(rx.stats().chunks >= 1000 / cab::fastforward::BATCH as u64);
+    assert!(rx.stats().chunks >= 1000 / cabprof_cab::fastforward::BATCH as u64);
 }
 
 /// N-way hands over whole sub-buffers as one slice each; after a flush the producer keeps
 /// filling the same sub-buffer and the consumer gets only the part it has not had.
 #[test]
 fn nway_hands_over_whole_sub_buffers_and_flushed_parts_once() {
-    let (mut tx, mut rx) = cab::nway::channel(&RingConfig::new(256, 64)).unwrap(); // 4 x 8
+    let (mut tx, mut rx) = cabprof_cab::nway::channel(&RingConfig::new(256, 64)).unwrap(); // 4 x 8
     let mut slices: Vec<Vec<u64>> = Vec::new();
-    let mut poll = |rx: &mut cab::nway::Consumer| rx.poll_with(|w| slices.push(w.to_vec()));
+    let mut poll = |rx: &mut cabprof_cab::nway::Consumer| rx.poll_with(|w| slices.push(w.to_vec()));
     for i in 0..7 {
         tx.push(ev(i));
     }

@@ -1,10 +1,10 @@
-//! `cache`: set-associative cache simulation of `Mem` events ([`analyses::CacheSim`]), with
+//! `cache`: set-associative cache simulation of `Mem` events ([`cabprof_analyses::CacheSim`]), with
 //! misses attributed to the function that made the access.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{CacheData, LevelEntry, MethodMissEntry, ReportData};
-use analyses::{CacheSim, Policy};
-use cab::ConfigError;
+use cabprof_analyses::{CacheSim, Policy};
+use cabprof_cab::ConfigError;
 use std::fmt::Write as _;
 
 /// The cache-simulation analysis.

@@ -1,8 +1,8 @@
-//! `call-graph`: caller → callee edge counts ([`analyses::CallGraph`]).
+//! `call-graph`: caller → callee edge counts ([`cabprof_analyses::CallGraph`]).
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{EdgeEntry, ReportData};
-use analyses::CallGraph;
+use cabprof_analyses::CallGraph;
 use std::fmt::Write as _;
 
 /// The call-graph analysis.

@@ -1,14 +1,14 @@
-//! `call-tree`: the CAB paper's depth-two call-tree profile ([`analyses::CallTreeProfile`])
-//! and the full calling-context tree ([`analyses::CallingContextTree`]), fed in one pass.
+//! `call-tree`: the CAB paper's depth-two call-tree profile ([`cabprof_analyses::CallTreeProfile`])
+//! and the full calling-context tree ([`cabprof_analyses::CallingContextTree`]), fed in one pass.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
-use analyses::{CallTreeProfile, CallingContextTree, MethodId};
+use cabprof_analyses::{CallTreeProfile, CallingContextTree, MethodId};
 use std::fmt::Write as _;
 
 /// The state of [`Analysis::CallTree`](crate::Analysis::CallTree): both call-tree analyses
 /// over one stream, each word decoded once for both
-/// ([`analyses::call_tree::consume_both`]).
+/// ([`cabprof_analyses::call_tree::consume_both`]).
 #[derive(Clone, Debug, Default)]
 pub struct CallTrees {
     /// Depth-two call-tree patterns.
@@ -17,14 +17,14 @@ pub struct CallTrees {
     pub contexts: CallingContextTree,
 }
 
-impl analyses::Analysis for CallTrees {
+impl cabprof_analyses::EventAnalysis for CallTrees {
     fn consume(&mut self, words: &[u64]) {
-        analyses::call_tree::consume_both(&mut self.profile, &mut self.contexts, words);
+        cabprof_analyses::call_tree::consume_both(&mut self.profile, &mut self.contexts, words);
     }
 
     fn merge(&mut self, other: CallTrees) {
-        analyses::Analysis::merge(&mut self.profile, other.profile);
-        analyses::Analysis::merge(&mut self.contexts, other.contexts);
+        cabprof_analyses::EventAnalysis::merge(&mut self.profile, other.profile);
+        cabprof_analyses::EventAnalysis::merge(&mut self.contexts, other.contexts);
     }
 }
 

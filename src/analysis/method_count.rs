@@ -1,8 +1,8 @@
-//! `method-count`: calls per function ([`analyses::MethodCount`]).
+//! `method-count`: calls per function ([`cabprof_analyses::MethodCount`]).
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{MethodCountEntry, ReportData};
-use analyses::MethodCount;
+use cabprof_analyses::MethodCount;
 use std::fmt::Write as _;
 
 /// The method-count analysis.

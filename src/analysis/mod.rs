@@ -4,14 +4,14 @@
 //! names for `CABPROF_ANALYSES`, whether it runs by default, how it is checked and built from
 //! the [`AnalysisPlan`], how its results become report data and how the text report shows
 //! them. Consuming and merging come from the analysis state itself (the `analyses` crate's
-//! `analyses::Analysis` trait). The `register!` list at the bottom of this file is the only
+//! `cabprof_analyses::EventAnalysis` trait). The `register!` list at the bottom of this file is the only
 //! list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names in error
 //! messages, [`AnalysisSet`] (what each ring runs) and the report's conversion and text
 //! sections are all generated from it.
 //!
 //! # Adding an analysis
 //!
-//! 1. Its state, a type implementing `analyses::Analysis` (consume event words, merge
+//! 1. Its state, a type implementing `cabprof_analyses::EventAnalysis` (consume event words, merge
 //!    results) and `Clone + Debug`; usually a new module of the `analyses` crate.
 //! 2. One new file here, `src/analysis/<name>.rs`, with `pub(crate) struct Descriptor;` and
 //!    `impl AnalysisDescriptor for Descriptor` (copy `method_count.rs`, the smallest).
@@ -37,8 +37,8 @@ mod plan;
 pub use plan::AnalysisPlan;
 
 use crate::model::ReportData;
-use cab::runtime::RingAnalysis;
-use cab::ConfigError;
+use cabprof_cab::runtime::RingAnalysis;
+use cabprof_cab::ConfigError;
 use std::collections::BTreeSet;
 
 /// Method ids a report mentions; the conversion looks up their names once at the end.
@@ -48,7 +48,7 @@ pub(crate) type MethodIds = BTreeSet<u32>;
 /// `Descriptor` in the analysis' own file and read only through `register!`.
 pub(crate) trait AnalysisDescriptor {
     /// The analysis' state for one stream: a ring's, or a thread's in sequential mode.
-    type State: analyses::Analysis + Clone + std::fmt::Debug;
+    type State: cabprof_analyses::EventAnalysis + Clone + std::fmt::Debug;
 
     /// Names accepted by `CABPROF_ANALYSES` and [`Analysis::parse`] (lower case, `-` between
     /// words); the first is the canonical one, shown in errors and by [`Analysis::name`].
@@ -75,7 +75,7 @@ pub(crate) trait AnalysisDescriptor {
 }
 
 /// Fold `other` into `mine`, either possibly absent.
-fn merge_one<S: analyses::Analysis>(mine: &mut Option<S>, other: Option<S>) {
+fn merge_one<S: cabprof_analyses::EventAnalysis>(mine: &mut Option<S>, other: Option<S>) {
     match (mine.as_mut(), other) {
         (Some(a), Some(b)) => a.merge(b),
         (None, Some(b)) => *mine = Some(b),
@@ -159,7 +159,7 @@ macro_rules! register {
             fn consume(&mut self, words: &[u64]) {
                 $(
                     if let Some(state) = &mut self.$module {
-                        analyses::Analysis::consume(state, words);
+                        cabprof_analyses::EventAnalysis::consume(state, words);
                     }
                 )+
             }
@@ -215,17 +215,17 @@ impl std::fmt::Display for Analysis {
 // line. Adding one: its file in this folder and one entry here (see the module docs).
 register! {
     /// Calls per function.
-    MethodCount => method_count: analyses::MethodCount,
+    MethodCount => method_count: cabprof_analyses::MethodCount,
     /// Caller → callee edge counts.
-    CallGraph => call_graph: analyses::CallGraph,
+    CallGraph => call_graph: cabprof_analyses::CallGraph,
     /// The paper's depth-two call-tree profile and the full calling-context tree.
     CallTree => call_tree: call_tree::CallTrees,
     /// Ball-Larus path counts (functions marked `#[profile(paths)]`).
-    Paths => paths: analyses::PathProfile,
+    Paths => paths: cabprof_analyses::PathProfile,
     /// Set-associative cache simulation of `Mem` events (`#[profile(memory)]`).
-    Cache => cache: analyses::CacheSim,
+    Cache => cache: cabprof_analyses::CacheSim,
     /// Reuse-distance histogram of `Mem` events.
-    ReuseDistance => reuse_distance: analyses::ReuseDistance,
+    ReuseDistance => reuse_distance: cabprof_analyses::ReuseDistance,
 }
 
 pub use call_tree::CallTrees;

@@ -1,10 +1,10 @@
 //! `paths`: Ball-Larus path counts of functions marked `#[profile(paths)]`
-//! ([`analyses::PathProfile`]), decoded to source lines through the method registry.
+//! ([`cabprof_analyses::PathProfile`]), decoded to source lines through the method registry.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::names;
 use crate::model::{PathEntry, ReportData};
-use analyses::PathProfile;
+use cabprof_analyses::PathProfile;
 use std::fmt::Write as _;
 
 /// The path-profiling analysis.

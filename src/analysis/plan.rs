@@ -1,8 +1,8 @@
 //! What a session builds for each stream: the chosen analyses and their settings.
 
 use super::{Analysis, AnalysisSet};
-use analyses::LevelConfig;
-use cab::ConfigError;
+use cabprof_analyses::LevelConfig;
+use cabprof_cab::ConfigError;
 
 /// The analyses to run and their settings; [`build`](Self::build) makes one [`AnalysisSet`]
 /// per stream (per ring, or per thread in sequential mode).

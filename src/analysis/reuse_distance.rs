@@ -1,11 +1,11 @@
-//! `reuse-distance`: LRU stack distances of `Mem` events ([`analyses::ReuseDistance`], Marin
+//! `reuse-distance`: LRU stack distances of `Mem` events ([`cabprof_analyses::ReuseDistance`], Marin
 //! and Mellor-Crummey 2004), reported as a histogram and the miss curve of fully-associative
 //! LRU caches.
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{BinEntry, CurvePoint, ReportData, ReuseData};
-use analyses::ReuseDistance;
-use cab::ConfigError;
+use cabprof_analyses::ReuseDistance;
+use cabprof_cab::ConfigError;
 use std::fmt::Write as _;
 
 /// Cache sizes (in lines) the miss curve is reported at: powers of two.

@@ -2,7 +2,7 @@
 //! exhaustive one, and the analysis results alone for checking that two runs agree.
 
 use crate::model::{Counters, ReportData, SessionInfo};
-use analyses::sampling::error_rate;
+use cabprof_analyses::sampling::error_rate;
 use hashbrown::HashMap;
 use std::hash::Hash;
 

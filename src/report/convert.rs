@@ -4,7 +4,7 @@
 use crate::analysis::{AnalysisSet, MethodIds};
 use crate::model::{Counters, MethodEntry, ReportData, SessionInfo, SCHEMA};
 use crate::names;
-use cab::runtime::{self, RunMode, ThreadStats};
+use cabprof_cab::runtime::{self, RunMode, ThreadStats};
 
 impl From<&ThreadStats> for Counters {
     fn from(t: &ThreadStats) -> Self {

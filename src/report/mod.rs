@@ -73,7 +73,7 @@ pub use crate::model::{
 pub use compare::SamplingError;
 
 use crate::analysis::AnalysisSet;
-use cab::runtime;
+use cabprof_cab::runtime;
 
 /// A finished (or snapshot) profile: the merged analyses and the session's counters.
 #[derive(Debug)]

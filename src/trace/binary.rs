@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A record *is* the `Mem` event word that travels through the CAB ring, in the layout that
-//! [`cab::event`] alone defines (this module reads and checks words only through
+//! [`cabprof_cab::event`] alone defines (this module reads and checks words only through
 //! [`Event::from_mem_word`] and [`Event::is_store`]). So reading is a block copy plus a tag
 //! check per word, and a trace takes 8 bytes per access (Lackey text takes about 14). The flags word pads the header to 16 bytes so every
 //! record is 8-byte aligned in the file (for readers that map it). A Lackey `M` becomes two
@@ -21,7 +21,7 @@
 //! a stream and read from a pipe.
 
 use super::{read_full, ParseStats, TraceError, BLOCK_BYTES};
-use cab::event::Event;
+use cabprof_cab::event::Event;
 use std::io::{self, Read, Write};
 
 /// The first 8 bytes of a binary trace.
@@ -125,7 +125,7 @@ impl<R: Read> BinaryReader<R> {
         let mut bad = None;
         for chunk in self.buf[..whole].chunks_exact(8) {
             let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8 bytes"));
-            // Every word with the Mem tag is a valid Mem event (`cab::event`).
+            // Every word with the Mem tag is a valid Mem event (`cabprof_cab::event`).
             let Some(event) = Event::from_mem_word(word) else {
                 bad = Some(word);
                 break;

@@ -23,7 +23,7 @@
 //! when it ends within `size` bytes of a line boundary); a size above 128 is **split** into
 //! consecutive 128-byte accesses, the last one rounded up. Both are counted in
 //! [`ParseStats::rounded`] and [`ParseStats::split`]. Addresses above
-//! [`cab::event::MAX_ADDRESS`] (2^56 - 1; no user-space address is) are malformed.
+//! [`cabprof_cab::event::MAX_ADDRESS`] (2^56 - 1; no user-space address is) are malformed.
 //!
 //! Reading is allocation-free per line: the input is read in [`BLOCK_BYTES`] blocks and each
 //! line is parsed in place, byte by byte, with a hand-written hex parser; only a malformed line
@@ -31,7 +31,7 @@
 //!
 
 use super::{ParseStats, TraceError, BLOCK_BYTES};
-use cab::event::{Event, MAX_ACCESS_SIZE, MAX_ADDRESS};
+use cabprof_cab::event::{Event, MAX_ACCESS_SIZE, MAX_ADDRESS};
 use std::io::{self, Read};
 
 /// Largest size a Lackey record may give (bytes). Lackey's largest real accesses are

@@ -1,13 +1,13 @@
 //! Memory traces: Valgrind Lackey's text format, read fast, and cabprof's binary format, read
 //! and written. Both readers turn a trace into cabprof `Mem` event words
-//! ([`cab::event::Event::mem`]) handed to a callback, one block of input at a time, so the
+//! ([`cabprof_cab::event::Event::mem`]) handed to a callback, one block of input at a time, so the
 //! caller can push them into a CAB ring and report progress between blocks.
 //!
 //! - [`lackey`]: the Lackey text parser and its streaming reader.
 //! - [`binary`]: the `CABTRACE` binary format, its reader and writer.
 //! - [`TraceReader`] (here): either reader, the format chosen or detected from the first bytes.
 //!
-//! The event-word layout itself belongs to [`cab::event`]: a binary record *is* an event word,
+//! The event-word layout itself belongs to [`cabprof_cab::event`]: a binary record *is* an event word,
 //! and this module only ever builds and inspects words through that module's functions.
 
 pub mod binary;
@@ -16,7 +16,7 @@ pub mod lackey;
 pub use binary::{BinaryReader, BinaryWriter, FLAG_INSTRUCTIONS, HEADER_BYTES, MAGIC, VERSION};
 pub use lackey::{parse_line, LackeyReader, Line, Op, Record, MAX_RECORD_SIZE};
 
-use cab::event::Event;
+use cabprof_cab::event::Event;
 use std::fmt;
 use std::io::{self, Read};
 

@@ -11,13 +11,13 @@ use std::sync::{Mutex, MutexGuard};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// One session per process: every test that starts one holds this.
-pub fn serial() -> MutexGuard<'static, ()> {
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Keeps every word, in order.
 #[derive(Default)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     pub words: Vec<u64>,
 }
 
@@ -31,12 +31,12 @@ impl RingAnalysis for Recorder {
 }
 
 /// Run `f` in an exhaustive session (this thread only) and return its events.
-pub fn record<R>(f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
+pub(crate) fn record<R>(f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
     record_in(RunMode::Exhaustive, f)
 }
 
 /// Run `f` in a session of the given mode and return its events.
-pub fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
+pub(crate) fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<EventKind>) {
     let config = RuntimeConfig {
         mode,
         buffer_bytes: Some(64 << 10),
@@ -57,14 +57,14 @@ pub fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<EventKind>)
 }
 
 /// The registered name of a method id.
-pub fn name(id: MethodId) -> String {
+pub(crate) fn name(id: MethodId) -> String {
     cabprof::cab::registry::lookup(id)
         .map(|m| m.name.to_string())
         .unwrap_or_else(|| format!("#{id}"))
 }
 
 /// Calls and returns as `"+caller>callee"` / `"-callee"` strings, for readable assertions.
-pub fn calls(events: &[EventKind]) -> Vec<String> {
+pub(crate) fn calls(events: &[EventKind]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match *e {
@@ -83,7 +83,7 @@ pub fn calls(events: &[EventKind]) -> Vec<String> {
 }
 
 /// Every `Return` matches the innermost open `Call`, and nothing is left open.
-pub fn assert_balanced(events: &[EventKind]) {
+pub(crate) fn assert_balanced(events: &[EventKind]) {
     let mut stack: Vec<MethodId> = Vec::new();
     for e in events {
         match *e {

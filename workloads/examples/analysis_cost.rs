@@ -14,14 +14,14 @@
 //! as the facade runs them, fused into one decoding pass.
 
 use cabprof::analyses::{
-    call_tree::consume_both, Analysis, CallGraph, CallTreeProfile, CallingContextTree, MethodCount,
-    PathProfile,
+    call_tree::consume_both, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis,
+    MethodCount, PathProfile,
 };
 use cabprof::cab::runtime::{RingAnalysis, RunMode, RuntimeConfig, Session};
+use cabprof_workloads::{Size, Variant, Workload};
 use clap::Parser;
 use std::hint::black_box;
 use std::time::Instant;
-use workloads::{Size, Variant, Workload};
 
 /// Records a ring's words.
 #[derive(Default)]
@@ -40,7 +40,7 @@ impl RingAnalysis for Recorder {
 #[derive(Default)]
 struct CallTree(CallTreeProfile, CallingContextTree);
 
-impl Analysis for CallTree {
+impl EventAnalysis for CallTree {
     fn consume(&mut self, words: &[u64]) {
         consume_both(&mut self.0, &mut self.1, words);
     }
@@ -63,7 +63,7 @@ fn record(w: &Workload, v: Variant, size: Size) -> Vec<u64> {
 }
 
 /// Best-of-`runs` replay time of `words` through a fresh `A`, in ns per word.
-fn cost<A: Analysis + Default>(words: &[u64], runs: usize) -> f64 {
+fn cost<A: EventAnalysis + Default>(words: &[u64], runs: usize) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..runs {
         let mut a = A::default();
@@ -111,7 +111,7 @@ fn main() {
         "call-tree fused",
         "paths"
     );
-    for w in workloads::all() {
+    for w in cabprof_workloads::all() {
         if only
             .as_ref()
             .is_some_and(|o| !o.iter().any(|n| n == w.name))

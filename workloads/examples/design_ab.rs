@@ -13,10 +13,10 @@
 //! each design's median and minimum time and its ratio to CAB (above 1 = CAB ahead).
 
 use cabprof::{Analysis, BufferDesign, Session};
+use cabprof_workloads::{Size, Variant};
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::hint::black_box;
 use std::time::Instant;
-use workloads::{Size, Variant};
 
 /// The analysis of `--analysis`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -46,7 +46,7 @@ struct Args {
 }
 
 fn workload(name: &str) -> Result<String, String> {
-    match workloads::by_name(name) {
+    match cabprof_workloads::by_name(name) {
         Some(_) => Ok(name.to_string()),
         None => Err(format!("no workload {name:?}")),
     }
@@ -55,7 +55,7 @@ fn workload(name: &str) -> Result<String, String> {
 fn main() {
     let args = Args::parse();
     let name = args.workload;
-    let w = workloads::by_name(&name).expect("checked by the argument parser");
+    let w = cabprof_workloads::by_name(&name).expect("checked by the argument parser");
     let size = args.size;
     let rounds = args.rounds as usize;
     let analysis = match args.analysis {

@@ -2,19 +2,19 @@
 //! them: `fig7.svg`, `fig8.svg`, `fig10.svg`, `fig11.svg`, `costmodel.svg`, `perturbation.svg`;
 //! then regenerate the data tables of the evaluation page (`--page`, default
 //! `DIR/../EVALUATION.md`) between their `<!-- table:NAME -->` markers
-//! (`workloads::evaluate::page`).
+//! (`cabprof_workloads::evaluate::page`).
 //!
 //! ```text
 //! cargo run --release -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
 
+use cabprof_workloads::evaluate::page::rewrite_page;
 use clap::Parser;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::HashMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
-use workloads::evaluate::page::rewrite_page;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;

@@ -23,12 +23,11 @@
 //! core 0 with it while the analyzer has core 1. An empty session runs first so that every
 //! measurement, `A` included, sees the same affinity.
 
-use cabprof::cab;
 use cabprof::{Analysis, SessionBuilder};
+use cabprof_workloads::{Size, Variant, Workload};
 use clap::Parser;
 use std::hint::black_box;
 use std::time::Instant;
-use workloads::{Size, Variant, Workload};
 
 /// Event rates of every workload, measured with the session the environment configures.
 #[derive(Parser, Debug)]
@@ -58,8 +57,8 @@ fn usage(msg: &str) -> ! {
 
 /// Median, min and max of some seconds.
 fn stats(xs: Vec<f64>) -> (f64, f64, f64) {
-    let (lo, hi) = cab::stats::min_max(&xs);
-    (cab::stats::median(&xs), lo, hi)
+    let (lo, hi) = cabprof::cab::stats::min_max(&xs);
+    (cabprof::cab::stats::median(&xs), lo, hi)
 }
 
 fn ms((med, lo, hi): (f64, f64, f64)) -> String {
@@ -152,7 +151,7 @@ fn session_run(
 fn main() {
     let a = Args::parse();
     let runs = a.runs as usize;
-    let suite: Vec<Workload> = workloads::all()
+    let suite: Vec<Workload> = cabprof_workloads::all()
         .into_iter()
         .filter(|w| {
             a.only

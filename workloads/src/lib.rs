@@ -60,9 +60,9 @@
 //! or without a session running.
 //!
 //! ```no_run
-//! for w in workloads::all() {
-//!     let a = (w.run_plain)(workloads::Size::Smoke);
-//!     let b = (w.run_instrumented)(workloads::Size::Smoke);
+//! for w in cabprof_workloads::all() {
+//!     let a = (w.run_plain)(cabprof_workloads::Size::Smoke);
+//!     let b = (w.run_instrumented)(cabprof_workloads::Size::Smoke);
 //!     assert_eq!(a, b, "{}", w.name);
 //! }
 //! ```

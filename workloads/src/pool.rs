@@ -19,8 +19,11 @@ pub const WORKERS: usize = 3;
 /// One unit of work.
 #[derive(Clone, Copy, Debug)]
 pub struct Job {
+    /// Position in the job list.
     pub id: u32,
+    /// Seed of the job's input data.
     pub seed: u64,
+    /// Length of the job's input, in elements.
     pub len: usize,
 }
 

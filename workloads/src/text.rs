@@ -29,8 +29,11 @@ const SYLLABLES: [&str; 32] = [
 ];
 
 /// The generated corpus: documents and query word pairs.
+#[derive(Clone, Debug)]
 pub struct Corpus {
+    /// The documents, each a line of words.
     pub docs: Vec<String>,
+    /// Pairs of words to look up together.
     pub queries: Vec<(String, String)>,
 }
 

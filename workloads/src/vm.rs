@@ -28,17 +28,29 @@ pub const SLOTS: usize = DATA_VARS as usize + (SUBROUTINES + 1) * COUNTERS_PER_R
 /// Binary operators of the source language (and of the bytecode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
+    /// `+` (wrapping).
     Add,
+    /// `-` (wrapping).
     Sub,
+    /// `*` (wrapping).
     Mul,
+    /// `/` (wrapping); dividing by zero gives 0.
     Div,
+    /// `%` (wrapping); a zero divisor gives 0.
     Rem,
+    /// Bitwise and.
     And,
+    /// Bitwise or.
     Or,
+    /// Bitwise exclusive or.
     Xor,
+    /// Shift left by the low 4 bits of the right operand.
     Shl,
+    /// Shift right by the low 4 bits of the right operand.
     Shr,
+    /// `<`, 1 or 0.
     Lt,
+    /// `==`, 1 or 0.
     Eq,
 }
 
@@ -60,26 +72,37 @@ const OPS: [BinOp; 12] = [
 /// Source expressions.
 #[derive(Clone, Debug)]
 pub enum Ex {
+    /// A literal.
     Const(i64),
+    /// The value of data variable `n`.
     Var(u8),
+    /// `lhs op rhs`.
     Bin(BinOp, Box<Ex>, Box<Ex>),
 }
 
 /// Source statements.
 #[derive(Clone, Debug)]
 pub enum St {
+    /// Data variable `n` = the expression.
     Assign(u8, Ex),
     /// `if a < b { .. } else { .. }` (or `==` with `eq`).
     If {
+        /// Compare with `==` instead of `<`.
         eq: bool,
+        /// Left operand of the comparison.
         a: Ex,
+        /// Right operand of the comparison.
         b: Ex,
+        /// Statements run when the comparison holds.
         then: Vec<St>,
+        /// Statements run otherwise.
         els: Vec<St>,
     },
     /// Counted loop: `for _ in 0..count { body }`.
     Loop {
+        /// Iterations.
         count: i64,
+        /// Statements of one iteration.
         body: Vec<St>,
     },
     /// Call subroutine `n`.
@@ -89,8 +112,11 @@ pub enum St {
 /// A generated program: `main` runs `outer` iterations of its body.
 #[derive(Clone, Debug)]
 pub struct Program {
+    /// The body of `main`, run `outer` times.
     pub main: Vec<St>,
+    /// Iterations of `main`'s body.
     pub outer: i64,
+    /// Subroutine bodies, called by index.
     pub subs: Vec<Vec<St>>,
 }
 

@@ -1,12 +1,12 @@
-//! CI smoke test of the evaluation harness (`workloads::evaluate`):
+//! CI smoke test of the evaluation harness (`cabprof_workloads::evaluate`):
 //! the whole harness at `Size::Smoke` with one repetition, then checks of the outputs' shape
 //! and of the correctness claims they carry. No timing assertions: times on a shared machine
 //! are noise.
 
 use cabprof::Analysis;
+use cabprof_workloads::evaluate::{self as harness, Cfg, Options};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use workloads::evaluate::{self as harness, Cfg, Options};
 
 /// A CSV file as a header and rows of column → value maps. Every row must be as wide as the
 /// header.
@@ -62,7 +62,7 @@ fn evaluation_smoke() {
     );
     let o = Options::smoke(dir.0.clone());
     let out = harness::run(&o).expect("the harness runs and writes its outputs");
-    let suite = workloads::all();
+    let suite = cabprof_workloads::all();
     assert_eq!(out.results.len(), suite.len());
     let d = &dir.0;
     let nb = o.buffers.len();

@@ -8,8 +8,8 @@
 //! session" really means none).
 
 use cabprof::{Report, Session};
+use cabprof_workloads::{Size, Variant, Workload};
 use std::sync::{Mutex, MutexGuard};
-use workloads::{Size, Variant, Workload};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -18,7 +18,7 @@ fn lock() -> MutexGuard<'static, ()> {
 }
 
 fn workload(name: &str) -> Workload {
-    workloads::by_name(name).unwrap_or_else(|| panic!("no workload {name}"))
+    cabprof_workloads::by_name(name).unwrap_or_else(|| panic!("no workload {name}"))
 }
 
 /// Run `f` inside a session with every analysis; its result and the report.
@@ -232,7 +232,7 @@ macro_rules! workload_tests {
         #[test]
         fn every_workload_is_tested() {
             let mut tested = vec![$(stringify!($name)),*];
-            let mut all: Vec<&str> = workloads::all().iter().map(|w| w.name).collect();
+            let mut all: Vec<&str> = cabprof_workloads::all().iter().map(|w| w.name).collect();
             tested.sort_unstable();
             all.sort_unstable();
             assert_eq!(tested, all);
@@ -256,7 +256,7 @@ fn smoke_checksums_are_stable() {
         ("lz77", 0xD20B_B209_926C_EFC6),
         ("pool", 0x799A_D122_5C3E_7338),
     ];
-    let got: Vec<(&str, u64)> = workloads::all()
+    let got: Vec<(&str, u64)> = cabprof_workloads::all()
         .iter()
         .map(|w| (w.name, (w.run_plain)(Size::Smoke)))
         .collect();

@@ -1,11 +1,11 @@
 //! The calling context tree; see the parent module for the contract.
 
-use cab::event::MethodId;
+use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 use super::trie::{Trie, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
-use crate::Analysis;
+use crate::EventAnalysis;
 
 /// One node per distinct call path from the root, with the calls that reached it.
 ///
@@ -382,7 +382,7 @@ impl super::CallEvents for CallingContextTree {
     }
 }
 
-impl Analysis for CallingContextTree {
+impl EventAnalysis for CallingContextTree {
     fn consume(&mut self, words: &[u64]) {
         super::feed(self, words);
     }

@@ -41,7 +41,7 @@ mod trie;
 pub use context_tree::CallingContextTree;
 pub use subtree_profile::CallTreeProfile;
 
-use cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{decode, EventKind, MethodId};
 
 /// What a call-tree analysis does with the words it reads; every other word is skipped.
 trait CallEvents {

@@ -1,10 +1,10 @@
 //! The depth-two call-tree profile; see the parent module for the contract.
 
-use cab::event::MethodId;
+use cabprof_cab::event::MethodId;
 use hashbrown::{HashMap, HashTable};
 
 use crate::thread_stacks::ThreadStacks;
-use crate::{Analysis, MethodCount};
+use crate::{EventAnalysis, MethodCount};
 
 /// How often each function ran with each ordered list of direct callees.
 ///
@@ -487,7 +487,7 @@ impl super::CallEvents for CallTreeProfile {
     }
 }
 
-impl Analysis for CallTreeProfile {
+impl EventAnalysis for CallTreeProfile {
     fn consume(&mut self, words: &[u64]) {
         super::feed(self, words);
     }

@@ -7,7 +7,7 @@
 //! and answers when the sibling list is long. Stepping to a child is then usually one compare
 //! (the cached child), otherwise a short walk, and rarely a hash lookup.
 
-use cab::event::MethodId;
+use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 /// No node (end of a child or sibling list, or no cached child).

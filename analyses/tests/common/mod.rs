@@ -1,43 +1,43 @@
 //! Helpers shared by the tests: event words by hand, chunked consumption, random traces.
 #![allow(dead_code)]
 
-use analyses::Analysis;
-use cab::event::{Event, MethodId};
+use cabprof_analyses::EventAnalysis;
+use cabprof_cab::event::{Event, MethodId};
 
-pub fn m(id: u32) -> MethodId {
+pub(crate) fn m(id: u32) -> MethodId {
     MethodId::new(id).unwrap()
 }
 
-pub fn call(caller: u32, callee: u32) -> u64 {
+pub(crate) fn call(caller: u32, callee: u32) -> u64 {
     Event::call(m(caller), m(callee)).word()
 }
 
-pub fn ret(callee: u32) -> u64 {
+pub(crate) fn ret(callee: u32) -> u64 {
     Event::ret(m(callee)).word()
 }
 
-pub fn path(method: u32, p: u32) -> u64 {
+pub(crate) fn path(method: u32, p: u32) -> u64 {
     Event::path(m(method), p).unwrap().word()
 }
 
-pub fn load(addr: u64, size: u32) -> u64 {
+pub(crate) fn load(addr: u64, size: u32) -> u64 {
     Event::mem(addr, size, false).unwrap().word()
 }
 
-pub fn store(addr: u64, size: u32) -> u64 {
+pub(crate) fn store(addr: u64, size: u32) -> u64 {
     Event::mem(addr, size, true).unwrap().word()
 }
 
-pub fn thread(id: u64) -> u64 {
+pub(crate) fn thread(id: u64) -> u64 {
     Event::thread(id).unwrap().word()
 }
 
-pub fn marker(value: u64) -> u64 {
+pub(crate) fn marker(value: u64) -> u64 {
     Event::marker(value).unwrap().word()
 }
 
 /// Feed `words` to `a` cut at `cuts` (positions taken modulo `words.len() + 1`, any order).
-pub fn consume_in_chunks<A: Analysis>(a: &mut A, words: &[u64], cuts: &[usize]) {
+pub(crate) fn consume_in_chunks<A: EventAnalysis>(a: &mut A, words: &[u64], cuts: &[usize]) {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (words.len() + 1)).collect();
     cuts.push(0);
     cuts.push(words.len());
@@ -50,7 +50,7 @@ pub fn consume_in_chunks<A: Analysis>(a: &mut A, words: &[u64], cuts: &[usize]) 
 /// A balanced, well-formed single-thread trace driven by `actions`: each byte either calls one
 /// of methods `1..=methods` from the current method, returns, or emits a `Path` or `Mem` word.
 /// Every frame is closed at the end, and every `Call` names the true caller.
-pub fn balanced_trace(actions: &[u8], methods: u32) -> Vec<u64> {
+pub(crate) fn balanced_trace(actions: &[u8], methods: u32) -> Vec<u64> {
     let mut words = Vec::new();
     let mut stack: Vec<u32> = Vec::new();
     for &a in actions {
@@ -89,7 +89,7 @@ pub fn balanced_trace(actions: &[u8], methods: u32) -> Vec<u64> {
 
 /// Arbitrary words: events of every kind over small id and address ranges (so they collide),
 /// and raw `u64`s, which may or may not decode.
-pub fn arbitrary_words() -> impl proptest::strategy::Strategy<Value = Vec<u64>> {
+pub(crate) fn arbitrary_words() -> impl proptest::strategy::Strategy<Value = Vec<u64>> {
     use proptest::prelude::*;
     let word = prop_oneof![
         4 => (0u32..6, 1u32..6).prop_map(|(a, b)| call(a, b)),

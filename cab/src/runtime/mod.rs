@@ -33,8 +33,8 @@
 //! analyses to run and where the report goes.
 //!
 //! ```
-//! use cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
-//! use cab::Event;
+//! use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+//! use cabprof_cab::Event;
 //!
 //! #[derive(Default)]
 //! struct Count(u64);

@@ -1,10 +1,10 @@
 //! `cabprof hw`: the host's caches as Linux describes them and as the X-Ray probe measures
-//! the L1d (Yotov et al., QEST 2005; `cab::hw`), and the CAB ring sizes derived from them.
+//! the L1d (Yotov et al., QEST 2005; `cabprof_cab::hw`), and the CAB ring sizes derived from them.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cab::hw::{self, CacheGeometry, L1dSource};
+use cabprof_cab::hw::{self, CacheGeometry, L1dSource};
 use clap::Args;
 
 use crate::units::show_bytes;
@@ -26,14 +26,14 @@ use these unless told otherwise.";
 /// Arguments of `cabprof hw`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
-pub struct HwArgs {
+pub(crate) struct HwArgs {
     /// Skip the X-Ray probe (it times memory walks for up to a few seconds).
     #[arg(long)]
     pub no_probe: bool,
 }
 
 /// Run `cabprof hw`.
-pub fn run(args: &HwArgs) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &HwArgs) -> Result<ExitCode, CliError> {
     let mut o = String::new();
     let sysfs = hw::from_sysfs();
     o += &format!("caches of cpu0 (Linux sysfs, {}):\n", hw::SYSFS_CACHE_DIR);

@@ -24,7 +24,7 @@ Report::json() returns; its schema is documented in cabprof::report.";
 
 /// How to render the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     /// Text tables for people.
     #[value(alias = "text")]
     Table,
@@ -41,7 +41,7 @@ pub enum ReportFormat {
 /// Arguments of `cabprof report`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// The JSON report: a file, or '-' for standard input.
     #[arg(value_name = "FILE.json")]
     pub file: PathBuf,
@@ -57,7 +57,7 @@ pub struct ReportArgs {
 }
 
 /// Run `cabprof report`.
-pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let (text, name) = if args.file.as_os_str() == "-" {
         let mut text = String::new();
         io::stdin()

@@ -1,10 +1,10 @@
 //! `cabprof simulate`: trace-driven cache simulation through a CAB ring.
 //!
 //! The calling thread is the application side: it reads the trace ([`crate::trace`]) and pushes
-//! one `Mem` event word per access into an exhaustive CAB ring (`cab::ring::channel`, Ha et
-//! al. 2009), sized from the host's L1d (`cab::hw`). An analyzer thread takes whole chunks and
-//! runs the inclusive cache simulator (`analyses::CacheSim`) and the reuse-distance analysis
-//! (`analyses::ReuseDistance`, Marin & Mellor-Crummey 2004) over each, so parsing and analysis
+//! one `Mem` event word per access into an exhaustive CAB ring (`cabprof_cab::ring::channel`, Ha et
+//! al. 2009), sized from the host's L1d (`cabprof_cab::hw`). An analyzer thread takes whole chunks and
+//! runs the inclusive cache simulator (`cabprof_analyses::CacheSim`) and the reuse-distance analysis
+//! (`cabprof_analyses::ReuseDistance`, Marin & Mellor-Crummey 2004) over each, so parsing and analysis
 //! overlap. Nothing is lost: the ring is exhaustive, so a slow analyzer makes the reader wait.
 //! With `--analyzers 2` each analysis gets its own ring and thread and the reader pushes every
 //! access into both: faster when three threads have the cores for it, slower on a busy
@@ -21,10 +21,10 @@ use std::process::ExitCode;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use analyses::{Analysis, CacheSim, LevelConfig, LevelStats, Policy, ReuseDistance};
-use cab::event::{decode, Event, EventKind};
-use cab::ring::Consumer;
-use cab::{ConsumerStats, ProducerStats, RingConfig};
+use cabprof_analyses::{CacheSim, EventAnalysis, LevelConfig, LevelStats, Policy, ReuseDistance};
+use cabprof_cab::event::{decode, Event, EventKind};
+use cabprof_cab::ring::Consumer;
+use cabprof_cab::{ConsumerStats, ProducerStats, RingConfig};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -33,7 +33,7 @@ use crate::CliError;
 use cabprof::trace::{Format, ParseStats, TraceError, TraceReader};
 
 /// Exit status when the trace is malformed (results up to the bad record are printed).
-pub const EXIT_MALFORMED: u8 = 2;
+pub(crate) const EXIT_MALFORMED: u8 = 2;
 
 /// Progress is shown only for traces that take longer than this.
 const PROGRESS_AFTER: Duration = Duration::from_millis(500);
@@ -62,7 +62,7 @@ errors.";
 
 /// Replacement policy, for every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
+pub(crate) enum PolicyArg {
     /// Evict the line filled longest ago (the CAB paper's simulator).
     Fifo,
     /// Evict the line used longest ago.
@@ -71,7 +71,7 @@ pub enum PolicyArg {
 
 /// Trace format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
+pub(crate) enum FormatArg {
     /// Binary if the input starts with "CABTRACE", else Lackey text.
     Auto,
     /// Valgrind Lackey `--trace-mem=yes` text.
@@ -82,7 +82,7 @@ pub enum FormatArg {
 
 impl FormatArg {
     /// The format forced, or `None` to detect it.
-    pub fn forced(self) -> Option<Format> {
+    pub(crate) fn forced(self) -> Option<Format> {
         match self {
             FormatArg::Auto => None,
             FormatArg::Lackey => Some(Format::Lackey),
@@ -93,11 +93,11 @@ impl FormatArg {
 
 /// One cache level from the command line, or `none`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LevelArg(pub Option<LevelSpec>);
+pub(crate) struct LevelArg(pub Option<LevelSpec>);
 
 /// `SIZE:WAYS:LINE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LevelSpec {
+pub(crate) struct LevelSpec {
     /// Capacity in bytes.
     pub size: u64,
     /// Associativity.
@@ -107,7 +107,7 @@ pub struct LevelSpec {
 }
 
 /// Parse `SIZE:WAYS:LINE` (`32K:4:64`) or `none`.
-pub fn parse_level(text: &str) -> Result<LevelArg, String> {
+pub(crate) fn parse_level(text: &str) -> Result<LevelArg, String> {
     if text.eq_ignore_ascii_case("none") {
         return Ok(LevelArg(None));
     }
@@ -135,7 +135,7 @@ fn parse_size_arg(text: &str) -> Result<usize, String> {
 /// Arguments of `cabprof simulate`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
-pub struct SimulateArgs {
+pub(crate) struct SimulateArgs {
     /// The memory trace: a file, or '-' for standard input.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
@@ -239,7 +239,7 @@ impl ThreadTimes {
 }
 
 /// Run `cabprof simulate`.
-pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
     let policy = match args.policy {
         PolicyArg::Fifo => Policy::Fifo,
         PolicyArg::Lru => Policy::Lru,
@@ -255,10 +255,12 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         .collect();
     let mut sim = CacheSim::new(&levels).map_err(CliError::config)?;
     let mut reuse = ReuseDistance::new(args.line).map_err(CliError::config)?;
-    let chunk = args.chunk.unwrap_or_else(cab::hw::recommended_chunk_bytes);
+    let chunk = args
+        .chunk
+        .unwrap_or_else(cabprof_cab::hw::recommended_chunk_bytes);
     let buffer = args.buffer.unwrap_or(16 * chunk);
     let ring = RingConfig::new(buffer, chunk);
-    let channel = || cab::ring::channel(&ring).map_err(CliError::config);
+    let channel = || cabprof_cab::ring::channel(&ring).map_err(CliError::config);
 
     let (input, total_bytes, name): (Box<dyn Read>, Option<u64>, String) =
         if args.trace.as_os_str() == "-" {
@@ -291,7 +293,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         let (mut tx, mut rx) = channel()?;
         let analyzer = spawn("cabprof-analyzer", move || {
             drain(&mut rx, |words| {
-                // One decode per word feeds both analyses (each `Analysis::consume` would
+                // One decode per word feeds both analyses (each `EventAnalysis::consume` would
                 // decode it again); a trace holds only Mem words.
                 for &w in words {
                     if let Some(EventKind::Mem { addr, size, store }) = decode(w) {
@@ -410,7 +412,7 @@ fn join<T>(handle: thread::JoinHandle<T>) -> Result<T, CliError> {
 /// An analyzer thread's loop: hand every chunk to `analyze` until the producer closes, backing
 /// off as the runtime's analyzers do.
 fn drain(consumer: &mut Consumer, analyze: impl FnMut(&[u64])) {
-    cab::runtime::drain(consumer, analyze);
+    cabprof_cab::runtime::drain(consumer, analyze);
 }
 
 /// The progress bar: hidden unless asked for and the trace takes a while.

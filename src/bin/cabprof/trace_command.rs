@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cab::event::{decode, Event, EventKind};
+use cabprof_cab::event::{decode, Event, EventKind};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::simulate::{FormatArg, EXIT_MALFORMED};
@@ -46,7 +46,7 @@ Every STORE_EVERY-th access is a store.";
 
 /// `cabprof trace` subcommands.
 #[derive(Subcommand, Debug)]
-pub enum TraceCommand {
+pub(crate) enum TraceCommand {
     /// Convert a trace (Lackey text or binary) to cabprof's binary format, or back to Lackey.
     #[command(after_help = CONVERT_EXAMPLES)]
     Convert(ConvertArgs),
@@ -58,14 +58,14 @@ pub enum TraceCommand {
 /// Arguments of `cabprof trace`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     #[command(subcommand)]
     pub command: TraceCommand,
 }
 
 /// Output format of `cabprof trace`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// cabprof's binary format.
     Binary,
     /// Lackey text (L and S lines).
@@ -74,7 +74,7 @@ pub enum OutputFormat {
 
 /// Arguments of `cabprof trace convert`.
 #[derive(Args, Debug)]
-pub struct ConvertArgs {
+pub(crate) struct ConvertArgs {
     /// The input trace: a file, or '-' for standard input.
     #[arg(value_name = "IN")]
     pub input: PathBuf,
@@ -94,7 +94,7 @@ pub struct ConvertArgs {
 
 /// Access pattern of `cabprof trace generate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Pattern {
+pub(crate) enum Pattern {
     /// Walk the working set in order, wrapping around.
     Sequential,
     /// Uniformly random offsets in the working set.
@@ -103,7 +103,7 @@ pub enum Pattern {
 
 /// Arguments of `cabprof trace generate`.
 #[derive(Args, Debug)]
-pub struct GenerateArgs {
+pub(crate) struct GenerateArgs {
     /// The output file.
     #[arg(value_name = "OUT")]
     pub output: PathBuf,
@@ -148,7 +148,7 @@ fn parse_count(text: &str) -> Result<u64, String> {
 }
 
 /// Run `cabprof trace ...`.
-pub fn run(args: &TraceArgs) -> Result<ExitCode, CliError> {
+pub(crate) fn run(args: &TraceArgs) -> Result<ExitCode, CliError> {
     match &args.command {
         TraceCommand::Convert(a) => convert(a),
         TraceCommand::Generate(a) => generate(a),

@@ -19,12 +19,12 @@
 //!
 //! Outputs in `--out` (default `docs/eval`): `fig7.csv`, `fig8.csv`, `fig10.csv`, `fig11.csv`,
 //! `costmodel.csv`, `perturbation.csv`, `pinning.csv`, `workloads.csv` and `summary.txt`.
-//! See `workloads::evaluate` for how each cell is measured.
+//! See `cabprof_workloads::evaluate` for how each cell is measured.
 
+use cabprof_workloads::evaluate::{self, Options};
+use cabprof_workloads::Size;
 use clap::Parser;
 use std::path::PathBuf;
-use workloads::evaluate::{self, Options};
-use workloads::Size;
 
 /// Run the evaluation and write its CSV files and summary.
 #[derive(Parser, Debug)]
@@ -60,7 +60,7 @@ struct Args {
 }
 
 fn parse_workload(v: &str) -> Result<String, String> {
-    match workloads::by_name(v) {
+    match cabprof_workloads::by_name(v) {
         Some(_) => Ok(v.to_string()),
         None => Err(format!("no workload {v:?}")),
     }

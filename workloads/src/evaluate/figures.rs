@@ -9,8 +9,7 @@ use super::measure::{results_key, WorkloadResults};
 use super::table::{f, Table};
 use super::Options;
 use crate::{Variant, Workload};
-use cab::stats::median;
-use cabprof::cab;
+use cabprof::cab::stats::median;
 use cabprof::{Analysis, ReportData};
 use std::collections::HashMap;
 

@@ -10,8 +10,7 @@ use super::figures::{
 };
 use super::measure::{results_key, WorkloadResults};
 use super::Options;
-use cab::stats::{mean, median};
-use cabprof::cab;
+use cabprof::cab::stats::{mean, median};
 use cabprof::Analysis;
 use std::fmt::Write as _;
 
