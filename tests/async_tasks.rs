@@ -1,6 +1,6 @@
 //! Async tasks get the call tree, calling-context tree and flame graph they would have if each
-//! ran alone, however a runtime interleaves them on a thread or moves them between threads
-//! (issue 12, item 1). The expected results are written down from the program's structure.
+//! ran alone, however a runtime interleaves them on a thread or moves them between threads.
+//! The expected results are written down from the program's structure.
 
 use cabprof::cab::runtime::RunMode;
 use cabprof::{profile, Analysis, Session};

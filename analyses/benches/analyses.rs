@@ -34,10 +34,10 @@ fn random_stream() -> Vec<u64> {
         .collect()
 }
 
+/// Median of five runs of `f`.
 fn median<F: FnMut() -> f64>(mut f: F) -> f64 {
-    let mut v: Vec<f64> = (0..5).map(|_| f()).collect();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[2]
+    let v: Vec<f64> = (0..5).map(|_| f()).collect();
+    cabprof_cab::stats::median(&v)
 }
 
 fn main() {

@@ -15,6 +15,7 @@ use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::fastforward::FastForward;
 use cabprof_cab::nway::NWay;
 use cabprof_cab::ring::{Cab, CabSampling};
+use cabprof_cab::stats;
 use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
@@ -292,9 +293,10 @@ fn entries() -> Vec<Entry> {
     ]
 }
 
-fn median(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    (xs[xs.len() / 2], xs[0], xs[xs.len() - 1])
+/// Median, min and max of one cell's runs.
+fn median(xs: Vec<f64>) -> (f64, f64, f64) {
+    let (min, max) = stats::min_max(&xs);
+    (stats::median(&xs), min, max)
 }
 
 fn table(pinned: bool, sizes: &[usize]) {

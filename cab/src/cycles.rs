@@ -45,6 +45,7 @@
 //! assert!(m.min <= m.max && m.variance_of_minima.is_finite());
 //! ```
 
+use crate::stats::variance;
 use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -237,7 +238,8 @@ impl Timer {
             max_deviation = max_deviation.max(hi - lo);
             total += buf.iter().map(|&t| t as f64).sum::<f64>();
             minima.push(lo as f64);
-            variances.push(variance(buf.iter().map(|&t| t as f64)));
+            let ticks: Vec<f64> = buf.iter().map(|&t| t as f64).collect();
+            variances.push(variance(&ticks));
         }
         Measurement {
             ensembles,
@@ -246,8 +248,8 @@ impl Timer {
             max,
             mean: total / (ensembles * samples) as f64,
             variance: variances.iter().sum::<f64>() / ensembles as f64,
-            variance_of_variances: variance(variances.iter().copied()),
-            variance_of_minima: variance(minima.iter().copied()),
+            variance_of_variances: variance(&variances),
+            variance_of_minima: variance(&minima),
             max_deviation,
             overhead_subtracted: self.overhead,
         }
@@ -308,18 +310,6 @@ impl Measurement {
     pub fn minima_are_stable(&self, tolerance_ticks: f64) -> bool {
         self.variance_of_minima.sqrt() <= tolerance_ticks
     }
-}
-
-/// Population variance; 0 for fewer than two values.
-fn variance(values: impl Iterator<Item = f64> + Clone) -> f64 {
-    let (n, sum) = values
-        .clone()
-        .fold((0usize, 0f64), |(n, s), v| (n + 1, s + v));
-    if n < 2 {
-        return 0.0;
-    }
-    let mean = sum / n as f64;
-    values.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64
 }
 
 #[cfg(target_arch = "x86_64")]

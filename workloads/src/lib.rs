@@ -232,7 +232,7 @@ impl std::str::FromStr for Size {
     }
 }
 
-/// What sort of program a workload is (the row of the list it fills).
+/// What sort of program a workload is: the behaviour it brings to the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Recursive, call-heavy: a tree-walking interpreter.
