@@ -391,19 +391,3 @@ impl Drop for Consumer {
 }
 
 crate::transport::forward_transport_traits!(Producer, Consumer);
-
-impl std::fmt::Debug for Producer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for Consumer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Consumer")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
-    }
-}

@@ -755,19 +755,3 @@ impl Transport for CabSampling {
         sampling_channel(config)
     }
 }
-
-impl<const SAMPLING: bool> std::fmt::Debug for Producer<SAMPLING> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for Consumer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Consumer")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
-    }
-}

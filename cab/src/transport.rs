@@ -75,7 +75,8 @@ pub trait Transport {
 
 /// Implement [`EventProducer`] and [`EventConsumer`] for a design whose `Producer` and
 /// `Consumer` already have inherent `push`/`flush`/`close`/`stats` and `poll_with`/`stats`
-/// methods: the traits only forward to them, identically for every design.
+/// methods: the traits only forward to them, identically for every design. Also `Debug`
+/// (the counters so far).
 macro_rules! forward_transport_traits {
     ($(@const $g:ident: $t:ty;)? $producer:ty, $consumer:ty) => {
         impl$(<const $g: $t>)? $crate::transport::EventProducer for $producer {
@@ -100,6 +101,22 @@ macro_rules! forward_transport_traits {
             }
             fn stats(&self) -> $crate::transport::ConsumerStats {
                 <$consumer>::stats(self)
+            }
+        }
+
+        impl$(<const $g: $t>)? ::std::fmt::Debug for $producer {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct("Producer")
+                    .field("stats", &<$producer>::stats(self))
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl ::std::fmt::Debug for $consumer {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct("Consumer")
+                    .field("stats", &<$consumer>::stats(self))
+                    .finish_non_exhaustive()
             }
         }
     };
