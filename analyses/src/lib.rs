@@ -55,10 +55,13 @@
 //! - [`path_profile`]: counts per Ball-Larus path, with a [`PathDecoder`] hook for reports.
 //! - [`cache_sim`]: multi-level inclusive set-associative cache simulation, FIFO or LRU.
 //! - [`reuse_distance`]: LRU stack distances; exact miss counts for every fully-associative size.
+//! - [`allocations`]: heap allocations per function and calling context (`Alloc`/`Dealloc`/
+//!   `Realloc` words from an allocation-tracking global allocator).
 //! - [`sampling`]: the CAB paper's sampling error rate.
 
 #![forbid(unsafe_code)]
 
+pub mod allocations;
 pub mod cache_sim;
 pub mod call_graph;
 pub mod call_tree;
@@ -68,6 +71,7 @@ pub mod reuse_distance;
 pub mod sampling;
 mod thread_stacks;
 
+pub use allocations::{AllocCounts, Allocations, ContextAllocs, FunctionAllocs};
 pub use cabprof_cab::event::MethodId;
 pub use cache_sim::{CacheConfigError, CacheSim, LevelConfig, LevelStats, MissCounts, Policy};
 pub use call_graph::CallGraph;

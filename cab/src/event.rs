@@ -18,6 +18,9 @@
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
+//! tag 11 Alloc   size: bits 0..60 (bytes)
+//! tag 12 Dealloc size: bits 0..60 (bytes)
+//! tag 13 Realloc old size: bits 30..60 (30 bits)   new size: bits 0..30 (30 bits)
 //! ```
 //!
 //! Tags run from 1 to 14, so the top nibble of a word is never `0x0` (which `CLEAR = 0` has) nor
@@ -52,6 +55,9 @@ const TAG_MARKER: u64 = 6;
 const TAG_POLL_FIRST: u64 = 7;
 const TAG_POLL: u64 = 8;
 const TAG_POLL_END: u64 = 9;
+const TAG_ALLOC: u64 = 11;
+const TAG_DEALLOC: u64 = 12;
+const TAG_REALLOC: u64 = 13;
 
 /// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
 pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
@@ -64,6 +70,11 @@ pub const MAX_ADDRESS: u64 = ADDR_MASK;
 pub const MAX_ACCESS_SIZE: u32 = 128;
 /// Largest `Thread`/`Marker` payload (60 bits).
 pub const MAX_PAYLOAD: u64 = PAYLOAD_MASK;
+/// Largest size an `Alloc`/`Dealloc` word carries exactly (60 bits); larger sizes saturate.
+pub const MAX_ALLOC_SIZE: u64 = PAYLOAD_MASK;
+/// Largest old or new size a `Realloc` word can carry (30 bits: 1 GiB − 1); a reallocation
+/// with a larger size is sent as a `Dealloc` and an `Alloc` ([`Event::realloc`]).
+pub const MAX_REALLOC_SIZE: u64 = ID_MASK;
 
 /// A method id that fits an event word: `0..=MAX_METHOD_ID`, where 0 means "the root".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -189,6 +200,26 @@ pub enum EventKind {
         poll: u32,
         /// Whether the future completed or was dropped.
         done: bool,
+    },
+    /// The thread allocated a block of `size` bytes (`alloc` or `alloc_zeroed` of a global
+    /// allocator), saturating at [`MAX_ALLOC_SIZE`].
+    Alloc {
+        /// Bytes requested (the layout's size).
+        size: u64,
+    },
+    /// The thread freed a block of `size` bytes (its layout's size, so a block freed on
+    /// another thread than the one that made it still balances).
+    Dealloc {
+        /// Bytes freed.
+        size: u64,
+    },
+    /// The thread resized a block from `old` to `new` bytes (both at most
+    /// [`MAX_REALLOC_SIZE`]).
+    Realloc {
+        /// The block's size before.
+        old: u64,
+        /// The block's size after.
+        new: u64,
     },
 }
 
@@ -355,6 +386,12 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             poll: ((p >> ID_BITS) & POLL_MASK) as u32,
             done: p & DONE_BIT != 0,
         },
+        TAG_ALLOC => EventKind::Alloc { size: p },
+        TAG_DEALLOC => EventKind::Dealloc { size: p },
+        TAG_REALLOC => EventKind::Realloc {
+            old: (p >> ID_BITS) & ID_MASK,
+            new: p & ID_MASK,
+        },
         _ => return None,
     })
 }
@@ -375,6 +412,27 @@ impl EventKind {
                 first,
             } => Event::checked_poll(method, task, first),
             EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
+            EventKind::Alloc { size } => {
+                Event::payload("allocation size", size).map(|_| Event::alloc(size as usize))
+            }
+            EventKind::Dealloc { size } => {
+                Event::payload("allocation size", size).map(|_| Event::dealloc(size as usize))
+            }
+            EventKind::Realloc { old, new } => {
+                for v in [old, new] {
+                    if v > MAX_REALLOC_SIZE {
+                        return Err(EventError {
+                            field: "reallocation size",
+                            value: v,
+                            max: MAX_REALLOC_SIZE,
+                        });
+                    }
+                }
+                match Event::realloc(old as usize, new as usize) {
+                    Ok(e) => Ok(e),
+                    Err(_) => unreachable!("both sizes were checked"),
+                }
+            }
         }
     }
 }
@@ -449,6 +507,48 @@ impl Event {
             })
         } else {
             Ok(task)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocations (a global allocator wrapper)
+
+impl Event {
+    /// A block of `size` bytes was allocated. Sizes above [`MAX_ALLOC_SIZE`] saturate (no
+    /// allocation that large can succeed), so this needs no check.
+    #[inline(always)]
+    pub const fn alloc(size: usize) -> Event {
+        Event(TAG_ALLOC << TAG_SHIFT | Self::saturate(size))
+    }
+
+    /// A block of `size` bytes was freed; saturating like [`alloc`](Self::alloc).
+    #[inline(always)]
+    pub const fn dealloc(size: usize) -> Event {
+        Event(TAG_DEALLOC << TAG_SHIFT | Self::saturate(size))
+    }
+
+    /// A block was resized from `old` to `new` bytes: one `Realloc` word when both sizes fit
+    /// [`MAX_REALLOC_SIZE`], else `Err` with the two words that say the same in bytes, a
+    /// `Dealloc` of `old` and an `Alloc` of `new` (for the rare block of a gigabyte or more).
+    #[inline(always)]
+    pub const fn realloc(old: usize, new: usize) -> Result<Event, [Event; 2]> {
+        if old as u64 <= MAX_REALLOC_SIZE && new as u64 <= MAX_REALLOC_SIZE {
+            Ok(Event(
+                TAG_REALLOC << TAG_SHIFT | (old as u64) << ID_BITS | new as u64,
+            ))
+        } else {
+            Err([Event::dealloc(old), Event::alloc(new)])
+        }
+    }
+
+    #[inline(always)]
+    const fn saturate(size: usize) -> u64 {
+        let size = size as u64;
+        if size > PAYLOAD_MASK {
+            PAYLOAD_MASK
+        } else {
+            size
         }
     }
 }

@@ -179,6 +179,8 @@ fn display_name(type_name: &'static str, module_path: &str) -> &'static str {
 #[cold]
 #[inline(never)]
 fn register(site: &'static Site) -> u32 {
+    // The name table's growth is the runtime's own allocation, not the program's.
+    let _work = crate::runtime::runtime_work();
     let info = MethodInfo {
         name: display_name((site.path)(), site.module_path),
         module_path: site.module_path,

@@ -2,7 +2,7 @@
 
 use cabprof_cab::event::{
     decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_METHOD_ID,
-    MAX_PATH_NUMBER, MAX_PAYLOAD, MAX_POLL_NUMBER, MAX_TASK_ID,
+    MAX_PATH_NUMBER, MAX_PAYLOAD, MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID,
 };
 use proptest::prelude::*;
 
@@ -31,6 +31,10 @@ fn kind() -> impl Strategy<Value = EventKind> {
         }),
         (0..=MAX_TASK_ID, 0..=MAX_POLL_NUMBER, any::<bool>())
             .prop_map(|(task, poll, done)| EventKind::PollEnd { task, poll, done }),
+        (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Alloc { size }),
+        (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Dealloc { size }),
+        (0..=MAX_REALLOC_SIZE, 0..=MAX_REALLOC_SIZE)
+            .prop_map(|(old, new)| EventKind::Realloc { old, new }),
     ]
 }
 
@@ -73,6 +77,9 @@ fn extreme_fields_stay_clear_of_sentinels() {
         Event::mem(0, 1, false).unwrap(),
         Event::thread(MAX_PAYLOAD).unwrap(),
         Event::marker(0).unwrap(),
+        Event::alloc(usize::MAX),
+        Event::dealloc(0),
+        Event::realloc(MAX_REALLOC_SIZE as usize, 0).unwrap(),
     ] {
         assert_ne!(e.word(), CLEAR);
         assert_ne!(e.word(), MAGIC);
@@ -101,4 +108,21 @@ fn out_of_range_fields_are_named_errors() {
         "thread id"
     );
     assert_eq!(Event::marker(u64::MAX).unwrap_err().field, "marker value");
+}
+
+#[test]
+fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
+    assert_eq!(Event::alloc(usize::MAX).kind(), EventKind::Alloc { size: MAX_PAYLOAD });
+    assert_eq!(Event::dealloc(24).kind(), EventKind::Dealloc { size: 24 });
+    assert_eq!(
+        Event::realloc(32, 64).unwrap().kind(),
+        EventKind::Realloc { old: 32, new: 64 }
+    );
+    let big = MAX_REALLOC_SIZE as usize + 1;
+    let [free, alloc] = Event::realloc(16, big).unwrap_err();
+    assert_eq!(free.kind(), EventKind::Dealloc { size: 16 });
+    assert_eq!(alloc.kind(), EventKind::Alloc { size: big as u64 });
+    let err = EventKind::Realloc { old: big as u64, new: 1 }.encode().unwrap_err();
+    assert_eq!(err.field, "reallocation size");
+    assert_eq!(err.max, MAX_REALLOC_SIZE);
 }

@@ -168,6 +168,7 @@ pub(super) fn spawn<A: RingAnalysis>(
     let handle = std::thread::Builder::new()
         .name(format!("cabprof-analyzer-{index}"))
         .spawn(move || {
+            super::tls::mark_runtime_thread();
             if let Some(core) = pin_core {
                 super::affinity::pin_to(core);
             }

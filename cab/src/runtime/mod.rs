@@ -78,7 +78,7 @@ pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
-pub use tls::{active, emit, flush_current_thread};
+pub use tls::{active, emit, flush_current_thread, in_runtime_work, runtime_work, RuntimeWork};
 
 use crate::config::{ConfigError, WORD_BYTES};
 use std::fmt;

@@ -166,6 +166,7 @@ impl<A: RingAnalysis> Session<A> {
         factory: Arc<dyn Fn() -> A + Send + Sync>,
         clone_fn: Option<fn(&A) -> A>,
     ) -> Result<Session<A>, SessionError> {
+        let _work = tls::runtime_work();
         b.validate()?;
         let ring = b.ring_config()?;
         let mut global = claim_global()?;
@@ -295,6 +296,7 @@ impl<A: RingAnalysis + Clone> Snapshotter<A> {
 
 impl<A: RingAnalysis + Clone> Core<A> {
     fn snapshot(&self) -> Option<Report<A>> {
+        let _work = tls::runtime_work();
         // One snapshot at a time: each analyzer has a single answer slot.
         let _one = self.snapshot_lock.lock();
         if self.finished.load(Ordering::Acquire) {
@@ -388,6 +390,7 @@ impl<A: RingAnalysis> Core<A> {
     }
 
     fn finish(&self) -> Option<Report<A>> {
+        let _work = tls::runtime_work();
         if self.finished.swap(true, Ordering::AcqRel) {
             return None;
         }

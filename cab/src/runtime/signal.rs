@@ -25,6 +25,7 @@ impl<A: RingAnalysis> Session<A> {
     ) -> Result<(), SessionError> {
         let installed = CTRLC_INSTALLED.get_or_init(|| {
             ctrlc::set_handler(|| {
+                super::tls::mark_runtime_thread();
                 let job = INTERRUPT.lock().take();
                 tracing::info!("cabprof: interrupted, writing the final report");
                 if let Some(job) = job {

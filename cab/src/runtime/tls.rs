@@ -99,6 +99,8 @@ struct Local {
 
 impl Local {
     fn retire(&mut self) {
+        // Dropping a producer frees its share of the ring: the runtime's own work.
+        let _work = runtime_work();
         // Forget the cached producer before it goes away.
         let _ = FAST.try_with(|f| {
             f.key.set(0);
@@ -206,6 +208,10 @@ fn emit_to(key: u64, event: Event) {
 #[cold]
 #[inline(never)]
 fn emit_slow(key: u64, event: Event) {
+    // Making a ring or an inline analysis, and running that analysis, allocate: the runtime's
+    // own allocations, which an allocation-tracking allocator must neither report as the
+    // program's nor turn into events (the thread's sink is borrowed here).
+    let _work = runtime_work();
     // `try_with`: events from TLS destructors after `LOCAL` is gone are dropped.
     // `try_borrow_mut`: an event emitted from inside an inline analysis (re-entrancy) is
     // dropped rather than corrupting the analysis.
@@ -247,6 +253,7 @@ fn attach(local: &mut Local, key: u64) {
 /// Hand the calling thread's buffered events to its analyzer now (for instance before a
 /// thread parks for a long time). Cheap; optional.
 pub fn flush_current_thread() {
+    let _work = runtime_work();
     let _ = LOCAL.try_with(|local| {
         if let Ok(mut local) = local.try_borrow_mut() {
             if let Some(producer) = &mut local.producer {
@@ -259,6 +266,7 @@ pub fn flush_current_thread() {
 /// The session `key` is finishing on this thread: merge this thread's inline results, or
 /// close its producer so its tail is published.
 pub(super) fn retire_current_thread(key: u64) {
+    let _work = runtime_work();
     let _ = LOCAL.try_with(|local| {
         if let Ok(mut local) = local.try_borrow_mut() {
             if local.key == key {
@@ -266,4 +274,54 @@ pub(super) fn retire_current_thread(key: u64) {
             }
         }
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime's own work
+
+thread_local! {
+    /// How many [`RuntimeWork`] scopes are open on this thread (a large constant on the
+    /// runtime's own threads). A `const`, destructor-free thread-local: reading it never
+    /// allocates and works even while the thread's other thread-locals are being destroyed.
+    static RUNTIME_WORK: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks what the calling thread does until it is dropped as cabprof's own work (attaching a
+/// ring, an inline analysis, starting, snapshotting or finishing a session, building a
+/// report): an allocation-tracking global allocator asks [`in_runtime_work`] and counts such
+/// allocations apart instead of sending them as events. Scopes nest.
+#[must_use = "the scope ends when this is dropped"]
+#[derive(Debug)]
+pub struct RuntimeWork {
+    /// Tied to the thread whose flag it raised.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// Open a [`RuntimeWork`] scope on the calling thread.
+#[inline]
+pub fn runtime_work() -> RuntimeWork {
+    let _ = RUNTIME_WORK.try_with(|w| w.set(w.get().saturating_add(1)));
+    RuntimeWork {
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+impl Drop for RuntimeWork {
+    #[inline]
+    fn drop(&mut self) {
+        let _ = RUNTIME_WORK.try_with(|w| w.set(w.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the calling thread is doing cabprof's own work: inside a [`RuntimeWork`] scope, or
+/// on one of the runtime's threads (analyzers, the Ctrl-C handler).
+#[inline(always)]
+pub fn in_runtime_work() -> bool {
+    RUNTIME_WORK.try_with(|w| w.get() != 0).unwrap_or(true)
+}
+
+/// The calling thread is one of the runtime's own, for the rest of its life (its exit and
+/// thread-local destructors included).
+pub(super) fn mark_runtime_thread() {
+    let _ = RUNTIME_WORK.try_with(|w| w.set(u32::MAX / 2));
 }

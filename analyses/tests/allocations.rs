@@ -1,0 +1,121 @@
+//! The allocation analysis on hand-built streams: counts by context, self and inclusive counts
+//! by function (recursion counted once), chunking, and merging streams of threads that free
+//! each other's blocks.
+
+use cabprof_analyses::{AllocCounts, Allocations, EventAnalysis};
+use cabprof_cab::event::{Event, MethodId};
+
+fn m(id: u32) -> MethodId {
+    MethodId::new(id).unwrap()
+}
+
+fn words(events: &[Event]) -> Vec<u64> {
+    events.iter().map(|e| e.word()).collect()
+}
+
+fn counts(allocs: u64, bytes: u64, reallocs: u64, frees: u64, freed_bytes: u64) -> AllocCounts {
+    AllocCounts {
+        allocs,
+        bytes,
+        reallocs,
+        frees,
+        freed_bytes,
+    }
+}
+
+/// root: alloc 8; main { alloc 100; work { realloc 32→64; work { alloc 16 } }; free 100 }
+fn stream() -> Vec<u64> {
+    let (main, work) = (m(1), m(2));
+    words(&[
+        Event::alloc(8),
+        Event::call(MethodId::ROOT, main),
+        Event::alloc(100),
+        Event::call(main, work),
+        Event::realloc(32, 64).unwrap(),
+        Event::call(work, work),
+        Event::alloc(16),
+        Event::ret(work),
+        Event::ret(work),
+        Event::dealloc(100),
+        Event::ret(main),
+    ])
+}
+
+#[test]
+fn contexts_and_functions_get_exact_self_and_inclusive_counts_at_any_chunking() {
+    let w = stream();
+    for chunk in 1..=w.len() {
+        let mut a = Allocations::new();
+        for c in w.chunks(chunk) {
+            a.consume(c);
+        }
+        assert!(!a.is_approximate());
+        assert_eq!(a.totals(), counts(3, 8 + 100 + 32 + 16, 1, 1, 100));
+        assert_eq!(a.context(&[]), Some(counts(1, 8, 0, 0, 0)));
+        assert_eq!(a.context(&[m(1)]), Some(counts(1, 100, 0, 1, 100)));
+        assert_eq!(a.context(&[m(1), m(2)]), Some(counts(0, 32, 1, 0, 0)));
+        assert_eq!(a.context(&[m(1), m(2), m(2)]), Some(counts(1, 16, 0, 0, 0)));
+        let f = a.by_function();
+        let get = |id: u32| *f.iter().find(|f| f.method == m(id)).unwrap();
+        assert_eq!(get(0).self_, counts(1, 8, 0, 0, 0));
+        assert_eq!(get(0).inclusive, a.totals());
+        assert_eq!(get(1).inclusive, counts(2, 148, 1, 1, 100));
+        // work recursed: the inner allocation counts once in its inclusive counts.
+        assert_eq!(get(2).self_, counts(1, 48, 1, 0, 0));
+        assert_eq!(get(2).inclusive, counts(1, 48, 1, 0, 0));
+        assert_eq!(a.contexts().len(), 4);
+    }
+}
+
+#[test]
+fn a_block_freed_by_another_thread_balances_after_merging() {
+    let (producer, consumer) = (m(1), m(2));
+    let mut a = Allocations::new();
+    a.consume(&words(&[
+        Event::call(MethodId::ROOT, producer),
+        Event::alloc(4096),
+        Event::ret(producer),
+    ]));
+    let mut b = Allocations::new();
+    b.consume(&words(&[
+        Event::call(MethodId::ROOT, consumer),
+        Event::dealloc(4096),
+        Event::ret(consumer),
+    ]));
+    a.merge(b);
+    let t = a.totals();
+    assert_eq!((t.allocs, t.frees, t.net_bytes()), (1, 1, 0));
+    assert_eq!(a.context(&[producer]).unwrap().bytes, 4096);
+    assert_eq!(a.context(&[consumer]).unwrap().freed_bytes, 4096);
+}
+
+#[test]
+fn polls_charge_the_future_context_and_a_lost_call_marks_the_result_approximate() {
+    let (outer, fut, leaf) = (m(1), m(2), m(3));
+    let mut a = Allocations::new();
+    a.consume(&words(&[
+        Event::call(MethodId::ROOT, outer),
+        Event::call(outer, fut),
+        Event::poll(fut, 7, true),
+        Event::alloc(10),
+        Event::poll_end(7, 0, false),
+        Event::alloc(1), // back in outer
+        Event::poll(fut, 7, false),
+        Event::call(fut, leaf),
+        Event::alloc(20),
+        Event::ret(leaf),
+        Event::ret(fut),
+        Event::poll_end(7, 1, true),
+        Event::ret(outer),
+    ]));
+    assert!(!a.is_approximate());
+    assert_eq!(a.context(&[outer, fut]).unwrap().bytes, 10);
+    assert_eq!(a.context(&[outer]).unwrap().bytes, 1);
+    assert_eq!(a.context(&[outer, fut, leaf]).unwrap().bytes, 20);
+
+    // A stream that starts inside a call.
+    let mut b = Allocations::new();
+    b.consume(&words(&[Event::call(outer, leaf), Event::alloc(5)]));
+    assert!(b.is_approximate());
+    assert_eq!(b.context(&[outer, leaf]).unwrap().bytes, 5);
+}
