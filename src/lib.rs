@@ -25,6 +25,8 @@
 //! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
 //!   declared once in `src/analysis/` (one file per analysis, one registration list).
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
+//! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
+//!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
@@ -36,6 +38,7 @@ pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionErro
 pub use cabprof_cab::{ConfigError, Mode, RingConfig};
 pub use cabprof_macros::profile;
 
+pub mod alloc;
 mod analysis;
 pub mod mem;
 mod model;

@@ -42,6 +42,10 @@ pub struct ReportData {
     pub cache: Option<CacheData>,
     /// Reuse-distance histogram and the miss curve it implies.
     pub reuse_distance: Option<ReuseData>,
+    /// Heap allocations per function and calling context (absent in reports written before
+    /// the allocation analysis existed).
+    #[serde(default)]
+    pub allocations: Option<AllocationsData>,
 }
 
 /// Per-thread (or total) counters of the runtime.
@@ -264,6 +268,69 @@ pub struct ReuseData {
     pub histogram: Vec<BinEntry>,
     /// Misses at power-of-two capacities.
     pub miss_curve: Vec<CurvePoint>,
+}
+
+/// Allocation counts of a context or a function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocCountsEntry {
+    /// Blocks allocated.
+    pub allocs: u64,
+    /// Bytes allocated (block sizes plus the growth of reallocations).
+    pub bytes: u64,
+    /// Blocks resized.
+    pub reallocs: u64,
+    /// Blocks freed.
+    pub frees: u64,
+    /// Bytes freed (block sizes plus the shrinkage of reallocations).
+    pub freed_bytes: u64,
+}
+
+/// One function's allocations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionAllocEntry {
+    /// Method id (0: outside every instrumented function).
+    pub method: u32,
+    /// While it was the innermost instrumented function.
+    #[serde(rename = "self")]
+    pub self_: AllocCountsEntry,
+    /// While it was anywhere on the stack (recursion counted once).
+    pub inclusive: AllocCountsEntry,
+}
+
+/// One calling context's own allocations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocContextEntry {
+    /// Method ids from the outermost frame to the innermost (empty: the root).
+    pub stack: Vec<u32>,
+    /// Calls that entered this context.
+    pub calls: u64,
+    /// Allocations made while this was the context.
+    pub counts: AllocCountsEntry,
+}
+
+/// The allocation analysis' results.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocationsData {
+    /// Attribution may be off (sampled stream, resynchronised stacks, futures first polled in
+    /// another ring); totals of a complete stream stay exact.
+    pub approximate: bool,
+    /// Whether an allocation-tracking global allocator (`cabprof::alloc::Tracked`) reported
+    /// anything during the session.
+    pub tracked: bool,
+    /// Counts over the whole program.
+    pub totals: AllocCountsEntry,
+    /// Bytes allocated minus bytes freed by the program since the session started, at the
+    /// end (process-wide, exact in every mode).
+    pub live_bytes: i64,
+    /// The largest live byte count reached during the session.
+    pub peak_bytes: i64,
+    /// The runtime's own allocations (rings, analyses, reports), counted apart and not in
+    /// any other figure; resizes count as one allocation and one free.
+    pub runtime: AllocCountsEntry,
+    /// Per function, most bytes (inclusive) first.
+    pub functions: Vec<FunctionAllocEntry>,
+    /// Per calling context with allocations of its own, most bytes first.
+    pub contexts: Vec<AllocContextEntry>,
 }
 
 /// Why a saved report could not be read.

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CABPROF_ANALYSES",
-        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance",
+        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance, allocations",
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
 ];
@@ -207,6 +207,11 @@ impl SessionBuilder {
         self.validate()?;
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
+        if !cabprof_cab::runtime::active() {
+            // A new session's allocation counters start from zero (with one running, starting
+            // fails below and its counters stay).
+            crate::alloc::reset();
+        }
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
         Ok(Session {
             inner,

@@ -286,7 +286,10 @@ impl Allocations {
         self.resyncs += 1;
         let nodes = &self.nodes;
         let open = &mut self.threads.current.stack;
-        if let Some(i) = open.iter().rposition(|&n| nodes[n as usize].method == caller) {
+        if let Some(i) = open
+            .iter()
+            .rposition(|&n| nodes[n as usize].method == caller)
+        {
             open.truncate(i + 1);
             return open[i];
         }
@@ -309,7 +312,10 @@ impl Allocations {
             _ => {
                 self.approximate = true;
                 self.resyncs += 1;
-                if let Some(i) = open.iter().rposition(|&n| nodes[n as usize].method == callee) {
+                if let Some(i) = open
+                    .iter()
+                    .rposition(|&n| nodes[n as usize].method == callee)
+                {
                     open.truncate(i);
                 }
             }

@@ -112,7 +112,10 @@ fn out_of_range_fields_are_named_errors() {
 
 #[test]
 fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
-    assert_eq!(Event::alloc(usize::MAX).kind(), EventKind::Alloc { size: MAX_PAYLOAD });
+    assert_eq!(
+        Event::alloc(usize::MAX).kind(),
+        EventKind::Alloc { size: MAX_PAYLOAD }
+    );
     assert_eq!(Event::dealloc(24).kind(), EventKind::Dealloc { size: 24 });
     assert_eq!(
         Event::realloc(32, 64).unwrap().kind(),
@@ -122,7 +125,12 @@ fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
     let [free, alloc] = Event::realloc(16, big).unwrap_err();
     assert_eq!(free.kind(), EventKind::Dealloc { size: 16 });
     assert_eq!(alloc.kind(), EventKind::Alloc { size: big as u64 });
-    let err = EventKind::Realloc { old: big as u64, new: 1 }.encode().unwrap_err();
+    let err = EventKind::Realloc {
+        old: big as u64,
+        new: 1,
+    }
+    .encode()
+    .unwrap_err();
     assert_eq!(err.field, "reallocation size");
     assert_eq!(err.max, MAX_REALLOC_SIZE);
 }

@@ -30,8 +30,17 @@
 //!              "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] } | null,
 //!   "reuse_distance": { "line_bytes": u32, "accesses": u64, "cold": u64,
 //!                       "histogram": [ { "min": u64, "max": u64, "count": u64 } ],
-//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null
+//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null,
+//!   "allocations": { "approximate": bool, "tracked": bool,  // tracked: the wrapper reported
+//!                    "totals": AllocCounts, "runtime": AllocCounts,  // runtime: its own, apart
+//!                    "live_bytes": i64, "peak_bytes": i64,  // since the session started
+//!                    "functions": [ { "method": u32, "self": AllocCounts,
+//!                                     "inclusive": AllocCounts } ],     // 0 = outside all
+//!                    "contexts": [ { "stack": [u32], "calls": u64, "counts": AllocCounts } ] }
+//!                  | null                // absent in older files
 //! }
+//! AllocCounts = { "allocs": u64, "bytes": u64, "reallocs": u64, "frees": u64,
+//!                 "freed_bytes": u64 }
 //! Counters = { "thread": str, "threads": u64, "events": u64, "analyzed": u64,
 //!              "producer_blocks": u64, "blocked_s": f64, "dropped": u64,
 //!              "chunks_lapped": u64, "events_lapped": u64, "rate": f64 }
@@ -66,7 +75,8 @@ mod svg;
 mod text;
 
 pub use crate::model::{
-    BinEntry, CacheData, CallTreeData, ContextEntry, Counters, CurvePoint, EdgeEntry, LevelEntry,
+    AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
+    ContextEntry, Counters, CurvePoint, EdgeEntry, FunctionAllocEntry, LevelEntry,
     MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
     ReportError, ReuseData, SessionInfo, SCHEMA,
 };
@@ -86,6 +96,8 @@ pub struct Report {
 
 impl Report {
     pub(crate) fn new(runtime: runtime::Report<AnalysisSet>) -> Report {
+        // Building the report is the runtime's own work (a snapshot builds one mid-session).
+        let _work = runtime::runtime_work();
         let data = ReportData::from_runtime(&runtime);
         Report { runtime, data }
     }

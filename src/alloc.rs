@@ -1,0 +1,243 @@
+//! Allocation tracking: an opt-in global allocator wrapper that sends every allocation, free
+//! and resize into the session's rings, for the [`Allocations`](crate::Analysis::Allocations)
+//! analysis.
+//!
+//! ```no_run
+//! #[global_allocator]
+//! static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
+//!
+//! let session = cabprof::Session::builder()
+//!     .analyses(&[cabprof::Analysis::Allocations])
+//!     .start()
+//!     .unwrap();
+//! let v: Vec<u64> = (0..1000).collect();
+//! drop(v);
+//! println!("{}", session.finish().text(10));
+//! ```
+//!
+//! [`Tracked`] wraps [`System`] or any other [`GlobalAlloc`]. With no session running, each
+//! call costs one load and one branch more than the inner allocator. While a session runs,
+//! each call also writes one event word (`Alloc { size }`, `Dealloc { size }` or
+//! `Realloc { old, new }`: frees carry the layout's size, so a block freed on another thread
+//! than the one that made it still balances) and updates the process-wide live-bytes counter,
+//! whose maximum is the report's peak.
+//!
+//! The event path never allocates, so it never recurses into the allocator: the runtime marks
+//! its own work (making a thread's ring on its first event, sequential-mode analyses, the
+//! analyzer threads, starting, snapshotting and finishing a session, registering a function's
+//! name) with a thread-local flag ([`cabprof_cab::runtime::in_runtime_work`]), and
+//! allocations made under it are counted apart, as the runtime's, and send no event. A thread
+//! whose first event is an allocation makes its ring under that flag: no recursion, no lock
+//! taken twice.
+//!
+//! Limits: blocks freed by thread-local destructors that run after the thread's ring has
+//! closed are not seen; live bytes are counted from the session's start, so freeing blocks
+//! made before it can make them negative.
+
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::{active, emit, in_runtime_work};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// A global allocator that reports to the running cabprof session; see the module docs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tracked<A = System> {
+    inner: A,
+}
+
+impl Tracked<System> {
+    /// The system allocator, tracked.
+    pub const fn system() -> Tracked<System> {
+        Tracked { inner: System }
+    }
+}
+
+impl<A> Tracked<A> {
+    /// `inner`, tracked.
+    pub const fn new(inner: A) -> Tracked<A> {
+        Tracked { inner }
+    }
+
+    /// The wrapped allocator.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to `inner`, which upholds `GlobalAlloc`'s
+// contract; what is added only reads the layout and sizes, and never allocates (event words
+// go into a ring that already exists, or are made under the runtime's own-work flag, whose
+// allocations pass straight through).
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees for `layout` are passed on unchanged.
+        let p = unsafe { self.inner.alloc(layout) };
+        if !p.is_null() && active() {
+            on_alloc(layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if !p.is_null() && active() {
+            on_alloc(layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` was allocated by this allocator (so by `inner`)
+        // with `layout`.
+        unsafe { self.inner.dealloc(ptr, layout) };
+        if active() {
+            on_dealloc(layout.size());
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's guarantees for `ptr`, `layout` and `new_size` are passed on.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !p.is_null() && active() {
+            on_realloc(layout.size(), new_size);
+        }
+        p
+    }
+}
+
+/// The process-wide counters the wrapper keeps while a session runs.
+struct Counters {
+    /// Bytes allocated minus bytes freed by the program since the session started.
+    live: AtomicI64,
+    /// The largest `live` seen.
+    peak: AtomicI64,
+    /// The runtime's own allocations (counted apart, never sent as events).
+    runtime_allocs: AtomicU64,
+    runtime_bytes: AtomicU64,
+    runtime_frees: AtomicU64,
+    runtime_freed_bytes: AtomicU64,
+}
+
+static COUNTERS: Counters = Counters {
+    live: AtomicI64::new(0),
+    peak: AtomicI64::new(0),
+    runtime_allocs: AtomicU64::new(0),
+    runtime_bytes: AtomicU64::new(0),
+    runtime_frees: AtomicU64::new(0),
+    runtime_freed_bytes: AtomicU64::new(0),
+};
+
+#[inline]
+fn grow(bytes: i64) {
+    let live = COUNTERS.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    if live > COUNTERS.peak.load(Ordering::Relaxed) {
+        COUNTERS.peak.fetch_max(live, Ordering::Relaxed);
+    }
+}
+
+#[inline]
+fn on_alloc(size: usize) {
+    if in_runtime_work() {
+        COUNTERS.runtime_allocs.fetch_add(1, Ordering::Relaxed);
+        COUNTERS
+            .runtime_bytes
+            .fetch_add(size as u64, Ordering::Relaxed);
+        return;
+    }
+    emit(Event::alloc(size));
+    grow(size as i64);
+}
+
+#[inline]
+fn on_dealloc(size: usize) {
+    if in_runtime_work() {
+        COUNTERS.runtime_frees.fetch_add(1, Ordering::Relaxed);
+        COUNTERS
+            .runtime_freed_bytes
+            .fetch_add(size as u64, Ordering::Relaxed);
+        return;
+    }
+    emit(Event::dealloc(size));
+    COUNTERS.live.fetch_sub(size as i64, Ordering::Relaxed);
+}
+
+#[inline]
+fn on_realloc(old: usize, new: usize) {
+    if in_runtime_work() {
+        COUNTERS.runtime_allocs.fetch_add(1, Ordering::Relaxed);
+        COUNTERS
+            .runtime_bytes
+            .fetch_add(new as u64, Ordering::Relaxed);
+        COUNTERS.runtime_frees.fetch_add(1, Ordering::Relaxed);
+        COUNTERS
+            .runtime_freed_bytes
+            .fetch_add(old as u64, Ordering::Relaxed);
+        return;
+    }
+    match Event::realloc(old, new) {
+        Ok(e) => emit(e),
+        Err([free, alloc]) => {
+            emit(free);
+            emit(alloc);
+        }
+    }
+    if new >= old {
+        grow((new - old) as i64);
+    } else {
+        COUNTERS
+            .live
+            .fetch_sub((old - new) as i64, Ordering::Relaxed);
+    }
+}
+
+/// What the wrapper counted process-wide since the session started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalCounts {
+    /// The program's bytes allocated minus bytes freed since the session started.
+    pub live_bytes: i64,
+    /// The largest `live_bytes` reached.
+    pub peak_bytes: i64,
+    /// The runtime's own allocations and resizes (not in the analysis' counts).
+    pub runtime_allocs: u64,
+    /// Bytes of those.
+    pub runtime_bytes: u64,
+    /// The runtime's own frees and resizes.
+    pub runtime_frees: u64,
+    /// Bytes of those.
+    pub runtime_freed_bytes: u64,
+}
+
+/// The wrapper's process-wide counters now (all zero without a [`Tracked`] global
+/// allocator).
+pub fn global_counts() -> GlobalCounts {
+    let c = &COUNTERS;
+    GlobalCounts {
+        live_bytes: c.live.load(Ordering::Relaxed),
+        peak_bytes: c.peak.load(Ordering::Relaxed),
+        runtime_allocs: c.runtime_allocs.load(Ordering::Relaxed),
+        runtime_bytes: c.runtime_bytes.load(Ordering::Relaxed),
+        runtime_frees: c.runtime_frees.load(Ordering::Relaxed),
+        runtime_freed_bytes: c.runtime_freed_bytes.load(Ordering::Relaxed),
+    }
+}
+
+/// Zero the counters: a session is starting.
+pub(crate) fn reset() {
+    let c = &COUNTERS;
+    for a in [&c.live, &c.peak] {
+        a.store(0, Ordering::Relaxed);
+    }
+    for a in [
+        &c.runtime_allocs,
+        &c.runtime_bytes,
+        &c.runtime_frees,
+        &c.runtime_freed_bytes,
+    ] {
+        a.store(0, Ordering::Relaxed);
+    }
+}
