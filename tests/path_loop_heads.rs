@@ -10,7 +10,10 @@ static WHILE_LINE: AtomicU32 = AtomicU32::new(0);
 #[profile(paths)]
 fn skip_odd(n: u32) -> u32 {
     let mut s = 0;
-    for i in { FOR_LINE.store(line!(), Ordering::Relaxed); 0..n } {
+    for i in {
+        FOR_LINE.store(line!(), Ordering::Relaxed);
+        0..n
+    } {
         if i % 2 == 1 {
             continue;
         }
@@ -22,9 +25,12 @@ fn skip_odd(n: u32) -> u32 {
 #[profile(paths)]
 fn count_down(mut n: u32) -> u32 {
     let mut s = 0;
-    while { WHILE_LINE.store(line!(), Ordering::Relaxed); n > 0 } {
+    while {
+        WHILE_LINE.store(line!(), Ordering::Relaxed);
+        n > 0
+    } {
         n -= 1;
-        if n % 3 == 0 {
+        if n.is_multiple_of(3) {
             continue;
         }
         s += n;

@@ -162,7 +162,12 @@ fn check(setup: &str, mode: RunMode, report: &Report) {
     let patterns: BTreeMap<(String, Vec<String>), u64> = ct
         .patterns
         .iter()
-        .map(|p| ((name(p.method), p.callees.iter().map(|&c| name(c)).collect()), p.count))
+        .map(|p| {
+            (
+                (name(p.method), p.callees.iter().map(|&c| name(c)).collect()),
+                p.count,
+            )
+        })
         .collect();
     let want: BTreeMap<(String, Vec<String>), u64> = [
         (("job".into(), vec!["leaf".into()]), even),
@@ -199,10 +204,13 @@ fn check(setup: &str, mode: RunMode, report: &Report) {
     assert_eq!(d.unmerged_threads, 0, "{at}");
 }
 
+/// A thread set-up: runs `JOBS` jobs in a session of the given mode.
+type Setup = fn(RunMode) -> Report;
+
 #[test]
 fn every_analysis_is_exact_on_pools_and_runtimes() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let setups: [(&str, fn(RunMode) -> Report); 5] = [
+    let setups: [(&str, Setup); 5] = [
         ("thread::scope", scope_threads),
         ("rayon pool", rayon_pool),
         ("tokio multi-thread", tokio_multi),

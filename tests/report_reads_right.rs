@@ -161,14 +161,21 @@ fn sampled_reports_carry_estimates_and_exact_totals() {
         }
     });
     let d = session.finish().data;
-    assert_eq!(d.totals.events, 4 * PER_THREAD, "every event emitted, counted");
+    assert_eq!(
+        d.totals.events,
+        4 * PER_THREAD,
+        "every event emitted, counted"
+    );
     let mc = d.method_count.as_ref().unwrap();
     let e = mc.iter().find(|e| e.method == 7).expect("method 7 sampled");
     let rate = d.estimate_rate();
     assert!(rate > 0.0 && rate < 1.0, "a sample: {rate}");
     assert_eq!(e.estimated, Some((e.count as f64 / rate).round() as u64));
     let json = d.json();
-    assert!(json.contains("\"estimated\""), "the JSON names the estimate");
+    assert!(
+        json.contains("\"estimated\""),
+        "the JSON names the estimate"
+    );
     let text = d.text(5);
     assert!(
         text.contains("count in the sample / fraction of events analyzed"),
@@ -196,7 +203,10 @@ fn sequential_reports_print_no_ring() {
     assert!(!header.contains("KB"), "{header}");
     assert!(header.contains("no ring"), "{header}");
     assert_eq!(d.session.buffer_bytes, 0);
-    assert!(text.ends_with('\n') && !text.ends_with("\n\n"), "one trailing newline");
+    assert!(
+        text.ends_with('\n') && !text.ends_with("\n\n"),
+        "one trailing newline"
+    );
 }
 
 /// Regression: deep contexts that differ only in their middle frames printed as identical rows.

@@ -19,7 +19,11 @@ async fn served(x: u64) -> u64 {
 #[profile]
 async fn app_main() -> cabprof::report::Report {
     let session = Session::builder()
-        .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+        .analyses(&[
+            Analysis::MethodCount,
+            Analysis::CallGraph,
+            Analysis::CallTree,
+        ])
         .pin(false)
         .start()
         .expect("session starts");
@@ -73,5 +77,8 @@ fn a_main_that_starts_the_session_is_counted_and_is_the_caller() {
         .map(|c| (c.stack.iter().map(|&m| name(m)).collect(), c.count))
         .collect();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    assert!(contexts.contains(&(s(&["app_main", "served", "work"]), 3)), "{contexts:?}");
+    assert!(
+        contexts.contains(&(s(&["app_main", "served", "work"]), 3)),
+        "{contexts:?}"
+    );
 }
