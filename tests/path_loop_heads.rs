@@ -8,12 +8,10 @@ static FOR_LINE: AtomicU32 = AtomicU32::new(0);
 static WHILE_LINE: AtomicU32 = AtomicU32::new(0);
 
 #[profile(paths)]
+#[rustfmt::skip] // `line!()` must stay on the loop's line
 fn skip_odd(n: u32) -> u32 {
     let mut s = 0;
-    for i in {
-        FOR_LINE.store(line!(), Ordering::Relaxed);
-        0..n
-    } {
+    for i in { FOR_LINE.store(line!(), Ordering::Relaxed); 0..n } {
         if i % 2 == 1 {
             continue;
         }
@@ -23,12 +21,10 @@ fn skip_odd(n: u32) -> u32 {
 }
 
 #[profile(paths)]
+#[rustfmt::skip] // `line!()` must stay on the loop's line
 fn count_down(mut n: u32) -> u32 {
     let mut s = 0;
-    while {
-        WHILE_LINE.store(line!(), Ordering::Relaxed);
-        n > 0
-    } {
+    while { WHILE_LINE.store(line!(), Ordering::Relaxed); n > 0 } {
         n -= 1;
         if n.is_multiple_of(3) {
             continue;
