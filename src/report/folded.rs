@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 impl ReportData {
     /// Folded stacks of the calling-context tree: one `root;a;b count` line per context with
     /// that context's call count, so a frame's width in a flame graph is the calls made in its
-    /// whole subtree; and, when paths were profiled, each Ball-Larus path as a leaf
-    /// `root;f;path#N count`.
+    /// whole subtree and the total is the number of calls. The widths are call counts, not
+    /// time. Paths are not drawn: a path count is per function, not per calling context, so
+    /// it has no place under one context's frame without inventing how it splits (the text
+    /// and JSON reports list them).
     pub fn folded(&self) -> String {
         let mut o = String::new();
         if let Some(ct) = &self.call_tree {
@@ -18,22 +20,12 @@ impl ReportData {
                 let _ = writeln!(o, "{} {}", names.join(";"), c.count);
             }
         }
-        if let Some(paths) = &self.paths {
-            for p in paths {
-                let _ = writeln!(
-                    o,
-                    "root;{};path#{} {}",
-                    sanitize(&self.name(p.method)),
-                    p.path,
-                    p.count
-                );
-            }
-        }
         o
     }
 }
 
-/// Folded-stack frames may not contain `;` or spaces.
+/// Folded-stack frames may not contain `;` (the frame separator); spaces are fine (the count
+/// is after the last one), so `<Foo as Display>::fmt` stays readable in the flame graph.
 fn sanitize(name: &str) -> String {
-    name.replace([';', ' '], "_")
+    name.replace(';', ",")
 }

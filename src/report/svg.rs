@@ -4,11 +4,14 @@
 use crate::model::ReportData;
 
 impl ReportData {
-    /// A flame graph SVG of the folded stacks (inferno).
+    /// A flame graph SVG of the folded stacks (inferno). Widths are call counts, not time.
     pub fn svg(&self) -> String {
         let folded = self.folded();
         let mut opts = inferno::flamegraph::Options::default();
-        opts.title = format!("cabprof calling contexts ({})", self.session.mode);
+        opts.title = format!(
+            "cabprof calling contexts, width = calls (not time) ({})",
+            self.session.mode
+        );
         opts.count_name = "calls".into();
         let mut out = Vec::new();
         if folded.trim().is_empty() {
