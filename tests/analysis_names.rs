@@ -22,7 +22,8 @@ fn every_analysis_parses_from_its_name_and_aliases() {
             "call-tree",
             "paths",
             "cache",
-            "reuse-distance"
+            "reuse-distance",
+            "allocations"
         ]
     );
     for (alias, a) in [
@@ -31,6 +32,8 @@ fn every_analysis_parses_from_its_name_and_aliases() {
         (" tree ", Analysis::CallTree),
         ("path", Analysis::Paths),
         ("reuse", Analysis::ReuseDistance),
+        ("alloc", Analysis::Allocations),
+        ("allocs", Analysis::Allocations),
     ] {
         assert_eq!(Analysis::parse(alias), Some(a), "{alias}");
     }

@@ -199,6 +199,8 @@ impl Variant {
     pub fn for_analysis(analysis: Analysis) -> Variant {
         match analysis {
             Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree => Variant::Calls,
+            // Allocation words come from the global allocator; the calls place them.
+            Analysis::Allocations => Variant::Calls,
             Analysis::Paths => Variant::Paths,
             Analysis::Cache | Analysis::ReuseDistance => Variant::Memory,
         }
