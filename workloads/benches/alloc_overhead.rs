@@ -73,7 +73,7 @@ const CALLS_PER_ITER: u64 = 2 + 5 + 2;
 macro_rules! body {
     ($i:expr) => {{
         let i: u64 = $i;
-        let b = Box::new(i);
+        let b = black_box(Box::new(i));
         let mut v: Vec<u64> = Vec::new();
         for k in 0..32 {
             v.push(k ^ *b);
