@@ -15,7 +15,10 @@ static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
 #[profile]
 fn tokenize(text: &str) -> Vec<String> {
     text.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -53,8 +56,8 @@ fn dispose(maps: std::sync::mpsc::Receiver<HashMap<String, u64>>) -> usize {
 }
 
 fn main() {
-    let text = "the quick brown fox jumps over the lazy dog; the dog sleeps, the fox runs. "
-        .repeat(2000);
+    let text =
+        "the quick brown fox jumps over the lazy dog; the dog sleeps, the fox runs. ".repeat(2000);
     let session = Session::builder()
         .analyses(&[Analysis::Allocations, Analysis::MethodCount])
         .start()
