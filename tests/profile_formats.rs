@@ -10,7 +10,10 @@ use cabprof::{profile, Analysis, ReportData, Session};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+
+/// One session at a time per process.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 #[profile(memory)]
 fn sum_strided(v: &[u64], stride: usize) -> u64 {
@@ -59,6 +62,7 @@ fn program() -> u64 {
 fn report() -> &'static ReportData {
     static REPORT: OnceLock<ReportData> = OnceLock::new();
     REPORT.get_or_init(|| {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let session = Session::builder()
             .sequential()
             .analyses(&[
@@ -335,4 +339,48 @@ fn callgrind_annotate_reads_the_reports_totals_per_function() {
     for (name, &(_, cum)) in calls.iter().filter(|(n, _)| !recursive.contains(*n)) {
         assert_eq!(inclusive[name][0], cum, "inclusive calls of {name}");
     }
+}
+
+/// A running service's interval profile: a later snapshot minus an earlier one, read by pprof.
+#[test]
+fn pprof_since_holds_what_happened_between_two_snapshots() {
+    if !available("go", &["version"], "golang-go") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::CallTree])
+        .pin(false)
+        .start()
+        .unwrap();
+    let mut v = vec![1u64; 4096];
+    std::hint::black_box(phase(&mut v, 2));
+    let earlier = session.snapshot().unwrap().data;
+    std::hint::black_box(phase(&mut v, 5));
+    let later = session.snapshot().unwrap().data;
+    drop(session.finish());
+
+    let count = |d: &ReportData, name: &str| {
+        d.method_count
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| d.name(m.method) == name)
+            .map_or(0, |m| m.count)
+    };
+    let file = scratch("interval.pb.gz");
+    std::fs::write(&file, later.pprof_since(&earlier, &[("host", "h1")])).unwrap();
+    let top = pprof_top(&file, "calls");
+    for name in [
+        "profile_formats::bump",
+        "profile_formats::sum_strided",
+        "profile_formats::phase",
+    ] {
+        let expected = count(&later, name) - count(&earlier, name);
+        assert_eq!(top[name].0, expected, "{name}");
+    }
+    // The second phase alone: 5 rounds, so 5 strided sums, 5 + 4 bumps, one phase.
+    assert_eq!(top["profile_formats::sum_strided"].0, 5);
+    assert_eq!(top["profile_formats::bump"].0, 9);
+    assert_eq!(top["profile_formats::phase"].0, 1);
 }

@@ -28,7 +28,7 @@ use crate::model::ReportData;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 
 #[derive(Clone, PartialEq, Message)]
@@ -209,13 +209,19 @@ impl ReportData {
     /// [`pprof`](Self::pprof) with `key=value` labels on every sample (for example
     /// `service` and `host`, which continuous-profiling backends group by).
     pub fn pprof_labeled(&self, labels: &[(&str, &str)]) -> Vec<u8> {
-        let bytes = self.pprof_message(labels).encode_to_vec();
-        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-        gz.write_all(&bytes).expect("writing to a Vec cannot fail");
-        gz.finish().expect("writing to a Vec cannot fail")
+        gzip(self.pprof_message(labels, None).encode_to_vec())
     }
 
-    fn pprof_message(&self, labels: &[(&str, &str)]) -> Profile {
+    /// What happened between the snapshot `earlier` and this one, of the same session, as a
+    /// labelled pprof profile: the counts of this report minus those of `earlier`, and the
+    /// time between them as the duration. Snapshots are cumulative; continuous-profiling
+    /// backends add up the profiles they receive, so a service uploading one profile per
+    /// interval sends these.
+    pub fn pprof_since(&self, earlier: &ReportData, labels: &[(&str, &str)]) -> Vec<u8> {
+        gzip(self.pprof_message(labels, Some(earlier)).encode_to_vec())
+    }
+
+    fn pprof_message(&self, labels: &[(&str, &str)], earlier: Option<&ReportData>) -> Profile {
         let mut b = Builder {
             data: self,
             strings: Strings::new(),
@@ -254,15 +260,21 @@ impl ReportData {
         }
 
         // Calls: one sample per calling context (leaf first), or per method.
-        let mut call_samples: Vec<(Vec<u32>, u64)> = Vec::new();
-        if let Some(ct) = &self.call_tree {
-            for c in &ct.contexts {
-                call_samples.push((c.stack.iter().rev().copied().collect(), c.count));
+        let mut call_samples = call_counts(self);
+        let mut misses = miss_counts(self);
+        if let Some(earlier) = earlier {
+            for (stack, count) in call_counts(earlier) {
+                if let Some(c) = call_samples.get_mut(&stack) {
+                    *c = c.saturating_sub(count);
+                }
             }
-        } else if let Some(counts) = &self.method_count {
-            for m in counts {
-                call_samples.push((vec![m.method], m.count));
+            for (key, count) in miss_counts(earlier) {
+                if let Some(c) = misses.get_mut(&key) {
+                    *c = c.saturating_sub(count);
+                }
             }
+            call_samples.retain(|_, c| *c > 0);
+            misses.retain(|_, c| *c > 0);
         }
         for (stack, count) in call_samples {
             let location_id = stack.iter().map(|&m| b.location(m)).collect();
@@ -276,19 +288,12 @@ impl ReportData {
         }
 
         // Misses: one single-frame sample per function, one value per level.
-        if let Some(cache) = &self.cache {
-            let mut by_method: Vec<(u32, Vec<i64>)> = Vec::new();
-            for e in &cache.by_method {
-                let i = match by_method.iter().position(|(m, _)| *m == e.method) {
-                    Some(i) => i,
-                    None => {
-                        by_method.push((e.method, vec![0; width]));
-                        by_method.len() - 1
-                    }
-                };
-                let slot = has_calls as usize + e.level as usize;
+        if self.cache.is_some() {
+            let mut by_method: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+            for ((method, level), count) in misses {
+                let slot = has_calls as usize + level as usize;
                 if slot < width {
-                    by_method[i].1[slot] += scale(e.load_misses + e.store_misses);
+                    by_method.entry(method).or_insert_with(|| vec![0; width])[slot] += scale(count);
                 }
             }
             let attribution = Label {
@@ -337,7 +342,8 @@ impl ReportData {
             }
         }
         b.profile.comment = comments.iter().map(|c| b.strings.get(c)).collect();
-        b.profile.duration_nanos = (s.elapsed_s * 1e9) as i64;
+        let since = earlier.map_or(0.0, |e| e.session.elapsed_s);
+        b.profile.duration_nanos = ((s.elapsed_s - since).max(0.0) * 1e9) as i64;
         if has_calls {
             b.profile.period_type = Some(b.value_type("calls", "count"));
             b.profile.period = 1;
@@ -353,4 +359,37 @@ impl ReportData {
         b.profile.string_table = std::mem::take(&mut b.strings.table);
         b.profile
     }
+}
+
+fn gzip(bytes: Vec<u8>) -> Vec<u8> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(&bytes).expect("writing to a Vec cannot fail");
+    gz.finish().expect("writing to a Vec cannot fail")
+}
+
+/// Calls per calling context, the stack leaf first (per method without the context tree).
+fn call_counts(data: &ReportData) -> BTreeMap<Vec<u32>, u64> {
+    let mut out = BTreeMap::new();
+    if let Some(ct) = &data.call_tree {
+        for c in &ct.contexts {
+            *out.entry(c.stack.iter().rev().copied().collect())
+                .or_default() += c.count;
+        }
+    } else if let Some(counts) = &data.method_count {
+        for m in counts {
+            *out.entry(vec![m.method]).or_default() += m.count;
+        }
+    }
+    out
+}
+
+/// Misses per (method, level).
+fn miss_counts(data: &ReportData) -> BTreeMap<(u32, u32), u64> {
+    let mut out = BTreeMap::new();
+    if let Some(cache) = &data.cache {
+        for e in &cache.by_method {
+            *out.entry((e.method, e.level)).or_default() += e.load_misses + e.store_misses;
+        }
+    }
+    out
 }
