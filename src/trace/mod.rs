@@ -129,6 +129,9 @@ pub struct ParseStats {
     pub rounded: u64,
     /// Records larger than 128 bytes, split into several accesses.
     pub split: u64,
+    /// Records larger than a cache line, taken as their first line's worth of bytes
+    /// (cachegrind counting only).
+    pub capped: u64,
     /// `Mem` event words emitted.
     pub events: u64,
 }

@@ -17,9 +17,13 @@ use cabprof::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUC
 const EXAMPLES: &str = "\
 Examples:
   cabprof trace convert app.lackey app.cabtrace
-  valgrind --tool=lackey --trace-mem=yes ./app 2>&1 | cabprof trace convert - app.cabtrace
+  valgrind --tool=lackey --trace-mem=yes --log-fd=3 ./app 3>&1 >/dev/null 2>&1 \\
+    | cabprof trace convert - app.cabtrace
   cabprof trace convert app.cabtrace app.txt --to lackey
-  cabprof trace generate /tmp/t.cabtrace --accesses 100M --working-set 16K";
+  cabprof trace generate /tmp/t.cabtrace --accesses 100M --working-set 16K
+
+The trace must hold Lackey's lines only: --log-fd=3 with 3>&1 sends it into the pipe while
+the program's own stdout and stderr go elsewhere (or use --log-file=app.lackey).";
 
 const CONVERT_EXAMPLES: &str = "\
 Examples:
