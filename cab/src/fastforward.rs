@@ -125,7 +125,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     }
     config.validate_power_of_two()?;
     let n = config.slots();
-    let slots: Box<[AtomicU64]> = (0..n).map(|_| AtomicU64::new(CLEAR)).collect();
+    let slots = crate::ring::zeroed_slots(n)?;
     let shared = Arc::new(Shared {
         slots,
         mask: n - 1,

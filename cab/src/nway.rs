@@ -110,7 +110,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     let total = config.slots();
     let chunk = config.chunk_slots();
     let count = total / chunk;
-    let slots: Box<[AtomicU64]> = (0..total).map(|_| AtomicU64::new(0)).collect();
+    let slots = crate::ring::zeroed_slots(total)?;
     let subs: Box<[CachePadded<SubBuffer>]> = (0..count)
         .map(|k| {
             CachePadded::new(SubBuffer {

@@ -138,18 +138,40 @@ pub fn sampling_channel(config: &RingConfig) -> Result<(Producer<true>, Consumer
 
 /// `n` slots, all `CLEAR`. Allocated zeroed so the OS hands out untouched pages lazily: a
 /// thread that makes a ring and emits little costs little memory.
-fn zeroed_slots(n: usize) -> Box<[AtomicU64]> {
+///
+/// Fallible: an allocation the allocator refuses (a ring larger than the machine can map) is
+/// an error naming `buffer_bytes`, never an abort, because rings are made on application
+/// threads at their first event. Every buffer design allocates its slots here.
+pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[AtomicU64]>, ConfigError> {
+    let refused = || {
+        ConfigError::new(
+            "buffer_bytes",
+            n.saturating_mul(std::mem::size_of::<u64>()),
+            "a ring the allocator can provide (allocating it failed: not enough memory)",
+        )
+    };
     #[cfg(not(loom))]
     {
-        let zeros: Box<[u64]> = vec![CLEAR; n].into_boxed_slice();
-        // SAFETY: `AtomicU64` has the same size, alignment and bit validity as `u64` (std
-        // docs), so a boxed slice of one is a valid boxed slice of the other, with the same
-        // allocation layout for the global allocator.
-        unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU64]) }
+        use std::alloc::{alloc_zeroed, Layout};
+        let layout = Layout::array::<AtomicU64>(n).map_err(|_| refused())?;
+        if layout.size() == 0 {
+            return Ok(Box::new([]));
+        }
+        // SAFETY: `layout` has a non-zero size (checked just above).
+        let ptr = unsafe { alloc_zeroed(layout) }.cast::<AtomicU64>();
+        if ptr.is_null() {
+            return Err(refused());
+        }
+        // SAFETY: `ptr` is a live allocation of the global allocator with the layout of
+        // `[AtomicU64; n]`, which is how `Box<[AtomicU64]>` of length `n` allocates and frees,
+        // and its `n` zeroed words are `n` valid `AtomicU64`s holding 0 (`CLEAR`): the type has
+        // the size, alignment and bit validity of `u64` (std docs).
+        Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) })
     }
     #[cfg(loom)]
     {
-        (0..n).map(|_| AtomicU64::new(CLEAR)).collect()
+        let _ = refused;
+        Ok((0..n).map(|_| AtomicU64::new(CLEAR)).collect())
     }
 }
 
@@ -159,7 +181,7 @@ fn make<const SAMPLING: bool>(
     config.validate()?;
     let capacity = config.slots();
     let chunk = config.chunk_slots();
-    let slots = zeroed_slots(capacity + 1);
+    let slots = zeroed_slots(capacity + 1)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
     if SAMPLING {
         // Arm every chunk's first slot: the first lap publishes its position chunk by chunk.
@@ -644,15 +666,23 @@ impl Consumer {
     /// position is exactly the unread events, and the producer never writes a non-`CLEAR` slot,
     /// so the view handed out cannot change under `f`. Sampling mode has no such invariant
     /// (slots are never cleared) and returns 0.
-    pub fn drain_live(&mut self, mut f: impl FnMut(&[u64])) -> u64 {
+    pub fn drain_live(&mut self, f: impl FnMut(&[u64])) -> u64 {
+        self.drain_live_to(u64::MAX, f)
+    }
+
+    /// [`drain_live`](Self::drain_live), stopping at absolute position `target` (see
+    /// [`position`](Self::position)) even if a live producer keeps writing: a snapshot reads
+    /// what was there when it was asked for, not everything the producer adds while it reads.
+    pub fn drain_live_to(&mut self, target: u64, mut f: impl FnMut(&[u64])) -> u64 {
         if self.sampling {
             return 0;
         }
         let cap = self.shared.capacity;
         let mut total = 0u64;
-        loop {
+        while self.pos < target {
             let idx = (self.pos % cap as u64) as usize;
             let chunk_end = idx - idx % self.shared.chunk + self.shared.chunk;
+            let chunk_end = chunk_end.min(idx.saturating_add((target - self.pos) as usize));
             let mut end = idx;
             // Acquire per slot: pairs with the producer's Release store of that slot.
             while end < chunk_end && self.shared.slot(end).load(Ordering::Acquire) != CLEAR {
@@ -666,6 +696,18 @@ impl Consumer {
             self.stats.delivered += n as u64;
             total += n as u64;
         }
+        total
+    }
+
+    /// Absolute position of the next unread event: events the producer wrote before it have
+    /// been delivered (or, sampling, skipped as overwritten).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Event slots in the ring.
+    pub fn capacity_slots(&self) -> usize {
+        self.shared.capacity
     }
 
     /// The producer's counters as the producer last mirrored them (blocks, time blocked and

@@ -64,6 +64,7 @@
 
 mod affinity;
 mod analyzer;
+mod budget;
 mod config;
 mod design;
 mod report;
@@ -73,7 +74,7 @@ mod tls;
 
 pub use affinity::online_cores;
 pub use analyzer::{drain, Backoff};
-pub use config::{RuntimeConfig, ENV_VARS};
+pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT};
 pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
