@@ -57,6 +57,7 @@
 
 use crate::config::{ConfigError, Mode, RingConfig};
 use crate::event::{Event, CLEAR, MAGIC};
+use crate::slots::Slots;
 use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
 use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
@@ -74,7 +75,7 @@ const CLEAR_BLOCK: usize = 512;
 /// State both halves see.
 struct Shared {
     /// `capacity` event slots followed by one `MAGIC` slot.
-    slots: Box<[AtomicU64]>,
+    slots: Slots,
     /// Event slots (excluding the `MAGIC` slot). A multiple of `chunk`, at least 4 chunks.
     capacity: usize,
     /// Slots per chunk.
@@ -136,52 +137,13 @@ pub fn sampling_channel(config: &RingConfig) -> Result<(Producer<true>, Consumer
     make(config)
 }
 
-/// `n` slots, all `CLEAR`. Allocated zeroed so the OS hands out untouched pages lazily: a
-/// thread that makes a ring and emits little costs little memory.
-///
-/// Fallible: an allocation the allocator refuses (a ring larger than the machine can map) is
-/// an error naming `buffer_bytes`, never an abort, because rings are made on application
-/// threads at their first event. Every buffer design allocates its slots here.
-pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[AtomicU64]>, ConfigError> {
-    let refused = || {
-        ConfigError::new(
-            "buffer_bytes",
-            n.saturating_mul(std::mem::size_of::<u64>()),
-            "a ring the allocator can provide (allocating it failed: not enough memory)",
-        )
-    };
-    #[cfg(not(loom))]
-    {
-        use std::alloc::{alloc_zeroed, Layout};
-        let layout = Layout::array::<AtomicU64>(n).map_err(|_| refused())?;
-        if layout.size() == 0 {
-            return Ok(Box::new([]));
-        }
-        // SAFETY: `layout` has a non-zero size (checked just above).
-        let ptr = unsafe { alloc_zeroed(layout) }.cast::<AtomicU64>();
-        if ptr.is_null() {
-            return Err(refused());
-        }
-        // SAFETY: `ptr` is a live allocation of the global allocator with the layout of
-        // `[AtomicU64; n]`, which is how `Box<[AtomicU64]>` of length `n` allocates and frees,
-        // and its `n` zeroed words are `n` valid `AtomicU64`s holding 0 (`CLEAR`): the type has
-        // the size, alignment and bit validity of `u64` (std docs).
-        Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) })
-    }
-    #[cfg(loom)]
-    {
-        let _ = refused;
-        Ok((0..n).map(|_| AtomicU64::new(CLEAR)).collect())
-    }
-}
-
 fn make<const SAMPLING: bool>(
     config: &RingConfig,
 ) -> Result<(Producer<SAMPLING>, Consumer), ConfigError> {
     config.validate()?;
     let capacity = config.slots();
     let chunk = config.chunk_slots();
-    let slots = zeroed_slots(capacity + 1)?;
+    let slots = Slots::zeroed(capacity + 1)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
     if SAMPLING {
         // Arm every chunk's first slot: the first lap publishes its position chunk by chunk.
