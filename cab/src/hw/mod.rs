@@ -281,3 +281,18 @@ pub fn recommended_chunk_bytes() -> usize {
 pub fn recommended_buffer_bytes() -> usize {
     16 * recommended_chunk_bytes()
 }
+
+/// This machine's physical memory in bytes, if the OS says (`sysconf`): no ring larger than
+/// it can be used, whatever the allocator's overcommit policy lets a mapping promise.
+pub fn physical_memory() -> Option<usize> {
+    // SAFETY: `sysconf` only reads system configuration; any name is allowed.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let pages = usize::try_from(pages).ok()?;
+    let page = usize::try_from(page).ok()?;
+    pages.checked_mul(page)
+}

@@ -277,7 +277,7 @@ impl RuntimeConfig {
                 ),
             ));
         }
-        if let Some(physical) = physical_memory() {
+        if let Some(physical) = crate::hw::physical_memory() {
             if ring.buffer_bytes > physical {
                 return Err(ConfigError::new(
                     "buffer_bytes (CABPROF_BUFFER)",
@@ -303,17 +303,3 @@ pub const DEFAULT_RING_MEMORY: usize = 256 << 20;
 /// (its events dropped and counted). Waiting longer could deadlock a program whose live
 /// threads hold the whole budget while they wait for the new thread (a barrier).
 pub const RING_MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Physical memory of this machine in bytes, if the OS says.
-fn physical_memory() -> Option<usize> {
-    // SAFETY: `sysconf` only reads system configuration; any name is allowed.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let pages = usize::try_from(pages).ok()?;
-    let page = usize::try_from(page).ok()?;
-    pages.checked_mul(page)
-}
