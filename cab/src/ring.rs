@@ -608,6 +608,15 @@ impl Consumer {
         if idx == start && first != MAGIC {
             // Arm the first slot; if the producer rewrote it meanwhile the exchange fails and
             // leaves its word (the producer has passed; the chunk was lapped).
+            //
+            // Known gap (an ABA): if the producer came round and wrote the very word `first`
+            // again (a loop emitting the same words every lap does), the exchange succeeds,
+            // MAGIC replaces that fresh event and, unless `reached` above shows the lap, it
+            // goes uncounted. The producer beacons only at armed slots, and this one was not
+            // armed while the chunk was read, so nothing but its content records the write;
+            // counting on a beacon at the previous chunk start instead would count a producer
+            // three chunks ahead in a four-chunk ring as a lap. Reproduced by the ignored test
+            // `a_lap_that_rewrites_the_same_first_word_is_still_counted` (tests/sampling.rs).
             lapped |= sh
                 .slot(start)
                 .compare_exchange(first, MAGIC, Ordering::AcqRel, Ordering::Acquire)
