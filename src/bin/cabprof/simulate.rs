@@ -149,7 +149,15 @@ pub(crate) fn parse_level(text: &str) -> Result<LevelArg, String> {
         return Err(bad());
     };
     let size = parse_bytes(size)?;
-    let ways = ways.trim().parse().map_err(|_| bad())?;
+    let ways = match ways.trim().parse::<u64>() {
+        Ok(w) => u32::try_from(w)
+            .map_err(|_| format!("WAYS {w} in {text:?} is too large: at most {}", u32::MAX))?,
+        Err(_) => {
+            return Err(format!(
+                "WAYS {ways:?} in {text:?} is not a whole number of ways (example: 32K:4:64)"
+            ))
+        }
+    };
     let line = parse_bytes(line)?
         .try_into()
         .map_err(|_| format!("line size {line} is too large"))?;
@@ -333,12 +341,25 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
                     .into(),
             ));
         }
-        let levels: Vec<LevelConfig> = [Some(args.l1), Some(args.l2), args.l3]
+        let named: Vec<(&str, LevelSpec)> = [("--l1", Some(args.l1)), ("--l2", Some(args.l2))]
             .into_iter()
-            .flatten()
-            .filter_map(|l| l.0)
-            .map(level)
+            .chain([("--l3", args.l3)])
+            .filter_map(|(name, l)| Some((name, l?.0?)))
             .collect();
+        // The simulated hierarchy is inclusive: a level smaller than the one above it could
+        // not hold that level's lines.
+        for pair in named.windows(2) {
+            let ((upper, u), (lower, l)) = (pair[0], pair[1]);
+            if l.size < u.size {
+                return Err(CliError::InvalidArguments(format!(
+                    "{lower} {}: smaller than {upper} ({}); in an inclusive hierarchy each \
+                     level holds at least as many bytes as the one above it",
+                    show_bytes(l.size),
+                    show_bytes(u.size)
+                )));
+            }
+        }
+        let levels: Vec<LevelConfig> = named.iter().map(|&(_, l)| level(l)).collect();
         (
             CacheSim::new(&levels).map_err(CliError::config)?,
             Counting::PerLine,
@@ -362,7 +383,23 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
     let chunk = args
         .chunk
         .unwrap_or_else(cabprof_cab::hw::recommended_chunk_bytes);
-    let buffer = args.buffer.unwrap_or(16 * chunk);
+    let buffer = match args.buffer {
+        Some(buffer) => buffer,
+        None => chunk.checked_mul(16).ok_or_else(|| {
+            CliError::InvalidArguments(format!(
+                "--chunk {chunk}: without --buffer the ring is 16 chunks, which must fit in \
+                 {} bytes: at most {}",
+                usize::MAX,
+                usize::MAX / 16
+            ))
+        })?,
+    };
+    if let Some(physical) = cabprof_cab::hw::physical_memory().filter(|&p| buffer > p) {
+        return Err(CliError::InvalidArguments(format!(
+            "--buffer {buffer}: buffer_bytes larger than this machine's memory ({} bytes)",
+            physical
+        )));
+    }
     let ring = RingConfig::new(buffer, chunk);
     let channel = || cabprof_cab::ring::channel(&ring).map_err(CliError::config);
 
