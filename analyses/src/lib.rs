@@ -73,7 +73,9 @@ mod thread_stacks;
 
 pub use allocations::{AllocCounts, Allocations, ContextAllocs, FunctionAllocs};
 pub use cabprof_cab::event::MethodId;
-pub use cache_sim::{CacheConfigError, CacheSim, LevelConfig, LevelStats, MissCounts, Policy};
+pub use cache_sim::{
+    CacheConfigError, CacheSim, Counting, LevelConfig, LevelStats, MissCounts, Policy,
+};
 pub use call_graph::CallGraph;
 pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;
