@@ -151,6 +151,14 @@ fn check_pattern(mode: RunMode) {
     );
     let back = ReportData::from_json(&report.json()).unwrap();
     assert_eq!(back.allocations, d.allocations);
+    // The bytes-weighted flame graph's lines are the contexts' bytes.
+    let folded = d.folded_alloc_bytes();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.ends_with("alloc_tracking::pattern;alloc_tracking::grow_vec 1024")),
+        "{folded}"
+    );
 }
 
 #[test]

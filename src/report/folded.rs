@@ -22,6 +22,23 @@ impl ReportData {
         }
         o
     }
+
+    /// Folded stacks weighted by heap bytes: one `root;a;b bytes` line per calling context
+    /// that allocated, with the bytes allocated while it was the context (the allocations
+    /// analysis), so a frame's width in a flame graph is the bytes its whole subtree
+    /// allocated. Empty unless the allocations analysis ran.
+    pub fn folded_alloc_bytes(&self) -> String {
+        let mut o = String::new();
+        if let Some(a) = &self.allocations {
+            for c in a.contexts.iter().filter(|c| c.counts.bytes > 0) {
+                let names: Vec<String> = std::iter::once("root".to_string())
+                    .chain(c.stack.iter().map(|&m| sanitize(&self.name(m))))
+                    .collect();
+                let _ = writeln!(o, "{} {}", names.join(";"), c.counts.bytes);
+            }
+        }
+        o
+    }
 }
 
 /// Folded-stack frames may not contain `;` (the frame separator); spaces are fine (the count
