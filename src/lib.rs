@@ -40,11 +40,13 @@ mod analysis;
 pub mod mem;
 mod model;
 mod names;
+mod process;
 pub mod report;
 pub mod session;
 pub mod trace;
 
 pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
+pub use process::{test_profile, TestProfile};
 pub use report::{Report, ReportData};
 pub use session::{Session, SessionBuilder, Snapshotter};
 

@@ -53,7 +53,7 @@
 //! a panic".
 
 use cabprof_cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
-use cabprof_cab::runtime::{active, emit};
+use cabprof_cab::runtime::{activity, emit, Activity};
 use std::cell::Cell;
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -92,6 +92,17 @@ fn pop(caller: u32) {
     CURRENT.with(|c| c.set(caller));
 }
 
+/// Whether to record: a session runs, or this is the process's first event and it has just
+/// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
+#[inline(always)]
+pub(crate) fn recording() -> bool {
+    match activity() {
+        Activity::Idle => false,
+        Activity::Recording => true,
+        Activity::Undecided => crate::process::decide(),
+    }
+}
+
 /// Entry of `site`'s function while a session runs: push it and emit the `Call`.
 #[inline(always)]
 fn call(site: &'static Site) -> (u32, u32) {
@@ -124,7 +135,7 @@ pub struct FrameGuard {
 /// Enter the function of `site`: with no session, one load and one branch.
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
-    if !active() {
+    if !recording() {
         return FrameGuard {
             callee: 0,
             caller: 0,
@@ -176,7 +187,7 @@ pub struct PathGuard<const CALLS: bool> {
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
-    let (method, caller) = if active() { call(site) } else { (0, 0) };
+    let (method, caller) = if recording() { call(site) } else { (0, 0) };
     PathGuard {
         method,
         caller,
@@ -190,7 +201,7 @@ pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
 #[inline(always)]
 pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<false> {
     PathGuard {
-        method: if active() { site.id() } else { 0 },
+        method: if recording() { site.id() } else { 0 },
         caller: 0,
         register: 0,
         unwound: num_paths,
@@ -439,7 +450,7 @@ impl<F: Future> Future for Instrumented<F> {
         let mut first = false;
         if !this.started {
             this.started = true;
-            if active() {
+            if recording() {
                 // The caller is the frame polling us; we become innermost just below.
                 let callee = this.site.id();
                 let caller = CURRENT.with(Cell::get);
