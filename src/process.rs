@@ -4,19 +4,20 @@
 //! # `CABPROF=1`
 //!
 //! With `CABPROF` set (and not `0`), the first instrumented event of the process starts a
-//! session configured from the other `CABPROF_*` variables, and the process writes its JSON
-//! report when it exits: to `CABPROF_OUTPUT` if set, else to `target/cabprof/<binary>.json`,
-//! `<binary>` being the executable's name without the hash cargo adds to test binaries
-//! (`tests/parser.rs` → `target/cabprof/parser.json`; a crate's unit tests are named after the
-//! crate). `target` is the directory cargo built the executable in (found from the
-//! executable's path: the ancestor with cargo's `CACHEDIR.TAG` or `.rustc_info.json`), else
-//! `./target`. A program that starts its own [`Session`] first keeps
+//! session configured from the other `CABPROF_*` variables, and when the process exits it
+//! writes the JSON report and, next to it, the text tables (`.txt`): to `CABPROF_OUTPUT` if
+//! set, else to `target/cabprof/<binary>.json`, `<binary>` being the executable's name without
+//! the hash cargo adds to test binaries (`tests/parser.rs` → `target/cabprof/parser.json`; a
+//! crate's unit tests are named after the crate). `target` is the directory cargo built the
+//! executable in (the ancestor of the executable with cargo's `CACHEDIR.TAG` or
+//! `.rustc_info.json`), else `./target`. A program that starts its own [`Session`] first keeps
 //! it: the process-wide session only starts when no session runs.
 //!
 //! The report is written from an `atexit` handler: after `main` returns or `exit` is called
 //! (a test binary ends that way, passing or failing), not when the process is killed or
-//! aborts. By then the main thread's thread-locals are gone, so the main thread's last events
-//! may be missing; threads still running are drained as [`Session::finish`] drains them.
+//! aborts. By then the main thread's thread-locals are gone: its ring was closed and is drained
+//! like any other, and events it emits from later exit handlers are not recorded. Threads still
+//! running are drained as [`Session::finish`] drains them.
 //!
 //! # [`test_profile`]
 //!
@@ -102,6 +103,9 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
     Ok(())
 }
 
+/// Rows per table in the text report written next to the JSON one.
+const TEXT_ROWS: usize = 20;
+
 /// At exit: finish the process-wide session and write its report, if `CABPROF` asked.
 extern "C" fn write_report_at_exit() {
     let _ = std::panic::catch_unwind(|| {
@@ -110,16 +114,19 @@ extern "C" fn write_report_at_exit() {
         };
         let runtime = p.session.finish();
         let report = Report::new(runtime.map_analysis(|s| s.all));
+        let tables = p.output.with_extension("txt");
         let written = p
             .output
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&p.output, report.json()));
+            .and_then(|()| std::fs::write(&p.output, report.json()))
+            .and_then(|()| std::fs::write(&tables, report.text(TEXT_ROWS)));
         match written {
             Ok(()) => eprintln!(
-                "cabprof: {} events, report written to {}",
+                "cabprof: {} events, report written to {} (tables: {})",
                 report.data.totals.events,
-                p.output.display()
+                p.output.display(),
+                tables.display()
             ),
             Err(e) => eprintln!("cabprof: could not write {}: {e}", p.output.display()),
         }

@@ -94,6 +94,8 @@ fn the_whole_binary_is_profiled_with_no_code_change() {
     assert!(stderr.contains("report written to"), "{stderr}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let data = ReportData::from_json(&text).unwrap();
+    let tables = std::fs::read_to_string(path.with_extension("txt")).unwrap();
+    assert!(tables.contains("process_mode::leaf"), "{tables}");
     // Counted by hand from the workload tests above.
     let works = 10 + 20 + 2 + 3;
     let leaves = 10 * 100 + 20 * 50 + 7 + 3 + 3 * 11;
