@@ -198,7 +198,13 @@ fn minimal_under_cabprof_writes_its_report_at_exit() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("fib(25) = 75025"));
     assert!(stderr.contains("report written to"), "{stderr}");
     let data = cabprof::ReportData::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let calls: u64 = data.method_count.as_ref().unwrap().iter().map(|c| c.count).sum();
+    let calls: u64 = data
+        .method_count
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.count)
+        .sum();
     assert_eq!(calls, 242_785);
     assert_eq!(data.totals.events, 2 * 242_785);
     assert!(std::fs::read_to_string(dir.join("minimal.txt"))
