@@ -15,7 +15,7 @@
 //!
 //! With no session running, [`enter`] does one load and one branch and returns an inactive
 //! guard; the shadow stack is not touched, so it always holds the innermost frame entered
-//! while a session ran. Entry is inlined; the `Return` is out of line ([`FrameGuard`]'s drop
+//! while a session ran. Entry is inlined; the `Return` is out of line (the guard's drop
 //! calls `leave`), because a drop that big is not inlined: every instrumented function then
 //! called it, also with no session, and that call was most of the no-session cost (1.3 to
 //! 3.3 ns of 1.5 to 3.8; 0.25 to 0.5 ns without it, interleaved runs of
