@@ -77,8 +77,8 @@ mod text;
 
 pub use crate::model::{
     BinEntry, CacheData, CallTreeData, ContextEntry, Counters, CurvePoint, EdgeEntry, LevelEntry,
-    MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
-    ReportError, ReuseData, SessionInfo, SCHEMA,
+    MethodCountEntry, MethodEntry, MethodMissEntry, NotAReport, PathEntry, PatternEntry,
+    ReportData, ReportError, ReuseData, SessionInfo, LATER_FIELDS, SCHEMA,
 };
 pub use compare::SamplingError;
 
