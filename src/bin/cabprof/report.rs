@@ -112,7 +112,15 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             json.push('\n');
             json.into_bytes()
         }
-        ReportFormat::Folded => data.folded().into_bytes(),
+        ReportFormat::Folded => {
+            let shift = data.flame_stacks().shift;
+            if shift > 0 {
+                eprintln!(
+                    "cabprof report: warning: the calls add up to more than 2^64; every folded count is divided by 2^{shift}"
+                );
+            }
+            data.folded().into_bytes()
+        }
         ReportFormat::Dot => data.dot().into_bytes(),
         ReportFormat::Svg => data.svg().into_bytes(),
         ReportFormat::Pprof => {
