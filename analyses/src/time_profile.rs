@@ -430,7 +430,10 @@ impl TimeProfile {
         let ft = self.functions.entry(f.method).or_default();
         ft.timed += 1;
         ft.ticks_all += ticks;
-        ft.histogram.saturating_record(ticks);
+        // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
+        if ft.histogram.record(ticks).is_err() {
+            ft.histogram.saturating_record(ticks);
+        }
         if f.outer {
             ft.outer_timed += 1;
             ft.ticks_outer += ticks;
@@ -624,8 +627,23 @@ mod tests {
         events.iter().map(|e| e.word()).collect()
     }
 
-    /// main [0, 100) calls a [10, 40) (which calls b [20, 30)) and b [50, 60).
+    /// main [0, 100) calls a [10, 40) (which calls b [20, 30)) and b [50, 60); ticks in
+    /// units of 10^6, beyond a fresh histogram's initial range.
     fn tree() -> Vec<u64> {
+        const U: u64 = 1_000_000;
+        unit(&tree_units(), U)
+    }
+
+    fn unit(w: &[u64], u: u64) -> Vec<u64> {
+        w.iter()
+            .map(|&w| match decode(w) {
+                Some(EventKind::Time { ticks }) => Event::time(ticks * u).word(),
+                _ => w,
+            })
+            .collect()
+    }
+
+    fn tree_units() -> Vec<u64> {
         let (main, a, b) = (m(1), m(2), m(3));
         words(&[
             Event::call(MethodId::ROOT, main),
@@ -655,17 +673,22 @@ mod tests {
             p.consume(&w[..cut]);
             p.consume(&w[cut..]);
             let e = |i| p.estimate(m(i));
-            assert_eq!(e(1).inclusive, 100.0);
-            assert_eq!(e(1).exclusive, 100.0 - 30.0 - 10.0);
-            assert_eq!(e(2).inclusive, 30.0);
-            assert_eq!(e(2).exclusive, 20.0);
-            assert_eq!(e(3).inclusive, 20.0);
-            assert_eq!(e(3).exclusive, 20.0);
+            let u = 1e6;
+            assert_eq!(e(1).inclusive, 100.0 * u);
+            assert_eq!(e(1).exclusive, (100.0 - 30.0 - 10.0) * u);
+            assert_eq!(e(2).inclusive, 30.0 * u);
+            assert_eq!(e(2).exclusive, 20.0 * u);
+            assert_eq!(e(3).inclusive, 20.0 * u);
+            assert_eq!(e(3).exclusive, 20.0 * u);
+            let (_, b) = p.functions().find(|(id, _)| *id == m(3)).unwrap();
+            assert_eq!(b.histogram.len(), 2);
+            let p50 = b.histogram.value_at_quantile(0.5);
+            assert!(p50.abs_diff(10_000_000) < 10_000, "{p50}");
             let self_sum: f64 = (1..=3).map(|i| e(i).exclusive).sum();
             assert_eq!(self_sum, e(1).inclusive);
             let ctx = p.contexts();
             let main_a_b = ctx.iter().find(|(s, _)| s == &[m(1), m(2), m(3)]).unwrap();
-            assert_eq!(main_a_b.1.ticks, 10);
+            assert_eq!(main_a_b.1.ticks, 10_000_000);
             assert!(!p.is_approximate());
         }
     }
@@ -749,8 +772,8 @@ mod tests {
         let mut b = TimeProfile::new();
         b.consume(&w);
         a.merge(b);
-        assert_eq!(a.estimate(m(1)).inclusive, 200.0);
-        assert_eq!(a.estimate(m(2)).exclusive, 40.0);
+        assert_eq!(a.estimate(m(1)).inclusive, 200e6);
+        assert_eq!(a.estimate(m(2)).exclusive, 40e6);
         assert_eq!(a.contexts().len(), 4);
     }
 }

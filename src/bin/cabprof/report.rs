@@ -5,6 +5,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cabprof::report::Weight;
 use cabprof::ReportData;
 use clap::{Args, ValueEnum};
 
@@ -15,6 +16,7 @@ Examples:
   cabprof report profile.json                       text tables, 10 rows each
   cabprof report profile.json --top 25
   cabprof report profile.json --format svg -o flame.svg
+  cabprof report profile.json --format svg --weight time -o time.svg
   cabprof report profile.json --format folded | inferno-flamegraph > flame.svg
   cabprof report profile.json --format dot | dot -Tpng -o calls.png
   cat profile.json | cabprof report -
@@ -38,6 +40,15 @@ pub(crate) enum ReportFormat {
     Svg,
 }
 
+/// What flame-graph widths measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WeightArg {
+    /// Calls (the call-tree analysis).
+    Calls,
+    /// Nanoseconds (the time analysis).
+    Time,
+}
+
 /// Arguments of `cabprof report`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -48,6 +59,9 @@ pub(crate) struct ReportArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
+    /// What the folded stacks and the SVG flame graph are weighted by.
+    #[arg(long, value_enum, default_value_t = WeightArg::Calls)]
+    pub weight: WeightArg,
     /// Rows per table (table format only).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
@@ -78,6 +92,10 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         input: name.clone(),
         source: Box::new(e),
     })?;
+    let weight = match args.weight {
+        WeightArg::Calls => Weight::Calls,
+        WeightArg::Time => Weight::Time,
+    };
     let rendered = match args.format {
         ReportFormat::Table => data.text(args.top),
         ReportFormat::Json => {
@@ -85,9 +103,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             json.push('\n');
             json
         }
-        ReportFormat::Folded => data.folded(),
+        ReportFormat::Folded => data.folded_by(weight),
         ReportFormat::Dot => data.dot(),
-        ReportFormat::Svg => data.svg(),
+        ReportFormat::Svg => data.svg_by(weight),
     };
     match &args.output {
         Some(path) => fs::write(path, rendered).map_err(|source| CliError::Write {
