@@ -1,7 +1,9 @@
 //! The time analysis against durations known by construction: functions that spin on the
 //! monotonic clock for fixed times, nested, in every mode. Each spin also records the time it
 //! really took (by `Instant`), so the comparison does not depend on how long the scheduler
-//! kept the thread away: stated tolerance, 1% + 20 µs per call of the reference.
+//! kept the thread away. Stated tolerance: 1% + 100 µs per call of the reference (the
+//! instrumentation's own first-call work, such as registering a function or growing a
+//! histogram, and a preemption between a spin's end and the stamp fall outside the reference).
 
 use cabprof::cab::runtime::RunMode;
 use cabprof::report::{ReportData, Weight};
@@ -16,6 +18,8 @@ thread_local! {
     /// Nanoseconds spent spinning in `outer`'s own body and in `inner`, by `Instant`.
     static OUTER_SELF: Cell<f64> = const { Cell::new(0.0) };
     static INNER: Cell<f64> = const { Cell::new(0.0) };
+    /// Each `inner` call's nanoseconds, by `Instant`.
+    static INNER_CALLS: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn spin(d: Duration) -> f64 {
@@ -30,6 +34,7 @@ fn spin(d: Duration) -> f64 {
 fn inner() {
     let ns = spin(Duration::from_millis(5));
     INNER.with(|c| c.set(c.get() + ns));
+    INNER_CALLS.with_borrow_mut(|v| v.push(ns));
 }
 
 #[profile]
@@ -53,7 +58,7 @@ fn time_of<'a>(data: &'a ReportData, name: &str) -> &'a cabprof::report::Functio
 }
 
 fn close(got: f64, want: f64, calls: f64, what: &str) {
-    let tol = 0.01 * want + 20_000.0 * calls;
+    let tol = 0.01 * want + 100_000.0 * calls;
     assert!(
         (got - want).abs() <= tol,
         "{what}: {got} ns measured, {want} ns by Instant (tolerance {tol})"
@@ -64,6 +69,7 @@ fn run(builder: SessionBuilder, calls: u32) -> (ReportData, f64, f64) {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     OUTER_SELF.with(|c| c.set(0.0));
     INNER.with(|c| c.set(0.0));
+    INNER_CALLS.with_borrow_mut(Vec::clear);
     let session = builder
         .analyses(&[Analysis::MethodCount, Analysis::Time])
         .pin(false)
@@ -94,7 +100,11 @@ fn check_exact(data: &ReportData, outer_self: f64, inner_ns: f64, calls: u32) {
     close(i.exclusive_ns, inner_ns, n, "inner exclusive");
     close(o.inclusive_ns, outer_self + inner_ns, n, "outer inclusive");
     close(o.exclusive_ns, outer_self, n, "outer exclusive");
-    close(i.p50_ns, inner_ns / n, 1.0, "inner p50");
+    let mut each = INNER_CALLS.with_borrow(Vec::clone);
+    each.sort_by(f64::total_cmp);
+    // hdrhistogram keeps 3 significant digits: within 0.1%, inside the tolerance.
+    close(i.p50_ns, each[each.len() / 2], 1.0, "inner p50");
+    close(i.max_ns, each[each.len() - 1], 1.0, "inner max");
     assert!(i.max_ns >= i.p99_ns && i.p99_ns >= i.p95_ns && i.p95_ns >= i.p50_ns);
     // The self times of the tree add up to the root's inclusive time.
     let self_sum: f64 = t.functions.iter().map(|f| f.exclusive_ns).sum();
@@ -139,12 +149,20 @@ fn nested_spins_sampling_mode_estimates() {
     let t = data.time.as_ref().unwrap();
     assert!(t.approximate, "sampled rings give estimates");
     for f in &t.functions {
-        assert_eq!(f.calls, f.timed);
+        assert!(f.timed <= f.calls);
     }
-    if let Some(fi) = t.functions.iter().find(|f| data.name(f.method).ends_with("inner")) {
+    if let Some(fi) = t
+        .functions
+        .iter()
+        .find(|f| data.name(f.method).ends_with("inner"))
+    {
         assert!(fi.p50_ns >= 0.99 * 5e6, "{fi:?}");
     }
-    if let Some(fo) = t.functions.iter().find(|f| data.name(f.method).ends_with("outer")) {
+    if let Some(fo) = t
+        .functions
+        .iter()
+        .find(|f| data.name(f.method).ends_with("outer"))
+    {
         assert!(fo.mean_ns >= 0.99 * 7e6, "{fo:?}");
     }
 }
