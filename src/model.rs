@@ -26,8 +26,15 @@ pub struct ReportData {
     pub threads: Vec<Counters>,
     /// Analyzer threads that panicked, with their messages: their rings' results are missing.
     pub analyzer_failures: Vec<String>,
-    /// Sequential mode: threads still alive at the end, whose results are not included.
+    /// Reports of earlier versions: sequential-mode threads alive at the end whose results
+    /// were missing. Always 0 now: live threads' results are included in every mode.
     pub unmerged_threads: u64,
+    /// An upper bound on events emitted but not in `totals.events` or not yet analyzed:
+    /// a snapshot's events still on their way, and in sampling mode the unpublished tail of
+    /// threads still alive (a thread that has exited is counted exactly). 0 when read from a
+    /// file that predates the field.
+    #[serde(default)]
+    pub events_in_flight: u64,
     /// Every method id the analyses mention, with its name and source location.
     pub methods: Vec<MethodEntry>,
     /// Calls per method, most called first.
@@ -87,9 +94,9 @@ pub struct SessionInfo {
     /// read from a file that predates the field.
     #[serde(default)]
     pub rate_effective: f64,
-    /// Ring size in bytes.
+    /// Ring size in bytes (0 in modes without a ring: sequential, instrument-only).
     pub buffer_bytes: u64,
-    /// Chunk size in bytes.
+    /// Chunk size in bytes (0 in modes without a ring).
     pub chunk_bytes: u64,
     /// Seconds from the session's start to this report.
     pub elapsed_s: f64,
@@ -115,8 +122,13 @@ pub struct MethodEntry {
 pub struct MethodCountEntry {
     /// Method id.
     pub method: u32,
-    /// Calls (as analyzed: sampled counts are not scaled).
+    /// Calls as analyzed: exact, or in sampling mode the calls seen in the sample.
     pub count: u64,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// Calls along one caller → callee edge.
@@ -128,6 +140,11 @@ pub struct EdgeEntry {
     pub callee: u32,
     /// Calls.
     pub count: u64,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// A call-tree pattern: a method and the callees of one of its invocations.
@@ -139,6 +156,11 @@ pub struct PatternEntry {
     pub callees: Vec<u32>,
     /// Invocations with exactly these callees.
     pub count: u64,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// One calling context.
@@ -148,6 +170,11 @@ pub struct ContextEntry {
     pub stack: Vec<u32>,
     /// Calls made in exactly this context.
     pub count: u64,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// The call-tree analysis' results.
@@ -253,6 +280,11 @@ pub struct PathEntry {
     pub count: u64,
     /// The path's steps with source lines, when its numbering was known.
     pub steps: Option<Vec<String>>,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// One simulated cache level and its counts.
@@ -324,6 +356,11 @@ pub struct BinEntry {
     pub max: u64,
     /// Accesses at these distances.
     pub count: u64,
+    /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
+    /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
+    /// (null) when `count` is exact, and in files that predate the field.
+    #[serde(default)]
+    pub estimated: Option<u64>,
 }
 
 /// One point of the miss curve.
@@ -437,12 +474,50 @@ impl ReportData {
         }
     }
 
+    /// The estimated full count of a sampled `count` (`count` itself when not sampling).
+    pub fn estimate(&self, count: u64) -> u64 {
+        if self.is_sampled() {
+            (count as f64 / self.estimate_rate()).round() as u64
+        } else {
+            count
+        }
+    }
+
     /// A count as shown: exact, or estimated from a sample (`~` and scaled).
     pub(crate) fn shown(&self, count: u64) -> String {
         if self.is_sampled() {
-            format!("~{:.0}", count as f64 / self.estimate_rate())
+            format!("~{}", self.estimate(count))
         } else {
             count.to_string()
+        }
+    }
+
+    /// Fill every `estimated` field from its `count` (sampling mode), or clear them.
+    pub(crate) fn fill_estimates(&mut self) {
+        let (sampled, rate) = (self.is_sampled(), self.estimate_rate());
+        let est = |c: u64| sampled.then(|| (c as f64 / rate).round() as u64);
+        let d = self;
+        if let Some(v) = &mut d.method_count {
+            v.iter_mut().for_each(|e| e.estimated = est(e.count));
+        }
+        if let Some(v) = &mut d.call_graph {
+            v.iter_mut().for_each(|e| e.estimated = est(e.count));
+        }
+        if let Some(t) = &mut d.call_tree {
+            t.patterns
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
+            t.contexts
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
+        }
+        if let Some(v) = &mut d.paths {
+            v.iter_mut().for_each(|e| e.estimated = est(e.count));
+        }
+        if let Some(r) = &mut d.reuse_distance {
+            r.histogram
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
         }
     }
 }

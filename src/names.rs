@@ -23,7 +23,7 @@ pub(crate) struct MethodName {
 pub(crate) fn lookup(id: u32) -> Option<MethodName> {
     let info = cabprof_cab::registry::lookup(MethodId::new(id).ok()?)?;
     Some(MethodName {
-        name: info.qualified_name(),
+        name: readable(&info.qualified_name(), info.module_path),
         module: info.module_path,
         file: info.file,
         line: info.line,
@@ -34,4 +34,100 @@ pub(crate) fn lookup(id: u32) -> Option<MethodName> {
 pub(crate) fn decode_path(method: MethodId, path: u32) -> Option<Vec<String>> {
     cabprof_cab::registry::decode_path(method, path)
         .map(|steps| steps.iter().map(|s| s.to_string()).collect())
+}
+
+/// One naming for trait methods, whatever form the compiler's type name took: `<Type as
+/// Trait>::method` (the form of Rust's own backtraces), the trait by its last path segment
+/// (`Display`, not `core::fmt::Display`), the type without the function's own module prefix.
+/// `<impl Trait for Type>::method` is rewritten to the same form.
+pub(crate) fn readable(name: &str, module: &str) -> String {
+    let Some(rest) = name.strip_prefix('<') else {
+        return name.to_string();
+    };
+    // The `<…>` head: find its closing `>` at nesting depth zero.
+    let mut depth = 0usize;
+    let mut close = None;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth == 0 => {
+                close = Some(i);
+                break;
+            }
+            '>' => depth -= 1,
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return name.to_string();
+    };
+    let (head, tail) = (&rest[..close], &rest[close + 1..]);
+    let (ty, tr) = if let Some(impl_) = head.strip_prefix("impl ") {
+        match split_top(impl_, " for ") {
+            Some((tr, ty)) => (ty, tr),
+            None => return name.to_string(),
+        }
+    } else {
+        match split_top(head, " as ") {
+            Some((ty, tr)) => (ty, tr),
+            None => return name.to_string(),
+        }
+    };
+    let ty = ty
+        .strip_prefix(module)
+        .and_then(|t| t.strip_prefix("::"))
+        .unwrap_or(ty);
+    format!("<{ty} as {}>{tail}", last_segment(tr))
+}
+
+/// Split `s` at the first `sep` outside angle brackets.
+fn split_top<'a>(s: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            _ if depth == 0 && s[i..].starts_with(sep) => {
+                return Some((&s[..i], &s[i + sep.len()..]));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `core::fmt::Display` → `Display`; `a::Tr<b::X>` → `Tr<b::X>` (generic arguments kept).
+fn last_segment(path: &str) -> &str {
+    let base_end = path.find('<').unwrap_or(path.len());
+    match path[..base_end].rfind("::") {
+        Some(i) => &path[i + 2..],
+        None => path,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn trait_methods_read_one_way() {
+        assert_eq!(
+            readable("<app::Foo as core::fmt::Display>::fmt", "app"),
+            "<Foo as Display>::fmt"
+        );
+        assert_eq!(
+            readable("<impl core::fmt::Display for app::Foo>::fmt", "app"),
+            "<Foo as Display>::fmt"
+        );
+        assert_eq!(
+            readable("<app::G<_> as core::ops::drop::Drop>::drop", "app"),
+            "<G<_> as Drop>::drop"
+        );
+        assert_eq!(
+            readable("<other::T as app::Conv<u8>>::conv", "app"),
+            "<other::T as Conv<u8>>::conv"
+        );
+        assert_eq!(readable("Stack<_>::push", "app"), "Stack<_>::push");
+        assert_eq!(readable("app::f", "app"), "app::f");
+    }
 }

@@ -32,7 +32,14 @@
 //! before the body runs, `PollEnd { task, poll, done }` after it (emitted by a guard, so a
 //! panicking poll closes too). `task` is an id drawn once per future (from a per-thread block of
 //! ids: no shared write per future); `poll` numbers the future's polls so that an analysis can
-//! order the pieces of one invocation seen on different threads. The first poll's `Poll`
+//! order the pieces of one invocation seen on different threads. The frame opens at the first
+//! poll that finds a session running: a future polled before the session started (an
+//! instrumented `async fn main` that starts the session in its body) opens its frame at its
+//! next poll, so it is counted and its later callees name it as their caller (callees run in
+//! the very poll that started the session still count under the root). A synchronous function
+//! cannot do this: its frame began before the session, so it is never counted in that session
+//! and its callees are attributed to the root; checking for a late session would add work to
+//! [`enter`]'s no-session path, which stays one load and one branch. The first poll's `Poll`
 //! follows its `Call` directly, which is where the analyzer learns the future's calling
 //! context; the `Return` comes inside the last poll, before its `PollEnd`. A future dropped
 //! unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two words
@@ -442,10 +449,11 @@ pub struct Instrumented<F> {
     /// Structurally pinned: never moved out of, and only ever exposed as `Pin<&mut F>`.
     inner: F,
     site: &'static Site,
-    /// 0 before the first poll of a session-active future and after completion (or if no
-    /// session ran at the first poll); else this function's id.
+    /// This function's id from the first poll that found a session running until completion;
+    /// 0 before that (no session yet) and after.
     callee: u32,
-    started: bool,
+    /// The future has completed (or its frame was closed): no later poll opens it again.
+    finished: bool,
     /// This future's id in `Poll`/`PollEnd` words (valid while `callee != 0`).
     task: u32,
     /// Polls so far (the number of the next one).
@@ -472,7 +480,7 @@ pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> In
         inner,
         site,
         callee: 0,
-        started: false,
+        finished: false,
         task: 0,
         polls: 0,
         timed: false,
@@ -542,18 +550,19 @@ impl<F: Future> Future for Instrumented<F> {
         // the other fields are plain data that is never pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let mut first = false;
-        if !this.started {
-            this.started = true;
-            if active() {
-                // The caller is the frame polling us; we become innermost just below.
-                let callee = this.site.id();
-                let caller = CURRENT.with(Cell::get);
-                emit(Event::call(method(caller), method(callee)));
-                this.callee = callee;
-                this.task = next_task();
-                this.timed = timed(callee);
-                first = true;
-            }
+        // The frame opens at the first poll that finds a session running, not only at the
+        // very first poll: a future that started the session itself (`#[profile] async fn
+        // main` whose body calls `start`) is counted from its next poll on, and what it calls
+        // from then on names it as the caller. With no session this is one load and a branch.
+        if this.callee == 0 && !this.finished && active() {
+            // The caller is the frame polling us; we become innermost just below.
+            let callee = this.site.id();
+            let caller = CURRENT.with(Cell::get);
+            emit(Event::call(method(caller), method(callee)));
+            this.callee = callee;
+            this.task = next_task();
+            this.timed = timed(callee);
+            first = true;
         }
         let mut scope = (this.callee != 0).then(|| {
             emit(Event::poll(method(this.callee), this.task, first));
@@ -574,8 +583,9 @@ impl<F: Future> Future for Instrumented<F> {
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let out = inner.poll(cx);
-        if let Some(s) = &mut scope {
-            if out.is_ready() {
+        if out.is_ready() {
+            this.finished = true;
+            if let Some(s) = &mut scope {
                 s.done = true;
                 this.callee = 0;
             }

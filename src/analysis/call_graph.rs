@@ -1,6 +1,6 @@
 //! `call-graph`: caller → callee edge counts ([`cabprof_analyses::CallGraph`]).
 
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{EdgeEntry, ReportData};
 use cabprof_analyses::CallGraph;
 use std::fmt::Write as _;
@@ -18,15 +18,23 @@ impl AnalysisDescriptor for Descriptor {
     }
 
     fn report(g: &CallGraph, data: &mut ReportData, methods: &mut MethodIds) {
-        let v: Vec<_> = g
+        let mut v: Vec<_> = g
             .sorted_edges()
             .into_iter()
             .map(|(caller, callee, count)| EdgeEntry {
                 caller: caller.get(),
                 callee: callee.get(),
                 count,
+                estimated: None,
             })
             .collect();
+        // Most calls first (the text's "top N" are the N largest), ties by caller and callee.
+        v.sort_by(|x, y| {
+            y.count
+                .cmp(&x.count)
+                .then(x.caller.cmp(&y.caller))
+                .then(x.callee.cmp(&y.callee))
+        });
         methods.extend(v.iter().flat_map(|e| [e.caller, e.callee]));
         data.call_graph = Some(v);
     }
@@ -35,7 +43,7 @@ impl AnalysisDescriptor for Descriptor {
         let Some(g) = &data.call_graph else {
             return;
         };
-        let _ = writeln!(o, "\ncall graph edges (top {top} of {}):", g.len());
+        let _ = writeln!(o, "\ncall graph edges ({}):", top_of(top, g.len()));
         for e in g.iter().take(top) {
             let _ = writeln!(
                 o,

@@ -1,7 +1,7 @@
 //! `call-tree`: the CAB paper's depth-two call-tree profile ([`cabprof_analyses::CallTreeProfile`])
 //! and the full calling-context tree ([`cabprof_analyses::CallingContextTree`]), fed in one pass.
 
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
 use cabprof_analyses::{CallTreeProfile, CallingContextTree, MethodId};
 use std::fmt::Write as _;
@@ -56,6 +56,7 @@ impl AnalysisDescriptor for Descriptor {
                 method: m.get(),
                 callees: ids(callees),
                 count,
+                estimated: None,
             })
             .collect();
         patterns.sort_by(|x, y| {
@@ -70,6 +71,7 @@ impl AnalysisDescriptor for Descriptor {
             .map(|(stack, count)| ContextEntry {
                 stack: ids(stack),
                 count,
+                estimated: None,
             })
             .collect();
         contexts.sort_by(|x, y| y.count.cmp(&x.count).then(x.stack.cmp(&y.stack)));
@@ -94,8 +96,8 @@ impl AnalysisDescriptor for Descriptor {
         };
         let _ = writeln!(
             o,
-            "\ncall-tree patterns{approx} (top {top} of {}): a function and the callees of one invocation",
-            ct.patterns.len()
+            "\ncall-tree patterns{approx} ({}): a function and the callees of one invocation",
+            top_of(top, ct.patterns.len())
         );
         for p in ct.patterns.iter().take(top) {
             let mut callees: Vec<String> =
@@ -113,23 +115,36 @@ impl AnalysisDescriptor for Descriptor {
         }
         let _ = writeln!(
             o,
-            "\ncalling contexts{approx} (top {top} of {}):",
-            ct.contexts.len()
+            "\ncalling contexts{approx} ({}):",
+            top_of(top, ct.contexts.len())
         );
-        for c in ct.contexts.iter().take(top) {
-            let mut stack: Vec<String> = c.stack.iter().map(|&m| data.name(m)).collect();
-            // Deep recursion: keep the outermost two and innermost three frames.
-            if stack.len() > 6 {
-                let hidden = stack.len() - 5;
-                stack.splice(2..stack.len() - 3, [format!("…{hidden} frames…")]);
-            }
+        let shown: Vec<_> = ct.contexts.iter().take(top).collect();
+        let rows: Vec<String> = shown.iter().map(|c| context_row(data, &c.stack, true)).collect();
+        for (c, row) in shown.iter().zip(&rows) {
+            // Two deep contexts can look alike once their middles are elided: show those in
+            // full, so that no two rows read the same.
+            let row = if rows.iter().filter(|r| *r == row).count() > 1 {
+                context_row(data, &c.stack, false)
+            } else {
+                row.clone()
+            };
             let _ = writeln!(
                 o,
-                "  {:>14}  {} (depth {})",
+                "  {:>14}  {row} (depth {})",
                 data.shown(c.count),
-                stack.join(" > "),
                 c.stack.len()
             );
         }
     }
+}
+
+/// A calling context's frames joined by `>`; with `elide`, a deep one keeps its outermost two
+/// and innermost three frames around a count of the hidden ones.
+fn context_row(data: &ReportData, stack: &[u32], elide: bool) -> String {
+    let mut frames: Vec<String> = stack.iter().map(|&m| data.name(m)).collect();
+    if elide && frames.len() > 6 {
+        let hidden = frames.len() - 5;
+        frames.splice(2..frames.len() - 3, [format!("…{hidden} frames…")]);
+    }
+    frames.join(" > ")
 }

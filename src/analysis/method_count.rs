@@ -1,6 +1,6 @@
 //! `method-count`: calls per function ([`cabprof_analyses::MethodCount`]).
 
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{MethodCountEntry, ReportData};
 use cabprof_analyses::MethodCount;
 use std::fmt::Write as _;
@@ -23,6 +23,7 @@ impl AnalysisDescriptor for Descriptor {
             .map(|(m, count)| MethodCountEntry {
                 method: m.get(),
                 count,
+                estimated: None,
             })
             .collect();
         v.sort_by(|x, y| y.count.cmp(&x.count).then(x.method.cmp(&y.method)));
@@ -35,7 +36,7 @@ impl AnalysisDescriptor for Descriptor {
             return;
         };
         let total: u64 = mc.iter().map(|e| e.count).sum::<u64>().max(1);
-        let _ = writeln!(o, "\nmethod calls (top {top} of {}):", mc.len());
+        let _ = writeln!(o, "\nmethod calls ({}):", top_of(top, mc.len()));
         let _ = writeln!(o, "  {:>14} {:>7}  {:<40} location", "calls", "%", "method");
         for e in mc.iter().take(top) {
             let _ = writeln!(

@@ -74,6 +74,16 @@ pub(crate) trait AnalysisDescriptor {
     fn text(data: &ReportData, top: usize, out: &mut String);
 }
 
+/// The heading words of a "top N" table of `len` rows, which are sorted by count, largest
+/// first: `top 10 of 27`, or `all 27` when every row is shown.
+pub(crate) fn top_of(top: usize, len: usize) -> String {
+    if top >= len {
+        format!("all {len}")
+    } else {
+        format!("top {top} of {len}")
+    }
+}
+
 /// Fold `other` into `mine`, either possibly absent.
 fn merge_one<S: cabprof_analyses::EventAnalysis>(mine: &mut Option<S>, other: Option<S>) {
     match (mine.as_mut(), other) {

@@ -1,7 +1,7 @@
 //! `paths`: Ball-Larus path counts of functions marked `#[profile(paths)]`
 //! ([`cabprof_analyses::PathProfile`]), decoded to source lines through the method registry.
 
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::names;
 use crate::model::{PathEntry, ReportData};
 use cabprof_analyses::PathProfile;
@@ -28,6 +28,7 @@ impl AnalysisDescriptor for Descriptor {
                 path: h.path,
                 count: h.count,
                 steps: names::decode_path(h.method, h.path),
+                estimated: None,
             })
             .collect();
         methods.extend(v.iter().map(|e| e.method));
@@ -38,7 +39,7 @@ impl AnalysisDescriptor for Descriptor {
         let Some(paths) = &data.paths else {
             return;
         };
-        let _ = writeln!(o, "\nhottest paths (top {top} of {}):", paths.len());
+        let _ = writeln!(o, "\nhottest paths ({}):", top_of(top, paths.len()));
         for p in paths.iter().take(top) {
             let _ = writeln!(
                 o,

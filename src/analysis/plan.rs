@@ -57,15 +57,9 @@ impl AnalysisPlan {
     /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set, and
     /// `CABPROF_TIME_SAMPLE` (time one call in K).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
-        const SAMPLE: &str = "CABPROF_TIME_SAMPLE";
-        if let Some(v) = get(SAMPLE) {
-            self.time_sample = v.trim().parse().map_err(|_| {
-                ConfigError::new(SAMPLE, &v, "an integer K >= 1 (time one call in K)")
-            })?;
-        }
         const VAR: &str = "CABPROF_ANALYSES";
         let Some(value) = get(VAR) else {
-            return Ok(());
+            return self.apply_time_sample(&get);
         };
         let kinds = value
             .split(',')
@@ -81,6 +75,19 @@ impl AnalysisPlan {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.kinds = kinds;
+        self.apply_time_sample(&get)
+    }
+
+    fn apply_time_sample(
+        &mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        const SAMPLE: &str = "CABPROF_TIME_SAMPLE";
+        if let Some(v) = get(SAMPLE) {
+            self.time_sample = v.trim().parse().map_err(|_| {
+                ConfigError::new(SAMPLE, &v, "an integer K >= 1 (time one call in K)")
+            })?;
+        }
         Ok(())
     }
 

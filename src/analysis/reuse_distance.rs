@@ -43,6 +43,7 @@ impl AnalysisDescriptor for Descriptor {
                     min: b.min,
                     max: b.max,
                     count: b.count,
+                    estimated: None,
                 })
                 .collect(),
             miss_curve: CURVE_LINES

@@ -51,6 +51,8 @@ fn session_info(r: &runtime::Report<AnalysisSet>) -> SessionInfo {
         RunMode::InstrumentOnly => ("instrument-only", 1.0),
         RunMode::EnqueueOnly => ("enqueue-only", 1.0),
     };
+    // Sequential and instrument-only sessions make no ring: they report no ring size.
+    let has_ring = !matches!(r.mode, RunMode::Sequential | RunMode::InstrumentOnly);
     SessionInfo {
         mode: mode.into(),
         sampling_rate,
@@ -62,8 +64,16 @@ fn session_info(r: &runtime::Report<AnalysisSet>) -> SessionInfo {
             RunMode::Sampling { .. } => r.rate_used,
             _ => 1.0,
         },
-        buffer_bytes: r.ring.buffer_bytes as u64,
-        chunk_bytes: r.ring.chunk_bytes as u64,
+        buffer_bytes: if has_ring {
+            r.ring.buffer_bytes as u64
+        } else {
+            0
+        },
+        chunk_bytes: if has_ring {
+            r.ring.chunk_bytes as u64
+        } else {
+            0
+        },
         elapsed_s: r.elapsed.as_secs_f64(),
     }
 }
@@ -77,13 +87,14 @@ impl ReportData {
             totals: Counters::from(&r.totals),
             threads: r.threads.iter().map(Counters::from).collect(),
             analyzer_failures: r.analyzer_failures.clone(),
-            unmerged_threads: r.unmerged_threads as u64,
+            events_in_flight: r.in_flight,
             ..ReportData::default()
         };
         let mut seen = MethodIds::new();
         r.analysis.report(&mut data, &mut seen);
         seen.remove(&0);
         data.methods = seen.into_iter().map(method_entry).collect();
+        data.fill_estimates();
         data
     }
 }

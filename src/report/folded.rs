@@ -22,8 +22,10 @@ impl ReportData {
     /// Folded stacks of the calling-context tree, one `root;a;b weight` line per context.
     ///
     /// - [`Weight::Calls`]: the context's call count, so a frame's width in a flame graph is
-    ///   the calls made in its whole subtree; and, when paths were profiled, each Ball-Larus
-    ///   path as a leaf `root;f;path#N count`.
+    ///   the calls made in its whole subtree and the total is the number of calls. Paths are
+    ///   not drawn: a path count is per function, not per calling context, so it has no place
+    ///   under one context's frame without inventing how it splits (the text and JSON reports
+    ///   list them).
     /// - [`Weight::Time`]: the context's self time in whole nanoseconds, so a frame's width is
     ///   its inclusive time. Empty unless the time analysis ran.
     pub fn folded_by(&self, weight: Weight) -> String {
@@ -39,17 +41,6 @@ impl ReportData {
                 if let Some(ct) = &self.call_tree {
                     for c in &ct.contexts {
                         let _ = writeln!(o, "{} {}", stack(&c.stack), c.count);
-                    }
-                }
-                if let Some(paths) = &self.paths {
-                    for p in paths {
-                        let _ = writeln!(
-                            o,
-                            "root;{};path#{} {}",
-                            sanitize(&self.name(p.method)),
-                            p.path,
-                            p.count
-                        );
                     }
                 }
             }
@@ -68,7 +59,8 @@ impl ReportData {
     }
 }
 
-/// Folded-stack frames may not contain `;` or spaces.
+/// Folded-stack frames may not contain `;` (the frame separator); spaces are fine (the count
+/// is after the last one), so `<Foo as Display>::fmt` stays readable in the flame graph.
 fn sanitize(name: &str) -> String {
-    name.replace([';', ' '], "_")
+    name.replace(';', ",")
 }

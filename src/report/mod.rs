@@ -17,19 +17,23 @@
 //!   "totals": Counters,                  // sum over threads
 //!   "threads": [ Counters ],             // one per application thread (capped, see runtime)
 //!   "analyzer_failures": [ string ],
-//!   "unmerged_threads": u64,             // sequential mode: threads alive at the end
+//!   "unmerged_threads": u64,             // older versions only; always 0 now
+//!   "events_in_flight": u64,             // bound on events not yet counted (snapshots; live
+//!                                        // sampling threads); absent in older files: 0
 //!   "methods": [ { "id": u32, "name": str, "module": str, "file": str, "line": u32 } ],
-//!   "method_count": [ { "method": u32, "count": u64 } ] | null,
-//!   "call_graph": [ { "caller": u32, "callee": u32, "count": u64 } ] | null,   // 0 = root
+//!   "method_count": [ { "method": u32, "count": u64, "estimated": Est } ] | null,
+//!   "call_graph": [ { "caller": u32, "callee": u32, "count": u64, "estimated": Est } ] | null,
+//!                                        // most calls first; caller 0 = root
 //!   "call_tree": { "approximate": bool,
-//!                  "patterns": [ { "method": u32, "callees": [u32], "count": u64 } ],
-//!                  "contexts": [ { "stack": [u32], "count": u64 } ] } | null,
-//!   "paths": [ { "method": u32, "path": u32, "count": u64, "steps": [str] | null } ] | null,
+//!                  "patterns": [ { "method": u32, "callees": [u32], "count": u64, "estimated": Est } ],
+//!                  "contexts": [ { "stack": [u32], "count": u64, "estimated": Est } ] } | null,
+//!   "paths": [ { "method": u32, "path": u32, "count": u64, "steps": [str] | null,
+//!                "estimated": Est } ] | null,
 //!   "cache": { "levels": [ { "size_bytes", "ways", "line_bytes", "policy": "fifo"|"lru",
 //!                            "load_hits", "load_misses", "store_hits", "store_misses" } ],
 //!              "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] } | null,
 //!   "reuse_distance": { "line_bytes": u32, "accesses": u64, "cold": u64,
-//!                       "histogram": [ { "min": u64, "max": u64, "count": u64 } ],
+//!                       "histogram": [ { "min": u64, "max": u64, "count": u64, "estimated": Est } ],
 //!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null,
 //!   "time": { "clock": str, "ticks_per_ns": f64, "calibration": str,   // absent in older files
 //!             "sample_period": u32,                  // one call in K timed (1: every call)
@@ -45,11 +49,14 @@
 //! Counters = { "thread": str, "threads": u64, "events": u64, "analyzed": u64,
 //!              "producer_blocks": u64, "blocked_s": f64, "dropped": u64,
 //!              "chunks_lapped": u64, "events_lapped": u64, "rate": f64 }
+//! Est = u64 | null   // sampling: count / rate_effective, the estimated full count (count is
+//!                    // then the number in the sample); null when count is exact or the file
+//!                    // predates the field
 //! ```
 //!
-//! Counts are stored as analyzed. In sampling mode the text rendering shows estimates
-//! (count / `rate_effective`, see [`ReportData::estimate_rate`]) and marks them; tools should
-//! do the same. The fraction actually analyzed, not the configured rate, is the right divisor:
+//! Counts are stored as analyzed, each with its estimate next to it in sampling mode
+//! (`estimated` = count / `rate_effective`, see [`ReportData::estimate_rate`]); the text
+//! rendering shows the estimates and marks them `~`. The fraction actually analyzed, not the configured rate, is the right divisor:
 //! it accounts for chunks the producer overwrote first, for the rate changes of adaptive
 //! sampling, and for bursts rounding the rate up within a chunk.
 

@@ -5,7 +5,8 @@ use super::Weight;
 use crate::model::ReportData;
 
 impl ReportData {
-    /// A flame graph SVG of the folded stacks, weighted by calls (inferno).
+    /// A flame graph SVG of the folded stacks, weighted by calls (inferno). Widths are call
+    /// counts, not time: [`svg_by`](Self::svg_by) draws time.
     pub fn svg(&self) -> String {
         self.svg_by(Weight::Calls)
     }
@@ -15,8 +16,12 @@ impl ReportData {
         let folded = self.folded_by(weight);
         let mut opts = inferno::flamegraph::Options::default();
         let (what, unit, missing) = match weight {
-            Weight::Calls => ("calling contexts", "calls", "no call-tree data"),
-            Weight::Time => ("time by calling context", "ns", "no time data"),
+            Weight::Calls => (
+                "calling contexts, width = calls (not time)",
+                "calls",
+                "no call-tree data",
+            ),
+            Weight::Time => ("time by calling context, width = ns", "ns", "no time data"),
         };
         opts.title = format!("cabprof {what} ({})", self.session.mode);
         opts.count_name = unit.into();

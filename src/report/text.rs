@@ -20,9 +20,18 @@ impl ReportData {
     fn summary(&self, o: &mut String) {
         let s = &self.session;
         let t = &self.totals;
+        let ring = if s.buffer_bytes == 0 {
+            String::from("no ring")
+        } else {
+            format!(
+                "ring {} KB in {} KB chunks",
+                s.buffer_bytes >> 10,
+                s.chunk_bytes >> 10
+            )
+        };
         let _ = writeln!(
             o,
-            "cabprof report — mode {}{}, ring {} KB in {} KB chunks, {:.3} s",
+            "cabprof report — mode {}{}, {ring}, {:.3} s",
             s.mode,
             if self.is_sampled() {
                 format!(
@@ -34,8 +43,6 @@ impl ReportData {
             } else {
                 String::new()
             },
-            s.buffer_bytes >> 10,
-            s.chunk_bytes >> 10,
             s.elapsed_s
         );
         let _ = writeln!(
@@ -60,10 +67,18 @@ impl ReportData {
                 self.unmerged_threads
             );
         }
+        if self.events_in_flight > 0 {
+            let _ = writeln!(
+                o,
+                "note: up to {} more events were emitted but not yet counted (a snapshot's events on their way, or live sampling threads' unpublished tails)",
+                self.events_in_flight
+            );
+        }
         if self.is_sampled() {
             let _ = writeln!(
                 o,
-                "counts marked ~ are estimates: sampled count / rate used"
+                "counts marked ~ are estimates: count in the sample / fraction of events analyzed ({:.2}%)",
+                self.estimate_rate() * 100.0
             );
         }
     }

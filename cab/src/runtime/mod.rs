@@ -23,10 +23,11 @@
 //! - A dead analyzer never deadlocks the application: its consumers are dropped as it unwinds,
 //!   blocked producers stop waiting and count what they drop, and the report names the failure.
 //! - Sequential mode runs the analysis inline in the emitting thread (no ring), the paper's
-//!   "sequential analyzer". A thread's results are merged when it exits, or at `finish` for the
-//!   finishing thread; `finish` gives threads that have just ended (a scoped thread's `join`
-//!   returns before its thread-local destructor runs) up to 20 ms to merge, and threads still
-//!   alive after that are counted in [`Report::unmerged_threads`].
+//!   "sequential analyzer". Each thread's instance sits behind its own mutex, registered with
+//!   the session: the thread locks it per event (uncontended), and snapshots and `finish`
+//!   lock it to copy or take the results of threads that are still alive (pool workers that
+//!   never exit). A thread's results are merged when it exits or at `finish`, whichever
+//!   comes first.
 //!
 //! This is the generic layer: it runs any [`RingAnalysis`] and writes no files. Programs
 //! normally use the `cabprof` facade's `SessionBuilder`, which owns a [`RuntimeConfig`], the

@@ -85,9 +85,10 @@ pub struct Report<A> {
     pub totals: ThreadStats,
     /// Analyzer threads that panicked, with their messages. Their rings' results are missing.
     pub analyzer_failures: Vec<String>,
-    /// Sequential mode: threads alive at the end whose inline results could not be merged.
-    pub unmerged_threads: usize,
     /// Snapshots: an upper bound on events emitted but not yet analyzed when it was taken.
+    /// Sampling mode, snapshots and `finish`: also bounds the events of threads still alive
+    /// that `totals.events` does not count yet (a live producer publishes its position
+    /// only now and then; one that has exited is counted exactly).
     pub in_flight: u64,
     /// Time from start to this report.
     pub elapsed: Duration,

@@ -28,8 +28,8 @@ struct Core<A: RingAnalysis> {
     analyzers: Vec<Arc<AnalyzerShared<A>>>,
     handles: Mutex<Vec<JoinHandle<AnalyzerOutput<A>>>>,
     next: AtomicUsize,
-    /// Sequential mode: merged results of retired threads.
-    inline: Arc<InlineDone<A>>,
+    /// Sequential mode: merged results of retired threads, slots of live ones.
+    inline: Arc<InlineShared<A>>,
     started: Instant,
     finished: AtomicBool,
     /// Panics caught in analyzer threads.
@@ -38,46 +38,88 @@ struct Core<A: RingAnalysis> {
     snapshot_lock: Mutex<()>,
 }
 
-struct InlineAnalysis<A> {
+/// Sequential mode: one thread's inline analysis and its event count.
+struct InlineState<A> {
     analysis: A,
     events: u64,
     thread: String,
-    done: Arc<InlineDone<A>>,
 }
 
-/// Sequential mode: the merged results of threads that have ended, and how many inline
-/// analyses are still live (not yet merged).
-struct InlineDone<A> {
-    merged: Mutex<(Option<A>, Vec<ThreadStats>)>,
-    live: AtomicUsize,
+impl<A> InlineState<A> {
+    fn stats(&self) -> ThreadStats {
+        ThreadStats {
+            thread: self.thread.clone(),
+            threads: 1,
+            events: self.events,
+            analyzed: self.events,
+            rate: 1.0,
+            ..Default::default()
+        }
+    }
+}
+
+/// A live thread's inline analysis. The owning thread locks it for each event; the session
+/// locks it only to copy it (a snapshot) or take it (`finish`), so a thread that never exits
+/// (a pool worker) is still reported. `None` once its results were merged.
+type InlineSlot<A> = Arc<Mutex<Option<InlineState<A>>>>;
+
+/// What a thread-local holds in sequential mode: its slot, registered with the session.
+struct InlineAnalysis<A> {
+    id: u64,
+    slot: InlineSlot<A>,
+    shared: Arc<InlineShared<A>>,
+}
+
+/// Sequential mode: the merged results of threads that have ended, and the slots of the
+/// threads still live. Lock order: `state`, then a slot.
+struct InlineShared<A> {
+    state: Mutex<InlineRegistry<A>>,
+}
+
+struct InlineRegistry<A> {
+    merged: Option<A>,
+    threads: Vec<ThreadStats>,
+    live: Vec<(u64, InlineSlot<A>)>,
+    next_id: u64,
+}
+
+impl<A: RingAnalysis> InlineRegistry<A> {
+    fn merge(&mut self, state: InlineState<A>) {
+        push_thread(&mut self.threads, state.stats());
+        match &mut self.merged {
+            Some(a) => a.merge(state.analysis),
+            None => self.merged = Some(state.analysis),
+        }
+    }
+
+    /// Merge every live thread's results now; their later events are not counted.
+    fn take_live(&mut self) {
+        for (_, slot) in std::mem::take(&mut self.live) {
+            if let Some(state) = slot.lock().take() {
+                self.merge(state);
+            }
+        }
+    }
 }
 
 impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
-        self.events += words.len() as u64;
-        self.analysis.consume(words);
+        // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
+        // unlock (parking_lot's fast paths).
+        if let Some(state) = &mut *self.slot.lock() {
+            state.events += words.len() as u64;
+            state.analysis.consume(words);
+        }
     }
     fn retire(self: Box<Self>) {
-        let inline = *self;
-        let mut merged = inline.done.merged.lock();
-        push_thread(
-            &mut merged.1,
-            ThreadStats {
-                thread: inline.thread,
-                threads: 1,
-                events: inline.events,
-                analyzed: inline.events,
-                rate: 1.0,
-                ..Default::default()
-            },
-        );
-        match &mut merged.0 {
-            Some(a) => a.merge(inline.analysis),
-            None => merged.0 = Some(inline.analysis),
+        let mut reg = self.shared.state.lock();
+        if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
+            reg.live.swap_remove(i);
         }
-        // Under the lock: `finish` waits for zero, then locks, and so sees this merge.
-        inline.done.live.fetch_sub(1, Ordering::Release);
+        if let Some(state) = self.slot.lock().take() {
+            reg.merge(state);
+        }
     }
 }
 
@@ -119,12 +161,19 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
-        self.inline.live.fetch_add(1, Ordering::Relaxed);
-        Box::new(InlineAnalysis {
+        let slot = Arc::new(Mutex::new(Some(InlineState {
             analysis: (self.factory)(),
             events: 0,
             thread,
-            done: self.inline.clone(),
+        })));
+        let mut reg = self.inline.state.lock();
+        let id = reg.next_id;
+        reg.next_id += 1;
+        reg.live.push((id, slot.clone()));
+        Box::new(InlineAnalysis {
+            id,
+            slot,
+            shared: self.inline.clone(),
         })
     }
 }
@@ -205,9 +254,13 @@ impl<A: RingAnalysis> Session<A> {
             analyzers,
             handles: Mutex::new(handles),
             next: AtomicUsize::new(0),
-            inline: Arc::new(InlineDone {
-                merged: Mutex::new((None, Vec::new())),
-                live: AtomicUsize::new(0),
+            inline: Arc::new(InlineShared {
+                state: Mutex::new(InlineRegistry {
+                    merged: None,
+                    threads: Vec::new(),
+                    live: Vec::new(),
+                    next_id: 0,
+                }),
             }),
             started: Instant::now(),
             finished: AtomicBool::new(false),
@@ -227,11 +280,7 @@ impl<A: RingAnalysis> Session<A> {
 
     /// Rings currently held by analyzers (live threads plus exited ones not yet drained).
     pub fn live_rings(&self) -> usize {
-        self.core
-            .analyzers
-            .iter()
-            .map(|a| a.rings.load(Ordering::Relaxed))
-            .sum()
+        self.core.live_rings()
     }
 
     /// Stop, drain every ring, join the analyzers and return the merged report.
@@ -325,14 +374,21 @@ impl<A: RingAnalysis + Clone> Core<A> {
             }
         }
         {
-            let done = self.inline.merged.lock();
-            if let Some(a) = &done.0 {
+            // Ended threads' merged results, then a copy of each live thread's so far.
+            let reg = self.inline.state.lock();
+            if let Some(a) = &reg.merged {
                 analysis.merge(a.clone());
             }
-            threads.extend(done.1.iter().cloned());
+            threads.extend(reg.threads.iter().cloned());
+            for (_, slot) in &reg.live {
+                if let Some(state) = &*slot.lock() {
+                    analysis.merge(state.analysis.clone());
+                    push_thread(&mut threads, state.stats());
+                }
+            }
         }
         let mut r = self.report(analysis, threads);
-        r.in_flight = in_flight;
+        r.in_flight = in_flight.max(self.unpublished_bound());
         Some(r)
     }
 }
@@ -379,12 +435,29 @@ impl<A: RingAnalysis> Core<A> {
             threads,
             totals: ThreadStats::default(),
             analyzer_failures: self.failures.lock().clone(),
-            unmerged_threads: self.inline.live.load(Ordering::Acquire),
             in_flight: 0,
             elapsed: self.started.elapsed(),
         };
         r.finish_totals();
         r
+    }
+
+    /// Sampling mode: an upper bound on events live producers wrote but have not yet
+    /// published. A sampling producer publishes its position when it wraps and at chunk
+    /// starts its analyzer armed, so up to a ring's worth per live thread may be uncounted
+    /// (it counts every event exactly when it exits). 0 in every other mode.
+    fn unpublished_bound(&self) -> u64 {
+        match self.mode {
+            RunMode::Sampling { .. } => self.live_rings() as u64 * self.ring.slots() as u64,
+            _ => 0,
+        }
+    }
+
+    fn live_rings(&self) -> usize {
+        self.analyzers
+            .iter()
+            .map(|a| a.rings.load(Ordering::Relaxed))
+            .sum()
     }
 
     fn finish(&self) -> Option<Report<A>> {
@@ -400,6 +473,7 @@ impl<A: RingAnalysis> Core<A> {
             }
         }
         tls::retire_current_thread(self.key);
+        let unpublished = self.unpublished_bound();
         for a in &self.analyzers {
             a.stop.store(true, Ordering::Release);
             a.wake();
@@ -430,27 +504,21 @@ impl<A: RingAnalysis> Core<A> {
                 }
             }
         }
-        // Sequential mode: a thread that has just ended may not have run its thread-local
-        // destructor yet, which merges its inline results (a scoped thread's `join` returns
-        // before it does). Give such threads a moment; threads still running are reported.
-        let deadline = Instant::now() + INLINE_EXIT_GRACE;
-        while self.inline.live.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        // Sequential mode: ended threads' results, and live threads' taken from their slots
+        // (a pool worker never exits; events it emits from now on are not counted).
         {
-            let mut done = self.inline.merged.lock();
-            if let Some(a) = done.0.take() {
+            let mut reg = self.inline.state.lock();
+            reg.take_live();
+            if let Some(a) = reg.merged.take() {
                 analysis.merge(a);
             }
-            for t in done.1.drain(..) {
+            for t in reg.threads.drain(..) {
                 push_thread(&mut threads, t);
             }
         }
         tracing::info!("cabprof session finished");
-        Some(self.report(analysis, threads))
+        let mut r = self.report(analysis, threads);
+        r.in_flight = unpublished;
+        Some(r)
     }
 }
-
-/// How long `finish` waits for sequential-mode threads that have ended to merge their
-/// results from their thread-local destructors.
-const INLINE_EXIT_GRACE: Duration = Duration::from_millis(20);

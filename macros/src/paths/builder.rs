@@ -150,8 +150,18 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// A back edge (or split) from `from` to `head`; returns the statement that takes it.
-    fn back_edge(&mut self, from: usize, head: usize, split: bool, span: Span, text: &str) -> Stmt {
+    /// A back edge (or split) from `from` (at `span`) to `head`; returns the statement that
+    /// takes it. `head_span` is where the head is in the source (the loop keyword, or the split
+    /// point), named by the path that restarts there.
+    fn back_edge(
+        &mut self,
+        from: usize,
+        head: usize,
+        split: bool,
+        span: Span,
+        head_span: Span,
+        text: &str,
+    ) -> Stmt {
         let end_site = self.site();
         let restart = match self.restart.get(&head) {
             Some((s, _)) => *s,
@@ -163,7 +173,7 @@ impl<'a> Builder<'a> {
                     Kind::LoopHead
                 };
                 let st = Step {
-                    span,
+                    span: head_span,
                     kind,
                     text: text.to_string(),
                 };
@@ -195,7 +205,14 @@ impl<'a> Builder<'a> {
                 if ok && self.cuts.contains(&id) {
                     let head = self.node();
                     self.heads.insert(head);
-                    out.push(self.back_edge(cur, head, true, first_span(&s), "split"));
+                    out.push(self.back_edge(
+                        cur,
+                        head,
+                        true,
+                        first_span(&s),
+                        first_span(&s),
+                        "split",
+                    ));
                     cur = head;
                 }
             }
@@ -394,9 +411,13 @@ impl<'a> Builder<'a> {
             Expr::Continue(c) => {
                 if let Some(t) = self.target(&label_name(&c.label), true) {
                     if self.live(cur) {
-                        let head = self.targets[t].head;
-                        let text = self.targets[t].keyword;
-                        let stmt = self.back_edge(cur, head, false, c.continue_token.span, text);
+                        let (head, text, at) = (
+                            self.targets[t].head,
+                            self.targets[t].keyword,
+                            self.targets[t].span,
+                        );
+                        let stmt =
+                            self.back_edge(cur, head, false, c.continue_token.span, at, text);
                         let inner = std::mem::replace(e, Expr::Verbatim(TokenStream::new()));
                         *e = parse_quote!({ #stmt #inner });
                     }
@@ -462,7 +483,7 @@ impl<'a> Builder<'a> {
     fn close_loop(&mut self, end: usize, body: &mut Block) {
         let t = self.targets.pop().expect("a loop pushed its target");
         if self.live(end) {
-            let stmt = self.back_edge(end, t.head, false, t.span, t.keyword);
+            let stmt = self.back_edge(end, t.head, false, t.span, t.span, t.keyword);
             emit::append(body, stmt);
         }
     }
