@@ -45,13 +45,12 @@ use cabprof_cab::event::{decode, EventKind, MethodId, MAX_PAYLOAD};
 use hashbrown::HashMap;
 use hdrhistogram::Histogram;
 
+use crate::call_tree::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
 /// An unknown caller or context (a fragment of a future first polled in another stream).
-const UNKNOWN: u32 = u32::MAX;
-/// The root context's node.
-const ROOT_NODE: u32 = 0;
+const UNKNOWN: u32 = NONE;
 
 /// Per-function time.
 #[derive(Clone, Debug)]
@@ -122,18 +121,10 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct CtxNode {
-    parent: u32,
-    method: u32,
-    t: Timed,
-}
-
 /// One open frame: a call, or a future (whose frame spans its polls).
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     method: u32,
-    caller: u32,
     node: u32,
     /// Start stamp of the call (or of the current poll of a future).
     start: Option<u64>,
@@ -156,19 +147,24 @@ struct ThreadState {
     just_opened: bool,
     /// A closing stamp waiting for its `Return` or `PollEnd`.
     pending_end: Option<u64>,
-    /// Open activations per method on this thread (recursion detection).
-    depth: HashMap<u32, u32>,
+    /// Open activations per method id on this thread (recursion detection).
+    depth: Vec<u32>,
 }
 
 impl ThreadState {
+    #[inline]
     fn enter(&mut self, method: u32) -> bool {
-        let d = self.depth.entry(method).or_insert(0);
-        *d += 1;
-        *d == 1
+        let i = method as usize;
+        if i >= self.depth.len() {
+            self.depth.resize(i + 1, 0);
+        }
+        self.depth[i] += 1;
+        self.depth[i] == 1
     }
 
+    #[inline]
     fn leave(&mut self, method: u32) {
-        if let Some(d) = self.depth.get_mut(&method) {
+        if let Some(d) = self.depth.get_mut(method as usize) {
             *d = d.saturating_sub(1);
         }
     }
@@ -177,10 +173,12 @@ impl ThreadState {
 /// Time per function, edge and calling context; see the module docs.
 #[derive(Clone, Debug)]
 pub struct TimeProfile {
-    functions: HashMap<u32, FunctionTime>,
-    edges: HashMap<(u32, u32), Timed>,
-    nodes: Vec<CtxNode>,
-    children: HashMap<(u32, u32), u32>,
+    /// By method id (ids are dense).
+    functions: Vec<Option<FunctionTime>>,
+    /// The calling contexts; a node's count is its calls. Edges are summed from it.
+    tree: Trie,
+    /// Per context node: timed calls and their ticks.
+    node_time: Vec<(u64, u64)>,
     threads: ThreadStacks<ThreadState>,
     /// Futures between polls.
     tasks: HashMap<TaskKey, Frame>,
@@ -191,14 +189,9 @@ pub struct TimeProfile {
 impl Default for TimeProfile {
     fn default() -> Self {
         TimeProfile {
-            functions: HashMap::new(),
-            edges: HashMap::new(),
-            nodes: vec![CtxNode {
-                parent: UNKNOWN,
-                method: 0,
-                t: Timed::default(),
-            }],
-            children: HashMap::new(),
+            functions: Vec::new(),
+            tree: Trie::default(),
+            node_time: vec![(0, 0)],
             threads: ThreadStacks::default(),
             tasks: HashMap::new(),
             approximate: false,
@@ -244,40 +237,96 @@ impl TimeProfile {
 
     /// Per-function time, by method id.
     pub fn functions(&self) -> impl Iterator<Item = (MethodId, &FunctionTime)> + '_ {
-        self.functions.iter().map(|(&m, f)| (method_id(m), f))
+        self.functions
+            .iter()
+            .enumerate()
+            .filter_map(|(m, f)| Some((method_id(m as u32), f.as_ref()?)))
     }
 
-    /// Per-edge time: (caller, callee) → calls, timed calls, ticks. Caller 0 is the root.
-    pub fn edges(&self) -> impl Iterator<Item = ((MethodId, MethodId), Timed)> + '_ {
-        self.edges
-            .iter()
-            .map(|(&(a, b), t)| ((method_id(a), method_id(b)), *t))
+    fn function(&mut self, m: u32) -> &mut FunctionTime {
+        let i = m as usize;
+        if i >= self.functions.len() {
+            self.functions.resize_with(i + 1, || None);
+        }
+        self.functions[i].get_or_insert_with(FunctionTime::default)
+    }
+
+    /// A context node's calls, timed calls and ticks.
+    fn timed_at(&self, n: usize) -> Timed {
+        let (timed, ticks) = self.node_time.get(n).copied().unwrap_or_default();
+        Timed {
+            calls: self.tree.nodes[n].count,
+            timed,
+            ticks,
+        }
+    }
+
+    /// Per-edge time: (caller, callee) → calls, timed calls, ticks, summed over the contexts
+    /// where the caller calls the callee. Caller 0 is the root.
+    pub fn edges(&self) -> Vec<((MethodId, MethodId), Timed)> {
+        let mut e: HashMap<(MethodId, MethodId), Timed> = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent == NONE {
+                continue;
+            }
+            let caller = self.tree.nodes[n.parent as usize].method;
+            e.entry((caller, n.method))
+                .or_default()
+                .add(&self.timed_at(i));
+        }
+        let mut v: Vec<_> = e.into_iter().collect();
+        v.sort_unstable_by_key(|(k, _)| *k);
+        v
     }
 
     /// Every calling context (root excluded) with its time, sorted by path.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, Timed)> {
-        let mut out: Vec<_> = (1..self.nodes.len())
-            .map(|i| (self.path(i as u32), self.nodes[i].t))
+        let mut out: Vec<_> = (1..self.tree.nodes.len())
+            .filter(|&i| self.tree.nodes[i].parent != NONE)
+            .map(|i| {
+                (
+                    self.tree.path_between(ROOT_NODE, i as u32),
+                    self.timed_at(i),
+                )
+            })
             .collect();
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         out
     }
 
-    fn path(&self, mut n: u32) -> Vec<MethodId> {
-        let mut p = Vec::new();
-        while n != ROOT_NODE && n != UNKNOWN {
-            let node = &self.nodes[n as usize];
-            p.push(method_id(node.method));
-            n = node.parent;
-        }
-        p.reverse();
-        p
-    }
-
     /// The estimated inclusive and exclusive ticks of `method` (see [`FunctionEstimate`]).
     pub fn estimate(&self, method: MethodId) -> FunctionEstimate {
-        let m = method.get();
-        let Some(f) = self.functions.get(&m) else {
+        let callees = self.callee_ticks();
+        self.estimate_with(method, callees.get(&method).copied().unwrap_or(0.0))
+    }
+
+    /// [`estimate`](Self::estimate) of every function, in one pass over the contexts.
+    pub fn estimates(&self) -> Vec<(MethodId, FunctionEstimate)> {
+        let callees = self.callee_ticks();
+        self.functions()
+            .map(|(m, _)| {
+                (
+                    m,
+                    self.estimate_with(m, callees.get(&m).copied().unwrap_or(0.0)),
+                )
+            })
+            .collect()
+    }
+
+    /// Per caller: the estimated inclusive ticks of the calls it made.
+    fn callee_ticks(&self) -> HashMap<MethodId, f64> {
+        let mut out = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent != NONE {
+                *out.entry(self.tree.nodes[n.parent as usize].method)
+                    .or_insert(0.0) += self.timed_at(i).estimate();
+            }
+        }
+        out
+    }
+
+    fn estimate_with(&self, method: MethodId, callees: f64) -> FunctionEstimate {
+        let Some(Some(f)) = self.functions.get(method.get() as usize) else {
             return FunctionEstimate {
                 inclusive: 0.0,
                 exclusive: 0.0,
@@ -285,12 +334,6 @@ impl TimeProfile {
             };
         };
         let all = scale(f.ticks_all, f.calls, f.timed) + f.open_polled as f64;
-        let callees: f64 = self
-            .edges
-            .iter()
-            .filter(|((a, _), _)| *a == m)
-            .map(|(_, t)| t.estimate())
-            .sum();
         let inclusive = scale(f.ticks_outer, f.outer_calls, f.outer_timed) + f.open_polled as f64;
         let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
         let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
@@ -310,32 +353,29 @@ impl TimeProfile {
     /// The estimated self ticks of each context: its inclusive estimate minus its children's.
     /// Same order as [`contexts`](Self::contexts).
     pub fn context_exclusive(&self) -> Vec<(Vec<MethodId>, f64)> {
-        let mut own: Vec<f64> = self.nodes.iter().map(|n| n.t.estimate()).collect();
-        for n in self.nodes.iter().skip(1) {
-            if n.parent != UNKNOWN {
-                own[n.parent as usize] -= n.t.estimate();
+        let nodes = &self.tree.nodes;
+        let mut own: Vec<f64> = (0..nodes.len())
+            .map(|i| self.timed_at(i).estimate())
+            .collect();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if n.parent != NONE {
+                own[n.parent as usize] -= self.timed_at(i).estimate();
             }
         }
-        let mut out: Vec<_> = (1..self.nodes.len())
-            .map(|i| (self.path(i as u32), own[i].max(0.0)))
+        let mut out: Vec<_> = (1..nodes.len())
+            .filter(|&i| nodes[i].parent != NONE)
+            .map(|i| (self.tree.path_between(ROOT_NODE, i as u32), own[i].max(0.0)))
             .collect();
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         out
     }
 
+    #[inline]
     fn child(&mut self, parent: u32, method: u32) -> u32 {
         if parent == UNKNOWN {
             return UNKNOWN;
         }
-        let nodes = &mut self.nodes;
-        *self.children.entry((parent, method)).or_insert_with(|| {
-            nodes.push(CtxNode {
-                parent,
-                method,
-                t: Timed::default(),
-            });
-            (nodes.len() - 1) as u32
-        })
+        self.tree.child(parent, method_id(method))
     }
 
     fn on_call(&mut self, caller: u32, callee: u32) {
@@ -354,7 +394,6 @@ impl TimeProfile {
         let outer = st.enter(callee);
         st.stack.push(Frame {
             method: callee,
-            caller,
             node,
             start: None,
             polled: 0,
@@ -363,12 +402,11 @@ impl TimeProfile {
         });
         st.just_opened = true;
         st.pending_end = None;
-        let f = self.functions.entry(callee).or_default();
+        let f = self.function(callee);
         f.calls += 1;
         f.outer_calls += outer as u64;
-        self.edges.entry((caller, callee)).or_default().calls += 1;
         if node != UNKNOWN {
-            self.nodes[node as usize].t.calls += 1;
+            self.tree.nodes[node as usize].count += 1;
         }
     }
 
@@ -427,7 +465,7 @@ impl TimeProfile {
     }
 
     fn record(&mut self, f: &Frame, ticks: u64) {
-        let ft = self.functions.entry(f.method).or_default();
+        let ft = self.function(f.method);
         ft.timed += 1;
         ft.ticks_all += ticks;
         // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
@@ -438,15 +476,13 @@ impl TimeProfile {
             ft.outer_timed += 1;
             ft.ticks_outer += ticks;
         }
-        if f.caller != UNKNOWN {
-            let e = self.edges.entry((f.caller, f.method)).or_default();
-            e.timed += 1;
-            e.ticks += ticks;
-        }
         if f.node != UNKNOWN {
-            let t = &mut self.nodes[f.node as usize].t;
-            t.timed += 1;
-            t.ticks += ticks;
+            let i = f.node as usize;
+            if i >= self.node_time.len() {
+                self.node_time.resize(i + 1, (0, 0));
+            }
+            self.node_time[i].0 += 1;
+            self.node_time[i].1 += ticks;
         }
     }
 
@@ -485,7 +521,6 @@ impl TimeProfile {
     fn fragment(&self, method: u32) -> Frame {
         Frame {
             method,
-            caller: UNKNOWN,
             node: UNKNOWN,
             start: None,
             polled: 0,
@@ -569,8 +604,9 @@ impl EventAnalysis for TimeProfile {
     }
 
     fn merge(&mut self, other: TimeProfile) {
-        for (m, f) in other.functions {
-            let mine = self.functions.entry(m).or_default();
+        for (m, f) in other.functions.into_iter().enumerate() {
+            let Some(f) = f else { continue };
+            let mine = self.function(m as u32);
             mine.calls += f.calls;
             mine.timed += f.timed;
             mine.ticks_all += f.ticks_all;
@@ -582,22 +618,15 @@ impl EventAnalysis for TimeProfile {
                 .add(&f.histogram)
                 .expect("auto-resizing histograms of the same precision add");
         }
-        for (k, t) in other.edges {
-            self.edges.entry(k).or_default().add(&t);
+        // Contexts by path (calls summed by the trie), then their timed calls and ticks.
+        let to_self = self.tree.merge(&other.tree);
+        if self.node_time.len() < self.tree.nodes.len() {
+            self.node_time.resize(self.tree.nodes.len(), (0, 0));
         }
-        // Contexts by path: `other`'s node i becomes `map[i]` here (parents come first).
-        let mut map = vec![ROOT_NODE; other.nodes.len()];
-        for (i, n) in other.nodes.iter().enumerate().skip(1) {
-            let parent = if n.parent == UNKNOWN {
-                UNKNOWN
-            } else {
-                map[n.parent as usize]
-            };
-            let mine = self.child(parent, n.method);
-            map[i] = mine;
-            if mine != UNKNOWN {
-                self.nodes[mine as usize].t.add(&n.t);
-            }
+        for (i, &(timed, ticks)) in other.node_time.iter().enumerate() {
+            let t = &mut self.node_time[to_self[i] as usize];
+            t.0 += timed;
+            t.1 += ticks;
         }
         // Futures between polls in both: one frame, both polled times; one only in `other`
         // keeps its time as polled time of its function (its completion, if any, is elsewhere).
@@ -605,7 +634,7 @@ impl EventAnalysis for TimeProfile {
             match self.tasks.get_mut(&key) {
                 Some(mine) => mine.polled += f.polled,
                 None => {
-                    self.functions.entry(f.method).or_default().open_polled += f.polled;
+                    self.function(f.method).open_polled += f.polled;
                 }
             }
         }

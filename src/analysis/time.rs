@@ -74,10 +74,11 @@ impl AnalysisDescriptor for Descriptor {
         let start = start.unwrap_or_else(Calibration::start);
         let cal = Calibration::measure(&start);
         let ns = |ticks: f64| cal.ns(ticks);
+        let estimates: std::collections::HashMap<_, _> = t.estimates().into_iter().collect();
         let mut functions: Vec<FunctionTimeEntry> = t
             .functions()
             .map(|(m, f)| {
-                let e = t.estimate(m);
+                let e = estimates[&m];
                 let h = &f.histogram;
                 let q = |p: f64| if h.is_empty() { 0.0 } else { ns(h.value_at_quantile(p) as f64) };
                 FunctionTimeEntry {
@@ -106,6 +107,7 @@ impl AnalysisDescriptor for Descriptor {
         });
         let mut edges: Vec<EdgeTimeEntry> = t
             .edges()
+            .into_iter()
             .map(|((a, b), e)| EdgeTimeEntry {
                 caller: a.get(),
                 callee: b.get(),
