@@ -210,7 +210,12 @@ impl AnalysisDescriptor for Descriptor {
             t.contexts.len()
         );
         for c in t.contexts.iter().take(top) {
-            let stack: Vec<String> = c.stack.iter().map(|&m| data.name(m)).collect();
+            let mut stack: Vec<String> = c.stack.iter().map(|&m| data.name(m)).collect();
+            // Deep recursion: keep the outermost two and innermost three frames.
+            if stack.len() > 6 {
+                let hidden = stack.len() - 5;
+                stack.splice(2..stack.len() - 3, [format!("…{hidden} frames…")]);
+            }
             let _ = writeln!(
                 o,
                 "  {:>12} {:>14} incl {:>14} self  {}",
