@@ -149,6 +149,14 @@ impl SessionBuilder {
         self
     }
 
+    /// Memory all rings may hold together, in bytes (default 256 MiB or four rings, whichever
+    /// is larger); a thread whose ring would exceed it waits (exhaustive) or loses and counts
+    /// its events. See [`RuntimeConfig::ring_memory`].
+    pub fn ring_memory(mut self, bytes: usize) -> Self {
+        self.runtime.ring_memory = Some(bytes);
+        self
+    }
+
     /// Analyzer threads.
     pub fn analyzers(mut self, n: usize) -> Self {
         self.runtime.analyzers = n;

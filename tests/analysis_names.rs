@@ -98,3 +98,16 @@ fn a_plan_builds_exactly_its_analyses() {
     assert!(all.method_count.is_some() && all.call_graph.is_some() && all.paths.is_some());
     assert!(all.cache.is_some());
 }
+
+#[test]
+fn an_empty_cabprof_analyses_is_an_error_not_a_silent_empty_run() {
+    for empty in ["", " ", ",", " , "] {
+        let mut plan = AnalysisPlan::default();
+        let err = plan
+            .apply_env(|k| (k == "CABPROF_ANALYSES").then(|| empty.to_string()))
+            .unwrap_err();
+        assert_eq!(err.field, "CABPROF_ANALYSES");
+        assert!(err.allowed.contains("at least one"), "{err}");
+        assert_eq!(plan.kinds, Analysis::defaults(), "the plan is unchanged");
+    }
+}

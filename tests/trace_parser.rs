@@ -252,6 +252,7 @@ fn lackey_lines_become_the_right_events() {
             blank: 1,
             rounded: 1,
             split: 1,
+            capped: 0,
             events: 8,
         }
     );

@@ -23,6 +23,21 @@
 //! - State spans chunks, so results do not depend on how the stream is cut. Each instance models
 //!   a private cache; [`CacheSim::merge`] adds the counts of instances with the same geometry.
 //!
+//! **Counting conventions** ([`Counting`]). The contract above is [`Counting::PerLine`], the
+//! default. [`CacheSim::cachegrind`] builds a simulator that counts as Valgrind's Cachegrind
+//! does (`cg_sim.c`), so that its figures equal cachegrind's on the same accesses:
+//! - one access per `Mem` word whatever lines it covers; it misses if any of its lines misses
+//!   (every line is still looked up and filled, in order);
+//! - two levels, an L1 (`D1`) and a last level (`LL`), both LRU; an instruction cache (`I1`)
+//!   in front of the same LL takes the fetches ([`CacheSim::fetch`]; in a word stream, the
+//!   `Mem` word after a [`IFETCH_MARKER`] marker);
+//! - the LL is looked up, with all the access's lines, only when the L1 missed, and it is not
+//!   inclusive: its evictions leave the L1 alone.
+//!
+//! What a record *is* (a Lackey `M` is one access, counted as a read; sizes are capped at the
+//! line size, so no access covers more than two lines) is the trace reader's part of the
+//! convention.
+//!
 //! The default geometry is the CAB paper's (Ha et al., OOPSLA 2009, §5.2): a 32 KB 4-way L1 and
 //! a 512 KB 8-way L2, 64-byte lines, inclusive, FIFO. The design follows the paper's simulator
 //! and Pin's `dcache` (Luk et al., PLDI 2005): a flat array of tags, one row of `ways` entries per
@@ -40,6 +55,25 @@ use hashbrown::HashMap;
 
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
+
+/// How accesses are counted; see the module docs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Counting {
+    /// Each line an access touches is one access at L1 (a line-crossing access counts twice
+    /// and can miss twice); inclusive levels, any number of them, FIFO or LRU.
+    #[default]
+    PerLine,
+    /// Valgrind Cachegrind's convention: one access per access, a miss if any of its lines
+    /// misses; I1 and D1 in front of a non-inclusive, shared LL; LRU.
+    Cachegrind,
+}
+
+/// The payload of the `Marker` word that makes the next `Mem` word an instruction fetch, in a
+/// stream for a [`Counting::Cachegrind`] simulator (other simulators ignore markers).
+pub const IFETCH_MARKER: u64 = 0x1F_E7C4;
+
+/// The smallest line size cachegrind accepts (its `MIN_LINE_SIZE`).
+pub const CACHEGRIND_MIN_LINE: u32 = 16;
 
 /// Replacement policy of one level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -291,6 +325,27 @@ impl Level {
     }
 }
 
+/// The first and last line numbers an access covers (`size` 0 counts as 1).
+#[inline(always)]
+fn lines(addr: u64, size: u32, shift: u32) -> (u64, u64) {
+    let last = addr.saturating_add(size.max(1) as u64 - 1) >> shift;
+    (addr >> shift, last)
+}
+
+/// Look up lines `first..=last` of `level` in order, filling each one missing; `true` if any
+/// missed (no back-invalidation: cachegrind's levels are not inclusive).
+#[inline]
+fn touch_lines(level: &mut Level, first: u64, last: u64) -> bool {
+    let mut missed = false;
+    for line in first..=last {
+        if !level.lookup(line) {
+            level.fill(line);
+            missed = true;
+        }
+    }
+    missed
+}
+
 /// The way with the smallest stamp (the first of them on ties).
 #[inline(always)]
 fn oldest(stamps: &[u64]) -> usize {
@@ -357,6 +412,14 @@ pub struct CacheSim {
     slot_methods: Vec<MethodId>,
     /// `misses[(slot * levels + level) * 2 + store]`.
     misses: Vec<u64>,
+    /// How accesses are counted.
+    counting: Counting,
+    /// Cachegrind counting: the instruction cache and its geometry.
+    i1: Option<(LevelConfig, Level)>,
+    /// Instruction fetches: `[I1 hits, I1 misses, LL hits, LL misses]`.
+    fetches: [u64; 4],
+    /// Cachegrind counting, consuming words: the next `Mem` word is an instruction fetch.
+    next_is_fetch: bool,
 }
 
 impl CacheSim {
@@ -374,7 +437,137 @@ impl CacheSim {
             slots: HashMap::new(),
             slot_methods: vec![MethodId::ROOT],
             misses: vec![0; levels.len() * 2],
+            counting: Counting::PerLine,
+            i1: None,
+            fetches: [0; 4],
+            next_is_fetch: false,
         })
+    }
+
+    /// A simulator counting as Valgrind's Cachegrind does (see the module docs): `i1` and `d1`
+    /// in front of `ll`, like `valgrind --tool=cachegrind --I1=… --D1=… --LL=…`. Each level
+    /// must be LRU, have a power-of-two number of sets and lines of at least
+    /// [`CACHEGRIND_MIN_LINE`] bytes (as cachegrind requires), and one line size.
+    pub fn cachegrind(
+        i1: LevelConfig,
+        d1: LevelConfig,
+        ll: LevelConfig,
+    ) -> Result<CacheSim, CacheConfigError> {
+        // D1 and LL are levels 0 and 1 in errors; I1's errors have no level and say "I1".
+        validate(&[d1, ll])?;
+        let for_i1 = |mut e: CacheConfigError| {
+            e.level = None;
+            e.requirement = format!("I1 {}", e.requirement);
+            e
+        };
+        validate(&[i1]).map_err(for_i1)?;
+        if i1.line_bytes != d1.line_bytes {
+            return Err(for_i1(CacheConfigError {
+                level: None,
+                field: "line_bytes",
+                value: i1.line_bytes.into(),
+                requirement: format!("must equal D1's line_bytes ({})", d1.line_bytes),
+            }));
+        }
+        for (i, c) in [d1, ll, i1].iter().enumerate() {
+            let err = |field, value, requirement: &str| {
+                let e = CacheConfigError {
+                    level: Some(i),
+                    field,
+                    value,
+                    requirement: format!("{requirement} under cachegrind counting"),
+                };
+                if i == 2 {
+                    for_i1(e)
+                } else {
+                    e
+                }
+            };
+            if c.policy != Policy::Lru {
+                return Err(err("policy", 0, "must be LRU (cachegrind simulates LRU)"));
+            }
+            if !c.sets().is_power_of_two() {
+                return Err(err(
+                    "size_bytes",
+                    c.size_bytes,
+                    "must give a power-of-two number of sets (size / (ways × line))",
+                ));
+            }
+            if c.line_bytes < CACHEGRIND_MIN_LINE {
+                return Err(err(
+                    "line_bytes",
+                    c.line_bytes.into(),
+                    "must be at least 16 (cachegrind's smallest line)",
+                ));
+            }
+        }
+        let mut sim = CacheSim::new(&[d1, ll])?;
+        sim.counting = Counting::Cachegrind;
+        sim.i1 = Some((i1, Level::new(&i1)));
+        Ok(sim)
+    }
+
+    /// How this simulator counts.
+    pub fn counting(&self) -> Counting {
+        self.counting
+    }
+
+    /// The instruction cache, under cachegrind counting.
+    pub fn i1_config(&self) -> Option<&LevelConfig> {
+        self.i1.as_ref().map(|(c, _)| c)
+    }
+
+    /// Instruction fetches at level `level` (0 = I1, 1 = LL) as loads: hits and misses.
+    /// All zero unless counting as cachegrind.
+    pub fn fetch_stats(&self, level: usize) -> LevelStats {
+        let [l1_hits, l1_misses, ll_hits, ll_misses] = self.fetches;
+        let (load_hits, load_misses) = match level {
+            0 => (l1_hits, l1_misses),
+            _ => (ll_hits, ll_misses),
+        };
+        LevelStats {
+            load_hits,
+            load_misses,
+            ..LevelStats::default()
+        }
+    }
+
+    /// One instruction fetch of `size` bytes at `addr`: through I1 and LL under cachegrind
+    /// counting; a load otherwise.
+    #[inline]
+    pub fn fetch(&mut self, addr: u64, size: u32) {
+        let Some((_, i1)) = &mut self.i1 else {
+            self.access(addr, size, false);
+            return;
+        };
+        let (first, last) = lines(addr, size, self.line_shift);
+        if !touch_lines(i1, first, last) {
+            self.fetches[0] += 1;
+            return;
+        }
+        self.fetches[1] += 1;
+        if touch_lines(&mut self.outer[0], first, last) {
+            self.fetches[3] += 1;
+        } else {
+            self.fetches[2] += 1;
+        }
+    }
+
+    /// One data access under cachegrind counting.
+    #[inline(never)]
+    fn access_cachegrind(&mut self, addr: u64, size: u32, store: bool) {
+        let s = store as usize;
+        let (first, last) = lines(addr, size, self.line_shift);
+        if !touch_lines(&mut self.l1, first, last) {
+            self.l1.stats[s] += 1;
+            return;
+        }
+        self.count_miss(0, s);
+        if touch_lines(&mut self.outer[0], first, last) {
+            self.count_miss(1, s);
+        } else {
+            self.outer[0].stats[s] += 1;
+        }
     }
 
     /// The CAB paper's hierarchy: [`LevelConfig::PAPER_L1`] and [`LevelConfig::PAPER_L2`].
@@ -403,6 +596,10 @@ impl CacheSim {
     /// covers. `size` 0 counts as 1.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, size: u32, store: bool) {
+        if self.counting == Counting::Cachegrind {
+            self.access_cachegrind(addr, size, store);
+            return;
+        }
         let first = addr >> self.line_shift;
         let last = addr.saturating_add(size.max(1) as u64 - 1) >> self.line_shift;
         if first == last {
@@ -598,7 +795,18 @@ impl EventAnalysis for CacheSim {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             match decode(w) {
-                Some(EventKind::Mem { addr, size, store }) => self.access(addr, size, store),
+                Some(EventKind::Mem { addr, size, store }) => {
+                    if std::mem::take(&mut self.next_is_fetch) {
+                        self.fetch(addr, size);
+                    } else {
+                        self.access(addr, size, store);
+                    }
+                }
+                Some(EventKind::Marker {
+                    value: IFETCH_MARKER,
+                }) => {
+                    self.next_is_fetch = self.counting == Counting::Cachegrind;
+                }
                 Some(EventKind::Call { callee, .. }) => self.on_call(callee),
                 Some(EventKind::Return { callee }) => self.on_return(callee),
                 Some(EventKind::Thread { id }) => self.on_thread(id),
@@ -613,9 +821,13 @@ impl EventAnalysis for CacheSim {
     /// If `other` simulates a different hierarchy.
     fn merge(&mut self, other: CacheSim) {
         assert_eq!(
-            self.config, other.config,
+            (self.config.as_slice(), self.counting, self.i1_config()),
+            (other.config.as_slice(), other.counting, other.i1_config()),
             "merging cache simulations of different hierarchies"
         );
+        for (a, b) in self.fetches.iter_mut().zip(other.fetches) {
+            *a += b;
+        }
         let mine = std::iter::once(&mut self.l1).chain(&mut self.outer);
         let theirs = std::iter::once(&other.l1).chain(&other.outer);
         for (mine, theirs) in mine.zip(theirs) {

@@ -71,7 +71,9 @@ mod thread_stacks;
 pub mod time_profile;
 
 pub use cabprof_cab::event::MethodId;
-pub use cache_sim::{CacheConfigError, CacheSim, LevelConfig, LevelStats, MissCounts, Policy};
+pub use cache_sim::{
+    CacheConfigError, CacheSim, Counting, LevelConfig, LevelStats, MissCounts, Policy,
+};
 pub use call_graph::CallGraph;
 pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;

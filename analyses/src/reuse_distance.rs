@@ -5,6 +5,11 @@
 //!   accessed since the previous access to `b`; the first access to a line is *cold* (infinite
 //!   distance). Every `Mem` word is one access per line it covers (as in
 //!   [`crate::cache_sim`]); loads and stores are treated alike; other words are skipped.
+//! - Under [`Counting::Cachegrind`] ([`ReuseDistance::with_counting`]) each `Mem` word is one
+//!   access whatever lines it covers, as Valgrind's Cachegrind counts: its lines are touched in
+//!   order and its distance is the largest of theirs (cold if any is), so a fully-associative
+//!   LRU cache misses it exactly when cachegrind's would; the `Mem` word after an
+//!   [`IFETCH_MARKER`] marker (an instruction fetch) is skipped.
 //! - A fully-associative LRU cache of `C` lines misses an access exactly when its distance is
 //!   `>= C` or it is cold. The exact distribution of distances is kept, so
 //!   [`ReuseDistance::misses_for_capacity`] is exact for every `C` from one pass.
@@ -32,6 +37,7 @@ use std::fmt;
 use cabprof_cab::event::{decode, EventKind};
 use hashbrown::HashMap;
 
+use crate::cache_sim::{Counting, IFETCH_MARKER};
 use crate::EventAnalysis;
 
 /// Default line size in bytes.
@@ -112,6 +118,10 @@ pub struct ReuseDistance {
     distances: Vec<u64>,
     /// First accesses to a line.
     cold: u64,
+    /// How accesses are counted.
+    counting: Counting,
+    /// Consuming words under cachegrind counting: the next `Mem` word is a fetch (skipped).
+    skip_next: bool,
 }
 
 impl Default for ReuseDistance {
@@ -145,7 +155,21 @@ impl ReuseDistance {
             last_line: None,
             distances: Vec::new(),
             cold: 0,
+            counting: Counting::PerLine,
+            skip_next: false,
         })
+    }
+
+    /// Count accesses per line touched ([`Counting::PerLine`], the default) or per access as
+    /// cachegrind does ([`Counting::Cachegrind`]); see the module docs.
+    pub fn with_counting(mut self, counting: Counting) -> ReuseDistance {
+        self.counting = counting;
+        self
+    }
+
+    /// How accesses are counted.
+    pub fn counting(&self) -> Counting {
+        self.counting
     }
 
     /// Give distances below `limit` one display bin each (default 64); above it bins cover
@@ -169,10 +193,15 @@ impl ReuseDistance {
     }
 
     /// One access of `size` bytes at `addr`: one access per line covered (`size` 0 counts as 1).
+    /// Under cachegrind counting, one access in all (see the module docs).
     #[inline]
     pub fn access(&mut self, addr: u64, size: u32) {
         let first = addr >> self.line_shift;
         let last = addr.saturating_add(size.max(1) as u64 - 1) >> self.line_shift;
+        if self.counting == Counting::Cachegrind && last != first {
+            self.access_as_one(first, last);
+            return;
+        }
         self.access_line(first);
         if last != first {
             self.access_lines_after(first, last);
@@ -186,13 +215,37 @@ impl ReuseDistance {
         }
     }
 
+    /// Lines `first..=last` touched in order as one access: the largest distance, or cold.
+    #[inline(never)]
+    fn access_as_one(&mut self, first: u64, last: u64) {
+        let mut distance = Some(0);
+        for line in first..=last {
+            let d = self.touch(line);
+            distance = distance.zip(d).map(|(a, b)| a.max(b));
+        }
+        match distance {
+            Some(d) => self.record(d),
+            None => self.cold += 1,
+        }
+    }
+
     /// One access to line number `line` (an address divided by the line size). Returns its
     /// reuse distance, or `None` for a cold access.
     #[inline]
     pub fn access_line(&mut self, line: u64) -> Option<u64> {
+        let d = self.touch(line);
+        match d {
+            Some(d) => self.record(d),
+            None => self.cold += 1,
+        }
+        d
+    }
+
+    /// Move `line` to the most recent mark; its distance, or `None` if cold. Records nothing.
+    #[inline(always)]
+    fn touch(&mut self, line: u64) -> Option<u64> {
         if self.last_line == Some(line) {
             // Already the most recent mark: nothing moves.
-            self.record(0);
             return Some(0);
         }
         self.last_line = Some(line);
@@ -213,13 +266,9 @@ impl ReuseDistance {
                 if pw < self.fenwick_words {
                     add(&mut self.fenwick, self.fenwick_levels, pw, u32::MAX);
                 }
-                self.record(d);
                 Some(d)
             }
-            None => {
-                self.cold += 1;
-                None
-            }
+            None => None,
         };
         self.marks[tw] |= 1 << tb;
         d
@@ -299,7 +348,7 @@ impl ReuseDistance {
         self.now = n as u32;
     }
 
-    /// Accesses seen (one per line touched).
+    /// Accesses seen (one per line touched; one per access under cachegrind counting).
     pub fn accesses(&self) -> u64 {
         self.cold + self.distances.iter().sum::<u64>()
     }
@@ -431,8 +480,14 @@ impl EventAnalysis for ReuseDistance {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
-            if let Some(EventKind::Mem { addr, size, .. }) = decode(w) {
-                self.access(addr, size);
+            match decode(w) {
+                Some(EventKind::Mem { addr, size, .. }) if !std::mem::take(&mut self.skip_next) => {
+                    self.access(addr, size)
+                }
+                Some(EventKind::Marker {
+                    value: IFETCH_MARKER,
+                }) => self.skip_next = self.counting == Counting::Cachegrind,
+                _ => {}
             }
         }
     }

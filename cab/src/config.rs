@@ -145,10 +145,18 @@ impl RingConfig {
             return Err(ConfigError::new(
                 "buffer_bytes",
                 b,
-                format!(
-                    "at least {MIN_CHUNKS} chunks of chunk_bytes ({c}), i.e. >= {}",
-                    MIN_CHUNKS * c
-                ),
+                match c.checked_mul(MIN_CHUNKS) {
+                    Some(least) => {
+                        format!(
+                            "at least {MIN_CHUNKS} chunks of chunk_bytes ({c}), i.e. >= {least}"
+                        )
+                    }
+                    None => format!(
+                        "at least {MIN_CHUNKS} chunks of chunk_bytes ({c}), more than a usize \
+                         can hold: chunk_bytes must be at most {}",
+                        usize::MAX / MIN_CHUNKS
+                    ),
+                },
             ));
         }
         if b / WORD_BYTES >= (1 << 40) {

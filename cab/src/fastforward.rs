@@ -82,7 +82,7 @@ pub fn slip_distances(slots: usize) -> (u64, u64) {
 /// State both halves see.
 struct Shared {
     /// The ring. A power-of-two number of slots, at least 32 (4 chunks of at least 64 bytes).
-    slots: Box<[AtomicU64]>,
+    slots: crate::slots::Slots,
     /// `slots.len() - 1`.
     mask: usize,
     /// Absolute position (events ever written) up to which the producer has flushed. Only grows.
@@ -125,7 +125,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     }
     config.validate_power_of_two()?;
     let n = config.slots();
-    let slots: Box<[AtomicU64]> = (0..n).map(|_| AtomicU64::new(CLEAR)).collect();
+    let slots = crate::slots::Slots::zeroed(n)?;
     let shared = Arc::new(Shared {
         slots,
         mask: n - 1,

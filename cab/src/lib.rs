@@ -66,7 +66,8 @@
 //!   analysis use it; it is here so that both measure with the same clock as the runtime.
 //!
 //! Private: `sync`, the atomics, swapped for loom's under `cfg(loom)` so the model checker
-//! runs the shipped protocol.
+//! runs the shipped protocol; `slots`, the memory of every ring (mapped lazily, allocated
+//! fallibly, returned to the OS when freed).
 //! - [`stats`]: mean, median, variance and percentiles of measured samples (benches and the
 //!   evaluation).
 
@@ -82,6 +83,7 @@ pub mod nway;
 pub mod registry;
 pub mod ring;
 pub mod runtime;
+mod slots;
 pub mod stats;
 mod sync;
 pub mod transport;

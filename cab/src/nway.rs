@@ -71,7 +71,7 @@ struct SubBuffer {
 /// State both halves see.
 struct Shared {
     /// `count * chunk` event slots, sub-buffer `k` at `k * chunk .. (k + 1) * chunk`.
-    slots: Box<[AtomicU64]>,
+    slots: crate::slots::Slots,
     /// One entry per sub-buffer.
     subs: Box<[CachePadded<SubBuffer>]>,
     /// Slots per sub-buffer, a power of two.
@@ -110,7 +110,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     let total = config.slots();
     let chunk = config.chunk_slots();
     let count = total / chunk;
-    let slots: Box<[AtomicU64]> = (0..total).map(|_| AtomicU64::new(0)).collect();
+    let slots = crate::slots::Slots::zeroed(total)?;
     let subs: Box<[CachePadded<SubBuffer>]> = (0..count)
         .map(|k| {
             CachePadded::new(SubBuffer {

@@ -74,6 +74,17 @@ impl AnalysisPlan {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if kinds.is_empty() {
+            // Set but empty would run nothing and report nothing, without a word.
+            return Err(ConfigError::new(
+                VAR,
+                format!("{value:?}"),
+                format!(
+                    "a comma-separated list of at least one of {} (unset it for the defaults)",
+                    Analysis::name_list()
+                ),
+            ));
+        }
         self.kinds = kinds;
         self.apply_time_sample(&get)
     }

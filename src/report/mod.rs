@@ -70,15 +70,18 @@
 //! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
-//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs`.
+//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs`, `pprof.rs` (pprof's `profile.proto`) and
+//!   `callgrind.rs` (the callgrind format).
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
 //!   [`ReportData::results_json`]).
 
+mod callgrind;
 mod compare;
 mod convert;
 mod dot;
 mod folded;
 mod json;
+mod pprof;
 mod svg;
 mod text;
 
@@ -142,5 +145,15 @@ impl Report {
     /// A flame graph of the calling-context tree, as SVG.
     pub fn svg(&self) -> String {
         self.data.svg()
+    }
+
+    /// pprof's gzipped `profile.proto`, for `go tool pprof` and continuous-profiling backends.
+    pub fn pprof(&self) -> Vec<u8> {
+        self.data.pprof()
+    }
+
+    /// The callgrind format, for KCachegrind, QCachegrind and `callgrind_annotate`.
+    pub fn callgrind(&self) -> String {
+        self.data.callgrind()
     }
 }

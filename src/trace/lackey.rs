@@ -25,12 +25,26 @@
 //! [`ParseStats::rounded`] and [`ParseStats::split`]. Addresses above
 //! [`cabprof_cab::event::MAX_ADDRESS`] (2^56 - 1; no user-space address is) are malformed.
 //!
+//! **Cachegrind counting** ([`LackeyReader::count_as_cachegrind`]). To reproduce Valgrind
+//! Cachegrind's figures the records are read as cachegrind counts the same accesses: a `M`
+//! record is *one* access, a read (cachegrind counts its "modify" events as data reads); a
+//! size above the line size is capped at the line size (cachegrind caps accesses at its
+//! smallest line size, so that none covers more than two lines); an `I` record is always
+//! emitted, as a `Marker` word with [`IFETCH_MARKER`] followed by its `Mem` word, since
+//! cachegrind's shared last level sees the instruction fetches too. A size that is not a power
+//! of two cannot ride in a `Mem` word, and rounding it would change which lines it touches; it
+//! is replaced by an access that covers exactly the same lines at the simulated line size (1
+//! byte at the address within one line; 2 bytes across the boundary when it crosses one). A
+//! cache simulator or reuse-distance analysis counting as cachegrind then counts one access per
+//! word. See `cabprof_analyses::cache_sim` for the simulator's side.
+//!
 //! Reading is allocation-free per line: the input is read in [`BLOCK_BYTES`] blocks and each
 //! line is parsed in place, byte by byte, with a hand-written hex parser; only a malformed line
 //! is copied (into its error).
 //!
 
 use super::{ParseStats, TraceError, BLOCK_BYTES};
+use cabprof_analyses::cache_sim::{CACHEGRIND_MIN_LINE, IFETCH_MARKER};
 use cabprof_cab::event::{Event, MAX_ACCESS_SIZE, MAX_ADDRESS};
 use std::io::{self, Read};
 
@@ -347,6 +361,35 @@ fn push_mem(
     }
 }
 
+/// Emit one record's access the cachegrind way (see the module docs): capped at the line size,
+/// one `Mem` word covering the same lines at `2^line_shift`-byte lines.
+#[inline(always)]
+fn emit_cachegrind(
+    addr: u64,
+    size: u64,
+    store: bool,
+    line_shift: u32,
+    stats: &mut ParseStats,
+    emit: &mut impl FnMut(Event),
+) {
+    let cap = 1u64 << line_shift;
+    if size > cap {
+        stats.capped += 1;
+    }
+    let size = size.min(cap);
+    if size.is_power_of_two() && size <= MAX_ACCESS_SIZE as u64 {
+        push_mem(addr, size as u32, store, stats, emit);
+        return;
+    }
+    let first = addr >> line_shift;
+    let last = (addr + size - 1) >> line_shift;
+    if first == last {
+        push_mem(addr, 1, store, stats, emit);
+    } else {
+        push_mem((last << line_shift) - 1, 2, store, stats, emit);
+    }
+}
+
 /// Streaming Lackey reader: see the module docs.
 #[derive(Debug)]
 pub struct LackeyReader<R> {
@@ -359,6 +402,8 @@ pub struct LackeyReader<R> {
     instructions: bool,
     /// Set by an error: the reader has stopped for good.
     failed: bool,
+    /// Cachegrind counting: `log2` of the simulated line size.
+    cachegrind_line_shift: Option<u32>,
     stats: ParseStats,
 }
 
@@ -379,8 +424,25 @@ impl<R: Read> LackeyReader<R> {
             eof: false,
             instructions,
             failed: false,
+            cachegrind_line_shift: None,
             stats: ParseStats::default(),
         }
+    }
+
+    /// Read records as Valgrind Cachegrind counts them, for a simulator with
+    /// `line_bytes`-byte lines (a power of two, at least 16): see the module docs. Instruction
+    /// fetches are emitted whatever `instructions` said.
+    ///
+    /// # Panics
+    /// If `line_bytes` is not a power of two of at least 16 (callers validate the geometry
+    /// first, with `cabprof_analyses::CacheSim::cachegrind`).
+    pub fn count_as_cachegrind(&mut self, line_bytes: u32) {
+        assert!(
+            line_bytes.is_power_of_two() && line_bytes >= CACHEGRIND_MIN_LINE,
+            "line_bytes = {line_bytes}: must be a power of two, at least 16"
+        );
+        self.cachegrind_line_shift = Some(line_bytes.trailing_zeros());
+        self.instructions = true;
     }
 
     /// Counters so far.
@@ -405,11 +467,37 @@ impl<R: Read> LackeyReader<R> {
         let buf = &self.buf[..self.end];
         let mut p = self.start;
         let stats = &mut self.stats;
+        let cachegrind = self.cachegrind_line_shift;
         while p < buf.len() {
             match parse_at(buf, p, at_eof) {
                 Step::Line(line, next) => {
                     stats.lines += 1;
                     match line {
+                        Line::Record(r) if cachegrind.is_some() => {
+                            let shift = cachegrind.unwrap_or_default();
+                            let store = match r.op {
+                                Op::Load => {
+                                    stats.loads += 1;
+                                    false
+                                }
+                                Op::Store => {
+                                    stats.stores += 1;
+                                    true
+                                }
+                                Op::Modify => {
+                                    stats.modifies += 1;
+                                    false
+                                }
+                                Op::Instruction => {
+                                    stats.instructions += 1;
+                                    if let Ok(marker) = Event::marker(IFETCH_MARKER) {
+                                        emit(marker);
+                                    }
+                                    false
+                                }
+                            };
+                            emit_cachegrind(r.addr, r.size, store, shift, stats, emit);
+                        }
                         Line::Record(r) => match r.op {
                             Op::Load => {
                                 stats.loads += 1;

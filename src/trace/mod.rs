@@ -6,15 +6,18 @@
 //! - [`lackey`]: the Lackey text parser and its streaming reader.
 //! - [`binary`]: the `CABTRACE` binary format, its reader and writer.
 //! - [`TraceReader`] (here): either reader, the format chosen or detected from the first bytes.
+//! - [`output`]: files written all or nothing (through a temporary file), and a same-file test.
 //!
 //! The event-word layout itself belongs to [`cabprof_cab::event`]: a binary record *is* an event word,
 //! and this module only ever builds and inspects words through that module's functions.
 
 pub mod binary;
 pub mod lackey;
+pub mod output;
 
 pub use binary::{BinaryReader, BinaryWriter, FLAG_INSTRUCTIONS, HEADER_BYTES, MAGIC, VERSION};
 pub use lackey::{parse_line, LackeyReader, Line, Op, Record, MAX_RECORD_SIZE};
+pub use output::{is_same_file, OutputFile};
 
 use cabprof_cab::event::Event;
 use std::fmt;
@@ -129,6 +132,9 @@ pub struct ParseStats {
     pub rounded: u64,
     /// Records larger than 128 bytes, split into several accesses.
     pub split: u64,
+    /// Records larger than a cache line, taken as their first line's worth of bytes
+    /// (cachegrind counting only).
+    pub capped: u64,
     /// `Mem` event words emitted.
     pub events: u64,
 }

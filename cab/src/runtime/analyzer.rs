@@ -3,6 +3,7 @@
 //! discarding (and counting) what it can no longer analyze, and backs off when idle
 //! ([`Backoff`], also used by [`drain`] for any single consumer).
 
+use super::budget::BudgetTicket;
 use super::design::RingConsumer;
 use super::report::{push_thread, ThreadStats};
 use super::RingAnalysis;
@@ -24,10 +25,18 @@ pub(super) struct RingEntry<A> {
     chunks_since: u64,
     /// Events read and thrown away because this ring's analyzer failed.
     discarded: u64,
+    /// The ring's share of the session's ring memory, given back when the entry is dropped
+    /// (after the consumer: fields drop in declaration order).
+    _ticket: BudgetTicket,
 }
 
 impl<A> RingEntry<A> {
-    pub(super) fn new(consumer: RingConsumer, analysis: A, thread: String) -> Self {
+    pub(super) fn new(
+        consumer: RingConsumer,
+        analysis: A,
+        thread: String,
+        ticket: BudgetTicket,
+    ) -> Self {
         RingEntry {
             consumer,
             analysis,
@@ -35,6 +44,7 @@ impl<A> RingEntry<A> {
             last_lapped: 0,
             chunks_since: 0,
             discarded: 0,
+            _ticket: ticket,
         }
     }
 
@@ -355,6 +365,26 @@ impl<A: RingAnalysis> Analyzer<A> {
         }
     }
 
+    /// Deliver what the ring held when the snapshot was asked for, and no more: a producer
+    /// that keeps writing while the analyzer lags behind it must not stretch a snapshot to
+    /// the rest of the run. Reads at most one ring's worth.
+    fn drain_for_snapshot(entry: &mut RingEntry<A>) {
+        let target = entry.consumer.snapshot_target();
+        let analysis = &mut entry.analysis;
+        while entry.consumer.progress() < target {
+            match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                Poll::Consumed(_) => continue,
+                Poll::Empty => {
+                    entry
+                        .consumer
+                        .drain_live_to(target, |w| analysis.consume(w));
+                    return;
+                }
+                Poll::Closed => return,
+            }
+        }
+    }
+
     fn drain_all(mut self) -> AnalyzerOutput<A> {
         let rings = std::mem::take(&mut self.rings);
         for mut entry in rings {
@@ -392,7 +422,7 @@ impl<A: RingAnalysis> Analyzer<A> {
         let mut threads = self.threads.clone();
         let mut in_flight = 0;
         for entry in &mut self.rings {
-            Self::drain_now(entry);
+            Self::drain_for_snapshot(entry);
             analysis.merge(clone(&entry.analysis));
             let s = entry.stats();
             if entry.consumer.is_sampling() {

@@ -20,6 +20,11 @@ pub struct RuntimeConfig {
     /// Chunk size in bytes; `None`: 4 × the host's L1d
     /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)).
     pub chunk_bytes: Option<usize>,
+    /// Memory all rings of the session may hold together, in bytes; `None`: the larger of
+    /// [`DEFAULT_RING_MEMORY`] and four rings. A thread whose new ring would exceed it waits
+    /// (exhaustive, at most [`RING_MEMORY_WAIT`]) or goes without a ring, its events dropped
+    /// and counted; see the [module docs](super).
+    pub ring_memory: Option<usize>,
     /// Analyzer threads, `1..=64` (default 1).
     pub analyzers: usize,
     /// Pin analyzer threads to their own cores (the last ones, never core 0; default on).
@@ -37,6 +42,7 @@ impl Default for RuntimeConfig {
             design: BufferDesign::Cab,
             buffer_bytes: None,
             chunk_bytes: None,
+            ring_memory: None,
             analyzers: 1,
             pin: true,
             pin_application: false,
@@ -63,6 +69,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CABPROF_CHUNK",
         "chunk size in bytes (K/M/G suffixes, optional B or iB)",
+    ),
+    (
+        "CABPROF_RING_MEMORY",
+        "memory all rings may hold together, in bytes (K/M/G suffixes; default 256M)",
     ),
     ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
     ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
@@ -158,6 +168,9 @@ impl RuntimeConfig {
         if let Some(v) = get("CABPROF_CHUNK") {
             self.chunk_bytes = Some(parse_bytes("CABPROF_CHUNK", &v)?);
         }
+        if let Some(v) = get("CABPROF_RING_MEMORY") {
+            self.ring_memory = Some(parse_bytes("CABPROF_RING_MEMORY", &v)?);
+        }
         if let Some(v) = get("CABPROF_ANALYZERS") {
             self.analyzers = parse_analyzers(&v)?;
         }
@@ -215,7 +228,20 @@ impl RuntimeConfig {
         let chunk = self
             .chunk_bytes
             .unwrap_or_else(crate::hw::recommended_chunk_bytes);
-        let buffer = self.buffer_bytes.unwrap_or(chunk * 16);
+        let buffer = match self.buffer_bytes {
+            Some(buffer) => buffer,
+            None => chunk.checked_mul(DEFAULT_CHUNKS).ok_or_else(|| {
+                ConfigError::new(
+                    "chunk_bytes (CABPROF_CHUNK)",
+                    chunk,
+                    format!(
+                        "at most {} when the ring size is not given ({DEFAULT_CHUNKS} chunks \
+                         must fit in a usize)",
+                        usize::MAX / DEFAULT_CHUNKS
+                    ),
+                )
+            })?,
+        };
         let mode = match self.mode {
             RunMode::Sampling {
                 rate, burst_words, ..
@@ -227,11 +253,53 @@ impl RuntimeConfig {
         Ok(cfg)
     }
 
+    /// The memory budget of all rings together: [`ring_memory`](Self::ring_memory), or the
+    /// larger of [`DEFAULT_RING_MEMORY`] and four rings of `ring`.
+    pub fn ring_memory_for(&self, ring: &RingConfig) -> usize {
+        self.ring_memory
+            .unwrap_or_else(|| DEFAULT_RING_MEMORY.max(ring.buffer_bytes.saturating_mul(4)))
+    }
+
     /// Check every setting; the first broken rule is returned.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=64).contains(&self.analyzers) {
             return Err(ConfigError::new("analyzers", self.analyzers, "1..=64"));
         }
-        self.ring_config().map(|_| ())
+        let ring = self.ring_config()?;
+        let budget = self.ring_memory_for(&ring);
+        if budget < ring.buffer_bytes {
+            return Err(ConfigError::new(
+                "ring_memory (CABPROF_RING_MEMORY)",
+                budget,
+                format!(
+                    "at least one ring, buffer_bytes = {} (or a smaller CABPROF_BUFFER)",
+                    ring.buffer_bytes
+                ),
+            ));
+        }
+        if let Some(physical) = crate::hw::physical_memory() {
+            if ring.buffer_bytes > physical {
+                return Err(ConfigError::new(
+                    "buffer_bytes (CABPROF_BUFFER)",
+                    ring.buffer_bytes,
+                    format!("at most this machine's physical memory, {physical} bytes"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
+
+/// Chunks per ring when only the chunk size is given: the CAB paper's 2 MB of 128 KB chunks.
+const DEFAULT_CHUNKS: usize = 16;
+
+/// The default budget of all rings together: 256 MiB, 128 of the paper's 2 MB rings (or 85
+/// rings of 3 MiB, the default on a 48 KiB L1d), so a program with a hundred threads alive at
+/// once never waits, while thread churn behind a slow analyzer stays far below the gigabytes
+/// it would otherwise queue.
+pub const DEFAULT_RING_MEMORY: usize = 256 << 20;
+
+/// How long a thread waits, in exhaustive mode, for ring memory before it goes without a ring
+/// (its events dropped and counted). Waiting longer could deadlock a program whose live
+/// threads hold the whole budget while they wait for the new thread (a barrier).
+pub const RING_MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -83,7 +83,11 @@ where
     T::Consumer: 'static,
 {
     let (p, c) = T::channel(config)?;
-    Ok((ThreadProducer::new(p), RingConsumer::Other(Box::new(c))))
+    let slots = config.slots() as u64;
+    Ok((
+        ThreadProducer::new(p),
+        RingConsumer::Other(Box::new(c), slots),
+    ))
 }
 
 /// CAB in either mode; its consumer is kept concrete for the sampling controls.
@@ -292,7 +296,8 @@ impl std::fmt::Debug for ThreadProducer {
 /// is reached through [`EventConsumer`].
 pub(super) enum RingConsumer {
     Cab(Consumer),
-    Other(Box<dyn EventConsumer>),
+    /// Another design's consumer, and the number of event slots of its buffer.
+    Other(Box<dyn EventConsumer>, u64),
 }
 
 impl RingConsumer {
@@ -300,7 +305,7 @@ impl RingConsumer {
     pub(super) fn poll_with(&mut self, mut f: impl FnMut(&[u64])) -> Poll {
         match self {
             RingConsumer::Cab(c) => c.poll_with(f),
-            RingConsumer::Other(c) => c.poll(&mut f),
+            RingConsumer::Other(c, _) => c.poll(&mut f),
         }
     }
 
@@ -308,16 +313,48 @@ impl RingConsumer {
     /// without the producer's help (the baselines' threads are joined before `finish` in the
     /// evaluations that use them).
     pub(super) fn drain_live(&mut self, f: impl FnMut(&[u64])) -> u64 {
+        self.drain_live_to(u64::MAX, f)
+    }
+
+    /// [`drain_live`](Self::drain_live), stopping once [`progress`](Self::progress) reaches
+    /// `target`.
+    pub(super) fn drain_live_to(&mut self, target: u64, f: impl FnMut(&[u64])) -> u64 {
         match self {
-            RingConsumer::Cab(c) => c.drain_live(f),
-            RingConsumer::Other(_) => 0,
+            RingConsumer::Cab(c) => c.drain_live_to(target, f),
+            RingConsumer::Other(..) => 0,
+        }
+    }
+
+    /// How far this consumer has read: CAB's absolute ring position (which skips what a
+    /// sampling producer overwrote), other designs' events delivered.
+    pub(super) fn progress(&self) -> u64 {
+        match self {
+            RingConsumer::Cab(c) => c.position(),
+            RingConsumer::Other(c, _) => c.stats().delivered,
+        }
+    }
+
+    /// The [`progress`](Self::progress) past every event the producer had written when this
+    /// is called, so that a snapshot reads what was emitted before it was asked for and not
+    /// what a busy producer keeps adding. An exhaustive producer is at most one buffer ahead
+    /// of its consumer; a sampling producer is within a chunk of its last beacon (every chunk
+    /// start it reaches is armed), the ring's `pushed` position, and the chunk it is in is
+    /// read once the producer is two chunks on.
+    pub(super) fn snapshot_target(&self) -> u64 {
+        match self {
+            RingConsumer::Cab(c) if c.is_sampling() => {
+                let ahead = c.producer_stats().pushed.max(c.position());
+                ahead.saturating_add(2 * c.chunk_slots() as u64)
+            }
+            RingConsumer::Cab(c) => c.position().saturating_add(c.capacity_slots() as u64),
+            RingConsumer::Other(c, slots) => c.stats().delivered.saturating_add(*slots),
         }
     }
 
     pub(super) fn stats(&self) -> ConsumerStats {
         match self {
             RingConsumer::Cab(c) => c.stats(),
-            RingConsumer::Other(c) => c.stats(),
+            RingConsumer::Other(c, _) => c.stats(),
         }
     }
 
@@ -325,7 +362,7 @@ impl RingConsumer {
     pub(super) fn producer_stats(&self) -> ProducerStats {
         match self {
             RingConsumer::Cab(c) => c.producer_stats(),
-            RingConsumer::Other(c) => ProducerStats {
+            RingConsumer::Other(c, _) => ProducerStats {
                 pushed: c.stats().delivered,
                 ..Default::default()
             },
@@ -339,14 +376,14 @@ impl RingConsumer {
     pub(super) fn chunk_slots(&self) -> usize {
         match self {
             RingConsumer::Cab(c) => c.chunk_slots(),
-            RingConsumer::Other(_) => 0,
+            RingConsumer::Other(..) => 0,
         }
     }
 
     pub(super) fn rate(&self) -> f64 {
         match self {
             RingConsumer::Cab(c) => c.rate(),
-            RingConsumer::Other(_) => 1.0,
+            RingConsumer::Other(..) => 1.0,
         }
     }
 

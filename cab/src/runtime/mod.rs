@@ -13,8 +13,19 @@
 //!   (made by the session's factory), so per-thread state such as a shadow stack stays per
 //!   thread. Instances are merged when a ring closes and at the end.
 //! - Thread exit (normal or by panic) closes the thread's ring from its thread-local
-//!   destructor; the analyzer drains it, merges its results and frees it. Memory stays bounded
-//!   under thread churn.
+//!   destructor; the analyzer drains it, merges its results and frees it.
+//! - All rings together hold at most [`RuntimeConfig::ring_memory`] bytes (`CABPROF_RING_MEMORY`,
+//!   default [`DEFAULT_RING_MEMORY`]), so thread churn behind a busy analyzer cannot queue
+//!   rings without bound. A thread whose ring would exceed it waits for rings to be freed in
+//!   exhaustive mode (at most [`RING_MEMORY_WAIT`], never once no analyzer is alive), not at
+//!   all in sampling mode; if it still gets none, or the allocator refuses its ring, it runs
+//!   on without one and its events are dropped and counted (the report's
+//!   "(threads without a ring)" entry). A ring size no ring can have is an error at start.
+//! - After `fork`, the child runs with profiling off: `emit` does nothing there, and
+//!   `finish` in the child returns an empty report naming the fork. The parent's session is
+//!   unaffected.
+//! - A snapshot reads what the rings held when it was asked for (at most a ring's worth each),
+//!   not what producers add while it reads, so it returns in time proportional to that backlog.
 //! - [`Session::finish`] (or drop) drains every ring, including those of threads still alive
 //!   (exhaustive mode reads them without their cooperation, see
 //!   [`Consumer::drain_live`](crate::ring::Consumer::drain_live)), joins the analyzers and
@@ -54,6 +65,7 @@
 //!
 //! Files, one job each:
 //! - `config`: [`RuntimeConfig`], its `CABPROF_*` variables and its validation.
+//! - `budget`: the memory budget of all rings, and the counting sink of a thread without one.
 //! - `design`: the buffer designs ([`BufferDesign`]), registered in one table, and the
 //!   type-erased producer and consumer the other files hold.
 //! - `tls`: the thread-local hot path: [`emit`], a thread's attachment to the session.
@@ -65,6 +77,7 @@
 
 mod affinity;
 mod analyzer;
+mod budget;
 mod config;
 mod design;
 mod report;
@@ -74,7 +87,7 @@ mod tls;
 
 pub use affinity::online_cores;
 pub use analyzer::{drain, Backoff};
-pub use config::{RuntimeConfig, ENV_VARS};
+pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT};
 pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};

@@ -4,6 +4,8 @@
 
 use super::affinity::{online_cores, pin_to};
 use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingEntry};
+use super::budget::{CountingSink, RingBudget, Ringless};
+use super::config::RING_MEMORY_WAIT;
 use super::design::{BufferDesign, ThreadProducer, WordSink};
 use super::report::{push_thread, Report, ThreadStats};
 use super::tls::{self, Hub, InlineSink, HUB};
@@ -36,6 +38,13 @@ struct Core<A: RingAnalysis> {
     failures: Mutex<Vec<String>>,
     /// Serializes snapshots.
     snapshot_lock: Mutex<()>,
+    /// The memory all rings may hold together.
+    budget: Arc<RingBudget>,
+    /// Threads that run without a ring (budget exceeded, allocation refused).
+    ringless: Arc<Ringless>,
+    /// The process that started the session; any other is a child forked since, in which
+    /// profiling is off (see `after_fork_in_child`).
+    pid: u32,
 }
 
 /// Sequential mode: one thread's inline analysis and its event count.
@@ -133,18 +142,35 @@ impl<A: RingAnalysis> Hub for Core<A> {
             RunMode::InstrumentOnly => return ThreadProducer::new(WordSink::default()),
             RunMode::EnqueueOnly => {
                 let cfg = self.ring.with_mode(Mode::sampling(1.0));
-                let (p, _no_analyzer) =
-                    ring::sampling_channel(&cfg).expect("ring config validated at start");
-                return ThreadProducer::new(p);
+                return match ring::sampling_channel(&cfg) {
+                    Ok((p, _no_analyzer)) => ThreadProducer::new(p),
+                    Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
+                };
             }
             _ => {}
         }
-        let (producer, consumer) = self
-            .design
-            .channel(&self.ring)
-            .expect("ring config validated at start");
-        tracing::debug!(thread = %thread, bytes = self.ring.buffer_bytes, "cabprof ring created");
-        let mut entry = Some(RingEntry::new(consumer, (self.factory)(), thread));
+        // Exhaustive producers may wait for ring memory (while an analyzer lives to free
+        // it, and not past the finish); sampling producers never wait.
+        let wait = if self.mode == RunMode::Exhaustive {
+            RING_MEMORY_WAIT
+        } else {
+            Duration::ZERO
+        };
+        let ticket = self.budget.acquire(self.ring.buffer_bytes, wait, || {
+            !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
+        });
+        let Some(ticket) = ticket else {
+            tracing::warn!(thread = %thread, budget = self.budget.used(), "cabprof: the rings' memory budget (CABPROF_RING_MEMORY) is exhausted; this thread's events are dropped and counted");
+            return ThreadProducer::new(CountingSink::new(self.ringless.clone()));
+        };
+        let (producer, consumer) = match self.design.channel(&self.ring) {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!(thread = %thread, error = %e, "cabprof: no ring for this thread; its events are dropped and counted");
+                return ThreadProducer::new(CountingSink::new(self.ringless.clone()));
+            }
+        };
+        let mut entry = Some(RingEntry::new(consumer, (self.factory)(), thread, ticket));
         let n = self.analyzers.len();
         let first = self.next.fetch_add(1, Ordering::Relaxed);
         for k in 0..n {
@@ -217,7 +243,14 @@ impl<A: RingAnalysis> Session<A> {
     ) -> Result<Session<A>, SessionError> {
         b.validate()?;
         let ring = b.ring_config()?;
+        if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
+            // Make (and free) one ring now, so a size the allocator refuses is an error here
+            // rather than a thread without a ring later. Pages are mapped lazily: cheap.
+            drop(b.design.channel(&ring)?);
+        }
+        let budget = RingBudget::new(b.ring_memory_for(&ring));
         let mut global = claim_global()?;
+        tls::install_fork_handler();
         let key = tls::new_session_key(b.mode, b.design);
         let adaptive = match b.mode {
             RunMode::Sampling {
@@ -266,6 +299,9 @@ impl<A: RingAnalysis> Session<A> {
             finished: AtomicBool::new(false),
             failures: Mutex::new(Vec::new()),
             snapshot_lock: Mutex::new(()),
+            budget,
+            ringless: Arc::new(Ringless::default()),
+            pid: std::process::id(),
         });
         *global = Some(core.clone() as Arc<dyn Hub>);
         tls::open(key);
@@ -345,6 +381,9 @@ impl<A: RingAnalysis + Clone> Snapshotter<A> {
 impl<A: RingAnalysis + Clone> Core<A> {
     fn snapshot(&self) -> Option<Report<A>> {
         // One snapshot at a time: each analyzer has a single answer slot.
+        if self.forked() {
+            return None;
+        }
         let _one = self.snapshot_lock.lock();
         if self.finished.load(Ordering::Acquire) {
             return None;
@@ -418,7 +457,38 @@ impl<A: RingAnalysis> Finisher<A> {
 }
 
 impl<A: RingAnalysis> Core<A> {
-    fn report(&self, analysis: A, threads: Vec<ThreadStats>) -> Report<A> {
+    /// Whether this is a child process forked while the session ran.
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// `finish` in a forked child: the analyzers and the results live in the parent, and
+    /// locks may have been held by threads that do not exist here, so take none.
+    fn finish_forked(&self) -> Report<A> {
+        let mut r = Report {
+            analysis: (self.factory)(),
+            mode: self.mode,
+            ring: self.ring,
+            rate_used: 1.0,
+            threads: Vec::new(),
+            totals: ThreadStats::default(),
+            analyzer_failures: vec![format!(
+                "finished in process {}, forked from the profiled process {}: profiling is off \
+                 after fork, and the results are the parent's",
+                std::process::id(),
+                self.pid
+            )],
+            in_flight: 0,
+            elapsed: self.started.elapsed(),
+        };
+        r.finish_totals();
+        r
+    }
+
+    fn report(&self, analysis: A, mut threads: Vec<ThreadStats>) -> Report<A> {
+        if let Some(t) = self.ringless.stats() {
+            push_thread(&mut threads, t);
+        }
         let rate_used = threads
             .iter()
             .map(|t| t.rate)
@@ -463,6 +533,9 @@ impl<A: RingAnalysis> Core<A> {
     fn finish(&self) -> Option<Report<A>> {
         if self.finished.swap(true, Ordering::AcqRel) {
             return None;
+        }
+        if self.forked() {
+            return Some(self.finish_forked());
         }
         // Stop new events first, then take the finishing thread's own sink.
         {

@@ -59,6 +59,28 @@ pub(super) fn close() {
     SESSION.store(0, Ordering::Release);
 }
 
+/// Register (once per process) the `fork` handler that turns profiling off in the child.
+///
+/// A child of `fork` has one thread, a copy of the rings and no analyzer: a thread of it that
+/// kept emitting would fill its ring copy and wait for ever. So in the child `emit` returns at
+/// once, as with no session; the session's `finish` there returns an empty report naming the
+/// fork (the parent's session is unaffected and counts only the parent's events).
+pub(super) fn install_fork_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        extern "C" fn in_child() {
+            // One atomic store: async-signal-safe, as a handler in the child must be.
+            close();
+        }
+        // SAFETY: `pthread_atfork` only records the handler; `in_child` is a plain function
+        // that lives for the whole program and does nothing but an atomic store.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        if rc != 0 {
+            tracing::warn!(rc, "cabprof: could not register the fork handler");
+        }
+    });
+}
+
 /// Whether `producer` is of the type the fast path assumes for `key`'s kind.
 fn kind_matches(key: u64, producer: &ThreadProducer) -> bool {
     match key & KIND_MASK {
@@ -113,15 +135,15 @@ impl Local {
         self.key = 0;
     }
 
-    /// Point `FAST` at this thread's producer, if it has one.
+    /// Point `FAST` at this thread's producer, if it has one of the type the session's kind
+    /// names. A thread without a ring (its counting sink) stays on the slow path.
     fn publish_fast(&mut self) {
         let Some(producer) = &self.producer else {
             return;
         };
-        assert!(
-            kind_matches(self.key, producer),
-            "the session kind names this producer's type"
-        );
+        if !kind_matches(self.key, producer) {
+            return;
+        }
         let (ring, push) = producer.raw();
         let key = self.key;
         let _ = FAST.try_with(|f| {

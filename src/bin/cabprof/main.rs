@@ -1,6 +1,8 @@
 //! `cabprof`: the command-line side of cabprof.
 //!
 //! - `cabprof report FILE.json`: render a saved report (table, JSON, folded stacks, DOT, SVG).
+//! - `cabprof diff BASE NEW`: what changed between two reports, per function and edge; a CI
+//!   gate with `--fail-above`, Bencher Metric Format with `--format bmf`.
 //! - `cabprof simulate TRACE`: stream a Valgrind Lackey or binary memory trace through a CAB
 //!   ring into the concurrent cache simulator and reuse-distance analysis.
 //! - `cabprof trace convert|generate`: make binary traces from Lackey text, or synthetic ones.
@@ -8,8 +10,10 @@
 //!   cabprof derives from it.
 //!
 //! This file parses the arguments and dispatches; each subcommand lives in its own module.
-//! Exit status: 0 on success, 1 on an error, 2 on a usage error or a malformed trace.
+//! Exit status: 0 on success, 1 on an error, 2 on a usage error or a malformed trace, 3 when
+//! `cabprof diff --fail-above` finds a change above its threshold.
 
+mod diff;
 mod error;
 mod hw;
 mod report;
@@ -27,6 +31,8 @@ const EXAMPLES: &str = "\
 Examples:
   cabprof report profile.json --top 20
   cabprof report profile.json --format svg -o flame.svg
+  cabprof report profile.json --format pprof -o profile.pb.gz
+  cabprof diff base.json new.json --fail-above 5
   valgrind --tool=lackey --trace-mem=yes --log-file=app.lackey ./app
   cabprof simulate app.lackey --l1 32K:4:64 --l2 512K:8:64 --policy lru
   cabprof trace convert app.lackey app.cabtrace
@@ -47,6 +53,9 @@ struct Cli {
 enum Command {
     /// Render a saved JSON report as a table, JSON, folded stacks, DOT or a flame-graph SVG.
     Report(report::ReportArgs),
+    /// Compare two saved reports: the change in calls, paths and misses per function and
+    /// per call-graph edge, largest effect first; a CI gate with --fail-above.
+    Diff(diff::DiffArgs),
     /// Simulate caches over a memory trace (Valgrind Lackey text or cabprof binary), streamed
     /// through a CAB ring into concurrent cache and reuse-distance analyses.
     Simulate(simulate::SimulateArgs),
@@ -60,6 +69,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Report(args) => report::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Trace(args) => trace_command::run(args),
         Command::Hw(args) => hw::run(args),

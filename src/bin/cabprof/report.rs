@@ -1,4 +1,5 @@
-//! `cabprof report`: render a saved JSON report (`cabprof::ReportData`).
+//! `cabprof report`: render a saved JSON report (`cabprof::ReportData`) as text, JSON, folded
+//! stacks, DOT, SVG, pprof or callgrind.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -19,6 +20,9 @@ Examples:
   cabprof report profile.json --format svg --weight time -o time.svg
   cabprof report profile.json --format folded | inferno-flamegraph > flame.svg
   cabprof report profile.json --format dot | dot -Tpng -o calls.png
+  cabprof report profile.json --format pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
+  cabprof report profile.json --format pprof --label service=api --label host=$(hostname) -o api.pb.gz
+  cabprof report profile.json --format callgrind -o callgrind.out.app && kcachegrind callgrind.out.app
   cat profile.json | cabprof report -
 
 The JSON is what a session writes (Session::finish_and_write, CABPROF_OUTPUT) or
@@ -38,6 +42,12 @@ pub(crate) enum ReportFormat {
     Dot,
     /// A flame graph of the calling-context tree, as SVG.
     Svg,
+    /// pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca): calls per calling
+    /// context, misses per function.
+    Pprof,
+    /// The callgrind format (KCachegrind, QCachegrind, callgrind_annotate): calls and misses
+    /// per function, calls and inclusive calls per call-graph edge.
+    Callgrind,
 }
 
 /// What flame-graph widths measure.
@@ -65,9 +75,21 @@ pub(crate) struct ReportArgs {
     /// Rows per table (table format only).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
+    /// A `KEY=VALUE` label on every sample (pprof format only; repeatable), e.g.
+    /// `service=api`, `host=web-3`.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub label: Vec<(String, String)>,
     /// Write to this file instead of standard output.
     #[arg(long, short, value_name = "OUT")]
     pub output: Option<PathBuf>,
+}
+
+/// `KEY=VALUE`, both non-empty.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.into(), v.into())),
+        _ => Err(format!("{text:?} is not KEY=VALUE with both non-empty")),
+    }
 }
 
 /// Run `cabprof report`.
@@ -96,16 +118,30 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         WeightArg::Calls => Weight::Calls,
         WeightArg::Time => Weight::Time,
     };
+    if !args.label.is_empty() && args.format != ReportFormat::Pprof {
+        return Err(CliError::InvalidArguments(
+            "--label applies to --format pprof only".into(),
+        ));
+    }
     let rendered = match args.format {
-        ReportFormat::Table => data.text(args.top),
+        ReportFormat::Table => data.text(args.top).into_bytes(),
         ReportFormat::Json => {
             let mut json = data.json();
             json.push('\n');
-            json
+            json.into_bytes()
         }
-        ReportFormat::Folded => data.folded_by(weight),
-        ReportFormat::Dot => data.dot(),
-        ReportFormat::Svg => data.svg_by(weight),
+        ReportFormat::Folded => data.folded_by(weight).into_bytes(),
+        ReportFormat::Dot => data.dot().into_bytes(),
+        ReportFormat::Svg => data.svg_by(weight).into_bytes(),
+        ReportFormat::Pprof => {
+            let labels: Vec<(&str, &str)> = args
+                .label
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            data.pprof_labeled(&labels)
+        }
+        ReportFormat::Callgrind => data.callgrind().into_bytes(),
     };
     match &args.output {
         Some(path) => fs::write(path, rendered).map_err(|source| CliError::Write {
@@ -114,10 +150,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         })?,
         None => {
             let mut out = io::stdout().lock();
-            if let Err(e) = out
-                .write_all(rendered.as_bytes())
-                .and_then(|()| out.flush())
-            {
+            if let Err(e) = out.write_all(&rendered).and_then(|()| out.flush()) {
                 if e.kind() != io::ErrorKind::BrokenPipe {
                     return Err(CliError::Write {
                         what: "the report".into(),

@@ -21,7 +21,10 @@ use std::process::ExitCode;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cabprof_analyses::{CacheSim, EventAnalysis, LevelConfig, LevelStats, Policy, ReuseDistance};
+use cabprof_analyses::cache_sim::IFETCH_MARKER;
+use cabprof_analyses::{
+    CacheSim, Counting, EventAnalysis, LevelConfig, LevelStats, Policy, ReuseDistance,
+};
 use cabprof_cab::event::{decode, Event, EventKind};
 use cabprof_cab::ring::Consumer;
 use cabprof_cab::{ConsumerStats, ProducerStats, RingConfig};
@@ -43,8 +46,20 @@ Examples:
   valgrind --tool=lackey --trace-mem=yes --log-file=app.lackey ./app
   cabprof simulate app.lackey
   cabprof simulate app.lackey --l1 48K:12:64 --l2 2M:16:64 --l3 32M:16:64 --policy lru
-  valgrind --tool=lackey --trace-mem=yes ./app 2>&1 | cabprof simulate -
+  valgrind --tool=lackey --trace-mem=yes --log-fd=3 ./app 3>&1 >/dev/null 2>&1 | cabprof simulate -
   cabprof trace convert app.lackey app.cabtrace && cabprof simulate app.cabtrace
+
+  Valgrind's own messages and the program's output must stay out of the trace: with
+  --log-file or --log-fd=3 the trace goes to its own file or descriptor (3>&1 sends it into
+  the pipe, >/dev/null 2>&1 sends the program's stdout and stderr elsewhere). '2>&1 |' does
+  not work: the program's stdout lines land in the trace and stop the reader there.
+
+Reproducing Valgrind Cachegrind's figures on the same run:
+  valgrind --tool=lackey --trace-mem=yes --log-file=app.lackey ./app
+  valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 ./app
+  cabprof simulate app.lackey --count-as cachegrind --I1 32768,8,64 --D1 32768,8,64 --LL 8388608,16,64
+  The I refs, I1/LLi misses, D refs, D1/LLd misses and LL refs/misses lines then equal
+  cachegrind's summary exactly.
 
 Trace formats (--format auto tells them apart by the magic):
   Lackey text   'I  0400d7d4,8' (instruction fetch, skipped unless --instructions),
@@ -67,6 +82,18 @@ pub(crate) enum PolicyArg {
     Fifo,
     /// Evict the line used longest ago.
     Lru,
+}
+
+/// How accesses are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CountAs {
+    /// Every line an access touches is one access, a Lackey M record is a load and a store;
+    /// inclusive levels (any number), FIFO or LRU.
+    PerLine,
+    /// As Valgrind Cachegrind counts: one access per record (an M record once, as a read),
+    /// sizes capped at the line size, a line-crossing access missing if either line misses; I1 and
+    /// D1 in front of a non-inclusive LL shared with instruction fetches; LRU.
+    Cachegrind,
 }
 
 /// Trace format.
@@ -106,20 +133,31 @@ pub(crate) struct LevelSpec {
     pub line: u32,
 }
 
-/// Parse `SIZE:WAYS:LINE` (`32K:4:64`) or `none`.
+/// Parse `SIZE:WAYS:LINE` (`32K:4:64`), cachegrind's `SIZE,WAYS,LINE` (`32768,8,64`) or
+/// `none`.
 pub(crate) fn parse_level(text: &str) -> Result<LevelArg, String> {
     if text.eq_ignore_ascii_case("none") {
         return Ok(LevelArg(None));
     }
-    let bad = || format!("{text:?} is not SIZE:WAYS:LINE (example: 32K:4:64) nor 'none'");
-    let mut parts = text.split(':');
+    let bad =
+        || format!("{text:?} is not SIZE:WAYS:LINE (example: 32K:4:64 or 32768,4,64) nor 'none'");
+    let sep = if text.contains(',') { ',' } else { ':' };
+    let mut parts = text.split(sep);
     let (Some(size), Some(ways), Some(line), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(bad());
     };
     let size = parse_bytes(size)?;
-    let ways = ways.trim().parse().map_err(|_| bad())?;
+    let ways = match ways.trim().parse::<u64>() {
+        Ok(w) => u32::try_from(w)
+            .map_err(|_| format!("WAYS {w} in {text:?} is too large: at most {}", u32::MAX))?,
+        Err(_) => {
+            return Err(format!(
+                "WAYS {ways:?} in {text:?} is not a whole number of ways (example: 32K:4:64)"
+            ))
+        }
+    };
     let line = parse_bytes(line)?
         .try_into()
         .map_err(|_| format!("line size {line} is too large"))?;
@@ -139,25 +177,42 @@ pub(crate) struct SimulateArgs {
     /// The memory trace: a file, or '-' for standard input.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// L1 data cache as SIZE:WAYS:LINE (SIZE takes K, M, G).
-    #[arg(long, value_name = "SIZE:WAYS:LINE", default_value = "32K:4:64", value_parser = parse_level)]
+    /// L1 data cache as SIZE:WAYS:LINE (SIZE takes K, M, G; cachegrind's SIZE,WAYS,LINE is
+    /// accepted too, and --D1 is the same option).
+    #[arg(long, visible_alias = "D1", value_name = "SIZE:WAYS:LINE", default_value = "32K:4:64", value_parser = parse_level)]
     pub l1: LevelArg,
-    /// L2 cache as SIZE:WAYS:LINE, or 'none'.
-    #[arg(long, value_name = "SIZE:WAYS:LINE", default_value = "512K:8:64", value_parser = parse_level)]
+    /// L2 cache as SIZE:WAYS:LINE, or 'none' (--LL is the same option: cachegrind's last
+    /// level).
+    #[arg(long, visible_alias = "LL", value_name = "SIZE:WAYS:LINE", default_value = "512K:8:64", value_parser = parse_level)]
     pub l2: LevelArg,
-    /// L3 cache as SIZE:WAYS:LINE (none by default).
+    /// L3 cache as SIZE:WAYS:LINE (none by default; not with --count-as cachegrind).
     #[arg(long, value_name = "SIZE:WAYS:LINE", value_parser = parse_level)]
     pub l3: Option<LevelArg>,
-    /// Replacement policy of every level.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Fifo)]
-    pub policy: PolicyArg,
+    /// Instruction cache as SIZE:WAYS:LINE, with --count-as cachegrind only (as cachegrind's
+    /// --I1; its misses share the LL with the data's) [default: 32K:8:64].
+    #[arg(long = "I1", value_name = "SIZE:WAYS:LINE", value_parser = parse_level)]
+    pub i1: Option<LevelArg>,
+    /// Replacement policy of every level [default: fifo; lru with --count-as cachegrind,
+    /// which allows nothing else].
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// How accesses are counted. per-line (the default) counts what a cache looks up: each
+    /// line an access touches, and a Lackey M record as the load and the store it performs,
+    /// through an inclusive hierarchy; it is the counting of cabprof's sessions too.
+    /// cachegrind counts as Valgrind Cachegrind does (one access per record, an M once, sizes
+    /// capped at the line size, I1 and D1 in front of a non-inclusive LL, LRU), so that with the
+    /// same --I1/--D1/--LL the figures equal cachegrind's exactly; Lackey text traces only.
+    #[arg(long, value_enum, default_value_t = CountAs::PerLine)]
+    pub count_as: CountAs,
     /// Trace format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
-    /// Line size in bytes for the reuse-distance analysis.
-    #[arg(long, value_name = "BYTES", default_value_t = 64)]
-    pub line: u32,
-    /// Simulate Lackey's instruction fetches ('I' lines) as loads too.
+    /// Line size in bytes for the reuse-distance analysis [default: 64; with --count-as
+    /// cachegrind, the caches' line size, which it must equal].
+    #[arg(long, value_name = "BYTES")]
+    pub line: Option<u32>,
+    /// Simulate Lackey's instruction fetches ('I' lines) as loads too (with --count-as
+    /// cachegrind they always go through I1 instead).
     #[arg(long)]
     pub instructions: bool,
     /// Never show the progress bar (it is shown only on a terminal, for traces that take
@@ -240,25 +295,111 @@ impl ThreadTimes {
 
 /// Run `cabprof simulate`.
 pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
+    let cachegrind = args.count_as == CountAs::Cachegrind;
     let policy = match args.policy {
-        PolicyArg::Fifo => Policy::Fifo,
-        PolicyArg::Lru => Policy::Lru,
+        Some(PolicyArg::Fifo) => Policy::Fifo,
+        Some(PolicyArg::Lru) => Policy::Lru,
+        None if cachegrind => Policy::Lru,
+        None => Policy::Fifo,
     };
-    if args.l1.0.is_none() {
+    let Some(l1) = args.l1.0 else {
         return Err(CliError::InvalidArguments("--l1 cannot be 'none'".into()));
-    }
-    let levels: Vec<LevelConfig> = [Some(args.l1), Some(args.l2), args.l3]
-        .into_iter()
-        .flatten()
-        .filter_map(|l| l.0)
-        .map(|l| LevelConfig::new(l.size, l.ways, l.line, policy))
-        .collect();
-    let mut sim = CacheSim::new(&levels).map_err(CliError::config)?;
-    let mut reuse = ReuseDistance::new(args.line).map_err(CliError::config)?;
+    };
+    let level = |l: LevelSpec| LevelConfig::new(l.size, l.ways, l.line, policy);
+    let (mut sim, counting) = if cachegrind {
+        let invalid = |what: &str| {
+            Err(CliError::InvalidArguments(format!(
+                "{what} under --count-as cachegrind"
+            )))
+        };
+        let Some(ll) = args.l2.0 else {
+            return invalid("--LL (--l2) cannot be 'none'");
+        };
+        if args.l3.is_some() {
+            return invalid("--l3 is not allowed (cachegrind simulates two levels)");
+        }
+        if args.instructions {
+            return invalid("--instructions is not needed (fetches always go through I1)");
+        }
+        let i1 = match args.i1 {
+            Some(LevelArg(None)) => return invalid("--I1 cannot be 'none'"),
+            Some(LevelArg(Some(i1))) => i1,
+            None => LevelSpec {
+                size: 32 << 10,
+                ways: 8,
+                line: l1.line,
+            },
+        };
+        let sim =
+            CacheSim::cachegrind(level(i1), level(l1), level(ll)).map_err(CliError::config)?;
+        (sim, Counting::Cachegrind)
+    } else {
+        if args.i1.is_some() {
+            return Err(CliError::InvalidArguments(
+                "--I1 needs --count-as cachegrind (per-line counting simulates data caches; \
+                 --instructions adds fetches as loads)"
+                    .into(),
+            ));
+        }
+        let named: Vec<(&str, LevelSpec)> = [("--l1", Some(args.l1)), ("--l2", Some(args.l2))]
+            .into_iter()
+            .chain([("--l3", args.l3)])
+            .filter_map(|(name, l)| Some((name, l?.0?)))
+            .collect();
+        // The simulated hierarchy is inclusive: a level smaller than the one above it could
+        // not hold that level's lines.
+        for pair in named.windows(2) {
+            let ((upper, u), (lower, l)) = (pair[0], pair[1]);
+            if l.size < u.size {
+                return Err(CliError::InvalidArguments(format!(
+                    "{lower} {}: smaller than {upper} ({}); in an inclusive hierarchy each \
+                     level holds at least as many bytes as the one above it",
+                    show_bytes(l.size),
+                    show_bytes(u.size)
+                )));
+            }
+        }
+        let levels: Vec<LevelConfig> = named.iter().map(|&(_, l)| level(l)).collect();
+        (
+            CacheSim::new(&levels).map_err(CliError::config)?,
+            Counting::PerLine,
+        )
+    };
+    let line = match args.line {
+        Some(line) if cachegrind && line != l1.line => {
+            return Err(CliError::InvalidArguments(format!(
+                "--line {line} must equal the caches' line size ({}) under --count-as \
+                 cachegrind",
+                l1.line
+            )))
+        }
+        Some(line) => line,
+        None if cachegrind => l1.line,
+        None => 64,
+    };
+    let mut reuse = ReuseDistance::new(line)
+        .map_err(CliError::config)?
+        .with_counting(counting);
     let chunk = args
         .chunk
         .unwrap_or_else(cabprof_cab::hw::recommended_chunk_bytes);
-    let buffer = args.buffer.unwrap_or(16 * chunk);
+    let buffer = match args.buffer {
+        Some(buffer) => buffer,
+        None => chunk.checked_mul(16).ok_or_else(|| {
+            CliError::InvalidArguments(format!(
+                "--chunk {chunk}: without --buffer the ring is 16 chunks, which must fit in \
+                 {} bytes: at most {}",
+                usize::MAX,
+                usize::MAX / 16
+            ))
+        })?,
+    };
+    if let Some(physical) = cabprof_cab::hw::physical_memory().filter(|&p| buffer > p) {
+        return Err(CliError::InvalidArguments(format!(
+            "--buffer {buffer}: buffer_bytes larger than this machine's memory ({} bytes)",
+            physical
+        )));
+    }
     let ring = RingConfig::new(buffer, chunk);
     let channel = || cabprof_cab::ring::channel(&ring).map_err(CliError::config);
 
@@ -284,6 +425,18 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
                 source,
             }
         })?;
+    if cachegrind {
+        match &mut reader {
+            TraceReader::Lackey(r) => r.count_as_cachegrind(l1.line),
+            TraceReader::Binary(_) => {
+                return Err(CliError::InvalidArguments(format!(
+                    "{name} is a binary trace: --count-as cachegrind needs the Lackey text \
+                     (binary traces hold an M record as a load and a store, and sizes rounded \
+                     up, so cachegrind's counts cannot be recovered from them)"
+                )))
+            }
+        }
+    }
 
     let started = Instant::now();
     let reader_before = ThreadTimes::current();
@@ -292,13 +445,25 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
     let (outcome, analyzed) = if args.analyzers == 1 {
         let (mut tx, mut rx) = channel()?;
         let analyzer = spawn("cabprof-analyzer", move || {
+            let mut fetch = false;
             drain(&mut rx, |words| {
                 // One decode per word feeds both analyses (each `EventAnalysis::consume` would
-                // decode it again); a trace holds only Mem words.
+                // decode it again); a trace holds only Mem words, and under cachegrind
+                // counting the marker before each instruction fetch.
                 for &w in words {
-                    if let Some(EventKind::Mem { addr, size, store }) = decode(w) {
-                        sim.access(addr, size, store);
-                        reuse.access(addr, size);
+                    match decode(w) {
+                        Some(EventKind::Mem { addr, size, store }) => {
+                            if std::mem::take(&mut fetch) {
+                                sim.fetch(addr, size);
+                            } else {
+                                sim.access(addr, size, store);
+                                reuse.access(addr, size);
+                            }
+                        }
+                        Some(EventKind::Marker {
+                            value: IFETCH_MARKER,
+                        }) => fetch = true,
+                        _ => {}
                     }
                 }
             });
@@ -500,7 +665,9 @@ impl Summary<'_> {
                     p.stores,
                     p.modifies,
                     p.instructions,
-                    if self.instructions {
+                    if a.sim.counting() == Counting::Cachegrind {
+                        "through I1, each after a marker word"
+                    } else if self.instructions {
                         "simulated as loads"
                     } else {
                         "not simulated"
@@ -547,7 +714,7 @@ impl Summary<'_> {
         };
         let _ = writeln!(
             o,
-            "ring         {delivered} accesses through {layout} ({} in {} chunks; {} chunks \
+            "ring         {delivered} words through {layout} ({} in {} chunks; {} chunks \
              analyzed); the reader waited {blocks} times, {blocked:.3} s",
             show_bytes(self.ring.buffer_bytes as u64),
             show_bytes(self.ring.chunk_bytes as u64),
@@ -604,10 +771,20 @@ impl Summary<'_> {
             Policy::Fifo => "FIFO",
             Policy::Lru => "LRU",
         };
-        let _ = writeln!(
-            o,
-            "cache (inclusive, write-allocate, {policy}; one access per line touched)"
-        );
+        let cachegrind = sim.counting() == Counting::Cachegrind;
+        if cachegrind {
+            let _ = writeln!(
+                o,
+                "cache (counted as cachegrind: one access per record, a Lackey M once as a \
+                 read, sizes capped at the line size; D1 and I1 in front of a non-inclusive LL, \
+                 {policy}); data accesses:"
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "cache (inclusive, write-allocate, {policy}; one access per line touched)"
+            );
+        }
         let _ = writeln!(
             o,
             "{:<5} {:>9} {:>5} {:>5}  {:>12} {:>12} {:>7}  {:>12} {:>12} {:>7}  {:>7}",
@@ -650,6 +827,62 @@ impl Summary<'_> {
                 rate(s.misses(), s.accesses())
             );
         }
+        if cachegrind {
+            self.render_cachegrind(o);
+        }
+    }
+
+    /// Cachegrind's summary lines (`valgrind --tool=cachegrind --cache-sim=yes`), same names
+    /// and sums, so the two can be compared line by line.
+    fn render_cachegrind(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let sim = &self.analyzed.sim;
+        let (i1, ill) = (sim.fetch_stats(0), sim.fetch_stats(1));
+        let (d1, dll) = (sim.stats(0), sim.stats(1));
+        let reads = |s: &LevelStats| s.load_hits + s.load_misses;
+        let writes = |s: &LevelStats| s.store_hits + s.store_misses;
+        let split = |o: &mut String, name: &str, total: u64, rd: u64, wr: u64| {
+            let _ = writeln!(o, "{name:<11} {total:>14}  ({rd} rd + {wr} wr)");
+        };
+        if let Some(c) = sim.i1_config() {
+            let _ = writeln!(
+                o,
+                "as cachegrind prints it (I1 {},{},{}):",
+                c.size_bytes, c.ways, c.line_bytes
+            );
+        }
+        let _ = writeln!(o, "{:<11} {:>14}", "I refs:", reads(&i1));
+        let _ = writeln!(o, "{:<11} {:>14}", "I1  misses:", i1.load_misses);
+        let _ = writeln!(o, "{:<11} {:>14}", "LLi misses:", ill.load_misses);
+        split(o, "D refs:", d1.accesses(), reads(&d1), writes(&d1));
+        split(
+            o,
+            "D1  misses:",
+            d1.misses(),
+            d1.load_misses,
+            d1.store_misses,
+        );
+        split(
+            o,
+            "LLd misses:",
+            dll.misses(),
+            dll.load_misses,
+            dll.store_misses,
+        );
+        split(
+            o,
+            "LL refs:",
+            i1.load_misses + d1.misses(),
+            i1.load_misses + d1.load_misses,
+            d1.store_misses,
+        );
+        split(
+            o,
+            "LL misses:",
+            ill.load_misses + dll.misses(),
+            ill.load_misses + dll.load_misses,
+            dll.store_misses,
+        );
     }
 
     fn render_reuse(&self, o: &mut String) {

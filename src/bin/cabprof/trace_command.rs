@@ -12,14 +12,20 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::simulate::{FormatArg, EXIT_MALFORMED};
 use crate::units::parse_bytes;
 use crate::CliError;
-use cabprof::trace::{BinaryWriter, Format, TraceError, TraceReader, FLAG_INSTRUCTIONS};
+use cabprof::trace::{
+    is_same_file, BinaryWriter, Format, OutputFile, TraceError, TraceReader, FLAG_INSTRUCTIONS,
+};
 
 const EXAMPLES: &str = "\
 Examples:
   cabprof trace convert app.lackey app.cabtrace
-  valgrind --tool=lackey --trace-mem=yes ./app 2>&1 | cabprof trace convert - app.cabtrace
+  valgrind --tool=lackey --trace-mem=yes --log-fd=3 ./app 3>&1 >/dev/null 2>&1 \\
+    | cabprof trace convert - app.cabtrace
   cabprof trace convert app.cabtrace app.txt --to lackey
-  cabprof trace generate /tmp/t.cabtrace --accesses 100M --working-set 16K";
+  cabprof trace generate /tmp/t.cabtrace --accesses 100M --working-set 16K
+
+The trace must hold Lackey's lines only: --log-fd=3 with 3>&1 sends it into the pipe while
+the program's own stdout and stderr go elsewhere (or use --log-file=app.lackey).";
 
 const CONVERT_EXAMPLES: &str = "\
 Examples:
@@ -32,7 +38,9 @@ fetches included as loads), then one u64 LE cabprof Mem event word per access (s
 `cabprof simulate --help`). It is about half the size of the Lackey text and several times
 faster to read. A Lackey M (modify) becomes a load and a store; sizes become powers of two as
 in `cabprof simulate`. Converting binary to Lackey writes L and S lines only. A malformed line
-stops the conversion with status 2; the output then holds every access before it.";
+stops the conversion with status 2; the output then holds every access before it. The output
+is written to a temporary file renamed into place at the end, so a failed write leaves no
+partial file; IN and OUT must be different files.";
 
 const GENERATE_EXAMPLES: &str = "\
 Examples:
@@ -155,15 +163,15 @@ pub(crate) fn run(args: &TraceArgs) -> Result<ExitCode, CliError> {
     }
 }
 
-/// Where events go: a binary or Lackey writer.
+/// Where events go: a binary or Lackey writer, into a file that appears only once finished.
 enum Sink {
-    Binary(BinaryWriter<File>),
-    Lackey(BufWriter<File>),
+    Binary(BinaryWriter<OutputFile>),
+    Lackey(BufWriter<OutputFile>),
 }
 
 impl Sink {
     fn create(path: &Path, to: OutputFormat, flags: u32) -> Result<Sink, CliError> {
-        let file = File::create(path).map_err(|source| CliError::Create {
+        let file = OutputFile::create(path).map_err(|source| CliError::Create {
             path: path.to_path_buf(),
             source,
         })?;
@@ -192,15 +200,24 @@ impl Sink {
         }
     }
 
+    /// Flush and move the file into place.
     fn finish(self) -> io::Result<()> {
-        match self {
-            Sink::Binary(w) => w.finish().map(drop),
-            Sink::Lackey(mut w) => w.flush(),
-        }
+        let file = match self {
+            Sink::Binary(w) => w.finish()?,
+            Sink::Lackey(w) => w.into_inner().map_err(|e| e.into_error())?,
+        };
+        file.commit()
     }
 }
 
 fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
+    if args.input.as_os_str() != "-" && is_same_file(&args.input, &args.output) {
+        return Err(CliError::InvalidArguments(format!(
+            "IN ({}) and OUT ({}) are the same file: write the conversion to another file",
+            args.input.display(),
+            args.output.display()
+        )));
+    }
     let (input, name): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
         (Box::new(io::stdin().lock()), "standard input".into())
     } else {
@@ -299,6 +316,20 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode, CliError> {
     // A typical x86-64 Linux stack-ish address, aligned to 1 MiB.
     const BASE: u64 = 0x7ff0_0000_0000;
     let slots = args.working_set / stride;
+    // The highest address written must fit in an event word: say so before creating anything.
+    let highest = (slots - 1)
+        .checked_mul(stride)
+        .and_then(|offset| offset.checked_add(BASE))
+        .filter(|&a| Event::mem(a, args.stride, false).is_ok());
+    if highest.is_none() {
+        return Err(CliError::InvalidArguments(format!(
+            "--working-set {}: the trace's addresses start at {BASE:#x} and must stay at most \
+             {:#x} (an event word's address); allowed: at most {} bytes",
+            args.working_set,
+            cabprof_cab::event::MAX_ADDRESS,
+            cabprof_cab::event::MAX_ADDRESS - BASE + 1
+        )));
+    }
     let mut sink = Sink::create(&args.output, args.to, 0)?;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let result = (|| -> io::Result<()> {

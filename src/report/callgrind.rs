@@ -1,0 +1,197 @@
+//! The callgrind format (Valgrind's "Callgrind Format Specification", version 1), for
+//! KCachegrind, QCachegrind and `callgrind_annotate`.
+//!
+//! What the file holds:
+//! - **Events**: `Calls` (the calls of each function) when calls were counted, then `L1m`,
+//!   `L2m`, … (the misses at each simulated cache level) when caches were simulated.
+//! - **Per function** (`fl=` its source file, `fn=` its name): one cost line at the
+//!   function's line with its *self* costs: the calls it received and the misses the
+//!   simulator attributed to it.
+//! - **Per call-graph edge** (`cfi=`/`cfn=`, `calls=COUNT LINE`): the calls along the edge and
+//!   their *inclusive* cost: for `Calls`, every call made while a call along that edge was
+//!   open (from the calling-context tree: each context whose stack contains the edge counts
+//!   once, so recursion is not counted twice); without the calling-context tree, the edge's
+//!   own calls. Misses are attributed to the innermost function, not to calling contexts, so
+//!   their inclusive cost along an edge is not known and is written as 0: a function's
+//!   inclusive misses in KCachegrind are its own.
+//! - Accesses outside every profiled function, and the calls into the first profiled
+//!   function of each stack, belong to the function `root`.
+//! - Counts from a sampled session are estimates (analyzed count divided by the fraction of
+//!   events analyzed, rounded), like the text report's; exact otherwise. The mode and rates
+//!   are in the header's `desc:` lines.
+
+use crate::model::ReportData;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+impl ReportData {
+    /// The profile in the callgrind format; see `src/report/callgrind.rs` for what it holds.
+    pub fn callgrind(&self) -> String {
+        let scale = |count: u64| -> u64 {
+            if self.is_sampled() {
+                (count as f64 / self.estimate_rate()).round() as u64
+            } else {
+                count
+            }
+        };
+        let has_calls = self.call_tree.is_some() || self.method_count.is_some();
+        let levels = self.cache.as_ref().map_or(0, |c| c.levels.len());
+        let width = has_calls as usize + levels;
+
+        // Self costs per function.
+        let mut own: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        fn cost(own: &mut BTreeMap<u32, Vec<u64>>, m: u32, width: usize) -> &mut Vec<u64> {
+            own.entry(m).or_insert_with(|| vec![0; width])
+        }
+        if let Some(ct) = &self.call_tree {
+            for c in &ct.contexts {
+                if let Some(&leaf) = c.stack.last() {
+                    cost(&mut own, leaf, width)[0] += c.count;
+                }
+            }
+        } else if let Some(counts) = &self.method_count {
+            for m in counts {
+                cost(&mut own, m.method, width)[0] += m.count;
+            }
+        }
+        if let Some(cache) = &self.cache {
+            for e in &cache.by_method {
+                let slot = has_calls as usize + e.level as usize;
+                if slot < width {
+                    cost(&mut own, e.method, width)[slot] += e.load_misses + e.store_misses;
+                }
+            }
+        }
+
+        // Edges: calls, and the inclusive `Calls` cost.
+        let mut edges: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
+        if let Some(ct) = &self.call_tree {
+            for c in &ct.contexts {
+                let mut seen = BTreeSet::new();
+                let mut caller = 0;
+                for (i, &callee) in c.stack.iter().enumerate() {
+                    let e = edges.entry((caller, callee)).or_default();
+                    if i + 1 == c.stack.len() {
+                        e.0 += c.count;
+                    }
+                    if seen.insert((caller, callee)) {
+                        e.1 += c.count;
+                    }
+                    caller = callee;
+                }
+            }
+            // Counted edges are exact where the call graph ran too (the tree agrees with it
+            // in exhaustive mode; in sampled mode the graph is the better count).
+            if let Some(graph) = &self.call_graph {
+                for g in graph {
+                    if let Some(e) = edges.get_mut(&(g.caller, g.callee)) {
+                        e.0 = g.count;
+                    }
+                }
+            }
+        } else if let Some(graph) = &self.call_graph {
+            for g in graph {
+                edges.insert((g.caller, g.callee), (g.count, g.count));
+            }
+        }
+        for &(caller, callee) in edges.keys() {
+            own.entry(caller).or_insert_with(|| vec![0; width]);
+            own.entry(callee).or_insert_with(|| vec![0; width]);
+        }
+
+        let mut o = String::new();
+        let _ = writeln!(o, "# callgrind format");
+        let _ = writeln!(o, "version: 1");
+        let _ = writeln!(o, "creator: cabprof {}", env!("CARGO_PKG_VERSION"));
+        let s = &self.session;
+        let _ = writeln!(
+            o,
+            "desc: cabprof session: mode {}, sampling rate {}, rate used {}, rate effective {}{}",
+            s.mode,
+            s.sampling_rate,
+            s.rate_used,
+            s.rate_effective,
+            if self.is_sampled() {
+                " (counts are estimates: analyzed count / rate effective)"
+            } else {
+                " (exact counts)"
+            }
+        );
+        if let Some(cache) = &self.cache {
+            for (k, l) in cache.levels.iter().enumerate() {
+                let _ = writeln!(
+                    o,
+                    "desc: L{}: {} B, {} ways, {} B lines, {}",
+                    k + 1,
+                    l.size_bytes,
+                    l.ways,
+                    l.line_bytes,
+                    l.policy
+                );
+            }
+        }
+        let _ = writeln!(o, "positions: line");
+        let mut names = Vec::new();
+        if has_calls {
+            let _ = writeln!(o, "event: Calls : calls");
+            names.push("Calls".to_string());
+        }
+        for k in 1..=levels {
+            let _ = writeln!(o, "event: L{k}m : L{k} misses (loads and stores)");
+            names.push(format!("L{k}m"));
+        }
+        let _ = writeln!(o, "events: {}", names.join(" "));
+        let mut totals = vec![0u64; width];
+        for c in own.values() {
+            for (t, v) in totals.iter_mut().zip(c) {
+                *t += scale(*v);
+            }
+        }
+        let _ = writeln!(o, "totals: {}", join(&totals));
+        o.push('\n');
+
+        let place = |m: u32| -> (String, u32) {
+            self.methods
+                .iter()
+                .find(|e| e.id == m)
+                .map_or(("???".to_string(), 0), |e| (e.file.clone(), e.line))
+        };
+        // Names compressed to `(id)` after their first use, so names may repeat freely.
+        let mut named = BTreeSet::new();
+        let mut fn_name = |m: u32| -> String {
+            if named.insert(m) {
+                format!("({m}) {}", self.name(m))
+            } else {
+                format!("({m})")
+            }
+        };
+        for (&m, costs) in &own {
+            let (file, line) = place(m);
+            let _ = writeln!(o, "fl={file}");
+            let _ = writeln!(o, "fn={}", fn_name(m));
+            let costs: Vec<u64> = costs.iter().map(|&v| scale(v)).collect();
+            let _ = writeln!(o, "{line} {}", join(&costs));
+            for (&(_, callee), &(calls, inclusive)) in edges.range((m, 0)..=(m, u32::MAX)) {
+                let (callee_file, callee_line) = place(callee);
+                let _ = writeln!(o, "cfi={callee_file}");
+                let _ = writeln!(o, "cfn={}", fn_name(callee));
+                let _ = writeln!(o, "calls={} {callee_line}", scale(calls));
+                let mut inc = vec![0u64; width];
+                if has_calls {
+                    inc[0] = scale(inclusive);
+                }
+                let _ = writeln!(o, "{line} {}", join(&inc));
+            }
+            o.push('\n');
+        }
+        o
+    }
+}
+
+fn join(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

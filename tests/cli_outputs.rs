@@ -1,0 +1,153 @@
+//! The `cabprof` binary never destroys or half-writes a file and rejects what it cannot do
+//! with a message naming the argument: `trace convert X X`, `trace generate` with addresses
+//! that do not fit, `simulate` with impossible ring sizes or an upside-down hierarchy.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A fresh path in this test binary's scratch directory.
+fn scratch(name: &str) -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cabprof-cli-outputs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{}-{n}-{name}", std::process::id()))
+}
+
+fn cabprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cabprof"))
+        .args(args)
+        .output()
+        .expect("cabprof runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Names of the files in `path`'s directory that start with its name or are temporaries.
+fn leftovers(path: &std::path::Path) -> Vec<String> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.starts_with(&name) || f.starts_with(".cabprof-"))
+        .collect()
+}
+
+const LACKEY: &[u8] = b" L 0001000,8\n S 0001040,4\n M 0002000,8\n";
+
+#[test]
+fn converting_a_trace_onto_itself_is_refused_and_leaves_it_intact() {
+    let input = scratch("self.lackey");
+    std::fs::write(&input, LACKEY).unwrap();
+    // The same file under another name: by identity, not by spelling.
+    let dir = input.parent().unwrap();
+    let other_name = dir.join(".").join(input.file_name().unwrap());
+    let link = scratch("link.lackey");
+    std::fs::hard_link(&input, &link).unwrap();
+    for out in [&input, &other_name, &link] {
+        let o = cabprof(&[
+            "trace",
+            "convert",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "converting onto {out:?} succeeded");
+        assert!(stderr(&o).contains("same file"), "{}", stderr(&o));
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            LACKEY,
+            "the input was touched"
+        );
+    }
+}
+
+#[test]
+fn a_conversion_replaces_its_output_whole() {
+    let input = scratch("in.lackey");
+    std::fs::write(&input, LACKEY).unwrap();
+    let out = scratch("out.cabtrace");
+    std::fs::write(&out, b"old contents").unwrap();
+    let o = cabprof(&[
+        "trace",
+        "convert",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Header (16 bytes) and four accesses (M is a load and a store).
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 16 + 4 * 8);
+    assert_eq!(
+        leftovers(&out),
+        [out.file_name().unwrap().to_string_lossy()]
+    );
+}
+
+#[test]
+fn generating_addresses_that_do_not_fit_is_an_argument_error_with_no_file() {
+    let out = scratch("huge.cabtrace");
+    let o = cabprof(&[
+        "trace",
+        "generate",
+        out.to_str().unwrap(),
+        "--accesses",
+        "10",
+        "--working-set",
+        "67108864G",
+        "--stride",
+        "128",
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("--working-set"), "{err}");
+    assert!(!err.contains("cannot write"), "blames the write: {err}");
+    assert!(leftovers(&out).is_empty(), "left {:?}", leftovers(&out));
+}
+
+fn simulate_error(extra: &[&str]) -> String {
+    let trace = scratch("sim.lackey");
+    std::fs::write(&trace, LACKEY).unwrap();
+    let mut args = vec!["simulate", trace.to_str().unwrap(), "--no-progress"];
+    args.extend_from_slice(extra);
+    let o = cabprof(&args);
+    assert!(!o.status.success(), "simulate {extra:?} succeeded");
+    stderr(&o)
+}
+
+#[test]
+fn simulate_rejects_ring_sizes_it_cannot_have() {
+    // 2^61 × 16 overflows: this used to say "buffer_bytes = 0".
+    let err = simulate_error(&["--chunk", "2305843009213693952"]);
+    assert!(err.contains("--chunk"), "{err}");
+    assert!(!err.contains("buffer_bytes = 0"), "{err}");
+    // More than the machine can map: this used to abort with "memory allocation failed".
+    let err = simulate_error(&["--buffer", "65536G", "--chunk", "1G"]);
+    assert!(err.contains("buffer_bytes"), "{err}");
+}
+
+#[test]
+fn simulate_rejects_a_level_smaller_than_the_one_above() {
+    let err = simulate_error(&["--l1", "32K:4:64", "--l2", "16K:4:64"]);
+    assert!(
+        err.contains("--l2") && err.contains("smaller than --l1"),
+        "{err}"
+    );
+    let err = simulate_error(&["--l2", "1M:8:64", "--l3", "512K:8:64"]);
+    assert!(
+        err.contains("--l3") && err.contains("smaller than --l2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn simulate_says_which_part_of_a_level_is_wrong() {
+    let err = simulate_error(&["--l1", "32K:4294967296:64"]);
+    assert!(
+        err.contains("WAYS 4294967296") && err.contains("too large"),
+        "{err}"
+    );
+    let err = simulate_error(&["--l1", "32K:four:64"]);
+    assert!(err.contains("WAYS \"four\""), "{err}");
+}
