@@ -4,8 +4,15 @@
 //!
 //! This file is the bottom layer of reports: it uses no other module of the crate, so the
 //! conversion from a session, the analyses' descriptors and the renderers can all build on it.
+//!
+//! JSON goes through `miniserde`, not `serde_json`: every crate that instrumented code loads
+//! through `::cabprof` adds its trait impls to the user's crate, and `serde_json`'s
+//! `impl PartialEq<Value> for u8` (and its siblings) make `assert_eq!(&*v, &[])` ambiguous
+//! there. `miniserde` implements no standard trait on a standard type. A field added to the
+//! schema later is an `Option` (absent reads as `None`) or is listed in [`LATER_FIELDS`].
 
-use serde::{Deserialize, Serialize};
+use miniserde::json::{self, Number, Value};
+use miniserde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Schema tag of the JSON report.
@@ -33,7 +40,6 @@ pub struct ReportData {
     /// a snapshot's events still on their way, and in sampling mode the unpublished tail of
     /// threads still alive (a thread that has exited is counted exactly). 0 when read from a
     /// file that predates the field.
-    #[serde(default)]
     pub events_in_flight: u64,
     /// Every method id the analyses mention, with its name and source location.
     pub methods: Vec<MethodEntry>,
@@ -50,7 +56,6 @@ pub struct ReportData {
     /// Reuse-distance histogram and the miss curve it implies.
     pub reuse_distance: Option<ReuseData>,
     /// Time per function, call-graph edge and calling context (absent in older files).
-    #[serde(default)]
     pub time: Option<TimeData>,
 }
 
@@ -91,8 +96,7 @@ pub struct SessionInfo {
     /// The rate in force at the end (adaptive sampling may have lowered it).
     pub rate_used: f64,
     /// Events analyzed / events emitted over all threads (sampling), 1.0 otherwise; 0.0 when
-    /// read from a file that predates the field.
-    #[serde(default)]
+    /// read from a file that predates the field (see [`LATER_FIELDS`]).
     pub rate_effective: f64,
     /// Ring size in bytes (0 in modes without a ring: sequential, instrument-only).
     pub buffer_bytes: u64,
@@ -127,7 +131,6 @@ pub struct MethodCountEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -143,7 +146,6 @@ pub struct EdgeEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -159,7 +161,6 @@ pub struct PatternEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -173,7 +174,6 @@ pub struct ContextEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -283,7 +283,6 @@ pub struct PathEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -359,7 +358,6 @@ pub struct BinEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -391,9 +389,8 @@ pub struct ReuseData {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ReportError {
-    /// The text is not a cabprof report: not JSON, or JSON of another shape. The parser's
-    /// error says where (line and column).
-    NotAReport(serde_json::Error),
+    /// The text is not a cabprof report: not JSON, or JSON of another shape.
+    NotAReport(NotAReport),
     /// A cabprof report of a schema this version does not read.
     UnsupportedSchema {
         /// The file's `schema` field.
@@ -422,14 +419,76 @@ impl std::error::Error for ReportError {
     }
 }
 
+/// What is wrong with a text that is not a cabprof report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotAReport {
+    /// The text is not JSON.
+    NotJson,
+    /// JSON, but not an object with a `schema` string.
+    NoSchema,
+    /// A cabprof report whose fields are missing or of the wrong type.
+    BadFields,
+}
+
+impl fmt::Display for NotAReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotAReport::NotJson => "the text is not valid JSON",
+            NotAReport::NoSchema => "the JSON is not an object with a `schema` string",
+            NotAReport::BadFields => "a field is missing or has the wrong type",
+        })
+    }
+}
+
+impl std::error::Error for NotAReport {}
+
+/// Fields added to the schema after files were written without them, and what such a file
+/// means: `(object, field, value)`, where `object` is a top-level field (`""`: the report
+/// itself). [`ReportData::from_json`] fills them in when absent.
+pub const LATER_FIELDS: &[(&str, &str, f64)] = &[
+    ("session", "rate_effective", 0.0),
+    ("", "events_in_flight", 0.0),
+];
+
 impl ReportData {
-    /// Read a saved JSON report. Errors say what is wrong and where (line and column).
+    /// Read a saved JSON report. Errors say which of the three things is wrong: not JSON, not
+    /// a cabprof report, or a report of another schema.
     pub fn from_json(text: &str) -> Result<ReportData, ReportError> {
-        let data: ReportData = serde_json::from_str(text).map_err(ReportError::NotAReport)?;
-        if data.schema != SCHEMA {
-            return Err(ReportError::UnsupportedSchema { found: data.schema });
+        let mut value: Value =
+            json::from_str(text).map_err(|_| ReportError::NotAReport(NotAReport::NotJson))?;
+        let Value::Object(top) = &mut value else {
+            return Err(ReportError::NotAReport(NotAReport::NoSchema));
+        };
+        match top.get("schema") {
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(Value::String(s)) => {
+                return Err(ReportError::UnsupportedSchema { found: s.clone() })
+            }
+            _ => return Err(ReportError::NotAReport(NotAReport::NoSchema)),
         }
-        Ok(data)
+        for &(object, field, default) in LATER_FIELDS {
+            let target = if object.is_empty() {
+                Some(&mut *top)
+            } else {
+                match top.get_mut(object) {
+                    Some(Value::Object(o)) => Some(o),
+                    _ => None,
+                }
+            };
+            if let Some(o) = target {
+                // A whole, non-negative default is written as an integer, which reads back
+                // into integer and float fields alike.
+                let number = if default >= 0.0 && default.fract() == 0.0 {
+                    Number::U64(default as u64)
+                } else {
+                    Number::F64(default)
+                };
+                o.entry(field.to_owned()).or_insert(Value::Number(number));
+            }
+        }
+        json::from_str(&json::to_string(&value))
+            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))
     }
 
     /// The printable name of a method id (`root` for 0).

@@ -14,10 +14,15 @@
 //! only the first call of each function takes the registry's lock.
 //!
 //! With no session running, [`enter`] does one load and one branch and returns an inactive
-//! guard whose drop does one compare; the shadow stack is not touched, so it always holds the
-//! innermost frame entered while a session ran. Everything is inlined: an experiment with the
-//! active work out of line (smaller functions, no register saves on the idle path) measured
-//! about 5 ns per call slower in interleaved runs of `benches/profile_overhead.rs`.
+//! guard; the shadow stack is not touched, so it always holds the innermost frame entered
+//! while a session ran. Entry is inlined; the `Return` is out of line (the guard's drop
+//! calls `leave`), because a drop that big is not inlined: every instrumented function then
+//! called it, also with no session, and that call was most of the no-session cost (1.3 to
+//! 3.3 ns of 1.5 to 3.8; 0.25 to 0.5 ns without it, interleaved runs of
+//! `benches/profile_overhead.rs`). Inlined, the guard's compare folds away on the idle path,
+//! which is then a load, a branch and the saves of the registers the active path uses. An
+//! experiment with the entry's active work out of line as well measured about 5 ns per call
+//! slower with a session.
 //!
 //! # `async fn`
 //!
@@ -67,7 +72,7 @@
 
 use cabprof_cab::clock;
 use cabprof_cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
-use cabprof_cab::runtime::{active, emit};
+use cabprof_cab::runtime::{activity, emit, Activity};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -104,6 +109,17 @@ fn push(callee: u32) -> u32 {
 #[inline(always)]
 fn pop(caller: u32) {
     CURRENT.with(|c| c.set(caller));
+}
+
+/// Whether to record: a session runs, or this is the process's first event and it has just
+/// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
+#[inline(always)]
+pub(crate) fn recording() -> bool {
+    match activity() {
+        Activity::Idle => false,
+        Activity::Recording => true,
+        Activity::Undecided => crate::process::decide(),
+    }
 }
 
 /// Entry of `site`'s function while a session runs: push it and emit the `Call`.
@@ -220,7 +236,7 @@ pub struct FrameGuard {
 /// Enter the function of `site`: with no session, one load and one branch.
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
-    if !active() {
+    if !recording() {
         return FrameGuard {
             callee: 0,
             caller: 0,
@@ -243,12 +259,20 @@ impl Drop for FrameGuard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.callee != 0 {
-            if self.timed {
-                stamp();
-            }
-            ret(self.callee, self.caller);
+            leave(self.callee, self.caller, self.timed);
         }
     }
+}
+
+/// The `Return` of a frame entered while a session ran. Out of line so that the guard's drop
+/// stays one compare: the compiler inlines a small drop into every instrumented function, and
+/// calls a large one, which was most of the no-session cost.
+#[inline(never)]
+fn leave(callee: u32, caller: u32, timed: bool) {
+    if timed {
+        stamp();
+    }
+    ret(callee, caller);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,7 +302,7 @@ pub struct PathGuard<const CALLS: bool> {
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
-    let (method, caller) = if active() { call(site) } else { (0, 0) };
+    let (method, caller) = if recording() { call(site) } else { (0, 0) };
     let timed = method != 0 && timed(method);
     if timed {
         stamp();
@@ -297,7 +321,7 @@ pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
 #[inline(always)]
 pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<false> {
     PathGuard {
-        method: if active() { site.id() } else { 0 },
+        method: if recording() { site.id() } else { 0 },
         caller: 0,
         register: 0,
         unwound: num_paths,
@@ -349,7 +373,7 @@ fn emit_path(method_id: u32, path: u64, hashed: bool) {
 }
 
 /// Exit of a [`PathGuard`]: the last path (marked if unwinding), then the `Return` if `calls`.
-#[inline(always)]
+#[inline(never)]
 fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
     let (method_id, caller, hashed) = (guard.method, guard.caller, guard.hashed);
     let mut path = guard.register;
@@ -368,6 +392,7 @@ fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
 impl<const CALLS: bool> Drop for PathGuard<CALLS> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Out of line for the same reason as `leave`.
         if self.method != 0 {
             exit_paths(self);
         }
@@ -554,7 +579,7 @@ impl<F: Future> Future for Instrumented<F> {
         // very first poll: a future that started the session itself (`#[profile] async fn
         // main` whose body calls `start`) is counted from its next poll on, and what it calls
         // from then on names it as the caller. With no session this is one load and a branch.
-        if this.callee == 0 && !this.finished && active() {
+        if this.callee == 0 && !this.finished && recording() {
             // The caller is the frame polling us; we become innermost just below.
             let callee = this.site.id();
             let caller = CURRENT.with(Cell::get);

@@ -221,6 +221,16 @@ impl SessionBuilder {
         self.plan.validate()
     }
 
+    /// The validated runtime configuration, analysis plan and output path, for sessions the
+    /// facade runs with an analysis of its own (the process-wide session).
+    pub(crate) fn into_parts(
+        mut self,
+    ) -> Result<(RuntimeConfig, AnalysisPlan, Option<PathBuf>), SessionError> {
+        self.validate()?;
+        self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
+        Ok((self.runtime, self.plan, self.output))
+    }
+
     /// Start profiling.
     pub fn start(mut self) -> Result<Session, SessionError> {
         self.validate()?;

@@ -87,8 +87,8 @@ mod text;
 
 pub use crate::model::{
     BinEntry, CacheData, CallTreeData, ContextEntry, Counters, CurvePoint, EdgeEntry, LevelEntry,
-    MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
-    ReportError, ReuseData, SessionInfo, SCHEMA,
+    MethodCountEntry, MethodEntry, MethodMissEntry, NotAReport, PathEntry, PatternEntry,
+    ReportData, ReportError, ReuseData, SessionInfo, LATER_FIELDS, SCHEMA,
 };
 pub use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 pub use compare::SamplingError;

@@ -16,7 +16,7 @@
 //!
 //! Their event rates span five orders of magnitude, from the matrix kernels' handful of calls to
 //! the interpreters' hundreds of millions of calls or paths per second and the kernels' billions
-//! of memory accesses; `cargo run --release -p cabprof-workloads --example rates` measures them.
+//! of memory accesses; `cargo run --profile eval -p cabprof-workloads --example rates` measures them.
 //!
 //! # Twins (and variants)
 //!

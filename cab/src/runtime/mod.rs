@@ -92,7 +92,10 @@ pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
-pub use tls::{active, emit, flush_current_thread};
+pub use tls::{
+    active, activity, emit, flush_current_thread, process_session_requested, settle_idle, Activity,
+    PROCESS_VAR,
+};
 
 use crate::config::{ConfigError, WORD_BYTES};
 use std::fmt;
