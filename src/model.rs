@@ -55,6 +55,8 @@ pub struct ReportData {
     pub cache: Option<CacheData>,
     /// Reuse-distance histogram and the miss curve it implies.
     pub reuse_distance: Option<ReuseData>,
+    /// Time per function, call-graph edge and calling context (absent in older files).
+    pub time: Option<TimeData>,
 }
 
 /// Per-thread (or total) counters of the runtime.
@@ -222,6 +224,46 @@ pub struct FlameStacks {
     pub shift: u32,
 }
 
+impl FlameStacks {
+    /// Flame-graph stacks from whole stacks (outermost first) and weights, elided and merged
+    /// as [`ReportData::flame_stacks`] does; for analyses whose contexts carry their stacks.
+    pub fn from_stacks<'a>(stacks: impl IntoIterator<Item = (&'a [u32], u64)>) -> FlameStacks {
+        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
+            std::collections::HashMap::new();
+        for (stack, weight) in stacks {
+            if weight == 0 {
+                continue;
+            }
+            let frames: Vec<Frame> = if stack.len() <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
+                stack.iter().map(|&m| Frame::Method(m)).collect()
+            } else {
+                let inner = &stack[stack.len() - FLAME_INNER_FRAMES..];
+                stack[..FLAME_OUTER_FRAMES]
+                    .iter()
+                    .map(|&m| Frame::Method(m))
+                    .chain([Frame::Elided])
+                    .chain(inner.iter().map(|&m| Frame::Method(m)))
+                    .collect()
+            };
+            *merged.entry(frames).or_default() += weight as u128;
+        }
+        FlameStacks::from_merged(merged)
+    }
+
+    /// Sorted stacks from merged weights, scaled down if their total exceeds `u64::MAX`.
+    fn from_merged(merged: std::collections::HashMap<Vec<Frame>, u128>) -> FlameStacks {
+        let total: u128 = merged.values().sum();
+        let shift = (128 - total.leading_zeros()).saturating_sub(64);
+        let mut stacks: Vec<(Vec<Frame>, u64)> = merged
+            .into_iter()
+            .map(|(f, c)| (f, (c >> shift) as u64))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        stacks.sort_unstable();
+        FlameStacks { stacks, shift }
+    }
+}
+
 impl CallTreeData {
     /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
     /// root). A parent that is not an earlier entry counts as the root, so walking parents
@@ -305,6 +347,87 @@ impl CallTreeData {
         out.reverse();
         out
     }
+}
+
+/// The time analysis' results: times in nanoseconds, converted from counter ticks with the
+/// calibration stated here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeData {
+    /// The counter read per event (`rdtsc`, `cntvct_el0` or the monotonic clock).
+    pub clock: String,
+    /// Counter ticks per nanosecond.
+    pub ticks_per_ns: f64,
+    /// How `ticks_per_ns` was measured.
+    pub calibration: String,
+    /// One call in `sample_period` per function and thread was timed (1: every call).
+    pub sample_period: u32,
+    /// Estimates from a sampled or resynchronised stream rather than exact sums.
+    pub approximate: bool,
+    /// Per function, most inclusive time first.
+    pub functions: Vec<FunctionTimeEntry>,
+    /// Per caller → callee edge (caller 0 is the root), most time first.
+    pub edges: Vec<EdgeTimeEntry>,
+    /// Per calling context, most inclusive time first.
+    pub contexts: Vec<ContextTimeEntry>,
+}
+
+/// One function's time. With sampled timing the totals are estimates (timed calls' sum ×
+/// calls / timed) and the per-call figures describe the timed calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionTimeEntry {
+    /// Method id.
+    pub method: u32,
+    /// Calls.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of all its calls (outermost activations, so recursion counts once).
+    pub inclusive_ns: f64,
+    /// Half-width of the 95% confidence interval of `inclusive_ns` (0 when every call was
+    /// timed).
+    pub inclusive_ci_ns: f64,
+    /// Exclusive (self) time: inclusive time of every activation minus that of its callees.
+    pub exclusive_ns: f64,
+    /// Mean of one call's inclusive time.
+    pub mean_ns: f64,
+    /// Median of one call.
+    pub p50_ns: f64,
+    /// 95th percentile of one call.
+    pub p95_ns: f64,
+    /// 99th percentile of one call.
+    pub p99_ns: f64,
+    /// Longest call.
+    pub max_ns: f64,
+}
+
+/// Inclusive time along one caller → callee edge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EdgeTimeEntry {
+    /// Caller id (0 = root).
+    pub caller: u32,
+    /// Callee id.
+    pub callee: u32,
+    /// Calls.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of the callee's calls along this edge.
+    pub inclusive_ns: f64,
+}
+
+/// Time in one calling context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextTimeEntry {
+    /// Method ids from the outermost frame to the innermost.
+    pub stack: Vec<u32>,
+    /// Calls made in exactly this context.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of those calls.
+    pub inclusive_ns: f64,
+    /// Their self time: inclusive minus that of the contexts directly below.
+    pub exclusive_ns: f64,
 }
 
 /// Executions of one Ball-Larus path.
@@ -732,15 +855,7 @@ impl ReportData {
             }
             *merged.entry(frames).or_default() += c.count as u128;
         }
-        let total: u128 = merged.values().sum();
-        let shift = (128 - total.leading_zeros()).saturating_sub(64);
-        let mut stacks: Vec<(Vec<Frame>, u64)> = merged
-            .into_iter()
-            .map(|(f, c)| (f, (c >> shift) as u64))
-            .filter(|&(_, c)| c > 0)
-            .collect();
-        stacks.sort_unstable();
-        FlameStacks { stacks, shift }
+        FlameStacks::from_merged(merged)
     }
 
     /// Whether the counts come from a sample.

@@ -85,8 +85,10 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         return Ok(());
     }
     let (config, plan, output) = SessionBuilder::new().from_env()?.into_parts()?;
+    let before = crate::analysis::begin_timing(&plan);
     let plan = Arc::new(plan);
-    let session = runtime::Session::start_snapshotting(config, move || Split::new(plan.clone()))?;
+    let session = runtime::Session::start_snapshotting(config, move || Split::new(plan.clone()))
+        .inspect_err(|_| crate::analysis::restore_timing(before))?;
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
         // SAFETY: `write_report_at_exit` is a plain `extern "C" fn()` that never unwinds

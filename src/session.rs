@@ -32,7 +32,11 @@ use std::path::PathBuf;
 pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CABPROF_ANALYSES",
-        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance",
+        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance, time",
+    ),
+    (
+        "CABPROF_TIME_SAMPLE",
+        "time one call in K per function and thread (default 1: every call)",
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
 ];
@@ -94,6 +98,13 @@ impl SessionBuilder {
     /// Line size of the reuse-distance analysis (default 64).
     pub fn reuse_line_bytes(mut self, bytes: u32) -> Self {
         self.plan.reuse_line_bytes = bytes;
+        self
+    }
+
+    /// Time one call in `k` per function and thread ([`Analysis::Time`]; default 1, every
+    /// call); the others are counted only and the report's times are estimates.
+    pub fn time_sample(mut self, k: u32) -> Self {
+        self.plan.time_sample = k;
         self
     }
 
@@ -225,7 +236,9 @@ impl SessionBuilder {
         self.validate()?;
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
-        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
+        let before = crate::analysis::begin_timing(&plan);
+        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
+            .inspect_err(|_| crate::analysis::restore_timing(before))?;
         Ok(Session {
             inner,
             output: self.output,

@@ -22,7 +22,8 @@ fn every_analysis_parses_from_its_name_and_aliases() {
             "call-tree",
             "paths",
             "cache",
-            "reuse-distance"
+            "reuse-distance",
+            "time"
         ]
     );
     for (alias, a) in [

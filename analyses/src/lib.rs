@@ -56,6 +56,7 @@
 //! - [`cache_sim`]: multi-level inclusive set-associative cache simulation, FIFO or LRU.
 //! - [`reuse_distance`]: LRU stack distances; exact miss counts for every fully-associative size.
 //! - [`sampling`]: the CAB paper's sampling error rate.
+//! - [`time_profile`]: inclusive and exclusive time per function, edge and calling context.
 
 #![forbid(unsafe_code)]
 
@@ -67,6 +68,7 @@ pub mod path_profile;
 pub mod reuse_distance;
 pub mod sampling;
 mod thread_stacks;
+pub mod time_profile;
 
 pub use cabprof_cab::event::MethodId;
 pub use cache_sim::{
@@ -77,6 +79,7 @@ pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;
 pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
+pub use time_profile::TimeProfile;
 
 /// A dynamic analysis over CAB event words; see the crate docs for the contract.
 pub trait EventAnalysis: Send + 'static {

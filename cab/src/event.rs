@@ -18,6 +18,7 @@
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
+//! tag 10 Time    ticks: bits 0..60 (the clock's low 60 bits)
 //! ```
 //!
 //! Tags run from 1 to 14, so the top nibble of a word is never `0x0` (which `CLEAR = 0` has) nor
@@ -52,6 +53,7 @@ const TAG_MARKER: u64 = 6;
 const TAG_POLL_FIRST: u64 = 7;
 const TAG_POLL: u64 = 8;
 const TAG_POLL_END: u64 = 9;
+const TAG_TIME: u64 = 10;
 
 /// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
 pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
@@ -190,6 +192,13 @@ pub enum EventKind {
         /// Whether the future completed or was dropped.
         done: bool,
     },
+    /// A timestamp: the low 60 bits of the session's clock (`cabprof_cab::clock`). Right after a
+    /// `Call` or `Poll` it stamps that frame's (or poll's) start; otherwise it stamps the end of
+    /// the innermost frame or poll, whose `Return` or `PollEnd` follows.
+    Time {
+        /// Clock ticks modulo 2^60; differences wrap at [`MAX_PAYLOAD`].
+        ticks: u64,
+    },
 }
 
 impl Event {
@@ -270,6 +279,12 @@ impl Event {
         } else {
             Ok(v)
         }
+    }
+
+    /// A timestamp of `ticks` (taken modulo 2^60, so this needs no check).
+    #[inline(always)]
+    pub const fn time(ticks: u64) -> Event {
+        Event(TAG_TIME << TAG_SHIFT | (ticks & PAYLOAD_MASK))
     }
 
     /// The raw word, as it travels through a ring. Never `CLEAR` nor `MAGIC`.
@@ -355,6 +370,7 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             poll: ((p >> ID_BITS) & POLL_MASK) as u32,
             done: p & DONE_BIT != 0,
         },
+        TAG_TIME => EventKind::Time { ticks: p },
         _ => return None,
     })
 }
@@ -375,6 +391,7 @@ impl EventKind {
                 first,
             } => Event::checked_poll(method, task, first),
             EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
+            EventKind::Time { ticks } => Event::payload("ticks", ticks).map(Event::time),
         }
     }
 }

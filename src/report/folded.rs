@@ -1,24 +1,57 @@
 //! Folded stacks (`root;a;b count` lines), the input of flame-graph tools.
 
-use crate::model::{Frame, MethodNames, ReportData, ELIDED_FRAME};
+use crate::model::{FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME};
 use std::fmt::Write as _;
 
+/// What a flame graph's widths measure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Weight {
+    /// Calls (the call-tree analysis' calling contexts).
+    #[default]
+    Calls,
+    /// Time in nanoseconds (the time analysis' contexts; estimates under sampled timing).
+    Time,
+}
+
 impl ReportData {
-    /// Folded stacks of the calling-context tree: one `root;a;b count` line per context with
-    /// that context's call count, so a frame's width in a flame graph is the calls made in its
-    /// whole subtree and the total is the number of calls. The widths are call counts, not
-    /// time. Paths are not drawn: a path count is per function, not per calling context, so
-    /// it has no place under one context's frame without inventing how it splits (the text
-    /// and JSON reports list them).
+    /// Folded stacks weighted by calls: see [`folded_by`](Self::folded_by).
+    pub fn folded(&self) -> String {
+        self.folded_by(Weight::Calls)
+    }
+
+    /// Folded stacks of the calling-context tree, one `root;a;b weight` line per context.
+    ///
+    /// - [`Weight::Calls`]: the context's call count, so a frame's width in a flame graph is
+    ///   the calls made in its whole subtree and the total is the number of calls. Paths are
+    ///   not drawn: a path count is per function, not per calling context, so it has no place
+    ///   under one context's frame without inventing how it splits (the text and JSON reports
+    ///   list them).
+    /// - [`Weight::Time`]: the context's self time in whole nanoseconds, so a frame's width is
+    ///   its inclusive time. Empty unless the time analysis ran.
     ///
     /// Deep stacks are bounded ([`ReportData::flame_stacks`]): past 64 frames, a stack keeps
     /// its outermost 24 and innermost 40 frames around one `[deep stack: frames elided]`
-    /// frame, and lines that then read the same are merged. If the counts add up to more than
-    /// `u64::MAX` (a crafted or corrupted report), every count is divided by the same power of
-    /// two so that flame-graph tools can total them ([`crate::report::FlameStacks::shift`]).
+    /// frame, and lines that then read the same are merged. If the weights add up to more
+    /// than `u64::MAX` (a crafted or corrupted report), every one is divided by the same power
+    /// of two so that flame-graph tools can total them ([`crate::report::FlameStacks::shift`]).
     /// Method names are escaped ([`folded_frame`]) so that every line parses.
-    pub fn folded(&self) -> String {
-        folded_lines(self, &self.flame_stacks().stacks)
+    pub fn folded_by(&self, weight: Weight) -> String {
+        folded_lines(self, &self.flame_stacks_by(weight).stacks)
+    }
+
+    /// The flame-graph stacks of [`folded_by`](Self::folded_by).
+    pub fn flame_stacks_by(&self, weight: Weight) -> FlameStacks {
+        match weight {
+            Weight::Calls => self.flame_stacks(),
+            Weight::Time => match &self.time {
+                Some(t) => FlameStacks::from_stacks(
+                    t.contexts
+                        .iter()
+                        .map(|c| (&c.stack[..], c.exclusive_ns.round() as u64)),
+                ),
+                None => FlameStacks::default(),
+            },
+        }
     }
 }
 

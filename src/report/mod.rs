@@ -39,7 +39,17 @@
 //!              "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] } | null,
 //!   "reuse_distance": { "line_bytes": u32, "accesses": u64, "cold": u64,
 //!                       "histogram": [ { "min": u64, "max": u64, "count": u64, "estimated": Est } ],
-//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null
+//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null,
+//!   "time": { "clock": str, "ticks_per_ns": f64, "calibration": str,   // absent in older files
+//!             "sample_period": u32,                  // one call in K timed (1: every call)
+//!             "approximate": bool,                   // sampled timing or sampled rings
+//!             "functions": [ { "method": u32, "calls": u64, "timed": u64,
+//!                              "inclusive_ns", "inclusive_ci_ns", "exclusive_ns",
+//!                              "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
+//!             "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
+//!                          "inclusive_ns": f64 } ],
+//!             "contexts": [ { "stack": [u32], "calls": u64, "timed": u64,
+//!                             "inclusive_ns": f64, "exclusive_ns": f64 } ] } | null
 //! }
 //! Counters = { "thread": str, "threads": u64, "events": u64, "analyzed": u64,
 //!              "producer_blocks": u64, "blocked_s": f64, "dropped": u64,
@@ -108,8 +118,9 @@ pub use crate::model::{
     PathEntry, PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
 };
+pub use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 pub use compare::SamplingError;
-pub use folded::folded_frame;
+pub use folded::{folded_frame, Weight};
 
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
@@ -142,6 +153,16 @@ impl Report {
     /// Folded stacks of the calling-context tree (`root;a;b count` lines).
     pub fn folded(&self) -> String {
         self.data.folded()
+    }
+
+    /// Folded stacks weighted by calls or by time.
+    pub fn folded_by(&self, weight: Weight) -> String {
+        self.data.folded_by(weight)
+    }
+
+    /// A flame graph weighted by calls or by time, as SVG.
+    pub fn svg_by(&self, weight: Weight) -> String {
+        self.data.svg_by(weight)
     }
 
     /// DOT of the call graph.

@@ -198,7 +198,9 @@ impl Variant {
     /// instrumentation).
     pub fn for_analysis(analysis: Analysis) -> Variant {
         match analysis {
-            Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree => Variant::Calls,
+            Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree | Analysis::Time => {
+                Variant::Calls
+            }
             Analysis::Paths => Variant::Paths,
             Analysis::Cache | Analysis::ReuseDistance => Variant::Memory,
         }
