@@ -8,6 +8,10 @@
 //! sampling (the application never blocks). Every analysis also runs sequentially, inline, so
 //! the two can be compared.
 //!
+//! With the attribute alone, `CABPROF=1` profiles a run (a program, or a test binary under
+//! `cargo test`) and writes `target/cabprof/<binary>.json` and `.txt` when it exits; the
+//! README's *Getting started* says more. In code:
+//!
 //! ```no_run
 //! #[cabprof::profile]
 //! fn fib(n: u64) -> u64 {
@@ -22,6 +26,8 @@
 //!
 //! Modules:
 //! - [`session`]: sessions: the builder users configure, start, snapshot, finish.
+//! - [`test_profile`] and `CABPROF=1`: the process-wide session, which profiles a program or
+//!   a test binary without code, and per-test reports within it (`src/process.rs`).
 //! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
 //!   declared once in `src/analysis/` (one file per analysis, one registration list).
 //! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
@@ -43,11 +49,13 @@ mod analysis;
 pub mod mem;
 mod model;
 mod names;
+mod process;
 pub mod report;
 pub mod session;
 pub mod trace;
 
 pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
+pub use process::{test_profile, TestProfile};
 pub use report::{Report, ReportData};
 pub use session::{Session, SessionBuilder, Snapshotter};
 

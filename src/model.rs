@@ -4,8 +4,15 @@
 //!
 //! This file is the bottom layer of reports: it uses no other module of the crate, so the
 //! conversion from a session, the analyses' descriptors and the renderers can all build on it.
+//!
+//! JSON goes through `miniserde`, not `serde_json`: every crate that instrumented code loads
+//! through `::cabprof` adds its trait impls to the user's crate, and `serde_json`'s
+//! `impl PartialEq<Value> for u8` (and its siblings) make `assert_eq!(&*v, &[])` ambiguous
+//! there. `miniserde` implements no standard trait on a standard type. A field added to the
+//! schema later is an `Option` (absent reads as `None`) or is listed in [`LATER_FIELDS`].
 
-use serde::{Deserialize, Serialize};
+use miniserde::json::{self, Number, Value};
+use miniserde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Schema tag of the JSON report.
@@ -33,7 +40,6 @@ pub struct ReportData {
     /// a snapshot's events still on their way, and in sampling mode the unpublished tail of
     /// threads still alive (a thread that has exited is counted exactly). 0 when read from a
     /// file that predates the field.
-    #[serde(default)]
     pub events_in_flight: u64,
     /// Every method id the analyses mention, with its name and source location.
     pub methods: Vec<MethodEntry>,
@@ -49,9 +55,10 @@ pub struct ReportData {
     pub cache: Option<CacheData>,
     /// Reuse-distance histogram and the miss curve it implies.
     pub reuse_distance: Option<ReuseData>,
+    /// Time per function, call-graph edge and calling context (absent in older files).
+    pub time: Option<TimeData>,
     /// Heap allocations per function and calling context (absent in reports written before
     /// the allocation analysis existed).
-    #[serde(default)]
     pub allocations: Option<AllocationsData>,
 }
 
@@ -92,8 +99,7 @@ pub struct SessionInfo {
     /// The rate in force at the end (adaptive sampling may have lowered it).
     pub rate_used: f64,
     /// Events analyzed / events emitted over all threads (sampling), 1.0 otherwise; 0.0 when
-    /// read from a file that predates the field.
-    #[serde(default)]
+    /// read from a file that predates the field (see [`LATER_FIELDS`]).
     pub rate_effective: f64,
     /// Ring size in bytes (0 in modes without a ring: sequential, instrument-only).
     pub buffer_bytes: u64,
@@ -128,7 +134,6 @@ pub struct MethodCountEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -144,7 +149,6 @@ pub struct EdgeEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -160,21 +164,26 @@ pub struct PatternEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
-/// One calling context.
+/// One calling context: a node of the calling-context tree, linked to its parent. A context's
+/// stack is its chain of parents up to the root, so the report grows with the number of
+/// contexts, not with the sum of their depths.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextEntry {
-    /// Method ids from the outermost frame to the innermost.
-    pub stack: Vec<u32>,
+    /// The context's id, unique in the report and never 0 (the root).
+    pub id: u32,
+    /// The id of the calling context (0: the root); it comes before this entry in
+    /// [`CallTreeData::contexts`].
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: u32,
     /// Calls made in exactly this context.
     pub count: u64,
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -185,8 +194,243 @@ pub struct CallTreeData {
     pub approximate: bool,
     /// Depth-two patterns, most frequent first.
     pub patterns: Vec<PatternEntry>,
-    /// The calling-context tree's contexts, most frequent first.
+    /// The calling-context tree's contexts, each after its parent (a depth-first walk, the
+    /// most frequent child first).
     pub contexts: Vec<ContextEntry>,
+}
+
+/// Frames of a flame-graph stack kept around an elision (see [`ReportData::flame_stacks`]):
+/// the outermost ones.
+pub const FLAME_OUTER_FRAMES: usize = 24;
+/// Frames of a flame-graph stack kept around an elision: the innermost ones.
+pub const FLAME_INNER_FRAMES: usize = 40;
+/// The name of the frame that stands for the elided middle of a deep stack.
+pub const ELIDED_FRAME: &str = "[deep stack: frames elided]";
+
+/// A frame of a flame-graph stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Frame {
+    /// A method id.
+    Method(u32),
+    /// The elided middle of a deep stack ([`ELIDED_FRAME`]).
+    Elided,
+}
+
+/// The calling contexts as flame-graph stacks ([`ReportData::flame_stacks`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlameStacks {
+    /// Each distinct stack (outermost frame first, root excluded) with its calls, sorted by
+    /// stack; stacks with no calls are left out.
+    pub stacks: Vec<(Vec<Frame>, u64)>,
+    /// The counts were divided by `2^shift` (rounded down) because their sum exceeds
+    /// `u64::MAX`, which flame-graph tools cannot total; 0 normally.
+    pub shift: u32,
+}
+
+impl FlameStacks {
+    /// Flame-graph stacks from whole stacks (outermost first) and weights, elided and merged
+    /// as [`ReportData::flame_stacks`] does; for analyses whose contexts carry their stacks.
+    pub fn from_stacks<'a>(stacks: impl IntoIterator<Item = (&'a [u32], u64)>) -> FlameStacks {
+        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
+            std::collections::HashMap::new();
+        for (stack, weight) in stacks {
+            if weight == 0 {
+                continue;
+            }
+            let frames: Vec<Frame> = if stack.len() <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
+                stack.iter().map(|&m| Frame::Method(m)).collect()
+            } else {
+                let inner = &stack[stack.len() - FLAME_INNER_FRAMES..];
+                stack[..FLAME_OUTER_FRAMES]
+                    .iter()
+                    .map(|&m| Frame::Method(m))
+                    .chain([Frame::Elided])
+                    .chain(inner.iter().map(|&m| Frame::Method(m)))
+                    .collect()
+            };
+            *merged.entry(frames).or_default() += weight as u128;
+        }
+        FlameStacks::from_merged(merged)
+    }
+
+    /// Sorted stacks from merged weights, scaled down if their total exceeds `u64::MAX`.
+    fn from_merged(merged: std::collections::HashMap<Vec<Frame>, u128>) -> FlameStacks {
+        let total: u128 = merged.values().sum();
+        let shift = (128 - total.leading_zeros()).saturating_sub(64);
+        let mut stacks: Vec<(Vec<Frame>, u64)> = merged
+            .into_iter()
+            .map(|(f, c)| (f, (c >> shift) as u64))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        stacks.sort_unstable();
+        FlameStacks { stacks, shift }
+    }
+}
+
+impl CallTreeData {
+    /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
+    /// root). A parent that is not an earlier entry counts as the root, so walking parents
+    /// always ends.
+    pub fn parent_indices(&self) -> Vec<Option<usize>> {
+        let mut index: std::collections::HashMap<u32, usize> =
+            std::collections::HashMap::with_capacity(self.contexts.len());
+        self.contexts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let p = if c.parent == 0 {
+                    None
+                } else {
+                    index.get(&c.parent).copied()
+                };
+                index.entry(c.id).or_insert(i);
+                p
+            })
+            .collect()
+    }
+
+    /// The depth of each context (1 for a child of the root), from
+    /// [`parent_indices`](Self::parent_indices).
+    pub fn depths(parents: &[Option<usize>]) -> Vec<usize> {
+        let mut depth = vec![0usize; parents.len()];
+        for i in 0..parents.len() {
+            depth[i] = parents[i].map_or(0, |p| depth[p]) + 1;
+        }
+        depth
+    }
+
+    /// Every context's stack (outermost first) with its count, in `contexts` order. Costs the
+    /// sum of all depths (quadratic in a deep recursion): for tests and small trees.
+    pub fn stacks(&self) -> Vec<(Vec<u32>, u64)> {
+        let parents = self.parent_indices();
+        (0..self.contexts.len())
+            .map(|i| (self.stack(&parents, i), self.contexts[i].count))
+            .collect()
+    }
+
+    /// Contexts as nodes from whole stacks (outermost first) and counts, the way files that
+    /// predate nodes are read: the prefixes no stack lists get count 0, each parent comes
+    /// before its children, and the counts of a stack listed twice are added.
+    pub fn contexts_from_stacks<'a>(
+        stacks: impl IntoIterator<Item = (&'a [u32], u64)>,
+    ) -> Vec<ContextEntry> {
+        let mut ids: std::collections::HashMap<(u32, u32), u32> = std::collections::HashMap::new();
+        let mut out: Vec<ContextEntry> = Vec::new();
+        for (stack, count) in stacks {
+            let mut parent = 0;
+            for &method in stack {
+                parent = *ids.entry((parent, method)).or_insert_with(|| {
+                    let id = out.len() as u32 + 1;
+                    out.push(ContextEntry {
+                        id,
+                        parent,
+                        method,
+                        count: 0,
+                        estimated: None,
+                    });
+                    id
+                });
+            }
+            if parent != 0 {
+                let c = &mut out[parent as usize - 1].count;
+                *c = c.saturating_add(count);
+            }
+        }
+        out
+    }
+
+    /// The stack of context `i`, outermost first: costs its depth.
+    pub fn stack(&self, parents: &[Option<usize>], i: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut n = Some(i);
+        while let Some(j) = n {
+            out.push(self.contexts[j].method);
+            n = parents[j];
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The time analysis' results: times in nanoseconds, converted from counter ticks with the
+/// calibration stated here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimeData {
+    /// The counter read per event (`rdtsc`, `cntvct_el0` or the monotonic clock).
+    pub clock: String,
+    /// Counter ticks per nanosecond.
+    pub ticks_per_ns: f64,
+    /// How `ticks_per_ns` was measured.
+    pub calibration: String,
+    /// One call in `sample_period` per function and thread was timed (1: every call).
+    pub sample_period: u32,
+    /// Estimates from a sampled or resynchronised stream rather than exact sums.
+    pub approximate: bool,
+    /// Per function, most inclusive time first.
+    pub functions: Vec<FunctionTimeEntry>,
+    /// Per caller → callee edge (caller 0 is the root), most time first.
+    pub edges: Vec<EdgeTimeEntry>,
+    /// Per calling context, most inclusive time first.
+    pub contexts: Vec<ContextTimeEntry>,
+}
+
+/// One function's time. With sampled timing the totals are estimates (timed calls' sum ×
+/// calls / timed) and the per-call figures describe the timed calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionTimeEntry {
+    /// Method id.
+    pub method: u32,
+    /// Calls.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of all its calls (outermost activations, so recursion counts once).
+    pub inclusive_ns: f64,
+    /// Half-width of the 95% confidence interval of `inclusive_ns` (0 when every call was
+    /// timed).
+    pub inclusive_ci_ns: f64,
+    /// Exclusive (self) time: inclusive time of every activation minus that of its callees.
+    pub exclusive_ns: f64,
+    /// Mean of one call's inclusive time.
+    pub mean_ns: f64,
+    /// Median of one call.
+    pub p50_ns: f64,
+    /// 95th percentile of one call.
+    pub p95_ns: f64,
+    /// 99th percentile of one call.
+    pub p99_ns: f64,
+    /// Longest call.
+    pub max_ns: f64,
+}
+
+/// Inclusive time along one caller → callee edge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EdgeTimeEntry {
+    /// Caller id (0 = root).
+    pub caller: u32,
+    /// Callee id.
+    pub callee: u32,
+    /// Calls.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of the callee's calls along this edge.
+    pub inclusive_ns: f64,
+}
+
+/// Time in one calling context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextTimeEntry {
+    /// Method ids from the outermost frame to the innermost.
+    pub stack: Vec<u32>,
+    /// Calls made in exactly this context.
+    pub calls: u64,
+    /// Calls timed.
+    pub timed: u64,
+    /// Inclusive time of those calls.
+    pub inclusive_ns: f64,
+    /// Their self time: inclusive minus that of the contexts directly below.
+    pub exclusive_ns: f64,
 }
 
 /// Executions of one Ball-Larus path.
@@ -203,7 +447,6 @@ pub struct PathEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -229,9 +472,23 @@ pub struct LevelEntry {
 }
 
 impl LevelEntry {
-    /// Loads and stores that reached this level.
-    pub fn accesses(&self) -> u64 {
-        self.load_hits + self.load_misses + self.store_hits + self.store_misses
+    /// Loads and stores that reached this level: a `u128`, since the sum of four `u64`
+    /// counts (of a report file, say) need not fit a `u64`.
+    pub fn accesses(&self) -> u128 {
+        [
+            self.load_hits,
+            self.load_misses,
+            self.store_hits,
+            self.store_misses,
+        ]
+        .iter()
+        .map(|&c| c as u128)
+        .sum()
+    }
+
+    /// Load and store misses (a `u128`, like [`accesses`](Self::accesses)).
+    pub fn misses(&self) -> u128 {
+        self.load_misses as u128 + self.store_misses as u128
     }
 
     /// Misses / accesses (0 with no accesses).
@@ -240,7 +497,7 @@ impl LevelEntry {
         if n == 0 {
             0.0
         } else {
-            (self.load_misses + self.store_misses) as f64 / n as f64
+            self.misses() as f64 / n as f64
         }
     }
 }
@@ -279,7 +536,6 @@ pub struct BinEntry {
     /// Sampling mode: the estimated full count, `count` / the fraction of events analyzed
     /// (`session.rate_effective`); `count` is then the raw number in the sample. Absent
     /// (null) when `count` is exact, and in files that predate the field.
-    #[serde(default)]
     pub estimated: Option<u64>,
 }
 
@@ -305,6 +561,90 @@ pub struct ReuseData {
     pub histogram: Vec<BinEntry>,
     /// Misses at power-of-two capacities.
     pub miss_curve: Vec<CurvePoint>,
+}
+
+/// Files written before contexts were nodes list each context's whole `stack`: turn those
+/// entries into nodes (`id`, `parent`, `method`), making the prefixes no entry lists with
+/// count 0, each parent before its children. Entries that are nodes already are left alone.
+fn contexts_from_stacks(contexts: &mut Vec<Value>) -> Result<(), ReportError> {
+    let old = |v: &Value| matches!(v, Value::Object(o) if o.contains_key("stack") && !o.contains_key("id"));
+    if !contexts.iter().any(old) {
+        return Ok(());
+    }
+    let bad = || ReportError::NotAReport(NotAReport::BadFields);
+    let number = |v: &Value| match v {
+        Value::Number(Number::U64(n)) => Some(*n),
+        _ => None,
+    };
+    // (parent id, method) → id; each node's fields; ids are positions + 1.
+    let mut ids: std::collections::HashMap<(u64, u64), u64> = std::collections::HashMap::new();
+    let mut nodes: Vec<(u64, u64, u64, Option<Value>)> = Vec::new();
+    for entry in contexts.iter() {
+        let Value::Object(o) = entry else {
+            return Err(bad());
+        };
+        let Some(Value::Array(stack)) = o.get("stack") else {
+            return Err(bad());
+        };
+        if stack.is_empty() {
+            return Err(bad());
+        }
+        let mut parent = 0;
+        for frame in stack {
+            let method = number(frame)
+                .filter(|&m| m <= u32::MAX as u64)
+                .ok_or_else(bad)?;
+            parent = *ids.entry((parent, method)).or_insert_with(|| {
+                nodes.push((parent, method, 0, None));
+                nodes.len() as u64
+            });
+        }
+        let node = &mut nodes[parent as usize - 1];
+        node.2 = node
+            .2
+            .saturating_add(o.get("count").and_then(number).ok_or_else(bad)?);
+        if let Some(e) = o.get("estimated") {
+            node.3 = Some(e.clone());
+        }
+    }
+    if nodes.len() > u32::MAX as usize {
+        return Err(bad());
+    }
+    *contexts = nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (parent, method, count, estimated))| {
+            let mut o = miniserde::json::Object::new();
+            o.insert("id".into(), Value::Number(Number::U64(i as u64 + 1)));
+            o.insert("parent".into(), Value::Number(Number::U64(parent)));
+            o.insert("method".into(), Value::Number(Number::U64(method)));
+            o.insert("count".into(), Value::Number(Number::U64(count)));
+            o.insert("estimated".into(), estimated.unwrap_or(Value::Null));
+            Value::Object(o)
+        })
+        .collect();
+    Ok(())
+}
+
+/// Method id → entry, built once ([`ReportData::method_names`]).
+#[derive(Clone, Debug, Default)]
+pub struct MethodNames<'a>(std::collections::HashMap<u32, &'a MethodEntry>);
+
+impl<'a> MethodNames<'a> {
+    /// The printable name of a method id (`root` for 0, `method#ID` if unknown), as
+    /// [`ReportData::name`] gives it.
+    pub fn name(&self, id: u32) -> String {
+        match (id, self.0.get(&id)) {
+            (0, _) => "root".into(),
+            (_, Some(m)) => m.name.clone(),
+            (_, None) => format!("method#{id}"),
+        }
+    }
+
+    /// The entry of a method id, if the report has one.
+    pub fn entry(&self, id: u32) -> Option<&'a MethodEntry> {
+        self.0.get(&id).copied()
+    }
 }
 
 /// Allocation counts of a context or a function.
@@ -374,9 +714,8 @@ pub struct AllocationsData {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ReportError {
-    /// The text is not a cabprof report: not JSON, or JSON of another shape. The parser's
-    /// error says where (line and column).
-    NotAReport(serde_json::Error),
+    /// The text is not a cabprof report: not JSON, or JSON of another shape.
+    NotAReport(NotAReport),
     /// A cabprof report of a schema this version does not read.
     UnsupportedSchema {
         /// The file's `schema` field.
@@ -405,35 +744,184 @@ impl std::error::Error for ReportError {
     }
 }
 
+/// What is wrong with a text that is not a cabprof report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotAReport {
+    /// The text is not JSON.
+    NotJson,
+    /// JSON, but not an object with a `schema` string.
+    NoSchema,
+    /// A cabprof report whose fields are missing or of the wrong type.
+    BadFields,
+}
+
+impl fmt::Display for NotAReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotAReport::NotJson => "the text is not valid JSON",
+            NotAReport::NoSchema => "the JSON is not an object with a `schema` string",
+            NotAReport::BadFields => "a field is missing or has the wrong type",
+        })
+    }
+}
+
+impl std::error::Error for NotAReport {}
+
+/// Fields added to the schema after files were written without them, and what such a file
+/// means: `(object, field, value)`, where `object` is a top-level field (`""`: the report
+/// itself). [`ReportData::from_json`] fills them in when absent.
+pub const LATER_FIELDS: &[(&str, &str, f64)] = &[
+    ("session", "rate_effective", 0.0),
+    ("", "events_in_flight", 0.0),
+];
+
 impl ReportData {
-    /// Read a saved JSON report. Errors say what is wrong and where (line and column).
+    /// Read a saved JSON report. Errors say which of the three things is wrong: not JSON, not
+    /// a cabprof report, or a report of another schema.
     pub fn from_json(text: &str) -> Result<ReportData, ReportError> {
-        let data: ReportData = serde_json::from_str(text).map_err(ReportError::NotAReport)?;
-        if data.schema != SCHEMA {
-            return Err(ReportError::UnsupportedSchema { found: data.schema });
+        let mut value: Value =
+            json::from_str(text).map_err(|_| ReportError::NotAReport(NotAReport::NotJson))?;
+        let Value::Object(top) = &mut value else {
+            return Err(ReportError::NotAReport(NotAReport::NoSchema));
+        };
+        match top.get("schema") {
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(Value::String(s)) => {
+                return Err(ReportError::UnsupportedSchema { found: s.clone() })
+            }
+            _ => return Err(ReportError::NotAReport(NotAReport::NoSchema)),
         }
+        for &(object, field, default) in LATER_FIELDS {
+            let target = if object.is_empty() {
+                Some(&mut *top)
+            } else {
+                match top.get_mut(object) {
+                    Some(Value::Object(o)) => Some(o),
+                    _ => None,
+                }
+            };
+            if let Some(o) = target {
+                // A whole, non-negative default is written as an integer, which reads back
+                // into integer and float fields alike.
+                let number = if default >= 0.0 && default.fract() == 0.0 {
+                    Number::U64(default as u64)
+                } else {
+                    Number::F64(default)
+                };
+                o.entry(field.to_owned()).or_insert(Value::Number(number));
+            }
+        }
+        if let Some(Value::Object(ct)) = top.get_mut("call_tree") {
+            if let Some(Value::Array(contexts)) = ct.get_mut("contexts") {
+                contexts_from_stacks(contexts)?;
+            }
+        }
+        let mut data: ReportData = json::from_str(&json::to_string(&value))
+            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))?;
+        if let Some(ct) = &data.call_tree {
+            // Every parent is the root or an earlier context, every id unique and not 0: so
+            // walking parents always ends at the root.
+            let mut ids = std::collections::HashSet::with_capacity(ct.contexts.len());
+            for c in &ct.contexts {
+                if c.id == 0 || c.parent != 0 && !ids.contains(&c.parent) || !ids.insert(c.id) {
+                    return Err(ReportError::NotAReport(NotAReport::BadFields));
+                }
+            }
+        }
+        data.methods.sort_by_key(|m| m.id);
         Ok(data)
     }
 
-    /// The printable name of a method id (`root` for 0).
+    /// The printable name of a method id (`root` for 0). `methods` is sorted by id in every
+    /// report cabprof makes or reads, so this is a binary search; renderers that name many
+    /// frames build a [`MethodNames`] map once instead.
     pub fn name(&self, id: u32) -> String {
         if id == 0 {
             return "root".into();
         }
-        self.methods
-            .iter()
-            .find(|m| m.id == id)
+        self.method(id)
             .map(|m| m.name.clone())
             .unwrap_or_else(|| format!("method#{id}"))
     }
 
+    /// The entry of a method id: a binary search of `methods` (sorted by id), then, for a
+    /// table filled in some other order, a scan.
+    fn method(&self, id: u32) -> Option<&MethodEntry> {
+        match self.methods.binary_search_by_key(&id, |m| m.id) {
+            Ok(i) => Some(&self.methods[i]),
+            Err(_) => self.methods.iter().find(|m| m.id == id),
+        }
+    }
+
     /// `file:line` of a method id, or empty if unknown.
     pub(crate) fn location(&self, id: u32) -> String {
-        self.methods
-            .iter()
-            .find(|m| m.id == id)
+        self.method(id)
             .map(|m| format!("{}:{}", m.file, m.line))
             .unwrap_or_default()
+    }
+
+    /// A map from method id to its entry, built once: name lookups in constant time.
+    pub fn method_names(&self) -> MethodNames<'_> {
+        let mut map = std::collections::HashMap::with_capacity(self.methods.len());
+        for m in &self.methods {
+            map.entry(m.id).or_insert(m);
+        }
+        MethodNames(map)
+    }
+
+    /// The calling contexts as flame-graph stacks, bounded for deep recursion: a stack of at
+    /// most [`FLAME_OUTER_FRAMES`] + [`FLAME_INNER_FRAMES`] frames is kept whole; a deeper one
+    /// keeps its outermost [`FLAME_OUTER_FRAMES`] and innermost [`FLAME_INNER_FRAMES`] frames
+    /// around one [`Frame::Elided`], and deep stacks that then read the same are merged (their
+    /// counts added). So every stack has at most 65 frames, the output grows linearly with the
+    /// number of contexts, and a 100,000-deep recursion draws as one tower of 65 frames whose
+    /// width is still the total of its calls. Counts whose sum exceeds `u64::MAX` are scaled
+    /// down ([`FlameStacks::shift`]). Empty without the call-tree analysis.
+    pub fn flame_stacks(&self) -> FlameStacks {
+        let Some(ct) = &self.call_tree else {
+            return FlameStacks::default();
+        };
+        let parents = ct.parent_indices();
+        let depth = CallTreeData::depths(&parents);
+        // The ancestor at depth FLAME_OUTER_FRAMES of each deeper context: where its kept
+        // outer frames end.
+        let mut outer = vec![0usize; parents.len()];
+        for i in 0..parents.len() {
+            outer[i] = match parents[i] {
+                Some(p) if depth[i] > FLAME_OUTER_FRAMES => outer[p],
+                _ => i,
+            };
+        }
+        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
+            std::collections::HashMap::new();
+        let walk = |from: usize, steps: usize, out: &mut Vec<Frame>| {
+            let mut n = Some(from);
+            for _ in 0..steps {
+                let Some(j) = n else { break };
+                out.push(Frame::Method(ct.contexts[j].method));
+                n = parents[j];
+            }
+        };
+        for (i, c) in ct.contexts.iter().enumerate() {
+            if c.count == 0 {
+                continue;
+            }
+            let mut frames = Vec::with_capacity(FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES + 1);
+            if depth[i] <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
+                walk(i, depth[i], &mut frames);
+                frames.reverse();
+            } else {
+                walk(outer[i], FLAME_OUTER_FRAMES, &mut frames);
+                frames.reverse();
+                frames.push(Frame::Elided);
+                let at = frames.len();
+                walk(i, FLAME_INNER_FRAMES, &mut frames);
+                frames[at..].reverse();
+            }
+            *merged.entry(frames).or_default() += c.count as u128;
+        }
+        FlameStacks::from_merged(merged)
     }
 
     /// Whether the counts come from a sample.

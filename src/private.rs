@@ -14,10 +14,15 @@
 //! only the first call of each function takes the registry's lock.
 //!
 //! With no session running, [`enter`] does one load and one branch and returns an inactive
-//! guard whose drop does one compare; the shadow stack is not touched, so it always holds the
-//! innermost frame entered while a session ran. Everything is inlined: an experiment with the
-//! active work out of line (smaller functions, no register saves on the idle path) measured
-//! about 5 ns per call slower in interleaved runs of `benches/profile_overhead.rs`.
+//! guard; the shadow stack is not touched, so it always holds the innermost frame entered
+//! while a session ran. Entry is inlined; the `Return` is out of line (the guard's drop
+//! calls `leave`), because a drop that big is not inlined: every instrumented function then
+//! called it, also with no session, and that call was most of the no-session cost (1.3 to
+//! 3.3 ns of 1.5 to 3.8; 0.25 to 0.5 ns without it, interleaved runs of
+//! `benches/profile_overhead.rs`). Inlined, the guard's compare folds away on the idle path,
+//! which is then a load, a branch and the saves of the registers the active path uses. An
+//! experiment with the entry's active work out of line as well measured about 5 ns per call
+//! slower with a session.
 //!
 //! # `async fn`
 //!
@@ -45,6 +50,17 @@
 //! unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two words
 //! per poll and a few instructions; synchronous functions are untouched.
 //!
+//! # Timing
+//!
+//! When the session runs the time analysis, a timed call also emits a `Time` word (one plain
+//! counter read, `cabprof_cab::clock::now`) right after its `Call` and right before its
+//! `Return`; a timed future stamps each poll's start (after `Poll`) and end (before its
+//! `Return`/`PollEnd`), so its time is the time polled. Which calls are timed is a session-wide
+//! setting ([`TIME_PERIOD`]) read only on the active path, after the session check: the
+//! no-session path stays one load and one branch. With sampled timing (one call in K per
+//! function and thread) the others are counted only; a per-thread table of countdowns indexed
+//! by function id decides.
+//!
 //! # Paths
 //!
 //! With `paths`, a [`PathGuard`] also carries the Ball-Larus path register: the generated code
@@ -54,9 +70,10 @@
 //! function unwinds, the path emitted is `num_paths + register`, which decodes as "cut short by
 //! a panic".
 
+use cabprof_cab::clock;
 use cabprof_cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
-use cabprof_cab::runtime::{active, emit};
-use std::cell::Cell;
+use cabprof_cab::runtime::{activity, emit, Activity};
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -94,6 +111,17 @@ fn pop(caller: u32) {
     CURRENT.with(|c| c.set(caller));
 }
 
+/// Whether to record: a session runs, or this is the process's first event and it has just
+/// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
+#[inline(always)]
+pub(crate) fn recording() -> bool {
+    match activity() {
+        Activity::Idle => false,
+        Activity::Recording => true,
+        Activity::Undecided => crate::process::decide(),
+    }
+}
+
 /// Entry of `site`'s function while a session runs: push it and emit the `Call`.
 #[inline(always)]
 fn call(site: &'static Site) -> (u32, u32) {
@@ -111,6 +139,86 @@ fn ret(callee: u32, caller: u32) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Timing
+
+/// Which calls are stamped with `Time` words: 0 = none (the session does not run the time
+/// analysis), 1 = every call, K = one call in K per function and thread. Set before a session
+/// starts ([`set_time_period`]); read only on the active path, never when no session runs.
+static TIME_PERIOD: AtomicU32 = AtomicU32::new(0);
+
+/// Stamp calls from the next session on (see [`TIME_PERIOD`]); returns the previous setting.
+pub(crate) fn set_time_period(k: u32) -> u32 {
+    TIME_PERIOD.swap(k, Ordering::Relaxed)
+}
+
+/// The current [`TIME_PERIOD`].
+pub(crate) fn time_period() -> u32 {
+    TIME_PERIOD.load(Ordering::Relaxed)
+}
+
+/// Sampled timing's per-thread state: a random-number state and, per function id, the calls
+/// to skip before the next timed one.
+struct TimeSampler {
+    rng: Cell<u64>,
+    skip: RefCell<Vec<u32>>,
+}
+
+thread_local! {
+    static SAMPLER: TimeSampler = const {
+        TimeSampler { rng: Cell::new(0), skip: RefCell::new(Vec::new()) }
+    };
+}
+
+/// Whether to stamp this call of `id` (a session runs).
+#[inline(always)]
+fn timed(id: u32) -> bool {
+    match TIME_PERIOD.load(Ordering::Relaxed) {
+        0 => false,
+        1 => true,
+        k => sample(id, k),
+    }
+}
+
+/// One call in `k` of `id` on this thread: after a timed call, skip a number of calls drawn
+/// uniformly from `0..=2k-2` (mean `k - 1`), so a function whose call durations repeat with
+/// some period is not always timed at the same phase.
+#[inline]
+fn sample(id: u32, k: u32) -> bool {
+    SAMPLER
+        .try_with(|s| {
+            let Ok(mut skip) = s.skip.try_borrow_mut() else {
+                return false;
+            };
+            let i = id as usize;
+            if i >= skip.len() {
+                skip.resize(i + 1, 0);
+            }
+            if skip[i] > 0 {
+                skip[i] -= 1;
+                return false;
+            }
+            // xorshift64, seeded from the state's address (distinct per thread).
+            let mut x = s.rng.get();
+            if x == 0 {
+                x = (s as *const TimeSampler as u64) | 1;
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.rng.set(x);
+            skip[i] = (x % (2 * k as u64 - 1)) as u32;
+            true
+        })
+        .unwrap_or(false)
+}
+
+/// A `Time` word of now.
+#[inline(always)]
+fn stamp() {
+    emit(Event::time(clock::now()));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Calls
 
 /// An instrumented function's frame; emits `Return` when dropped.
@@ -121,28 +229,50 @@ pub struct FrameGuard {
     callee: u32,
     /// The frame that was innermost at entry, restored on drop.
     caller: u32,
+    /// This call is timed: stamp its exit before the `Return`.
+    timed: bool,
 }
 
 /// Enter the function of `site`: with no session, one load and one branch.
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
-    if !active() {
+    if !recording() {
         return FrameGuard {
             callee: 0,
             caller: 0,
+            timed: false,
         };
     }
     let (callee, caller) = call(site);
-    FrameGuard { callee, caller }
+    let timed = timed(callee);
+    if timed {
+        stamp();
+    }
+    FrameGuard {
+        callee,
+        caller,
+        timed,
+    }
 }
 
 impl Drop for FrameGuard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.callee != 0 {
-            ret(self.callee, self.caller);
+            leave(self.callee, self.caller, self.timed);
         }
     }
+}
+
+/// The `Return` of a frame entered while a session ran. Out of line so that the guard's drop
+/// stays one compare: the compiler inlines a small drop into every instrumented function, and
+/// calls a large one, which was most of the no-session cost.
+#[inline(never)]
+fn leave(callee: u32, caller: u32, timed: bool) {
+    if timed {
+        stamp();
+    }
+    ret(callee, caller);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,18 +295,25 @@ pub struct PathGuard<const CALLS: bool> {
     unwound: u64,
     /// The numbering is [`PathMode::Hashed`]: emit a hash of the register.
     hashed: bool,
+    /// This call is timed (`CALLS` only): stamp its exit before the `Return`.
+    timed: bool,
 }
 
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
-    let (method, caller) = if active() { call(site) } else { (0, 0) };
+    let (method, caller) = if recording() { call(site) } else { (0, 0) };
+    let timed = method != 0 && timed(method);
+    if timed {
+        stamp();
+    }
     PathGuard {
         method,
         caller,
         register: 0,
         unwound: num_paths,
         hashed,
+        timed,
     }
 }
 
@@ -184,11 +321,12 @@ pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
 #[inline(always)]
 pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<false> {
     PathGuard {
-        method: if active() { site.id() } else { 0 },
+        method: if recording() { site.id() } else { 0 },
         caller: 0,
         register: 0,
         unwound: num_paths,
         hashed,
+        timed: false,
     }
 }
 
@@ -235,14 +373,18 @@ fn emit_path(method_id: u32, path: u64, hashed: bool) {
 }
 
 /// Exit of a [`PathGuard`]: the last path (marked if unwinding), then the `Return` if `calls`.
-#[inline(always)]
-fn exit_paths(method_id: u32, caller: u32, register: u64, unwound: u64, hashed: bool, calls: bool) {
-    let mut path = register;
+#[inline(never)]
+fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
+    let (method_id, caller, hashed) = (guard.method, guard.caller, guard.hashed);
+    let mut path = guard.register;
     if !hashed && std::thread::panicking() {
-        path = path.wrapping_add(unwound);
+        path = path.wrapping_add(guard.unwound);
     }
     emit_path(method_id, path, hashed);
-    if calls {
+    if guard.timed {
+        stamp();
+    }
+    if CALLS {
         ret(method_id, caller);
     }
 }
@@ -250,15 +392,9 @@ fn exit_paths(method_id: u32, caller: u32, register: u64, unwound: u64, hashed: 
 impl<const CALLS: bool> Drop for PathGuard<CALLS> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Out of line for the same reason as `leave`.
         if self.method != 0 {
-            exit_paths(
-                self.method,
-                self.caller,
-                self.register,
-                self.unwound,
-                self.hashed,
-                CALLS,
-            );
+            exit_paths(self);
         }
     }
 }
@@ -347,6 +483,8 @@ pub struct Instrumented<F> {
     task: u32,
     /// Polls so far (the number of the next one).
     polls: u32,
+    /// Its polls are timed (decided at the first poll).
+    timed: bool,
 }
 
 impl<F> std::fmt::Debug for Instrumented<F> {
@@ -370,6 +508,7 @@ pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> In
         finished: false,
         task: 0,
         polls: 0,
+        timed: false,
     }
 }
 
@@ -409,12 +548,17 @@ struct PollScope {
     poll: u32,
     /// The future completed in this poll: emit its `Return` before the `PollEnd`.
     done: bool,
+    /// Stamp the poll's end.
+    timed: bool,
 }
 
 impl Drop for PollScope {
     #[inline(always)]
     fn drop(&mut self) {
         pop(self.caller);
+        if self.timed {
+            stamp();
+        }
         if self.done {
             emit(Event::ret(method(self.callee)));
         }
@@ -435,17 +579,21 @@ impl<F: Future> Future for Instrumented<F> {
         // very first poll: a future that started the session itself (`#[profile] async fn
         // main` whose body calls `start`) is counted from its next poll on, and what it calls
         // from then on names it as the caller. With no session this is one load and a branch.
-        if this.callee == 0 && !this.finished && active() {
+        if this.callee == 0 && !this.finished && recording() {
             // The caller is the frame polling us; we become innermost just below.
             let callee = this.site.id();
             let caller = CURRENT.with(Cell::get);
             emit(Event::call(method(caller), method(callee)));
             this.callee = callee;
             this.task = next_task();
+            this.timed = timed(callee);
             first = true;
         }
         let mut scope = (this.callee != 0).then(|| {
             emit(Event::poll(method(this.callee), this.task, first));
+            if this.timed {
+                stamp();
+            }
             let poll = this.polls;
             this.polls = this.polls.saturating_add(1);
             PollScope {
@@ -454,6 +602,7 @@ impl<F: Future> Future for Instrumented<F> {
                 task: this.task,
                 poll,
                 done: false,
+                timed: this.timed,
             }
         });
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.

@@ -32,7 +32,11 @@ use std::path::PathBuf;
 pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CABPROF_ANALYSES",
-        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance, allocations",
+        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance, time, allocations",
+    ),
+    (
+        "CABPROF_TIME_SAMPLE",
+        "time one call in K per function and thread (default 1: every call)",
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
 ];
@@ -94,6 +98,13 @@ impl SessionBuilder {
     /// Line size of the reuse-distance analysis (default 64).
     pub fn reuse_line_bytes(mut self, bytes: u32) -> Self {
         self.plan.reuse_line_bytes = bytes;
+        self
+    }
+
+    /// Time one call in `k` per function and thread ([`Analysis::Time`]; default 1, every
+    /// call); the others are counted only and the report's times are estimates.
+    pub fn time_sample(mut self, k: u32) -> Self {
+        self.plan.time_sample = k;
         self
     }
 
@@ -210,8 +221,20 @@ impl SessionBuilder {
         self.plan.validate()
     }
 
+    /// The validated runtime configuration, analysis plan and output path, for sessions the
+    /// facade runs with an analysis of its own (the process-wide session).
+    pub(crate) fn into_parts(
+        mut self,
+    ) -> Result<(RuntimeConfig, AnalysisPlan, Option<PathBuf>), SessionError> {
+        self.validate()?;
+        self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
+        Ok((self.runtime, self.plan, self.output))
+    }
+
     /// Start profiling.
     pub fn start(mut self) -> Result<Session, SessionError> {
+        // Starting, and dropping what the builder held, is the runtime's own work.
+        let _work = cabprof_cab::runtime::runtime_work();
         self.validate()?;
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
@@ -220,7 +243,9 @@ impl SessionBuilder {
             // fails below and its counters stay).
             crate::alloc::reset();
         }
-        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())?;
+        let before = crate::analysis::begin_timing(&plan);
+        let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
+            .inspect_err(|_| crate::analysis::restore_timing(before))?;
         Ok(Session {
             inner,
             output: self.output,
@@ -284,6 +309,7 @@ impl Session {
 
     /// Stop, drain, merge and report.
     pub fn finish(self) -> Report {
+        let _work = cabprof_cab::runtime::runtime_work();
         Report::new(self.inner.finish())
     }
 

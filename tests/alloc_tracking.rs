@@ -123,8 +123,9 @@ fn check_pattern(mode: RunMode) {
     assert_eq!(n, 128 + 7 + 15);
     let a = allocations(d);
     assert!(a.tracked && !a.approximate, "{mode:?}");
-    // Process-wide: the vector's 1024 bytes were the most alive at once; all was freed.
-    assert_eq!((a.live_bytes, a.peak_bytes), (0, 1024));
+    // Process-wide (the test harness's threads allocate too, so only bounds here; the exact
+    // figures are checked alone in `tests/alloc_live_peak.rs`).
+    assert!(a.peak_bytes >= 1024, "{a:?}");
     assert_eq!(
         context(d, &["pattern", "grow_vec"]),
         counts(1, 1024, 5, 1, 1024)
@@ -152,7 +153,7 @@ fn check_pattern(mode: RunMode) {
     let back = ReportData::from_json(&report.json()).unwrap();
     assert_eq!(back.allocations, d.allocations);
     // The bytes-weighted flame graph's lines are the contexts' bytes.
-    let folded = d.folded_alloc_bytes();
+    let folded = d.folded_by(cabprof::report::Weight::AllocBytes);
     assert!(
         folded
             .lines()

@@ -23,6 +23,7 @@ fn every_analysis_parses_from_its_name_and_aliases() {
             "paths",
             "cache",
             "reuse-distance",
+            "time",
             "allocations"
         ]
     );

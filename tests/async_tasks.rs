@@ -141,9 +141,9 @@ fn check(report: &cabprof::report::Report) {
     assert_eq!(patterns, want, "call-tree patterns");
 
     let contexts: BTreeMap<Vec<String>, u64> = ct
-        .contexts
-        .iter()
-        .map(|c| (c.stack.iter().map(|&m| name(m)).collect(), c.count))
+        .stacks()
+        .into_iter()
+        .map(|(stack, count)| (stack.iter().map(|&m| name(m)).collect(), count))
         .collect();
     let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let want: BTreeMap<Vec<String>, u64> = [

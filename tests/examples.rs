@@ -179,3 +179,36 @@ fn service_survives_load_and_reports_completely_on_sigint() {
     cabprof::ReportData::from_json(&snapshot).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `CABPROF=1` on a program that only has the attribute: the main thread's calls are all in
+/// the report written at exit (fib(25) makes 242785 calls: 2 fib(26) - 1).
+#[test]
+fn minimal_under_cabprof_writes_its_report_at_exit() {
+    let dir = std::env::temp_dir().join(format!("cabprof-minimal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("minimal.json");
+    let out = Command::new(examples_dir().join("minimal"))
+        .env("CABPROF", "1")
+        .env("CABPROF_PIN", "0")
+        .env("CABPROF_OUTPUT", &json)
+        .output()
+        .expect("run example");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fib(25) = 75025"));
+    assert!(stderr.contains("report written to"), "{stderr}");
+    let data = cabprof::ReportData::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let calls: u64 = data
+        .method_count
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(calls, 242_785);
+    assert_eq!(data.totals.events, 2 * 242_785);
+    assert!(std::fs::read_to_string(dir.join("minimal.txt"))
+        .unwrap()
+        .contains("minimal::fib"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -178,9 +178,9 @@ fn check(setup: &str, mode: RunMode, report: &Report) {
     assert_eq!(patterns, want, "{at}: call-tree patterns");
 
     let contexts: BTreeMap<Vec<String>, u64> = ct
-        .contexts
-        .iter()
-        .map(|c| (c.stack.iter().map(|&m| name(m)).collect(), c.count))
+        .stacks()
+        .into_iter()
+        .map(|(stack, count)| (stack.iter().map(|&m| name(m)).collect(), count))
         .collect();
     let want: BTreeMap<Vec<String>, u64> = [
         (vec!["job".into()], JOBS),

@@ -88,10 +88,10 @@ fn expected_calls(data: &ReportData) -> BTreeMap<String, (u64, u64)> {
     for m in data.method_count.as_ref().unwrap() {
         out.entry(data.name(m.method)).or_default().0 += m.count;
     }
-    for c in &data.call_tree.as_ref().unwrap().contexts {
-        let distinct: BTreeSet<u32> = c.stack.iter().copied().collect();
+    for (stack, count) in data.call_tree.as_ref().unwrap().stacks() {
+        let distinct: BTreeSet<u32> = stack.iter().copied().collect();
         for m in distinct {
-            out.entry(data.name(m)).or_default().1 += c.count;
+            out.entry(data.name(m)).or_default().1 += count;
         }
     }
     out
@@ -321,14 +321,14 @@ fn callgrind_annotate_reads_the_reports_totals_per_function() {
         .call_tree
         .as_ref()
         .unwrap()
-        .contexts
-        .iter()
-        .flat_map(|c| {
+        .stacks()
+        .into_iter()
+        .flat_map(|(stack, _)| {
             let mut seen = BTreeSet::new();
-            c.stack
-                .iter()
-                .filter(move |m| !seen.insert(**m))
-                .map(|&m| data.name(m))
+            stack
+                .into_iter()
+                .filter(move |m| !seen.insert(*m))
+                .map(|m| data.name(m))
                 .collect::<Vec<_>>()
         })
         .collect();

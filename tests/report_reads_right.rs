@@ -3,7 +3,7 @@
 //! describes the session as it ran, and trait methods read one way.
 
 use cabprof::cab::runtime::emit;
-use cabprof::report::{CallTreeData, ContextEntry, MethodEntry, PathEntry};
+use cabprof::report::{CallTreeData, MethodEntry, PathEntry};
 use cabprof::{profile, Analysis, Event, MethodId, ReportData, RunMode, Session};
 use std::sync::Mutex;
 
@@ -36,11 +36,6 @@ fn hand_report() -> ReportData {
         file: "src/main.rs".into(),
         line: id,
     };
-    let context = |stack: &[u32], count: u64| ContextEntry {
-        stack: stack.to_vec(),
-        count,
-        estimated: None,
-    };
     let path = |path: u32, count: u64| PathEntry {
         method: 3,
         path,
@@ -54,11 +49,11 @@ fn hand_report() -> ReportData {
         call_tree: Some(CallTreeData {
             approximate: false,
             patterns: Vec::new(),
-            contexts: vec![
-                context(&[1], 1),
-                context(&[1, 2], 3),
-                context(&[1, 2, 3], 5),
-            ],
+            contexts: CallTreeData::contexts_from_stacks([
+                (&[1][..], 1),
+                (&[1, 2][..], 3),
+                (&[1, 2, 3][..], 5),
+            ]),
         }),
         paths: Some(vec![path(0, 4), path(1, 1)]),
         ..ReportData::default()
@@ -216,18 +211,10 @@ fn sequential_reports_print_no_ring() {
 fn elided_contexts_stay_distinguishable() {
     let mut d = hand_report();
     let ct = d.call_tree.as_mut().unwrap();
-    ct.contexts = vec![
-        ContextEntry {
-            stack: vec![1, 2, 2, 3, 2, 2, 2, 3],
-            count: 2,
-            estimated: None,
-        },
-        ContextEntry {
-            stack: vec![1, 2, 3, 2, 2, 2, 2, 3],
-            count: 1,
-            estimated: None,
-        },
-    ];
+    ct.contexts = CallTreeData::contexts_from_stacks([
+        (&[1, 2, 2, 3, 2, 2, 2, 3][..], 2),
+        (&[1, 2, 3, 2, 2, 2, 2, 3][..], 1),
+    ]);
     let text = d.text(10);
     let rows: Vec<&str> = text
         .split("calling contexts")

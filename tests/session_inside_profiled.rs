@@ -72,9 +72,9 @@ fn a_main_that_starts_the_session_is_counted_and_is_the_caller() {
         .call_tree
         .as_ref()
         .unwrap()
-        .contexts
-        .iter()
-        .map(|c| (c.stack.iter().map(|&m| name(m)).collect(), c.count))
+        .stacks()
+        .into_iter()
+        .map(|(stack, count)| (stack.iter().map(|&m| name(m)).collect(), count))
         .collect();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert!(

@@ -58,6 +58,7 @@
 //! - [`allocations`]: heap allocations per function and calling context (`Alloc`/`Dealloc`/
 //!   `Realloc` words from an allocation-tracking global allocator).
 //! - [`sampling`]: the CAB paper's sampling error rate.
+//! - [`time_profile`]: inclusive and exclusive time per function, edge and calling context.
 
 #![forbid(unsafe_code)]
 
@@ -70,6 +71,7 @@ pub mod path_profile;
 pub mod reuse_distance;
 pub mod sampling;
 mod thread_stacks;
+pub mod time_profile;
 
 pub use allocations::{AllocCounts, Allocations, ContextAllocs, FunctionAllocs};
 pub use cabprof_cab::event::MethodId;
@@ -81,6 +83,7 @@ pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;
 pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
+pub use time_profile::TimeProfile;
 
 /// A dynamic analysis over CAB event words; see the crate docs for the contract.
 pub trait EventAnalysis: Send + 'static {

@@ -18,6 +18,7 @@
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
+//! tag 10 Time    ticks: bits 0..60 (the clock's low 60 bits)
 //! tag 11 Alloc   size: bits 0..60 (bytes)
 //! tag 12 Dealloc size: bits 0..60 (bytes)
 //! tag 13 Realloc old size: bits 30..60 (30 bits)   new size: bits 0..30 (30 bits)
@@ -55,6 +56,7 @@ const TAG_MARKER: u64 = 6;
 const TAG_POLL_FIRST: u64 = 7;
 const TAG_POLL: u64 = 8;
 const TAG_POLL_END: u64 = 9;
+const TAG_TIME: u64 = 10;
 const TAG_ALLOC: u64 = 11;
 const TAG_DEALLOC: u64 = 12;
 const TAG_REALLOC: u64 = 13;
@@ -201,6 +203,13 @@ pub enum EventKind {
         /// Whether the future completed or was dropped.
         done: bool,
     },
+    /// A timestamp: the low 60 bits of the session's clock (`cabprof_cab::clock`). Right after a
+    /// `Call` or `Poll` it stamps that frame's (or poll's) start; otherwise it stamps the end of
+    /// the innermost frame or poll, whose `Return` or `PollEnd` follows.
+    Time {
+        /// Clock ticks modulo 2^60; differences wrap at [`MAX_PAYLOAD`].
+        ticks: u64,
+    },
     /// The thread allocated a block of `size` bytes (`alloc` or `alloc_zeroed` of a global
     /// allocator), saturating at [`MAX_ALLOC_SIZE`].
     Alloc {
@@ -303,6 +312,12 @@ impl Event {
         }
     }
 
+    /// A timestamp of `ticks` (taken modulo 2^60, so this needs no check).
+    #[inline(always)]
+    pub const fn time(ticks: u64) -> Event {
+        Event(TAG_TIME << TAG_SHIFT | (ticks & PAYLOAD_MASK))
+    }
+
     /// The raw word, as it travels through a ring. Never `CLEAR` nor `MAGIC`.
     #[inline(always)]
     pub const fn word(self) -> u64 {
@@ -386,6 +401,7 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             poll: ((p >> ID_BITS) & POLL_MASK) as u32,
             done: p & DONE_BIT != 0,
         },
+        TAG_TIME => EventKind::Time { ticks: p },
         TAG_ALLOC => EventKind::Alloc { size: p },
         TAG_DEALLOC => EventKind::Dealloc { size: p },
         TAG_REALLOC => EventKind::Realloc {
@@ -412,6 +428,7 @@ impl EventKind {
                 first,
             } => Event::checked_poll(method, task, first),
             EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
+            EventKind::Time { ticks } => Event::payload("ticks", ticks).map(Event::time),
             EventKind::Alloc { size } => {
                 Event::payload("allocation size", size).map(|_| Event::alloc(size as usize))
             }

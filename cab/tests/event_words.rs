@@ -31,6 +31,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
         }),
         (0..=MAX_TASK_ID, 0..=MAX_POLL_NUMBER, any::<bool>())
             .prop_map(|(task, poll, done)| EventKind::PollEnd { task, poll, done }),
+        (0..=MAX_PAYLOAD).prop_map(|ticks| EventKind::Time { ticks }),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Alloc { size }),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Dealloc { size }),
         (0..=MAX_REALLOC_SIZE, 0..=MAX_REALLOC_SIZE)

@@ -1,7 +1,7 @@
 //! Parsing `#[profile(...)]`'s options. Every error points at the offending token.
 
 use syn::parse::{Parse, ParseStream};
-use syn::{LitInt, Token};
+use syn::{LitInt, LitStr, Token};
 
 mod kw {
     syn::custom_keyword!(paths);
@@ -16,7 +16,7 @@ mod kw {
 pub(crate) const PATH_LIMIT: u64 = 1 << 29;
 
 /// What `#[profile(...)]` asked for.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Options {
     /// Ball-Larus path profiling of the body.
     pub(crate) paths: bool,
@@ -26,6 +26,9 @@ pub(crate) struct Options {
     pub(crate) skip: bool,
     /// Split paths so that the function has at most this many (default [`PATH_LIMIT`]).
     pub(crate) max_paths: Option<u64>,
+    /// `crate = path`: the path the `cabprof` crate is reachable under, for crates that
+    /// depend on it under another name (generated code says `::cabprof` otherwise).
+    pub(crate) krate: Option<syn::Path>,
 }
 
 impl Options {
@@ -75,13 +78,24 @@ impl Parse for Options {
                     ));
                 }
                 opts.max_paths = Some(v);
+            } else if look.peek(Token![crate]) {
+                let k: Token![crate] = input.parse()?;
+                once("crate", k.span)?;
+                input.parse::<Token![=]>()?;
+                // A path, or a path in a string as serde's `crate = "..."` takes it.
+                let path = if input.peek(LitStr) {
+                    input.parse::<LitStr>()?.parse::<syn::Path>()?
+                } else {
+                    input.call(syn::Path::parse_mod_style)?
+                };
+                opts.krate = Some(path);
             } else if input.peek(syn::Ident) {
                 let id: syn::Ident = input.parse()?;
                 return Err(syn::Error::new(
                     id.span(),
                     format!(
-                        "unknown option `{id}`; expected `paths`, `memory`, `max_paths = N` \
-                         or `skip`"
+                        "unknown option `{id}`; expected `paths`, `memory`, `max_paths = N`, \
+                         `crate = path` or `skip`"
                     ),
                 ));
             } else {

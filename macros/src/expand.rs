@@ -28,15 +28,69 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::visit_mut::VisitMut;
 use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, TraitItem, Type};
 
+/// The attribute: parse `attr`, then instrument `item`, or (not `enabled`) hand it back
+/// unchanged. A bad option is an error next to the unchanged item, enabled or not.
+pub(crate) fn entry(enabled: bool, attr: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse2::<Options>(attr) {
+        Ok(opts) if enabled => expand(opts, item),
+        Ok(_) => item,
+        Err(e) => with_error(e, item),
+    }
+}
+
 /// Expand `#[profile(opts)]` on `item`.
-pub(crate) fn expand(opts: Options, item: TokenStream) -> TokenStream {
+fn expand(opts: Options, item: TokenStream) -> TokenStream {
     if opts.skip {
         return item;
     }
+    let out = expand_item(&opts, item);
+    match &opts.krate {
+        Some(krate) => retarget(out, krate),
+        None => out,
+    }
+}
+
+/// `crate = path`: the generated code's `::cabprof::__private` becomes `path::__private`.
+/// Only generated code names `__private` (it is hidden and not a public API), so the user's
+/// own tokens are left as they are.
+fn retarget(tokens: TokenStream, krate: &syn::Path) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = TokenStream::new();
+    let mut i = 0;
+    while i < tts.len() {
+        let is_colon = |t: &TokenTree| matches!(t, TokenTree::Punct(p) if p.as_char() == ':');
+        let is_ident = |t: &TokenTree, name: &str| matches!(t, TokenTree::Ident(id) if id == name);
+        if i + 5 < tts.len()
+            && is_colon(&tts[i])
+            && is_colon(&tts[i + 1])
+            && is_ident(&tts[i + 2], "cabprof")
+            && is_colon(&tts[i + 3])
+            && is_colon(&tts[i + 4])
+            && is_ident(&tts[i + 5], "__private")
+        {
+            krate.to_tokens(&mut out);
+            i += 3;
+            continue;
+        }
+        match &tts[i] {
+            TokenTree::Group(g) => {
+                let mut inner = Group::new(g.delimiter(), retarget(g.stream(), krate));
+                inner.set_span(g.span());
+                out.extend([TokenTree::Group(inner)]);
+            }
+            t => out.extend([t.clone()]),
+        }
+        i += 1;
+    }
+    out
+}
+
+fn expand_item(opts: &Options, item: TokenStream) -> TokenStream {
     match syn::parse2::<Item>(item.clone()) {
         Ok(mut parsed) => {
             let mut errors = Vec::new();
-            if let Err(e) = top_item(&opts, &mut parsed, &mut errors) {
+            if let Err(e) = top_item(opts, &mut parsed, &mut errors) {
                 return with_error(e, item);
             }
             match errors.into_iter().reduce(|mut a, b| {
@@ -268,4 +322,58 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
     };
     *block = syn::parse2(quote!({ #body }))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry;
+    use quote::quote;
+
+    /// Not `enabled`: the output is the input, token for token.
+    #[test]
+    fn disabled_expansion_is_the_item_unchanged() {
+        let items = [
+            quote! { #[inline] pub fn f(x: u32) -> u32 { if x > 1 { x } else { 0 } } },
+            quote! { impl S { fn a(&self) {} const fn b() {} async fn c() -> u8 { 1 } } },
+            quote! { mod m { pub fn g<T: Clone>(t: &T) -> T { t.clone() } } },
+        ];
+        for attr in [
+            quote!(),
+            quote!(paths, memory),
+            quote!(crate = other::cabprof),
+        ] {
+            for item in &items {
+                let out = entry(false, attr.clone(), item.clone());
+                assert_eq!(out.to_string(), item.to_string(), "#[profile({attr})]");
+                // The same item does change when enabled, so the comparison can fail.
+                let on = entry(true, attr.clone(), item.clone());
+                assert_ne!(on.to_string(), item.to_string(), "#[profile({attr})]");
+            }
+        }
+        // A bad option is still an error.
+        let out = entry(false, quote!(pathz), items[0].clone());
+        assert!(out.to_string().contains("compile_error"), "{out}");
+    }
+
+    /// `crate = path` sends every generated call to that path, and nothing else changes.
+    #[test]
+    fn crate_option_retargets_generated_paths_only() {
+        let item = quote! { fn f(v: &[u8]) -> u8 { ::cabprof::mem::load(&v[0]); v[0] } };
+        let out = entry(true, quote!(crate = renamed), item).to_string();
+        assert!(!out.contains(":: cabprof :: __private"), "{out}");
+        assert!(out.contains("renamed :: __private :: enter"), "{out}");
+        assert!(out.contains(":: cabprof :: mem :: load"), "{out}");
+        let string_form = entry(
+            true,
+            quote!(crate = "renamed"),
+            quote!(
+                fn g() {}
+            ),
+        )
+        .to_string();
+        assert!(
+            string_form.contains("renamed :: __private :: enter"),
+            "{string_form}"
+        );
+    }
 }

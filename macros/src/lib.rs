@@ -50,7 +50,8 @@ use proc_macro::TokenStream;
 /// # Options
 ///
 /// `paths`, `memory`, `max_paths = N` (with `paths`: split paths so that a function has at most
-/// `N`; default 2^29), `skip` (inside a profiled `impl`, trait or module: leave this item alone).
+/// `N`; default 2^29), `skip` (inside a profiled `impl`, trait or module: leave this item alone),
+/// `crate = path` (where the `cabprof` crate is, if not at `::cabprof`).
 ///
 /// # What it accepts
 ///
@@ -74,7 +75,15 @@ use proc_macro::TokenStream;
 ///   inside macro arguments are not seen (record those with `cabprof::mem::load`/`store`).
 ///
 /// Generated code refers to the runtime as `::cabprof::__private`, so the `cabprof` crate must
-/// be a dependency under that name (importing the attribute under another name is fine).
+/// be a dependency under that name (importing the attribute under another name is fine). A
+/// crate that depends on it under another name says so: `#[profile(crate = my_cabprof)]`
+/// (or `crate = "my_cabprof"`, as serde spells it).
+///
+/// # Turning it off
+///
+/// Without the `cabprof` crate's `enabled` feature (on by default; `default-features = false`
+/// turns it off) the attribute checks its options and returns the item unchanged: the build
+/// is the one without the attribute.
 ///
 /// # What it leaves alone
 ///
@@ -95,13 +104,5 @@ use proc_macro::TokenStream;
 ///   leaves the item alone).
 #[proc_macro_attribute]
 pub fn profile(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item2 = proc_macro2::TokenStream::from(item);
-    let opts = match syn::parse::<attr::Options>(attr) {
-        Ok(o) => o,
-        Err(e) => {
-            let err = e.to_compile_error();
-            return quote::quote!(#err #item2).into();
-        }
-    };
-    expand::expand(opts, item2).into()
+    expand::entry(cfg!(feature = "enabled"), attr.into(), item.into()).into()
 }

@@ -79,20 +79,20 @@ impl AnalysisDescriptor for Descriptor {
                 l.accesses(),
                 100.0 * l.miss_rate(),
                 l.load_misses,
-                l.load_hits + l.load_misses,
+                l.load_hits as u128 + l.load_misses as u128,
                 l.store_misses,
-                l.store_hits + l.store_misses
+                l.store_hits as u128 + l.store_misses as u128
             );
         }
         let mut l1: Vec<_> = c.by_method.iter().filter(|e| e.level == 0).collect();
-        l1.sort_by_key(|e| std::cmp::Reverse(e.load_misses + e.store_misses));
+        l1.sort_by_key(|e| std::cmp::Reverse(e.load_misses as u128 + e.store_misses as u128));
         if !l1.is_empty() {
             let _ = writeln!(o, "  L1 misses by function:");
             for e in l1.iter().take(top) {
                 let _ = writeln!(
                     o,
                     "  {:>14}  {} (loads {}, stores {})",
-                    e.load_misses + e.store_misses,
+                    e.load_misses as u128 + e.store_misses as u128,
                     data.name(e.method),
                     e.load_misses,
                     e.store_misses

@@ -65,19 +65,8 @@ impl AnalysisDescriptor for Descriptor {
                 .then(x.method.cmp(&y.method))
                 .then(x.callees.cmp(&y.callees))
         });
-        let mut contexts: Vec<_> = t
-            .contexts()
-            .into_iter()
-            .map(|(stack, count)| ContextEntry {
-                stack: ids(stack),
-                count,
-                estimated: None,
-            })
-            .collect();
-        contexts.sort_by(|x, y| y.count.cmp(&x.count).then(x.stack.cmp(&y.stack)));
-        for c in &contexts {
-            methods.extend(c.stack.iter().copied());
-        }
+        let contexts = context_nodes(t);
+        methods.extend(contexts.iter().map(|c| c.method));
         data.call_tree = Some(CallTreeData {
             approximate: p.is_approximate() || t.is_approximate(),
             patterns,
@@ -118,33 +107,103 @@ impl AnalysisDescriptor for Descriptor {
             "\ncalling contexts{approx} ({}):",
             top_of(top, ct.contexts.len())
         );
-        let shown: Vec<_> = ct.contexts.iter().take(top).collect();
-        let rows: Vec<String> = shown.iter().map(|c| context_row(data, &c.stack, true)).collect();
-        for (c, row) in shown.iter().zip(&rows) {
-            // Two deep contexts can look alike once their middles are elided: show those in
-            // full, so that no two rows read the same.
-            let row = if rows.iter().filter(|r| *r == row).count() > 1 {
-                context_row(data, &c.stack, false)
+        // The most frequent contexts. A row shows at most five frames of its stack: the
+        // outermost two (through each context's ancestor at depth 2, found for all in one
+        // pass) and the innermost three; so the text costs the rows shown, whatever the depth.
+        let parents = ct.parent_indices();
+        let depth = CallTreeData::depths(&parents);
+        let mut second = vec![0usize; parents.len()];
+        for i in 0..parents.len() {
+            second[i] = match parents[i] {
+                Some(p) if depth[i] > 2 => second[p],
+                _ => i,
+            };
+        }
+        let mut order: Vec<usize> = (0..ct.contexts.len()).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(ct.contexts[i].count), i));
+        order.truncate(top);
+        let names = data.method_names();
+        let method = |i: usize| names.name(ct.contexts[i].method);
+        let walk = |from: usize, steps: usize| {
+            let mut frames = Vec::new();
+            let mut n = Some(from);
+            for _ in 0..steps {
+                let Some(j) = n else { break };
+                frames.push(method(j));
+                n = parents[j];
+            }
+            frames.reverse();
+            frames
+        };
+        let rows: Vec<String> = order
+            .iter()
+            .map(|&i| {
+                if depth[i] > 6 {
+                    let mut frames = walk(second[i], 2);
+                    frames.push(format!("…{} frames…", depth[i] - 5));
+                    frames.extend(walk(i, 3));
+                    frames.join(" > ")
+                } else {
+                    walk(i, depth[i]).join(" > ")
+                }
+            })
+            .collect();
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for r in &rows {
+            *seen.entry(r).or_default() += 1;
+        }
+        for (&i, row) in order.iter().zip(&rows) {
+            // Two deep contexts can look alike once their middles are elided: those rows name
+            // their context's id (its whole stack is in the JSON report), so that no two rows
+            // read the same.
+            let id = if seen[row.as_str()] > 1 {
+                format!(", context #{}", ct.contexts[i].id)
             } else {
-                row.clone()
+                String::new()
             };
             let _ = writeln!(
                 o,
-                "  {:>14}  {row} (depth {})",
-                data.shown(c.count),
-                c.stack.len()
+                "  {:>14}  {row} (depth {}{id})",
+                data.shown(ct.contexts[i].count),
+                depth[i]
             );
         }
     }
 }
 
-/// A calling context's frames joined by `>`; with `elide`, a deep one keeps its outermost two
-/// and innermost three frames around a count of the hidden ones.
-fn context_row(data: &ReportData, stack: &[u32], elide: bool) -> String {
-    let mut frames: Vec<String> = stack.iter().map(|&m| data.name(m)).collect();
-    if elide && frames.len() > 6 {
-        let hidden = frames.len() - 5;
-        frames.splice(2..frames.len() - 3, [format!("…{hidden} frames…")]);
+/// The contexts of `tree` as report nodes, each after its parent: a depth-first walk with the
+/// most called child first (then the lower method id), so the order and the ids do not depend
+/// on the order events arrived in. Linear in the number of contexts (plus sorting siblings).
+fn context_nodes(tree: &CallingContextTree) -> Vec<ContextEntry> {
+    let nodes = tree.nodes();
+    // Node index of the tree → position in `nodes`; children lists by position.
+    let at: std::collections::HashMap<u32, usize> =
+        nodes.iter().enumerate().map(|(i, n)| (n.0, i)).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match at.get(&n.1) {
+            Some(&p) => children[p].push(i),
+            None => roots.push(i),
+        }
     }
-    frames.join(" > ")
+    let key = |&i: &usize| (std::cmp::Reverse(nodes[i].3), nodes[i].2.get());
+    roots.sort_by_key(key);
+    children.iter_mut().for_each(|c| c.sort_by_key(key));
+    let mut out = Vec::with_capacity(nodes.len());
+    // (position in `nodes`, id of its parent in the report)
+    let mut todo: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
+    while let Some((i, parent)) = todo.pop() {
+        let id = out.len() as u32 + 1;
+        out.push(ContextEntry {
+            id,
+            parent,
+            method: nodes[i].2.get(),
+            count: nodes[i].3,
+            estimated: None,
+        });
+        todo.extend(children[i].iter().rev().map(|&c| (c, id)));
+    }
+    out
 }
+

@@ -35,7 +35,8 @@ impl AnalysisDescriptor for Descriptor {
         let Some(mc) = &data.method_count else {
             return;
         };
-        let total: u64 = mc.iter().map(|e| e.count).sum::<u64>().max(1);
+        // Summed in a u128: counts read from a file may add up to more than a u64 holds.
+        let total: u128 = mc.iter().map(|e| e.count as u128).sum::<u128>().max(1);
         let _ = writeln!(o, "\nmethod calls ({}):", top_of(top, mc.len()));
         let _ = writeln!(o, "  {:>14} {:>7}  {:<40} location", "calls", "%", "method");
         for e in mc.iter().take(top) {

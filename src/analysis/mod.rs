@@ -187,7 +187,7 @@ macro_rules! register {
 
 impl Analysis {
     /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
-    /// `paths`, `cache`, `reuse-distance`, `allocations`, or a short alias such as `tree`); case and `_`
+    /// `paths`, `cache`, `reuse-distance`, `time`, `allocations`, or a short alias such as `tree`); case and `_`
     /// versus `-` do not matter.
     pub fn parse(name: &str) -> Option<Analysis> {
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
@@ -236,9 +236,12 @@ register! {
     Cache => cache: cabprof_analyses::CacheSim,
     /// Reuse-distance histogram of `Mem` events.
     ReuseDistance => reuse_distance: cabprof_analyses::ReuseDistance,
+    /// Inclusive and exclusive time per function, edge and context (opt-in).
+    Time => time: cabprof_analyses::TimeProfile,
     /// Heap allocations per function and calling context (needs `cabprof::alloc::Tracked` as
     /// the global allocator).
     Allocations => allocations: cabprof_analyses::Allocations,
 }
 
 pub use call_tree::CallTrees;
+pub(crate) use time::{begin_timing, restore_timing};

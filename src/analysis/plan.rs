@@ -14,18 +14,23 @@ pub struct AnalysisPlan {
     pub cache_levels: Vec<LevelConfig>,
     /// Line size of the reuse-distance analysis, in bytes ([`Analysis::ReuseDistance`]).
     pub reuse_line_bytes: u32,
+    /// Time one call in this many per function and thread ([`Analysis::Time`]; 1: every
+    /// call).
+    pub time_sample: u32,
     /// Mark stack-based results approximate (set for sampled streams).
     pub approximate: bool,
 }
 
 impl Default for AnalysisPlan {
     /// The session defaults: [`Analysis::defaults`], the paper's two cache levels (32 KB
-    /// 4-way + 512 KB 8-way, 64 B lines, FIFO), 64-byte reuse lines, exact.
+    /// 4-way + 512 KB 8-way, 64 B lines, FIFO), 64-byte reuse lines, every call timed,
+    /// exact.
     fn default() -> Self {
         AnalysisPlan {
             kinds: Analysis::defaults(),
             cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
             reuse_line_bytes: 64,
+            time_sample: 1,
             approximate: false,
         }
     }
@@ -49,11 +54,12 @@ impl AnalysisPlan {
     }
 
     /// Read `CABPROF_ANALYSES` (a comma-separated list of analysis names, see
-    /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set.
+    /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set, and
+    /// `CABPROF_TIME_SAMPLE` (time one call in K).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         const VAR: &str = "CABPROF_ANALYSES";
         let Some(value) = get(VAR) else {
-            return Ok(());
+            return self.apply_time_sample(&get);
         };
         let kinds = value
             .split(',')
@@ -80,6 +86,19 @@ impl AnalysisPlan {
             ));
         }
         self.kinds = kinds;
+        self.apply_time_sample(&get)
+    }
+
+    fn apply_time_sample(
+        &mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        const SAMPLE: &str = "CABPROF_TIME_SAMPLE";
+        if let Some(v) = get(SAMPLE) {
+            self.time_sample = v.trim().parse().map_err(|_| {
+                ConfigError::new(SAMPLE, &v, "an integer K >= 1 (time one call in K)")
+            })?;
+        }
         Ok(())
     }
 

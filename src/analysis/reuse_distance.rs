@@ -74,7 +74,7 @@ impl AnalysisDescriptor for Descriptor {
                 o,
                 "  {:>8} lines ({:>8} KB): {:>12} misses ({rate:.2}%)",
                 p.lines,
-                (p.lines * r.line_bytes as u64) >> 10,
+                (p.lines as u128 * r.line_bytes as u128) >> 10,
                 p.misses
             );
         }

@@ -20,8 +20,8 @@
 //!   events analyzed, rounded), like the text report's; exact otherwise. The mode and rates
 //!   are in the header's `desc:` lines.
 
-use crate::model::ReportData;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::model::{CallTreeData, ReportData};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 impl ReportData {
@@ -45,9 +45,8 @@ impl ReportData {
         }
         if let Some(ct) = &self.call_tree {
             for c in &ct.contexts {
-                if let Some(&leaf) = c.stack.last() {
-                    cost(&mut own, leaf, width)[0] += c.count;
-                }
+                let v = &mut cost(&mut own, c.method, width)[0];
+                *v = v.saturating_add(c.count);
             }
         } else if let Some(counts) = &self.method_count {
             for m in counts {
@@ -58,7 +57,10 @@ impl ReportData {
             for e in &cache.by_method {
                 let slot = has_calls as usize + e.level as usize;
                 if slot < width {
-                    cost(&mut own, e.method, width)[slot] += e.load_misses + e.store_misses;
+                    let v = &mut cost(&mut own, e.method, width)[slot];
+                    *v = v
+                        .saturating_add(e.load_misses)
+                        .saturating_add(e.store_misses);
                 }
             }
         }
@@ -66,20 +68,7 @@ impl ReportData {
         // Edges: calls, and the inclusive `Calls` cost.
         let mut edges: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
         if let Some(ct) = &self.call_tree {
-            for c in &ct.contexts {
-                let mut seen = BTreeSet::new();
-                let mut caller = 0;
-                for (i, &callee) in c.stack.iter().enumerate() {
-                    let e = edges.entry((caller, callee)).or_default();
-                    if i + 1 == c.stack.len() {
-                        e.0 += c.count;
-                    }
-                    if seen.insert((caller, callee)) {
-                        e.1 += c.count;
-                    }
-                    caller = callee;
-                }
-            }
+            edge_costs(ct, &mut edges);
             // Counted edges are exact where the call graph ran too (the tree agrees with it
             // in exhaustive mode; in sampled mode the graph is the better count).
             if let Some(graph) = &self.call_graph {
@@ -144,23 +133,23 @@ impl ReportData {
         let mut totals = vec![0u64; width];
         for c in own.values() {
             for (t, v) in totals.iter_mut().zip(c) {
-                *t += scale(*v);
+                *t = t.saturating_add(scale(*v));
             }
         }
         let _ = writeln!(o, "totals: {}", join(&totals));
         o.push('\n');
 
+        let methods = self.method_names();
         let place = |m: u32| -> (String, u32) {
-            self.methods
-                .iter()
-                .find(|e| e.id == m)
+            methods
+                .entry(m)
                 .map_or(("???".to_string(), 0), |e| (e.file.clone(), e.line))
         };
         // Names compressed to `(id)` after their first use, so names may repeat freely.
         let mut named = BTreeSet::new();
         let mut fn_name = |m: u32| -> String {
             if named.insert(m) {
-                format!("({m}) {}", self.name(m))
+                format!("({m}) {}", methods.name(m))
             } else {
                 format!("({m})")
             }
@@ -185,6 +174,54 @@ impl ReportData {
             o.push('\n');
         }
         o
+    }
+}
+
+/// Per call-graph edge of the calling-context tree: `(calls, inclusive calls)`. An edge's
+/// calls are those of the contexts it enters; its inclusive calls add up the calls of the
+/// subtrees below its outermost occurrences on each path (so recursion is not counted twice).
+/// Linear in the number of contexts: one walk with a count of each edge's open occurrences.
+/// Sums saturate at `u64::MAX`.
+fn edge_costs(ct: &CallTreeData, edges: &mut BTreeMap<(u32, u32), (u64, u64)>) {
+    let parents = ct.parent_indices();
+    let n = ct.contexts.len();
+    let edge = |i: usize| {
+        let caller = parents[i].map_or(0, |p| ct.contexts[p].method);
+        (caller, ct.contexts[i].method)
+    };
+    // Calls in each context's subtree (parents precede their children).
+    let mut subtree: Vec<u64> = ct.contexts.iter().map(|c| c.count).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut roots = Vec::new();
+    for i in (0..n).rev() {
+        match parents[i] {
+            Some(p) => {
+                subtree[p] = subtree[p].saturating_add(subtree[i]);
+                children[p].push(i);
+            }
+            None => roots.push(i),
+        }
+    }
+    let mut open: HashMap<(u32, u32), u32> = HashMap::new();
+    // (context, entering): leaving a context closes its edge's occurrence.
+    let mut todo: Vec<(usize, bool)> = roots.into_iter().map(|r| (r, true)).collect();
+    while let Some((i, entering)) = todo.pop() {
+        let key = edge(i);
+        if !entering {
+            if let Some(k) = open.get_mut(&key) {
+                *k -= 1;
+            }
+            continue;
+        }
+        let e = edges.entry(key).or_default();
+        e.0 = e.0.saturating_add(ct.contexts[i].count);
+        let k = open.entry(key).or_default();
+        if *k == 0 {
+            e.1 = e.1.saturating_add(subtree[i]);
+        }
+        *k += 1;
+        todo.push((i, false));
+        todo.extend(children[i].iter().map(|&c| (c, true)));
     }
 }
 

@@ -71,9 +71,34 @@ impl ReportData {
     }
 
     /// The analysis results only (no timings or counters): equal for two runs that saw the
-    /// same events, whatever the mode or ring sizes.
+    /// same events, whatever the mode or ring sizes. The time analysis' durations differ from
+    /// run to run, so only its call counts are kept.
     pub fn results_json(&self) -> String {
         let mut d = self.clone();
+        if let Some(t) = &mut d.time {
+            t.ticks_per_ns = 0.0;
+            t.calibration.clear();
+            for f in &mut t.functions {
+                f.inclusive_ns = 0.0;
+                f.inclusive_ci_ns = 0.0;
+                f.exclusive_ns = 0.0;
+                f.mean_ns = 0.0;
+                f.p50_ns = 0.0;
+                f.p95_ns = 0.0;
+                f.p99_ns = 0.0;
+                f.max_ns = 0.0;
+            }
+            t.functions.sort_by_key(|f| f.method);
+            for e in &mut t.edges {
+                e.inclusive_ns = 0.0;
+            }
+            t.edges.sort_by_key(|e| (e.caller, e.callee));
+            for c in &mut t.contexts {
+                c.inclusive_ns = 0.0;
+                c.exclusive_ns = 0.0;
+            }
+            t.contexts.sort_by(|a, b| a.stack.cmp(&b.stack));
+        }
         d.session = SessionInfo::default();
         d.totals = Counters::default();
         d.threads.clear();

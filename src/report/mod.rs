@@ -26,7 +26,12 @@
 //!                                        // most calls first; caller 0 = root
 //!   "call_tree": { "approximate": bool,
 //!                  "patterns": [ { "method": u32, "callees": [u32], "count": u64, "estimated": Est } ],
-//!                  "contexts": [ { "stack": [u32], "count": u64, "estimated": Est } ] } | null,
+//!                  "contexts": [ { "id": u32, "parent": u32, "method": u32, "count": u64,
+//!                                  "estimated": Est } ] } | null,
+//!                                        // one node per context (id never 0), each after its
+//!                                        // parent (0 = root); its stack is its chain of
+//!                                        // parents. Older files list { "stack": [u32], "count",
+//!                                        // "estimated" } instead: read into nodes
 //!   "paths": [ { "method": u32, "path": u32, "count": u64, "steps": [str] | null,
 //!                "estimated": Est } ] | null,
 //!   "cache": { "levels": [ { "size_bytes", "ways", "line_bytes", "policy": "fifo"|"lru",
@@ -41,7 +46,17 @@
 //!                    "functions": [ { "method": u32, "self": AllocCounts,
 //!                                     "inclusive": AllocCounts } ],     // 0 = outside all
 //!                    "contexts": [ { "stack": [u32], "calls": u64, "counts": AllocCounts } ] }
-//!                  | null                // absent in older files
+//!                  | null,               // absent in older files
+//!   "time": { "clock": str, "ticks_per_ns": f64, "calibration": str,   // absent in older files
+//!             "sample_period": u32,                  // one call in K timed (1: every call)
+//!             "approximate": bool,                   // sampled timing or sampled rings
+//!             "functions": [ { "method": u32, "calls": u64, "timed": u64,
+//!                              "inclusive_ns", "inclusive_ci_ns", "exclusive_ns",
+//!                              "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
+//!             "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
+//!                          "inclusive_ns": f64 } ],
+//!             "contexts": [ { "stack": [u32], "calls": u64, "timed": u64,
+//!                             "inclusive_ns": f64, "exclusive_ns": f64 } ] } | null
 //! }
 //! AllocCounts = { "allocs": u64, "bytes": u64, "reallocs": u64, "frees": u64,
 //!                 "freed_bytes": u64 }
@@ -59,6 +74,28 @@
 //! it accounts for chunks the producer overwrote first, for the rate changes of adaptive
 //! sampling, and for bursts rounding the rate up within a chunk.
 
+//!
+//! # Deep stacks
+//!
+//! A calling context is a node linked to its parent, so a report grows with the number of
+//! contexts, never with the sum of their depths: a 100,000-deep recursion is 100,000 small
+//! entries. Renderings stay bounded too. The text report shows a deep context's outermost two
+//! and innermost three frames around a count of the hidden ones (rows that then read alike
+//! name their context id). Flame graphs (folded stacks, SVG) and pprof keep a stack of up to
+//! [`FLAME_OUTER_FRAMES`] + [`FLAME_INNER_FRAMES`] (64) frames whole; a deeper one keeps its
+//! outermost 24 and innermost 40 frames around one [`ELIDED_FRAME`] frame, and stacks that
+//! then read the same are merged, their counts added: the total is unchanged, and so is the
+//! width of every frame outside the elided part. Callgrind needs no elision: its inclusive
+//! costs are computed from the tree in one pass.
+//!
+//! # Counts too large to add up
+//!
+//! Counts are `u64`. A report file may hold counts whose sums do not fit (only a crafted or
+//! corrupted one can: a session does not make 2^64 calls). The text report adds counts in
+//! 128 bits and shows the exact sums and percentages; flame graphs divide every count by the
+//! smallest power of two that makes their total fit (the SVG's subtitle and a warning of
+//! `cabprof report --format folded` say by how much, see [`FlameStacks::shift`]); pprof
+//! (whose values are `i64`) and callgrind saturate at their largest value.
 //!
 //! # Layout
 //!
@@ -86,11 +123,14 @@ mod text;
 
 pub use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
-    ContextEntry, Counters, CurvePoint, EdgeEntry, FunctionAllocEntry, LevelEntry,
-    MethodCountEntry, MethodEntry, MethodMissEntry, PathEntry, PatternEntry, ReportData,
-    ReportError, ReuseData, SessionInfo, SCHEMA,
+    ContextEntry, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame, FunctionAllocEntry,
+    LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
+    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, ELIDED_FRAME,
+    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
 };
+pub use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 pub use compare::SamplingError;
+pub use folded::{folded_frame, Weight};
 
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
@@ -125,6 +165,16 @@ impl Report {
     /// Folded stacks of the calling-context tree (`root;a;b count` lines).
     pub fn folded(&self) -> String {
         self.data.folded()
+    }
+
+    /// Folded stacks weighted by calls or by time.
+    pub fn folded_by(&self, weight: Weight) -> String {
+        self.data.folded_by(weight)
+    }
+
+    /// A flame graph weighted by calls or by time, as SVG.
+    pub fn svg_by(&self, weight: Weight) -> String {
+        self.data.svg_by(weight)
     }
 
     /// DOT of the call graph.

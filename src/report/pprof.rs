@@ -11,7 +11,9 @@
 //! - **Calls**: one sample per calling context, its stack of locations leaf first, valued with
 //!   the calls made in exactly that context; so a function's *flat* value is its calls and its
 //!   *cumulative* value the calls made in its whole subtree. Without the calling-context tree,
-//!   one single-frame sample per method.
+//!   one single-frame sample per method. A stack deeper than 64 frames keeps its outermost 24
+//!   and innermost 40 frames around a `[deep stack: frames elided]` function, as in the flame
+//!   graph, so the profile grows linearly with the number of contexts.
 //! - **Misses**: the cache simulator attributes misses to the innermost open function, not to
 //!   a calling context, so each function's misses are one single-frame sample (flat = the
 //!   function's own misses) labelled `attribution=function`. Misses outside every profiled
@@ -24,7 +26,7 @@
 //! - **Labels**: optional `key=value` labels on every sample (a service and host name for a
 //!   continuous-profiling backend).
 
-use crate::model::ReportData;
+use crate::model::{Frame, MethodNames, ReportData, ELIDED_FRAME};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
@@ -156,21 +158,29 @@ impl Strings {
 
 /// Builds the profile: strings, and one function and location per method id on first use.
 struct Builder<'a> {
-    data: &'a ReportData,
+    names: MethodNames<'a>,
     strings: Strings,
     /// Method id → location id (= function id).
-    locations: HashMap<u32, u64>,
+    locations: HashMap<Frame, u64>,
     profile: Profile,
 }
 
 impl Builder<'_> {
     fn location(&mut self, method: u32) -> u64 {
-        if let Some(&id) = self.locations.get(&method) {
+        self.frame(Frame::Method(method))
+    }
+
+    /// The location of a frame (the elided middle of a deep stack is a function of its own).
+    fn frame(&mut self, frame: Frame) -> u64 {
+        if let Some(&id) = self.locations.get(&frame) {
             return id;
         }
         let id = self.profile.location.len() as u64 + 1;
-        let entry = self.data.methods.iter().find(|m| m.id == method);
-        let name = self.strings.get(&self.data.name(method));
+        let (entry, name) = match frame {
+            Frame::Method(m) => (self.names.entry(m), self.names.name(m)),
+            Frame::Elided => (None, ELIDED_FRAME.to_string()),
+        };
+        let name = self.strings.get(&name);
         let (file, line) = entry.map_or((0, 0), |m| (self.strings.get(&m.file), m.line as i64));
         self.profile.function.push(Function {
             id,
@@ -187,7 +197,7 @@ impl Builder<'_> {
                 line,
             }],
         });
-        self.locations.insert(method, id);
+        self.locations.insert(frame, id);
         id
     }
 
@@ -223,7 +233,7 @@ impl ReportData {
 
     fn pprof_message(&self, labels: &[(&str, &str)], earlier: Option<&ReportData>) -> Profile {
         let mut b = Builder {
-            data: self,
+            names: self.method_names(),
             strings: Strings::new(),
             locations: HashMap::new(),
             profile: Profile::default(),
@@ -233,7 +243,7 @@ impl ReportData {
             if self.is_sampled() {
                 (count as f64 / rate).round() as i64
             } else {
-                count as i64
+                i64::try_from(count).unwrap_or(i64::MAX)
             }
         };
         let labels: Vec<Label> = labels
@@ -277,7 +287,7 @@ impl ReportData {
             misses.retain(|_, c| *c > 0);
         }
         for (stack, count) in call_samples {
-            let location_id = stack.iter().map(|&m| b.location(m)).collect();
+            let location_id = stack.iter().map(|&f| b.frame(f)).collect();
             let mut value = vec![0; width];
             value[0] = scale(count);
             b.profile.sample.push(Sample {
@@ -293,7 +303,8 @@ impl ReportData {
             for ((method, level), count) in misses {
                 let slot = has_calls as usize + level as usize;
                 if slot < width {
-                    by_method.entry(method).or_insert_with(|| vec![0; width])[slot] += scale(count);
+                    let v = &mut by_method.entry(method).or_insert_with(|| vec![0; width])[slot];
+                    *v = v.saturating_add(scale(count));
                 }
             }
             let attribution = Label {
@@ -368,16 +379,20 @@ fn gzip(bytes: Vec<u8>) -> Vec<u8> {
 }
 
 /// Calls per calling context, the stack leaf first (per method without the context tree).
-fn call_counts(data: &ReportData) -> BTreeMap<Vec<u32>, u64> {
-    let mut out = BTreeMap::new();
-    if let Some(ct) = &data.call_tree {
-        for c in &ct.contexts {
-            *out.entry(c.stack.iter().rev().copied().collect())
-                .or_default() += c.count;
+/// Deep stacks are elided as in flame graphs ([`ReportData::flame_stacks`]), so that the
+/// profile grows linearly with the number of contexts.
+fn call_counts(data: &ReportData) -> BTreeMap<Vec<Frame>, u64> {
+    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
+    if data.call_tree.is_some() {
+        for (mut stack, count) in data.flame_stacks().stacks {
+            stack.reverse();
+            let c = out.entry(stack).or_default();
+            *c = c.saturating_add(count);
         }
     } else if let Some(counts) = &data.method_count {
         for m in counts {
-            *out.entry(vec![m.method]).or_default() += m.count;
+            let c = out.entry(vec![Frame::Method(m.method)]).or_default();
+            *c = c.saturating_add(m.count);
         }
     }
     out
@@ -388,7 +403,10 @@ fn miss_counts(data: &ReportData) -> BTreeMap<(u32, u32), u64> {
     let mut out = BTreeMap::new();
     if let Some(cache) = &data.cache {
         for e in &cache.by_method {
-            *out.entry((e.method, e.level)).or_default() += e.load_misses + e.store_misses;
+            let c: &mut u64 = out.entry((e.method, e.level)).or_default();
+            *c = c
+                .saturating_add(e.load_misses)
+                .saturating_add(e.store_misses);
         }
     }
     out

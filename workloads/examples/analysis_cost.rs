@@ -2,7 +2,7 @@
 //! term `P` of the cost model, measured alone.
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example analysis_cost -- [--size small|full|smoke]
+//! cargo run --profile eval -p cabprof-workloads --example analysis_cost -- [--size small|full|smoke]
 //!     [--runs N] [--only NAME[,NAME..]]
 //! ```
 //!

@@ -5,7 +5,7 @@
 //! core 1 then takes throughput from the application on core 0 whatever the buffer does.
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example core_share -- [--rounds N]
+//! cargo run --profile eval -p cabprof-workloads --example core_share -- [--rounds N]
 //! ```
 
 use clap::Parser;

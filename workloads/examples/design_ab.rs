@@ -4,7 +4,7 @@
 //! show through.
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example design_ab -- WORKLOAD
+//! cargo run --profile eval -p cabprof-workloads --example design_ab -- WORKLOAD
 //!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N]
 //! ```
 //!

@@ -5,7 +5,7 @@
 //! (`cabprof_workloads::evaluate::page`).
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
+//! cargo run --profile eval -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
 
 use cabprof_workloads::evaluate::page::rewrite_page;

@@ -2,7 +2,7 @@
 //! event rates, like the paper's benchmark table.
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example rates -- [--size full|small|smoke]
+//! cargo run --profile eval -p cabprof-workloads --example rates -- [--size full|small|smoke]
 //!     [--runs N] [--only NAME[,NAME..]] [--all]
 //! ```
 //!

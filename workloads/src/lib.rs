@@ -16,7 +16,7 @@
 //!
 //! Their event rates span five orders of magnitude, from the matrix kernels' handful of calls to
 //! the interpreters' hundreds of millions of calls or paths per second and the kernels' billions
-//! of memory accesses; `cargo run --release -p cabprof-workloads --example rates` measures them.
+//! of memory accesses; `cargo run --profile eval -p cabprof-workloads --example rates` measures them.
 //!
 //! # Twins (and variants)
 //!
@@ -198,7 +198,9 @@ impl Variant {
     /// instrumentation).
     pub fn for_analysis(analysis: Analysis) -> Variant {
         match analysis {
-            Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree => Variant::Calls,
+            Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree | Analysis::Time => {
+                Variant::Calls
+            }
             // Allocation words come from the global allocator; the calls place them.
             Analysis::Allocations => Variant::Calls,
             Analysis::Paths => Variant::Paths,

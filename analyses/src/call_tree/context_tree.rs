@@ -80,7 +80,8 @@ impl CallingContextTree {
     }
 
     /// Every context (root excluded) with its count, sorted by path. Contexts made by a
-    /// resynchronisation may have count 0.
+    /// resynchronisation may have count 0. Each path is copied in full, so this costs the sum
+    /// of all depths: use [`nodes`](Self::nodes) for deep trees.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, u64)> {
         let t = &self.tree;
         let attached = t.attached();
@@ -90,6 +91,22 @@ impl CallingContextTree {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    /// Every context (root excluded) as a node: `(node, parent, method, count)`, where `node`
+    /// and `parent` are indices of this tree (the root is 0), parents before their children.
+    /// Unlike [`contexts`](Self::contexts), whose paths cost the sum of all depths (quadratic
+    /// in a deep recursion), this is linear in the number of contexts.
+    pub fn nodes(&self) -> Vec<(u32, u32, MethodId, u64)> {
+        let t = &self.tree;
+        let attached = t.attached();
+        (1..t.nodes.len())
+            .filter(|&i| attached[i])
+            .map(|i| {
+                let n = &t.nodes[i];
+                (i as u32, n.parent, n.method, n.count)
+            })
+            .collect()
     }
 
     /// Number of contexts (nodes other than the root).

@@ -36,7 +36,7 @@
 
 mod context_tree;
 mod subtree_profile;
-mod trie;
+pub(crate) mod trie;
 
 pub use context_tree::CallingContextTree;
 pub use subtree_profile::CallTreeProfile;

@@ -92,7 +92,10 @@ pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
-pub use tls::{active, emit, flush_current_thread, in_runtime_work, runtime_work, RuntimeWork};
+pub use tls::{
+    active, activity, emit, flush_current_thread, in_runtime_work, process_session_requested,
+    runtime_work, settle_idle, Activity, RuntimeWork, PROCESS_VAR,
+};
 
 use crate::config::{ConfigError, WORD_BYTES};
 use std::fmt;

@@ -95,7 +95,23 @@ pub struct Report<A> {
 }
 
 impl<A> Report<A> {
-    pub(super) fn finish_totals(&mut self) {
+    /// The same report over another analysis (a part of this one).
+    pub fn map_analysis<B>(self, f: impl FnOnce(A) -> B) -> Report<B> {
+        Report {
+            analysis: f(self.analysis),
+            mode: self.mode,
+            ring: self.ring,
+            rate_used: self.rate_used,
+            threads: self.threads,
+            totals: self.totals,
+            analyzer_failures: self.analyzer_failures,
+            in_flight: self.in_flight,
+            elapsed: self.elapsed,
+        }
+    }
+
+    /// Sum `threads` into `totals` (again, after keeping only some threads).
+    pub fn finish_totals(&mut self) {
         let mut t = ThreadStats {
             thread: "(all)".into(),
             rate: 1.0,

@@ -19,6 +19,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How long `finish` waits, in sampling mode, for threads that have just ended to close their
+/// rings (20 ms: a thread-local destructor runs within microseconds of a thread's return; the
+/// wait only costs anything when threads are still running).
+const ENDING_THREADS_GRACE: Duration = Duration::from_millis(20);
+
 /// What a session shares with its handles ([`Snapshotter`], [`Finisher`]) and, as a [`Hub`],
 /// with attaching threads.
 struct Core<A: RingAnalysis> {
@@ -525,6 +530,21 @@ impl<A: RingAnalysis> Core<A> {
         }
     }
 
+    /// Sampling mode: give threads that have just ended a moment to close their rings, so
+    /// their totals are exact. A scoped thread's `join` (and a pool's shutdown) can return
+    /// before the thread's thread-local destructor has closed its ring; a live sampling
+    /// producer's last events are only bounded (`in_flight`), a closed one's are counted
+    /// exactly. Threads still running after [`ENDING_THREADS_GRACE`] are reported live.
+    fn wait_for_ending_threads(&self) {
+        if !matches!(self.mode, RunMode::Sampling { .. }) {
+            return;
+        }
+        let deadline = Instant::now() + ENDING_THREADS_GRACE;
+        while self.live_rings() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
     fn live_rings(&self) -> usize {
         self.analyzers
             .iter()
@@ -549,6 +569,7 @@ impl<A: RingAnalysis> Core<A> {
             }
         }
         tls::retire_current_thread(self.key);
+        self.wait_for_ending_threads();
         let unpublished = self.unpublished_bound();
         for a in &self.analyzers {
             a.stop.store(true, Ordering::Release);

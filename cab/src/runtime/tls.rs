@@ -16,8 +16,13 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// `0` when no session runs, else `epoch << 3 | kind` of the running session.
-static SESSION: AtomicU64 = AtomicU64::new(0);
+/// `0` when no session runs, else `epoch << 3 | kind` of the running session; [`UNDECIDED`]
+/// until the process has decided whether to start a session by itself.
+static SESSION: AtomicU64 = AtomicU64::new(UNDECIDED);
+/// `SESSION` before the first event: not 0, so the first event leaves the idle path and the
+/// process can decide whether to start a process-wide session (`CABPROF=1`); of a kind no
+/// session has, so nothing is delivered.
+const UNDECIDED: u64 = 7;
 /// Sequential: no producer, the analysis runs inline.
 const KIND_SEQUENTIAL: u64 = 1;
 /// The producer is a CAB `Producer<false>`.
@@ -198,10 +203,48 @@ pub fn emit(event: Event) {
     }
 }
 
-/// Whether a session is running (instrumentation may skip work when not).
+/// Whether a session is running (instrumentation may skip work when not). Also true before the
+/// process has decided whether to start a session by itself (see [`activity`]).
 #[inline(always)]
 pub fn active() -> bool {
     SESSION.load(Ordering::Relaxed) != 0
+}
+
+/// What instrumentation should do now, from one load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// No session: emit nothing.
+    Idle,
+    /// The first event of the process: nobody has decided yet whether a process-wide session
+    /// runs (`CABPROF=1`). Decide (the `cabprof` facade starts one), or [`settle_idle`].
+    Undecided,
+    /// A session runs.
+    Recording,
+}
+
+/// What instrumentation should do now.
+#[inline(always)]
+pub fn activity() -> Activity {
+    match SESSION.load(Ordering::Relaxed) {
+        0 => Activity::Idle,
+        UNDECIDED => Activity::Undecided,
+        _ => Activity::Recording,
+    }
+}
+
+/// The variable that asks for a process-wide session: set and not `0`.
+pub const PROCESS_VAR: &str = "CABPROF";
+
+/// Whether `CABPROF` asks for a process-wide session (read once).
+pub fn process_session_requested() -> bool {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKED.get_or_init(|| std::env::var_os(PROCESS_VAR).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Leave the undecided state for idle: no process-wide session. Does nothing if a session has
+/// started meanwhile.
+pub fn settle_idle() {
+    let _ = SESSION.compare_exchange(UNDECIDED, 0, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 #[inline(always)]
@@ -230,10 +273,19 @@ fn emit_to(key: u64, event: Event) {
 #[cold]
 #[inline(never)]
 fn emit_slow(key: u64, event: Event) {
-    // Making a ring or an inline analysis, and running that analysis, allocate: the runtime's
-    // own allocations, which an allocation-tracking allocator must neither report as the
-    // program's nor turn into events (the thread's sink is borrowed here).
+    // Deciding (reading `CABPROF`), making a ring or an inline analysis, and running that
+    // analysis allocate: the runtime's own allocations, which an allocation-tracking allocator
+    // must neither report as the program's nor turn into events (that would recurse into the
+    // decision, or find the thread's sink borrowed here).
     let _work = runtime_work();
+    if key == UNDECIDED {
+        // Events before a process-wide session starts are not recorded. Without `CABPROF`
+        // there will be none: go idle, so later events cost one load again.
+        if !process_session_requested() {
+            settle_idle();
+        }
+        return;
+    }
     // `try_with`: events from TLS destructors after `LOCAL` is gone are dropped.
     // `try_borrow_mut`: an event emitted from inside an inline analysis (re-entrancy) is
     // dropped rather than corrupting the analysis.

@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cabprof::report::Weight;
 use cabprof::ReportData;
 use clap::{Args, ValueEnum};
 
@@ -16,6 +17,8 @@ Examples:
   cabprof report profile.json                       text tables, 10 rows each
   cabprof report profile.json --top 25
   cabprof report profile.json --format svg -o flame.svg
+  cabprof report profile.json --format svg --weight time -o time.svg
+  cabprof report profile.json --format svg --weight alloc-bytes -o heap.svg
   cabprof report profile.json --format folded | inferno-flamegraph > flame.svg
   cabprof report profile.json --format dot | dot -Tpng -o calls.png
   cabprof report profile.json --format pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
@@ -48,6 +51,17 @@ pub(crate) enum ReportFormat {
     Callgrind,
 }
 
+/// What flame-graph widths measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WeightArg {
+    /// Calls (the call-tree analysis).
+    Calls,
+    /// Nanoseconds (the time analysis).
+    Time,
+    /// Heap bytes allocated (the allocations analysis).
+    AllocBytes,
+}
+
 /// Arguments of `cabprof report`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -58,6 +72,9 @@ pub(crate) struct ReportArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = ReportFormat::Table)]
     pub format: ReportFormat,
+    /// What the folded stacks and the SVG flame graph are weighted by.
+    #[arg(long, value_enum, default_value_t = WeightArg::Calls)]
+    pub weight: WeightArg,
     /// Rows per table (table format only).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
@@ -100,6 +117,11 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         input: name.clone(),
         source: Box::new(e),
     })?;
+    let weight = match args.weight {
+        WeightArg::Calls => Weight::Calls,
+        WeightArg::Time => Weight::Time,
+        WeightArg::AllocBytes => Weight::AllocBytes,
+    };
     if !args.label.is_empty() && args.format != ReportFormat::Pprof {
         return Err(CliError::InvalidArguments(
             "--label applies to --format pprof only".into(),
@@ -112,9 +134,17 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             json.push('\n');
             json.into_bytes()
         }
-        ReportFormat::Folded => data.folded().into_bytes(),
+        ReportFormat::Folded => {
+            let shift = data.flame_stacks_by(weight).shift;
+            if shift > 0 {
+                eprintln!(
+                    "cabprof report: warning: the weights add up to more than 2^64; every folded count is divided by 2^{shift}"
+                );
+            }
+            data.folded_by(weight).into_bytes()
+        }
         ReportFormat::Dot => data.dot().into_bytes(),
-        ReportFormat::Svg => data.svg().into_bytes(),
+        ReportFormat::Svg => data.svg_by(weight).into_bytes(),
         ReportFormat::Pprof => {
             let labels: Vec<(&str, &str)> = args
                 .label

@@ -4,10 +4,10 @@
 //! draws them.
 //!
 //! ```text
-//! cargo run --release -p cabprof-workloads --example evaluate -- [--smoke|--quick|--full]
+//! cargo run --profile eval -p cabprof-workloads --example evaluate -- [--smoke|--quick|--full]
 //!     [--out DIR] [--reps N] [--size smoke|small|full] [--only NAME[,NAME..]] [--no-pin]
 //!     [--trace]
-//! cargo run --release -p cabprof-workloads --example plot -- DIR
+//! cargo run --profile eval -p cabprof-workloads --example plot -- DIR
 //! ```
 //!
 //! - `--smoke`: `Size::Smoke`, 1 repetition, 2 buffer sizes and 2 sampling rates (CI's check

@@ -1,6 +1,6 @@
 //! UI tests of `#[cabprof::profile]`: what must compile (without warnings) and the exact error
-//! of each misuse. Regenerate the expected errors with `TRYBUILD=overwrite cargo test --test
-//! compiletest` after reviewing them.
+//! of each misuse. Regenerate the expected errors with
+//! `TRYBUILD=overwrite cargo test -p cabprof-checks --test compiletest` after reviewing them.
 
 #[test]
 fn ui() {

@@ -1,0 +1,808 @@
+//! Time per function, per call-graph edge and per calling context, from `Time` words.
+//!
+//! # The stream
+//!
+//! A timed call is `Call`, `Time(t0)`, …, `Time(t1)`, `Return`: the stamp right after the
+//! `Call` opens the frame, the one right before the `Return` closes it, so its inclusive time is
+//! `t1 - t0` counter ticks (modulo 2^60). A call without stamps is counted but not timed: with
+//! sampled timing (one call in K per function and thread) most are. An instrumented `async fn`
+//! stamps each poll instead (`Poll`, `Time`, …, `Time`, `PollEnd`, the last poll's closing
+//! stamp before its `Return`): its time is the **time polled**, the sum of its polls, not the
+//! time it spent suspended between them.
+//!
+//! # What is computed
+//!
+//! All sums are exact integers of ticks; conversion to nanoseconds is the reader's (see
+//! `cabprof_cab::clock::Calibration`).
+//!
+//! - Per function: calls, timed calls, the sum of the timed calls' inclusive ticks over every
+//!   activation (`ticks_all`) and over the outermost activations only (`ticks_outer`: a
+//!   recursive function's nested activations are inside an outer one's time, so this is the
+//!   function's inclusive time), and a histogram of one call's inclusive ticks (all
+//!   activations; [`hdrhistogram`], 3 significant digits).
+//! - Per caller → callee edge: calls, timed calls, inclusive ticks.
+//! - Per calling context (a path from the root, as in the calling-context tree): calls, timed
+//!   calls, inclusive ticks.
+//! - Exclusive (self) time is derived, never stored: a function's self time is its `ticks_all`
+//!   minus the inclusive ticks of every call it made (its outgoing edges). In an exhaustive
+//!   stream this is exactly the sum over its activations of (duration − callees' durations),
+//!   so the self times of all functions add up to the inclusive time of the calls made from
+//!   the root ([`TimeProfile::estimate`] computes it; with sampled timing each term is scaled
+//!   by calls / timed calls first).
+//!
+//! # Imperfect streams
+//!
+//! Sampled rings (gaps) resynchronise like the call-tree analyses: a `Return` below the top
+//! closes the frames above it untimed, a `Return` matching no frame is counted and ignored, a
+//! `Call` whose caller is not on top continues from the caller's innermost open frame. Any of
+//! these sets `approximate`. A future polled in several streams (a task that moved between
+//! threads) is completed by the stream that sees its last poll, with the polls that stream
+//! saw; the polled time other streams saw is added to its function's totals when the
+//! instances are merged ([`TimeProfile::merge`]) or at the end (`open_polled`), but not to its
+//! edge, context or per-call histogram, which that stream could not attribute.
+
+use cabprof_cab::event::{decode, EventKind, MethodId, MAX_PAYLOAD};
+use hashbrown::HashMap;
+use hdrhistogram::Histogram;
+
+use crate::call_tree::trie::{Trie, NONE, ROOT as ROOT_NODE};
+use crate::thread_stacks::ThreadStacks;
+use crate::EventAnalysis;
+
+/// An unknown caller or context (a fragment of a future first polled in another stream).
+const UNKNOWN: u32 = NONE;
+
+/// Per-function time.
+#[derive(Clone, Debug)]
+pub struct FunctionTime {
+    /// Calls seen.
+    pub calls: u64,
+    /// Calls with both stamps.
+    pub timed: u64,
+    /// Inclusive ticks of the timed calls, every activation.
+    pub ticks_all: u64,
+    /// Calls not nested in another activation of the same function.
+    pub outer_calls: u64,
+    /// Of those, the timed ones.
+    pub outer_timed: u64,
+    /// Inclusive ticks of the timed outermost calls.
+    pub ticks_outer: u64,
+    /// Polled ticks of futures completed in another stream (or still running).
+    pub open_polled: u64,
+    /// One timed call's inclusive ticks.
+    pub histogram: Histogram<u64>,
+}
+
+impl Default for FunctionTime {
+    fn default() -> Self {
+        FunctionTime {
+            calls: 0,
+            timed: 0,
+            ticks_all: 0,
+            outer_calls: 0,
+            outer_timed: 0,
+            ticks_outer: 0,
+            open_polled: 0,
+            histogram: Histogram::new(3).expect("3 significant digits is in 0..=5"),
+        }
+    }
+}
+
+/// Calls, timed calls and their inclusive ticks (an edge or a context).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timed {
+    /// Calls seen.
+    pub calls: u64,
+    /// Calls with both stamps.
+    pub timed: u64,
+    /// Their inclusive ticks.
+    pub ticks: u64,
+}
+
+impl Timed {
+    /// The estimated inclusive ticks of all calls: `ticks × calls / timed` (exact when every
+    /// call was timed; 0 when none was).
+    pub fn estimate(&self) -> f64 {
+        scale(self.ticks, self.calls, self.timed)
+    }
+
+    fn add(&mut self, o: &Timed) {
+        self.calls += o.calls;
+        self.timed += o.timed;
+        self.ticks += o.ticks;
+    }
+}
+
+fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
+    if timed == 0 || timed == calls {
+        ticks as f64
+    } else {
+        ticks as f64 * calls as f64 / timed as f64
+    }
+}
+
+/// One open frame: a call, or a future (whose frame spans its polls).
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    method: u32,
+    node: u32,
+    /// Start stamp of the call (or of the current poll of a future).
+    start: Option<u64>,
+    /// A future's ticks polled before the current poll.
+    polled: u64,
+    /// Whether stamps were seen for it (a future is timed in every poll or in none).
+    timed: bool,
+    /// Not nested in another activation of the same function.
+    outer: bool,
+}
+
+type TaskKey = (u32, u32);
+
+#[derive(Clone, Debug, Default)]
+struct ThreadState {
+    stack: Vec<Frame>,
+    /// Polls in progress, innermost last: the future and the stack it parked.
+    polls: Vec<(TaskKey, Vec<Frame>)>,
+    /// The last word opened a frame or poll: a `Time` now is its start stamp.
+    just_opened: bool,
+    /// A closing stamp waiting for its `Return` or `PollEnd`.
+    pending_end: Option<u64>,
+    /// Open activations per method id on this thread (recursion detection).
+    depth: Vec<u32>,
+}
+
+impl ThreadState {
+    #[inline]
+    fn enter(&mut self, method: u32) -> bool {
+        let i = method as usize;
+        if i >= self.depth.len() {
+            self.depth.resize(i + 1, 0);
+        }
+        self.depth[i] += 1;
+        self.depth[i] == 1
+    }
+
+    #[inline]
+    fn leave(&mut self, method: u32) {
+        if let Some(d) = self.depth.get_mut(method as usize) {
+            *d = d.saturating_sub(1);
+        }
+    }
+}
+
+/// Time per function, edge and calling context; see the module docs.
+#[derive(Clone, Debug)]
+pub struct TimeProfile {
+    /// By method id (ids are dense).
+    functions: Vec<Option<FunctionTime>>,
+    /// The calling contexts; a node's count is its calls. Edges are summed from it.
+    tree: Trie,
+    /// Per context node: timed calls and their ticks.
+    node_time: Vec<(u64, u64)>,
+    threads: ThreadStacks<ThreadState>,
+    /// Futures between polls.
+    tasks: HashMap<TaskKey, Frame>,
+    approximate: bool,
+    unmatched: u64,
+}
+
+impl Default for TimeProfile {
+    fn default() -> Self {
+        TimeProfile {
+            functions: Vec::new(),
+            tree: Trie::default(),
+            node_time: vec![(0, 0)],
+            threads: ThreadStacks::default(),
+            tasks: HashMap::new(),
+            approximate: false,
+            unmatched: 0,
+        }
+    }
+}
+
+/// A function's estimated times, in ticks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FunctionEstimate {
+    /// Inclusive ticks of all its outermost calls (timed ones scaled by calls / timed).
+    pub inclusive: f64,
+    /// Self ticks: inclusive ticks of every activation minus those of the calls it made.
+    pub exclusive: f64,
+    /// Half-width of the 95% confidence interval of `inclusive` (0 when every call was timed):
+    /// `1.96 × calls × s / √timed × √(1 − timed / calls)`, `s` the standard deviation of one
+    /// call's ticks.
+    pub inclusive_ci: f64,
+}
+
+impl TimeProfile {
+    /// An empty profile.
+    pub fn new() -> TimeProfile {
+        TimeProfile::default()
+    }
+
+    /// Mark the results approximate (sampled rings) or not.
+    pub fn set_approximate(&mut self, approximate: bool) {
+        self.approximate = approximate;
+    }
+
+    /// Whether resynchronisations (or [`set_approximate`](Self::set_approximate)) make the
+    /// results approximate.
+    pub fn is_approximate(&self) -> bool {
+        self.approximate
+    }
+
+    /// `Return`s and `PollEnd`s that matched no open frame or poll.
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched
+    }
+
+    /// Per-function time, by method id.
+    pub fn functions(&self) -> impl Iterator<Item = (MethodId, &FunctionTime)> + '_ {
+        self.functions
+            .iter()
+            .enumerate()
+            .filter_map(|(m, f)| Some((method_id(m as u32), f.as_ref()?)))
+    }
+
+    fn function(&mut self, m: u32) -> &mut FunctionTime {
+        let i = m as usize;
+        if i >= self.functions.len() {
+            self.functions.resize_with(i + 1, || None);
+        }
+        self.functions[i].get_or_insert_with(FunctionTime::default)
+    }
+
+    /// A context node's calls, timed calls and ticks.
+    fn timed_at(&self, n: usize) -> Timed {
+        let (timed, ticks) = self.node_time.get(n).copied().unwrap_or_default();
+        Timed {
+            calls: self.tree.nodes[n].count,
+            timed,
+            ticks,
+        }
+    }
+
+    /// Per-edge time: (caller, callee) → calls, timed calls, ticks, summed over the contexts
+    /// where the caller calls the callee. Caller 0 is the root.
+    pub fn edges(&self) -> Vec<((MethodId, MethodId), Timed)> {
+        let mut e: HashMap<(MethodId, MethodId), Timed> = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent == NONE {
+                continue;
+            }
+            let caller = self.tree.nodes[n.parent as usize].method;
+            e.entry((caller, n.method))
+                .or_default()
+                .add(&self.timed_at(i));
+        }
+        let mut v: Vec<_> = e.into_iter().collect();
+        v.sort_unstable_by_key(|(k, _)| *k);
+        v
+    }
+
+    /// Every calling context (root excluded) with its time, sorted by path.
+    pub fn contexts(&self) -> Vec<(Vec<MethodId>, Timed)> {
+        let mut out: Vec<_> = (1..self.tree.nodes.len())
+            .filter(|&i| self.tree.nodes[i].parent != NONE)
+            .map(|i| {
+                (
+                    self.tree.path_between(ROOT_NODE, i as u32),
+                    self.timed_at(i),
+                )
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The estimated inclusive and exclusive ticks of `method` (see [`FunctionEstimate`]).
+    pub fn estimate(&self, method: MethodId) -> FunctionEstimate {
+        let callees = self.callee_ticks();
+        self.estimate_with(method, callees.get(&method).copied().unwrap_or(0.0))
+    }
+
+    /// [`estimate`](Self::estimate) of every function, in one pass over the contexts.
+    pub fn estimates(&self) -> Vec<(MethodId, FunctionEstimate)> {
+        let callees = self.callee_ticks();
+        self.functions()
+            .map(|(m, _)| {
+                (
+                    m,
+                    self.estimate_with(m, callees.get(&m).copied().unwrap_or(0.0)),
+                )
+            })
+            .collect()
+    }
+
+    /// Per caller: the estimated inclusive ticks of the calls it made.
+    fn callee_ticks(&self) -> HashMap<MethodId, f64> {
+        let mut out = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent != NONE {
+                *out.entry(self.tree.nodes[n.parent as usize].method)
+                    .or_insert(0.0) += self.timed_at(i).estimate();
+            }
+        }
+        out
+    }
+
+    fn estimate_with(&self, method: MethodId, callees: f64) -> FunctionEstimate {
+        let Some(Some(f)) = self.functions.get(method.get() as usize) else {
+            return FunctionEstimate {
+                inclusive: 0.0,
+                exclusive: 0.0,
+                inclusive_ci: 0.0,
+            };
+        };
+        let all = scale(f.ticks_all, f.calls, f.timed) + f.open_polled as f64;
+        let inclusive = scale(f.ticks_outer, f.outer_calls, f.outer_timed) + f.open_polled as f64;
+        let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
+        let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
+            0.0
+        } else {
+            1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
+        };
+        let exclusive = all - callees;
+        FunctionEstimate {
+            inclusive,
+            // Sampled estimates can undershoot; exact sums never do.
+            exclusive: if exclusive < 0.0 { 0.0 } else { exclusive },
+            inclusive_ci,
+        }
+    }
+
+    /// The estimated self ticks of each context: its inclusive estimate minus its children's.
+    /// Same order as [`contexts`](Self::contexts).
+    pub fn context_exclusive(&self) -> Vec<(Vec<MethodId>, f64)> {
+        let nodes = &self.tree.nodes;
+        let mut own: Vec<f64> = (0..nodes.len())
+            .map(|i| self.timed_at(i).estimate())
+            .collect();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if n.parent != NONE {
+                own[n.parent as usize] -= self.timed_at(i).estimate();
+            }
+        }
+        let mut out: Vec<_> = (1..nodes.len())
+            .filter(|&i| nodes[i].parent != NONE)
+            .map(|i| (self.tree.path_between(ROOT_NODE, i as u32), own[i].max(0.0)))
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[inline]
+    fn child(&mut self, parent: u32, method: u32) -> u32 {
+        if parent == UNKNOWN {
+            return UNKNOWN;
+        }
+        self.tree.child(parent, method_id(method))
+    }
+
+    fn on_call(&mut self, caller: u32, callee: u32) {
+        let top = self.threads.current.stack.last().map(|f| f.method);
+        if top.unwrap_or(0) != caller {
+            self.resync_call(caller);
+        }
+        let parent = self
+            .threads
+            .current
+            .stack
+            .last()
+            .map_or(ROOT_NODE, |f| f.node);
+        let node = self.child(parent, callee);
+        let st = &mut self.threads.current;
+        let outer = st.enter(callee);
+        st.stack.push(Frame {
+            method: callee,
+            node,
+            start: None,
+            polled: 0,
+            timed: false,
+            outer,
+        });
+        st.just_opened = true;
+        st.pending_end = None;
+        let f = self.function(callee);
+        f.calls += 1;
+        f.outer_calls += outer as u64;
+        if node != UNKNOWN {
+            self.tree.nodes[node as usize].count += 1;
+        }
+    }
+
+    #[cold]
+    fn resync_call(&mut self, caller: u32) {
+        self.approximate = true;
+        let st = &mut self.threads.current;
+        let keep = st
+            .stack
+            .iter()
+            .rposition(|f| f.method == caller)
+            .map_or(0, |i| i + 1);
+        while st.stack.len() > keep {
+            let f = st.stack.pop().expect("longer than keep");
+            st.leave(f.method);
+        }
+    }
+
+    fn on_time(&mut self, ticks: u64) {
+        let st = &mut self.threads.current;
+        if std::mem::take(&mut st.just_opened) {
+            if let Some(f) = st.stack.last_mut() {
+                f.start = Some(ticks);
+                f.timed = true;
+            }
+        } else {
+            st.pending_end = Some(ticks);
+        }
+    }
+
+    fn on_return(&mut self, callee: u32) {
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        let end = st.pending_end.take();
+        let Some(i) = st.stack.iter().rposition(|f| f.method == callee) else {
+            self.unmatched += 1;
+            self.approximate = true;
+            return;
+        };
+        if i + 1 != st.stack.len() {
+            self.approximate = true;
+            while st.stack.len() > i + 1 {
+                let f = st.stack.pop().expect("above i");
+                st.leave(f.method);
+            }
+        }
+        let f = st.stack.pop().expect("at i");
+        st.leave(f.method);
+        match (f.timed, f.start, end) {
+            (true, Some(s), Some(e)) => self.record(&f, f.polled + elapsed(s, e)),
+            // A future dropped between polls: its last poll is an empty one, unstamped.
+            (true, None, None) if f.polled > 0 => self.record(&f, f.polled),
+            (true, _, _) => self.approximate = true,
+            _ => {}
+        }
+    }
+
+    fn record(&mut self, f: &Frame, ticks: u64) {
+        let ft = self.function(f.method);
+        ft.timed += 1;
+        ft.ticks_all += ticks;
+        // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
+        if ft.histogram.record(ticks).is_err() {
+            ft.histogram.saturating_record(ticks);
+        }
+        if f.outer {
+            ft.outer_timed += 1;
+            ft.ticks_outer += ticks;
+        }
+        if f.node != UNKNOWN {
+            let i = f.node as usize;
+            if i >= self.node_time.len() {
+                self.node_time.resize(i + 1, (0, 0));
+            }
+            self.node_time[i].0 += 1;
+            self.node_time[i].1 += ticks;
+        }
+    }
+
+    fn on_poll(&mut self, method: u32, task: u32, first: bool) {
+        let key = (method, task);
+        let st = &mut self.threads.current;
+        let frame = if first {
+            match st.stack.last() {
+                Some(f) if f.method == method => st.stack.pop().expect("just seen"),
+                _ => {
+                    // Its `Call` was lost (sampling).
+                    self.approximate = true;
+                    self.fragment(method)
+                }
+            }
+        } else {
+            match self.tasks.remove(&key) {
+                Some(f) => {
+                    self.threads.current.enter(method);
+                    f
+                }
+                None => {
+                    self.threads.current.enter(method);
+                    self.fragment(method)
+                }
+            }
+        };
+        let st = &mut self.threads.current;
+        let parked = std::mem::replace(&mut st.stack, vec![frame]);
+        st.polls.push((key, parked));
+        st.just_opened = true;
+        st.pending_end = None;
+    }
+
+    /// A future whose `Call` this stream did not see: its method, nothing else.
+    fn fragment(&self, method: u32) -> Frame {
+        Frame {
+            method,
+            node: UNKNOWN,
+            start: None,
+            polled: 0,
+            timed: false,
+            outer: false,
+        }
+    }
+
+    fn on_poll_end(&mut self, task: u32, done: bool) {
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        let end = st.pending_end.take();
+        let Some((key, parked)) = st.polls.pop() else {
+            self.unmatched += 1;
+            self.approximate = true;
+            return;
+        };
+        if key.1 != task {
+            self.approximate = true;
+        }
+        let mut stack = std::mem::replace(&mut st.stack, parked);
+        // Frames left open above the future's own (lost `Return`s).
+        while stack.len() > 1 {
+            let f = stack.pop().expect("len > 1");
+            st.leave(f.method);
+            self.approximate = true;
+        }
+        let Some(mut f) = stack.pop() else {
+            return; // completed in this poll: its `Return` recorded it
+        };
+        st.leave(f.method);
+        if f.method != key.0 {
+            self.approximate = true;
+            return;
+        }
+        if let (Some(s), Some(e)) = (f.start.take(), end) {
+            f.polled += elapsed(s, e);
+        }
+        if done {
+            // Dropped or completed without a `Return` seen: what was polled still counts.
+            self.approximate = true;
+            if f.timed {
+                self.record(&f, f.polled);
+            }
+        } else {
+            self.tasks.insert(key, f);
+        }
+    }
+}
+
+fn method_id(m: u32) -> MethodId {
+    MethodId::new(m).unwrap_or(MethodId::ROOT)
+}
+
+/// Ticks from `start` to `end`, counters taken modulo 2^60.
+fn elapsed(start: u64, end: u64) -> u64 {
+    end.wrapping_sub(start) & MAX_PAYLOAD
+}
+
+impl EventAnalysis for TimeProfile {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            match decode(w) {
+                Some(EventKind::Call { caller, callee }) => {
+                    self.on_call(caller.get(), callee.get())
+                }
+                Some(EventKind::Return { callee }) => self.on_return(callee.get()),
+                Some(EventKind::Time { ticks }) => self.on_time(ticks),
+                Some(EventKind::Thread { id }) => {
+                    self.threads.switch_to(id);
+                }
+                Some(EventKind::Poll {
+                    method,
+                    task,
+                    first,
+                }) => self.on_poll(method.get(), task, first),
+                Some(EventKind::PollEnd { task, done, .. }) => self.on_poll_end(task, done),
+                _ => {}
+            }
+        }
+    }
+
+    fn merge(&mut self, other: TimeProfile) {
+        for (m, f) in other.functions.into_iter().enumerate() {
+            let Some(f) = f else { continue };
+            let mine = self.function(m as u32);
+            mine.calls += f.calls;
+            mine.timed += f.timed;
+            mine.ticks_all += f.ticks_all;
+            mine.outer_calls += f.outer_calls;
+            mine.outer_timed += f.outer_timed;
+            mine.ticks_outer += f.ticks_outer;
+            mine.open_polled += f.open_polled;
+            mine.histogram
+                .add(&f.histogram)
+                .expect("auto-resizing histograms of the same precision add");
+        }
+        // Contexts by path (calls summed by the trie), then their timed calls and ticks.
+        let to_self = self.tree.merge(&other.tree);
+        if self.node_time.len() < self.tree.nodes.len() {
+            self.node_time.resize(self.tree.nodes.len(), (0, 0));
+        }
+        for (i, &(timed, ticks)) in other.node_time.iter().enumerate() {
+            let t = &mut self.node_time[to_self[i] as usize];
+            t.0 += timed;
+            t.1 += ticks;
+        }
+        // Futures between polls in both: one frame, both polled times; one only in `other`
+        // keeps its time as polled time of its function (its completion, if any, is elsewhere).
+        for (key, f) in other.tasks {
+            match self.tasks.get_mut(&key) {
+                Some(mine) => mine.polled += f.polled,
+                None => {
+                    self.function(f.method).open_polled += f.polled;
+                }
+            }
+        }
+        self.approximate |= other.approximate;
+        self.unmatched += other.unmatched;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cabprof_cab::event::Event;
+
+    fn m(i: u32) -> MethodId {
+        MethodId::new(i).unwrap()
+    }
+
+    fn words(events: &[Event]) -> Vec<u64> {
+        events.iter().map(|e| e.word()).collect()
+    }
+
+    /// main [0, 100) calls a [10, 40) (which calls b [20, 30)) and b [50, 60); ticks in
+    /// units of 10^6, beyond a fresh histogram's initial range.
+    fn tree() -> Vec<u64> {
+        const U: u64 = 1_000_000;
+        unit(&tree_units(), U)
+    }
+
+    fn unit(w: &[u64], u: u64) -> Vec<u64> {
+        w.iter()
+            .map(|&w| match decode(w) {
+                Some(EventKind::Time { ticks }) => Event::time(ticks * u).word(),
+                _ => w,
+            })
+            .collect()
+    }
+
+    fn tree_units() -> Vec<u64> {
+        let (main, a, b) = (m(1), m(2), m(3));
+        words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::time(0),
+            Event::call(main, a),
+            Event::time(10),
+            Event::call(a, b),
+            Event::time(20),
+            Event::time(30),
+            Event::ret(b),
+            Event::time(40),
+            Event::ret(a),
+            Event::call(main, b),
+            Event::time(50),
+            Event::time(60),
+            Event::ret(b),
+            Event::time(100),
+            Event::ret(main),
+        ])
+    }
+
+    #[test]
+    fn inclusive_and_exclusive_ticks_of_a_known_tree() {
+        let w = tree();
+        for cut in 0..w.len() {
+            let mut p = TimeProfile::new();
+            p.consume(&w[..cut]);
+            p.consume(&w[cut..]);
+            let e = |i| p.estimate(m(i));
+            let u = 1e6;
+            assert_eq!(e(1).inclusive, 100.0 * u);
+            assert_eq!(e(1).exclusive, (100.0 - 30.0 - 10.0) * u);
+            assert_eq!(e(2).inclusive, 30.0 * u);
+            assert_eq!(e(2).exclusive, 20.0 * u);
+            assert_eq!(e(3).inclusive, 20.0 * u);
+            assert_eq!(e(3).exclusive, 20.0 * u);
+            let (_, b) = p.functions().find(|(id, _)| *id == m(3)).unwrap();
+            assert_eq!(b.histogram.len(), 2);
+            let p50 = b.histogram.value_at_quantile(0.5);
+            assert!(p50.abs_diff(10_000_000) < 10_000, "{p50}");
+            let self_sum: f64 = (1..=3).map(|i| e(i).exclusive).sum();
+            assert_eq!(self_sum, e(1).inclusive);
+            let ctx = p.contexts();
+            let main_a_b = ctx.iter().find(|(s, _)| s == &[m(1), m(2), m(3)]).unwrap();
+            assert_eq!(main_a_b.1.ticks, 10_000_000);
+            assert!(!p.is_approximate());
+        }
+    }
+
+    #[test]
+    fn recursion_counts_outermost_activations_once() {
+        let f = m(1);
+        let w = words(&[
+            Event::call(MethodId::ROOT, f),
+            Event::time(0),
+            Event::call(f, f),
+            Event::time(10),
+            Event::time(20),
+            Event::ret(f),
+            Event::time(50),
+            Event::ret(f),
+        ]);
+        let mut p = TimeProfile::new();
+        p.consume(&w);
+        let e = p.estimate(f);
+        assert_eq!(e.inclusive, 50.0);
+        assert_eq!(e.exclusive, 50.0);
+    }
+
+    #[test]
+    fn sampled_calls_scale_by_calls_over_timed() {
+        let (main, a) = (m(1), m(2));
+        let mut ev = vec![Event::call(MethodId::ROOT, main), Event::time(0)];
+        for i in 0..4u64 {
+            ev.push(Event::call(main, a));
+            if i == 0 {
+                ev.push(Event::time(10));
+                ev.push(Event::time(20));
+            }
+            ev.push(Event::ret(a));
+        }
+        ev.push(Event::time(100));
+        ev.push(Event::ret(main));
+        let mut p = TimeProfile::new();
+        p.consume(&words(&ev));
+        assert_eq!(p.estimate(a).inclusive, 40.0);
+        assert_eq!(p.estimate(main).exclusive, 60.0);
+    }
+
+    #[test]
+    fn a_future_counts_the_time_polled_not_the_time_suspended() {
+        let (main, fut) = (m(1), m(2));
+        let w = words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::time(0),
+            Event::call(main, fut),
+            Event::poll(fut, 7, true),
+            Event::time(10),
+            Event::time(15),
+            Event::poll_end(7, 0, false),
+            // suspended 15..100
+            Event::poll(fut, 7, false),
+            Event::time(100),
+            Event::time(120),
+            Event::ret(fut),
+            Event::poll_end(7, 1, true),
+            Event::time(200),
+            Event::ret(main),
+        ]);
+        for cut in 0..w.len() {
+            let mut p = TimeProfile::new();
+            p.consume(&w[..cut]);
+            p.consume(&w[cut..]);
+            assert_eq!(p.estimate(fut).inclusive, 25.0);
+            assert_eq!(p.estimate(main).inclusive, 200.0);
+            assert_eq!(p.estimate(main).exclusive, 175.0);
+            assert!(!p.is_approximate());
+        }
+    }
+
+    #[test]
+    fn merging_streams_adds_their_times() {
+        let w = tree();
+        let mut a = TimeProfile::new();
+        a.consume(&w);
+        let mut b = TimeProfile::new();
+        b.consume(&w);
+        a.merge(b);
+        assert_eq!(a.estimate(m(1)).inclusive, 200e6);
+        assert_eq!(a.estimate(m(2)).exclusive, 40e6);
+        assert_eq!(a.contexts().len(), 4);
+    }
+}

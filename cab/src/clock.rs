@@ -1,0 +1,153 @@
+//! The timestamps of timed functions: one plain counter read per event, calibrated to
+//! nanoseconds once per session.
+//!
+//! - [`now`] is the cheapest monotonic counter the target has, read without serialisation: the
+//!   time-stamp counter (`rdtsc`) on x86-64, the virtual counter (`cntvct_el0`) on AArch64,
+//!   and elsewhere nanoseconds of [`Instant`] since the process' first read. Unlike
+//!   [`cycles`](crate::cycles), which fences its reads (`cpuid` traps to the hypervisor in a VM,
+//!   some 10 µs), nothing orders the read against neighbouring instructions: at most a few
+//!   dozen instructions of the instrumented function's own prologue or epilogue move across
+//!   it, a few nanoseconds, against the tens of nanoseconds a serialised read would add to
+//!   every call.
+//! - On x86-64 the counter is the invariant TSC (Linux's `constant_tsc`/`nonstop_tsc`):
+//!   it counts at a fixed rate whatever the core clock does, so ticks measure wall time, on
+//!   every core alike.
+//! - [`Calibration`]: the tick rate, measured against the monotonic clock ([`Instant`]) over
+//!   the session itself: a (counter, clock) pair is taken when it starts
+//!   ([`Calibration::start`]) and another when the report is made
+//!   ([`Calibration::measure`]); the session's own length is the baseline, at least
+//!   [`MIN_BASELINE`] (the report waits out the difference). Each pair is the tightest of a
+//!   few tries, so one preemption between the two reads does not skew it.
+
+use std::time::{Duration, Instant};
+
+/// The shortest baseline a calibration uses: with the clock read to within some 100 ns at
+/// each end, 20 ms puts the rate within 1e-5.
+pub const MIN_BASELINE: Duration = Duration::from_millis(20);
+
+/// The name of the counter [`now`] reads.
+pub const SOURCE: &str = if cfg!(target_arch = "x86_64") {
+    "rdtsc"
+} else if cfg!(target_arch = "aarch64") {
+    "cntvct_el0"
+} else {
+    "monotonic clock (ns)"
+};
+
+/// The current counter value: one plain read, no fence. See the module docs.
+#[inline(always)]
+pub fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` is part of the x86-64 baseline and has no preconditions.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let v: u64;
+        // SAFETY: reading `cntvct_el0` is allowed at EL0 on every OS Rust targets (Linux,
+        // macOS, Windows enable it) and touches no memory.
+        unsafe {
+            core::arch::asm!("mrs {}, cntvct_el0", out(reg) v, options(nomem, nostack));
+        }
+        v
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// One reading of both clocks, taken as close together as a few tries allow.
+#[derive(Clone, Copy, Debug)]
+pub struct Pair {
+    ticks: u64,
+    at: Instant,
+    /// Counter ticks the tightest try spent between its two counter reads (its uncertainty).
+    spread: u64,
+}
+
+impl Pair {
+    /// Read both clocks: of 16 tries, the one whose `Instant` read took the fewest ticks; the
+    /// counter value is the midpoint of the two reads around it.
+    pub fn read() -> Pair {
+        let mut best: Option<Pair> = None;
+        for _ in 0..16 {
+            let a = now();
+            let at = Instant::now();
+            let b = now();
+            let spread = b.wrapping_sub(a);
+            if best.is_none_or(|p| spread < p.spread) {
+                best = Some(Pair {
+                    ticks: a + spread / 2,
+                    at,
+                    spread,
+                });
+            }
+        }
+        best.expect("16 tries")
+    }
+}
+
+/// Counter ticks per nanosecond, and how that was measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Counter ticks per nanosecond of the monotonic clock.
+    pub ticks_per_ns: f64,
+    /// The monotonic-clock time the two pairs were apart.
+    pub baseline: Duration,
+    /// The larger of the two pairs' read windows, in ticks: the uncertainty of each end.
+    pub spread_ticks: u64,
+}
+
+impl Calibration {
+    /// The first pair, taken when a session starts.
+    pub fn start() -> Pair {
+        Pair::read()
+    }
+
+    /// Measure against `start`: waits until [`MIN_BASELINE`] has passed since it, then takes
+    /// the second pair.
+    pub fn measure(start: &Pair) -> Calibration {
+        let waited = start.at.elapsed();
+        if waited < MIN_BASELINE {
+            std::thread::sleep(MIN_BASELINE - waited);
+        }
+        let end = Pair::read();
+        let baseline = end.at.duration_since(start.at);
+        let ticks = end.ticks.wrapping_sub(start.ticks);
+        Calibration {
+            ticks_per_ns: ticks as f64 / baseline.as_nanos().max(1) as f64,
+            baseline,
+            spread_ticks: start.spread.max(end.spread),
+        }
+    }
+
+    /// Nanoseconds for `ticks` counter ticks.
+    pub fn ns(&self, ticks: f64) -> f64 {
+        ticks / self.ticks_per_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibration_agrees_with_the_monotonic_clock_over_a_spin() {
+        let start = Calibration::start();
+        let c = Calibration::measure(&start);
+        assert!(c.baseline >= MIN_BASELINE);
+        // Spin 5 ms by the monotonic clock; the counter, calibrated, must say the same.
+        let t0 = now();
+        let i0 = Instant::now();
+        while i0.elapsed() < Duration::from_millis(5) {}
+        let ns = c.ns(now().wrapping_sub(t0) as f64);
+        let want = i0.elapsed().as_nanos() as f64;
+        assert!(
+            (ns - want).abs() < 0.01 * want,
+            "{ns} ns by the counter, {want} ns by the clock"
+        );
+    }
+}

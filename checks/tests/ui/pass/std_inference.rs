@@ -1,0 +1,29 @@
+//! Instrumented code loads `cabprof` and everything it depends on, with all their trait impls.
+//! None of them may make the standard library's own inference ambiguous: with a JSON crate
+//! whose `Value` implements `PartialEq` for `u8`, `&[]` below has no single element type
+//! (E0282/E0283).
+#![deny(warnings)]
+
+#[cabprof::profile]
+fn small_vec(n: u8) -> Vec<u8> {
+    (0..n).collect()
+}
+
+#[cabprof::profile]
+impl Holder {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+struct Holder(Vec<u8>);
+
+fn main() {
+    let small_vec = small_vec(0);
+    assert_eq!(&*small_vec, &[]);
+    let h = Holder(vec![1, 2]);
+    assert_eq!(h.bytes(), &[1, 2]);
+    assert!(small_vec == []);
+    let words = ["a", "b"];
+    assert_eq!(words.iter().map(|w| w.len()).sum::<usize>(), 2);
+}

@@ -1,0 +1,349 @@
+//! Reports that stay bounded and readable on inputs at the edges: a 100,000-deep recursion
+//! (contexts are nodes, not copied stacks; deep flame-graph stacks are elided), counts of
+//! `u64::MAX` read from a file (sums do not wrap), and method names holding the folded
+//! format's separators (escaped).
+
+use cabprof::report::{
+    folded_frame, CacheData, CallTreeData, LevelEntry, MethodCountEntry, MethodEntry, ELIDED_FRAME,
+};
+use cabprof::{profile, Analysis, ReportData, Session};
+use std::sync::Mutex;
+
+/// One session at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[profile]
+fn recurse(n: u32) -> u64 {
+    if n <= 1 {
+        1
+    } else {
+        1 + recurse(n - 1)
+    }
+}
+
+/// A figure of `/proc/self/status` in bytes: `VmHWM` (the peak resident set) or `VmRSS`.
+fn status(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+fn peak_rss() -> u64 {
+    status("VmHWM:")
+}
+
+/// Reset the peak to the current resident set (Linux's `clear_refs` 5); returns the current
+/// resident set.
+fn reset_peak() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    status("VmRSS:")
+}
+
+/// Profile a `depth`-deep recursion on a thread with a stack big enough for it, render every
+/// format, and check what they say; returns how far the peak RSS rose above the resident set
+/// right after the recursion returned (whose deep stack, in a debug build, is itself tens of
+/// megabytes): the memory of `finish()` and of the reports.
+fn deep_recursion(depth: u32) -> u64 {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let run = move || {
+        let session = Session::builder()
+            .analyses(&[Analysis::CallTree, Analysis::CallGraph])
+            .pin(false)
+            .start()
+            .unwrap();
+        assert_eq!(recurse(depth), depth as u64);
+        let base = reset_peak();
+        (base, session.finish().data)
+    };
+    let (base, d) = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+    eprintln!(
+        "{depth}-deep recursion: {} MB resident after it, peak {} MB after finish()",
+        base >> 20,
+        peak_rss() >> 20
+    );
+    let ct = d.call_tree.as_ref().unwrap();
+    assert_eq!(ct.contexts.len(), depth as usize, "one context per depth");
+    let parents = ct.parent_indices();
+    assert_eq!(
+        CallTreeData::depths(&parents).iter().max(),
+        Some(&(depth as usize))
+    );
+
+    let json = d.json();
+    assert!(
+        json.len() < 200 * depth as usize,
+        "JSON of {} bytes",
+        json.len()
+    );
+    let back = ReportData::from_json(&json).unwrap();
+    assert_eq!(back, d, "the JSON reads back");
+
+    // Every context has one call: rows in context order, the deepest last.
+    let top = if depth <= 10_000 { usize::MAX } else { 5 };
+    let text = d.text(top);
+    assert!(text.contains(&format!("calling contexts (top 5 of {depth})")) || top > 5);
+    if top > 5 {
+        let row = text.lines().rfind(|l| l.contains("(depth ")).unwrap();
+        assert!(
+            row.ends_with(&format!(
+                "frames… > {0} > {0} > {0} (depth {depth})",
+                d.name(ct.contexts[0].method)
+            )),
+            "{row}"
+        );
+    }
+    assert!(text.lines().all(|l| l.len() < 400), "bounded rows");
+
+    let folded = d.folded();
+    let mut total = 0;
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        total += count.parse::<u64>().unwrap();
+        assert!(
+            stack.split(';').count() <= 1 + 65,
+            "at most 65 frames below root"
+        );
+    }
+    assert_eq!(total, depth as u64, "every call is in the flame graph");
+    assert!(folded.contains(ELIDED_FRAME), "deep stacks are elided");
+    assert!(
+        folded.len() < 100_000,
+        "folded output of {} bytes",
+        folded.len()
+    );
+
+    let svg = d.svg();
+    // inferno groups digits by thousands.
+    let grouped = format!("{},{:03} calls", depth / 1000, depth % 1000);
+    assert!(svg.contains(&grouped), "the SVG totals every call");
+    assert!(svg.len() < 2_000_000);
+    let pprof = d.pprof();
+    assert!(pprof.len() < 1_000_000);
+    let callgrind = d.callgrind();
+    // The recursive edge's inclusive calls: every call below the outermost `recurse`, once.
+    assert!(
+        callgrind.contains(&format!("calls={} ", depth - 1)),
+        "{callgrind}"
+    );
+    assert!(callgrind.len() < 10_000);
+    let peak = peak_rss();
+    eprintln!("peak {} MB after every format", peak >> 20);
+    peak.saturating_sub(base)
+}
+
+/// A 10,000-deep recursion: copying each context's stack made 50 million stack entries
+/// (200 MB) at `finish()`.
+#[test]
+fn deep_recursion_stays_small() {
+    let peak = deep_recursion(10_000);
+    assert!(
+        peak < 100 << 20,
+        "finish() and the reports took {} MB",
+        peak >> 20
+    );
+}
+
+/// The 100,000-deep case (run it with `--ignored`; prints the peak RSS).
+#[test]
+#[ignore = "heavy: 100,000-deep recursion"]
+fn deeper_recursion_stays_small() {
+    let start = std::time::Instant::now();
+    let peak = deep_recursion(100_000);
+    eprintln!(
+        "100,000-deep recursion: finish() and the reports took {} MB, {:.2} s",
+        peak >> 20,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        peak < 100 << 20,
+        "finish() and the reports took {} MB",
+        peak >> 20
+    );
+}
+
+fn method(id: u32, name: &str) -> MethodEntry {
+    MethodEntry {
+        id,
+        name: name.into(),
+        module: "app".into(),
+        file: "src/main.rs".into(),
+        line: id,
+    }
+}
+
+/// Regression: a crafted report with `u64::MAX` counts wrapped (release) or panicked (debug)
+/// in the table and the flame graph.
+#[test]
+fn counts_of_u64_max_do_not_wrap() {
+    let max = u64::MAX;
+    let d = ReportData {
+        schema: cabprof::report::SCHEMA.into(),
+        methods: vec![method(1, "main"), method(2, "work")],
+        method_count: Some(vec![
+            MethodCountEntry {
+                method: 1,
+                count: max,
+                estimated: None,
+            },
+            MethodCountEntry {
+                method: 2,
+                count: max,
+                estimated: None,
+            },
+        ]),
+        call_tree: Some(CallTreeData {
+            approximate: false,
+            patterns: Vec::new(),
+            contexts: CallTreeData::contexts_from_stacks([
+                (&[1][..], max),
+                (&[1, 2][..], max),
+                (&[2][..], max),
+            ]),
+        }),
+        cache: Some(CacheData {
+            levels: vec![LevelEntry {
+                size_bytes: 32 << 10,
+                ways: 8,
+                line_bytes: 64,
+                policy: "lru".into(),
+                load_hits: max,
+                load_misses: max,
+                store_hits: max,
+                store_misses: max,
+            }],
+            by_method: Vec::new(),
+        }),
+        ..ReportData::default()
+    };
+    let d = ReportData::from_json(&d.json()).unwrap();
+    let text = d.text(10);
+    let four = 4 * (max as u128);
+    assert!(
+        text.contains(&format!("{four} accesses, miss rate 50.00%")),
+        "{text}"
+    );
+    let two = 2 * (max as u128);
+    assert!(text.contains(&format!("loads {max}/{two} miss")), "{text}");
+    assert_eq!(
+        text.matches(" 50.00%  ").count(),
+        2,
+        "each method is half: {text}"
+    );
+
+    // Three counts of 2^64 - 1 do not add up in a u64: scaled by 2^2 (their sum is < 2^66).
+    let flame = d.flame_stacks();
+    assert_eq!(flame.shift, 2);
+    let folded = d.folded();
+    let counts: Vec<u64> = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse().unwrap())
+        .collect();
+    assert_eq!(counts, vec![max >> 2; 3], "{folded}");
+    assert!(counts
+        .iter()
+        .try_fold(0u64, |a, &c| a.checked_add(c))
+        .is_some());
+    let svg = d.svg();
+    assert!(svg.contains("divided by 2^2"), "the SVG says it is scaled");
+    assert!(!d.pprof().is_empty());
+    assert!(d.callgrind().contains(&format!("totals: {max}")));
+}
+
+/// Regression: a name with `;` or a line break split the folded line into frames or lines,
+/// and the SVG drew other frames than the report has.
+#[test]
+fn names_with_separators_are_escaped() {
+    let names = [
+        "a;b",
+        "line\nbreak",
+        "tab\there",
+        "ends with 12",
+        "back\\slash",
+        "<T as Display>::fmt",
+    ];
+    // Listed out of id order: lookups must not depend on it.
+    let methods: Vec<MethodEntry> = names
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, n)| method(i as u32 + 1, n))
+        .collect();
+    let stacks: Vec<Vec<u32>> = (1..=names.len() as u32).map(|m| vec![m]).collect();
+    let d = ReportData {
+        schema: cabprof::report::SCHEMA.into(),
+        methods,
+        call_tree: Some(CallTreeData {
+            approximate: false,
+            patterns: Vec::new(),
+            contexts: CallTreeData::contexts_from_stacks(
+                stacks.iter().zip(1..).map(|(s, c)| (&s[..], c)),
+            ),
+        }),
+        ..ReportData::default()
+    };
+    let lookup = d.method_names();
+    for (i, n) in names.iter().enumerate() {
+        assert_eq!(d.name(i as u32 + 1), *n);
+        assert_eq!(lookup.name(i as u32 + 1), *n);
+    }
+    assert_eq!(lookup.name(99), "method#99");
+
+    let folded = d.folded();
+    assert_eq!(folded.lines().count(), names.len(), "{folded}");
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        count.parse::<u64>().unwrap();
+        assert_eq!(stack.split(';').count(), 2, "root and one frame: {line}");
+        // inferno reads a second number before the count as a differential count.
+        let before = stack.rsplit_once(' ').map_or("", |(_, t)| t);
+        assert!(before.parse::<f64>().is_err(), "{line}");
+    }
+    assert_eq!(folded_frame("a;b"), "a\\u{3b}b");
+    assert_eq!(folded_frame("line\nbreak"), "line\\nbreak");
+    assert_eq!(folded_frame("ends with 12"), "ends with\\u{20}12");
+    assert_eq!(folded_frame("<T as Display>::fmt"), "<T as Display>::fmt");
+    let svg = d.svg();
+    assert!(svg.contains("21 calls"), "inferno read every line");
+    assert!(svg.contains("line\\nbreak"));
+    assert!(svg.contains("&lt;T as Display&gt;::fmt"));
+}
+
+/// Files written before contexts were nodes list whole stacks: they read into nodes.
+#[test]
+fn reports_with_whole_stacks_still_read() {
+    let old = r#"{"schema":"cabprof-report/1",
+      "session":{"mode":"exhaustive","sampling_rate":1.0,"rate_used":1.0,"buffer_bytes":0,
+                 "chunk_bytes":0,"elapsed_s":0.5},
+      "totals":{"thread":"(all)","threads":1,"events":18,"analyzed":18,"producer_blocks":0,
+                "blocked_s":0.0,"dropped":0,"chunks_lapped":0,"events_lapped":0,"rate":1.0},
+      "threads":[],"analyzer_failures":[],"unmerged_threads":0,
+      "methods":[{"id":2,"name":"work","module":"app","file":"a.rs","line":2},
+                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1}],
+      "method_count":null,"call_graph":null,
+      "call_tree":{"approximate":false,"patterns":[],
+                   "contexts":[{"stack":[1,2,2],"count":5,"estimated":null},
+                               {"stack":[1],"count":1,"estimated":null},
+                               {"stack":[1,2],"count":3,"estimated":null}]},
+      "paths":null,"cache":null,"reuse_distance":null}"#;
+    let d = ReportData::from_json(old).unwrap();
+    let ct = d.call_tree.as_ref().unwrap();
+    let mut stacks = ct.stacks();
+    stacks.sort();
+    assert_eq!(
+        stacks,
+        vec![(vec![1], 1), (vec![1, 2], 3), (vec![1, 2, 2], 5)]
+    );
+    assert_eq!(
+        d.folded(),
+        "root;main 1\nroot;main;work 3\nroot;main;work;work 5\n"
+    );
+    // A node whose parent is not an earlier context is refused.
+    let bad = d.json().replace("\"parent\": 0", "\"parent\": 7");
+    assert!(ReportData::from_json(&bad).is_err());
+}

@@ -1,0 +1,110 @@
+//! `CABPROF=1 cargo test`: a test binary run with its tests on parallel threads writes one
+//! report, of every test's events, when it exits. This file is that binary: its `workload_*`
+//! tests are the suite, and the driver runs the file's own executable again on them.
+
+use cabprof::report::ReportData;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Set in the child run, where the driver does nothing.
+const CHILD: &str = "CABPROF_TEST_PROCESS_MODE_CHILD";
+
+#[cabprof::profile]
+fn leaf(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+
+#[cabprof::profile]
+fn work(n: u64) -> u64 {
+    (0..n).map(leaf).sum()
+}
+
+#[test]
+fn workload_a() {
+    for _ in 0..10 {
+        work(100);
+    }
+}
+
+#[test]
+fn workload_b() {
+    for _ in 0..20 {
+        work(50);
+    }
+}
+
+#[test]
+fn workload_c() {
+    std::thread::scope(|s| {
+        s.spawn(|| work(7));
+    });
+    work(3);
+}
+
+#[test]
+fn workload_d() {
+    let handles: Vec<_> = (0..3).map(|_| std::thread::spawn(|| work(11))).collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+/// Where cabprof puts the report of this binary: `target/cabprof/process_mode.json`.
+fn default_report() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file() || d.join(".rustc_info.json").is_file())
+        .expect("built by cargo")
+        .to_path_buf();
+    target.join("cabprof").join("process_mode.json")
+}
+
+fn calls(data: &ReportData, name: &str) -> u64 {
+    let counts = data
+        .method_count
+        .as_ref()
+        .expect("method count runs by default");
+    counts
+        .iter()
+        .filter(|c| data.name(c.method).ends_with(name))
+        .map(|c| c.count)
+        .sum()
+}
+
+#[test]
+fn the_whole_binary_is_profiled_with_no_code_change() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let path = default_report();
+    let _ = std::fs::remove_file(&path);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["workload_", "--test-threads", "4"])
+        .env("CABPROF", "1")
+        .env("CABPROF_PIN", "0")
+        .env_remove("CABPROF_OUTPUT")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("4 passed"), "{stdout}");
+    assert!(stderr.contains("report written to"), "{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let data = ReportData::from_json(&text).unwrap();
+    let tables = std::fs::read_to_string(path.with_extension("txt")).unwrap();
+    assert!(tables.contains("process_mode::leaf"), "{tables}");
+    // Counted by hand from the workload tests above.
+    let works = 10 + 20 + 2 + 3;
+    let leaves = 10 * 100 + 20 * 50 + 7 + 3 + 3 * 11;
+    assert_eq!(calls(&data, "::work"), works);
+    assert_eq!(calls(&data, "::leaf"), leaves);
+    // One Call and one Return each, nothing lost, from the three test threads that call
+    // `work` themselves and the four threads the tests spawned (`workload_d`'s own thread
+    // emits nothing).
+    assert_eq!(data.totals.events, 2 * (works + leaves));
+    assert_eq!(data.totals.dropped, 0);
+    assert_eq!(data.totals.threads, 7, "{:?}", data.threads);
+}
