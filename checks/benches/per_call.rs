@@ -21,7 +21,7 @@
 //! call costs at most a third of hotpath's per-call cost, sampled timing at most twice the
 //! untimed cost.
 //!
-//! `cargo bench --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3) sets the
+//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3) sets the
 //! rounds.
 
 use std::hint::black_box;
