@@ -123,9 +123,11 @@ fn check_pattern(mode: RunMode) {
     assert_eq!(n, 128 + 7 + 15);
     let a = allocations(d);
     assert!(a.tracked && !a.approximate, "{mode:?}");
-    // Process-wide (the test harness's threads allocate too, so only bounds here; the exact
-    // figures are checked alone in `tests/alloc_live_peak.rs`).
-    assert!(a.peak_bytes >= 1024, "{a:?}");
+    // Process-wide, from the session's start: the test harness's other threads allocate and
+    // free too (blocks made before the session can take `live` below zero), so only the
+    // invariants hold here; the exact figures are checked alone in
+    // `tests/alloc_live_peak.rs`.
+    assert!(a.peak_bytes > 0 && a.peak_bytes >= a.live_bytes, "{a:?}");
     assert_eq!(
         context(d, &["pattern", "grow_vec"]),
         counts(1, 1024, 5, 1, 1024)
