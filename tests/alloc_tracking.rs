@@ -201,7 +201,8 @@ fn a_block_freed_on_another_thread_balances_and_live_and_peak_are_exact() {
         (0..8).map(|_| consume(&brx) as u32).sum::<u32>()
     });
     barrier.wait();
-    // The consumer is parked: only this thread allocates between the two readings.
+    // The consumer is parked: of this test's threads only this one allocates between the two
+    // readings.
     let before = global_counts();
     produce(&btx);
     let mid = global_counts();
@@ -216,7 +217,11 @@ fn a_block_freed_on_another_thread_balances_and_live_and_peak_are_exact() {
     let d = &report.data;
     assert_eq!(context(d, &["produce"]), counts(8, 8 * 4096, 0, 0, 0));
     assert_eq!(context(d, &["consume"]), counts(0, 0, 0, 8, 8 * 4096));
-    assert_eq!(mid.live_bytes - before.live_bytes, 4096);
+    // Process-wide counters: the test harness's threads may free a little of their own
+    // bookkeeping meanwhile (72 bytes were seen), so this is within a small tolerance; the
+    // per-context figures above are exact.
+    let grew = mid.live_bytes - before.live_bytes;
+    assert!((grew - 4096).abs() < 1024, "live grew by {grew}");
     let a = allocations(d);
     assert!(a.peak_bytes >= mid.live_bytes, "{a:?}");
     assert!(a.peak_bytes >= a.live_bytes);
