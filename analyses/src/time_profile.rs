@@ -41,7 +41,7 @@
 //! instances are merged ([`TimeProfile::merge`]) or at the end (`open_polled`), but not to its
 //! edge, context or per-call histogram, which that stream could not attribute.
 
-use cabprof_cab::event::{decode, EventKind, MethodId, MAX_PAYLOAD};
+use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
 use hashbrown::HashMap;
 use hdrhistogram::Histogram;
 
@@ -126,8 +126,8 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
 struct Frame {
     method: u32,
     node: u32,
-    /// Start stamp of the call (or of the current poll of a future).
-    start: Option<u64>,
+    /// Start stamp of the call (or of the current poll of a future); [`NO_STAMP`] if none.
+    start: u64,
     /// A future's ticks polled before the current poll.
     polled: u64,
     /// Whether stamps were seen for it (a future is timed in every poll or in none).
@@ -135,6 +135,9 @@ struct Frame {
     /// Not nested in another activation of the same function.
     outer: bool,
 }
+
+/// No stamp: stamps are 60-bit, so this is never one.
+const NO_STAMP: u64 = u64::MAX;
 
 type TaskKey = (u32, u32);
 
@@ -145,40 +148,43 @@ struct ThreadState {
     polls: Vec<(TaskKey, Vec<Frame>)>,
     /// The last word opened a frame or poll: a `Time` now is its start stamp.
     just_opened: bool,
-    /// A closing stamp waiting for its `Return` or `PollEnd`.
-    pending_end: Option<u64>,
-    /// Open activations per method id on this thread (recursion detection).
-    depth: Vec<u32>,
+    /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
+    pending_end: u64,
 }
 
 impl ThreadState {
-    #[inline]
-    fn enter(&mut self, method: u32) -> bool {
-        let i = method as usize;
-        if i >= self.depth.len() {
-            self.depth.resize(i + 1, 0);
-        }
-        self.depth[i] += 1;
-        self.depth[i] == 1
+    /// Whether an activation of `method` is open on this thread (the recursion test for a
+    /// frame outside the context tree; frames in it know from their node).
+    fn is_open(&self, method: u32) -> bool {
+        self.stack.iter().any(|f| f.method == method)
+            || self
+                .polls
+                .iter()
+                .any(|(_, parked)| parked.iter().any(|f| f.method == method))
     }
+}
 
-    #[inline]
-    fn leave(&mut self, method: u32) {
-        if let Some(d) = self.depth.get_mut(method as usize) {
-            *d = d.saturating_sub(1);
-        }
-    }
+/// Per context node: timed calls, their ticks, and whether the node's method appears nowhere
+/// above it (its calls are outermost activations).
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeTime {
+    timed: u64,
+    ticks: u64,
+    outer: bool,
 }
 
 /// Time per function, edge and calling context; see the module docs.
 #[derive(Clone, Debug)]
 pub struct TimeProfile {
-    /// By method id (ids are dense).
+    /// By method id (ids are dense). `calls` and `outer_calls` here count only the calls made
+    /// outside the context tree (fragments of futures first polled elsewhere); the tree's node
+    /// counts hold the rest, and [`functions`](Self::functions) adds the two.
     functions: Vec<Option<FunctionTime>>,
-    /// The calling contexts; a node's count is its calls. Edges are summed from it.
+    /// The calling contexts; a node's count is its calls. Edges and per-function calls are
+    /// summed from it.
     tree: Trie,
-    /// Per context node: timed calls and their ticks.
-    node_time: Vec<(u64, u64)>,
+    /// Per context node, same indices as the tree's nodes.
+    node_time: Vec<NodeTime>,
     threads: ThreadStacks<ThreadState>,
     /// Futures between polls.
     tasks: HashMap<TaskKey, Frame>,
@@ -191,7 +197,7 @@ impl Default for TimeProfile {
         TimeProfile {
             functions: Vec::new(),
             tree: Trie::default(),
-            node_time: vec![(0, 0)],
+            node_time: vec![NodeTime::default()],
             threads: ThreadStacks::default(),
             tasks: HashMap::new(),
             approximate: false,
@@ -235,12 +241,27 @@ impl TimeProfile {
         self.unmatched
     }
 
-    /// Per-function time, by method id.
-    pub fn functions(&self) -> impl Iterator<Item = (MethodId, &FunctionTime)> + '_ {
-        self.functions
-            .iter()
+    /// Per-function time, by method id, every function called (timed or not).
+    pub fn functions(&self) -> Vec<(MethodId, FunctionTime)> {
+        let mut all = self.functions.clone();
+        for (n, t) in self.tree.nodes.iter().zip(&self.node_time).skip(1) {
+            if n.count == 0 {
+                continue;
+            }
+            let i = n.method.get() as usize;
+            if i >= all.len() {
+                all.resize_with(i + 1, || None);
+            }
+            let f = all[i].get_or_insert_with(FunctionTime::default);
+            f.calls += n.count;
+            if t.outer {
+                f.outer_calls += n.count;
+            }
+        }
+        all.into_iter()
             .enumerate()
-            .filter_map(|(m, f)| Some((method_id(m as u32), f.as_ref()?)))
+            .filter_map(|(m, f)| Some((method_id(m as u32), f?)))
+            .collect()
     }
 
     fn function(&mut self, m: u32) -> &mut FunctionTime {
@@ -253,11 +274,35 @@ impl TimeProfile {
 
     /// A context node's calls, timed calls and ticks.
     fn timed_at(&self, n: usize) -> Timed {
-        let (timed, ticks) = self.node_time.get(n).copied().unwrap_or_default();
+        let t = self.node_time.get(n).copied().unwrap_or_default();
         Timed {
             calls: self.tree.nodes[n].count,
-            timed,
-            ticks,
+            timed: t.timed,
+            ticks: t.ticks,
+        }
+    }
+
+    /// Fill in [`NodeTime`] for nodes the tree made since the last call: whether each one's
+    /// method appears on the path above it (parents precede children, so one pass suffices).
+    #[cold]
+    fn grow_nodes(&mut self) {
+        for i in self.node_time.len()..self.tree.nodes.len() {
+            let n = &self.tree.nodes[i];
+            let mut outer = true;
+            let mut p = n.parent;
+            while p != NONE && p != ROOT_NODE {
+                let up = &self.tree.nodes[p as usize];
+                if up.method == n.method {
+                    outer = false;
+                    break;
+                }
+                p = up.parent;
+            }
+            self.node_time.push(NodeTime {
+                timed: 0,
+                ticks: 0,
+                outer,
+            });
         }
     }
 
@@ -296,19 +341,27 @@ impl TimeProfile {
 
     /// The estimated inclusive and exclusive ticks of `method` (see [`FunctionEstimate`]).
     pub fn estimate(&self, method: MethodId) -> FunctionEstimate {
-        let callees = self.callee_ticks();
-        self.estimate_with(method, callees.get(&method).copied().unwrap_or(0.0))
+        self.estimates()
+            .into_iter()
+            .find(|(m, _)| *m == method)
+            .map_or(
+                FunctionEstimate {
+                    inclusive: 0.0,
+                    exclusive: 0.0,
+                    inclusive_ci: 0.0,
+                },
+                |(_, e)| e,
+            )
     }
 
     /// [`estimate`](Self::estimate) of every function, in one pass over the contexts.
     pub fn estimates(&self) -> Vec<(MethodId, FunctionEstimate)> {
         let callees = self.callee_ticks();
         self.functions()
-            .map(|(m, _)| {
-                (
-                    m,
-                    self.estimate_with(m, callees.get(&m).copied().unwrap_or(0.0)),
-                )
+            .into_iter()
+            .map(|(m, f)| {
+                let e = estimate_with(&f, callees.get(&m).copied().unwrap_or(0.0));
+                (m, e)
             })
             .collect()
     }
@@ -324,32 +377,28 @@ impl TimeProfile {
         }
         out
     }
+}
 
-    fn estimate_with(&self, method: MethodId, callees: f64) -> FunctionEstimate {
-        let Some(Some(f)) = self.functions.get(method.get() as usize) else {
-            return FunctionEstimate {
-                inclusive: 0.0,
-                exclusive: 0.0,
-                inclusive_ci: 0.0,
-            };
-        };
-        let all = scale(f.ticks_all, f.calls, f.timed) + f.open_polled as f64;
-        let inclusive = scale(f.ticks_outer, f.outer_calls, f.outer_timed) + f.open_polled as f64;
-        let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
-        let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
-            0.0
-        } else {
-            1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
-        };
-        let exclusive = all - callees;
-        FunctionEstimate {
-            inclusive,
-            // Sampled estimates can undershoot; exact sums never do.
-            exclusive: if exclusive < 0.0 { 0.0 } else { exclusive },
-            inclusive_ci,
-        }
+/// A function's estimate, given the estimated ticks of the calls it made.
+fn estimate_with(f: &FunctionTime, callees: f64) -> FunctionEstimate {
+    let all = scale(f.ticks_all, f.calls, f.timed) + f.open_polled as f64;
+    let inclusive = scale(f.ticks_outer, f.outer_calls, f.outer_timed) + f.open_polled as f64;
+    let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
+    let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
+        0.0
+    } else {
+        1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
+    };
+    let exclusive = all - callees;
+    FunctionEstimate {
+        inclusive,
+        // Sampled estimates can undershoot; exact sums never do.
+        exclusive: if exclusive < 0.0 { 0.0 } else { exclusive },
+        inclusive_ci,
     }
+}
 
+impl TimeProfile {
     /// The estimated self ticks of each context: its inclusive estimate minus its children's.
     /// Same order as [`contexts`](Self::contexts).
     pub fn context_exclusive(&self) -> Vec<(Vec<MethodId>, f64)> {
@@ -370,48 +419,51 @@ impl TimeProfile {
         out
     }
 
+    /// The context node for a call of `method` under `parent` (made if new; [`UNKNOWN`] under
+    /// an unknown parent), and whether it is an outermost activation.
     #[inline]
-    fn child(&mut self, parent: u32, method: u32) -> u32 {
+    fn child(&mut self, parent: u32, method: u32) -> (u32, bool) {
         if parent == UNKNOWN {
-            return UNKNOWN;
+            let outer = !self.threads.current.is_open(method);
+            let f = self.function(method);
+            f.calls += 1;
+            f.outer_calls += outer as u64;
+            return (UNKNOWN, outer);
         }
-        self.tree.child(parent, method_id(method))
+        let node = self.tree.child(parent, method_id(method));
+        if node as usize >= self.node_time.len() {
+            self.grow_nodes();
+        }
+        let n = &mut self.tree.nodes[node as usize];
+        n.count += 1;
+        (node, self.node_time[node as usize].outer)
     }
 
+    #[inline]
     fn on_call(&mut self, caller: u32, callee: u32) {
-        let top = self.threads.current.stack.last().map(|f| f.method);
-        if top.unwrap_or(0) != caller {
-            self.resync_call(caller);
-        }
-        let parent = self
-            .threads
-            .current
-            .stack
-            .last()
-            .map_or(ROOT_NODE, |f| f.node);
-        let node = self.child(parent, callee);
+        let parent = match self.threads.current.stack.last() {
+            Some(f) if f.method == caller => f.node,
+            None if caller == 0 => ROOT_NODE,
+            _ => self.resync_call(caller),
+        };
+        let (node, outer) = self.child(parent, callee);
         let st = &mut self.threads.current;
-        let outer = st.enter(callee);
         st.stack.push(Frame {
             method: callee,
             node,
-            start: None,
+            start: NO_STAMP,
             polled: 0,
             timed: false,
             outer,
         });
         st.just_opened = true;
-        st.pending_end = None;
-        let f = self.function(callee);
-        f.calls += 1;
-        f.outer_calls += outer as u64;
-        if node != UNKNOWN {
-            self.tree.nodes[node as usize].count += 1;
-        }
+        st.pending_end = NO_STAMP;
     }
 
+    /// A `Call` whose caller is not on top: continue from the caller's innermost open frame
+    /// (or the root), closing what is above it. Returns the parent node.
     #[cold]
-    fn resync_call(&mut self, caller: u32) {
+    fn resync_call(&mut self, caller: u32) -> u32 {
         self.approximate = true;
         let st = &mut self.threads.current;
         let keep = st
@@ -419,48 +471,61 @@ impl TimeProfile {
             .iter()
             .rposition(|f| f.method == caller)
             .map_or(0, |i| i + 1);
-        while st.stack.len() > keep {
-            let f = st.stack.pop().expect("longer than keep");
-            st.leave(f.method);
-        }
+        st.stack.truncate(keep);
+        st.stack.last().map_or(ROOT_NODE, |f| f.node)
     }
 
+    #[inline]
     fn on_time(&mut self, ticks: u64) {
         let st = &mut self.threads.current;
         if std::mem::take(&mut st.just_opened) {
             if let Some(f) = st.stack.last_mut() {
-                f.start = Some(ticks);
+                f.start = ticks;
                 f.timed = true;
             }
         } else {
-            st.pending_end = Some(ticks);
+            st.pending_end = ticks;
         }
     }
 
+    #[inline]
     fn on_return(&mut self, callee: u32) {
         let st = &mut self.threads.current;
         st.just_opened = false;
-        let end = st.pending_end.take();
+        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
+        let f = match st.stack.last() {
+            Some(f) if f.method == callee => st.stack.pop().expect("just seen"),
+            _ => match self.unwind_to(callee) {
+                Some(f) => f,
+                None => return,
+            },
+        };
+        if f.timed {
+            self.close_timed(&f, end);
+        }
+    }
+
+    /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and
+    /// counted) if no open frame matches.
+    #[cold]
+    fn unwind_to(&mut self, callee: u32) -> Option<Frame> {
+        self.approximate = true;
+        let st = &mut self.threads.current;
         let Some(i) = st.stack.iter().rposition(|f| f.method == callee) else {
             self.unmatched += 1;
-            self.approximate = true;
-            return;
+            return None;
         };
-        if i + 1 != st.stack.len() {
-            self.approximate = true;
-            while st.stack.len() > i + 1 {
-                let f = st.stack.pop().expect("above i");
-                st.leave(f.method);
-            }
-        }
-        let f = st.stack.pop().expect("at i");
-        st.leave(f.method);
-        match (f.timed, f.start, end) {
-            (true, Some(s), Some(e)) => self.record(&f, f.polled + elapsed(s, e)),
+        st.stack.truncate(i + 1);
+        st.stack.pop()
+    }
+
+    /// A timed frame closes with closing stamp `end` ([`NO_STAMP`] if none).
+    fn close_timed(&mut self, f: &Frame, end: u64) {
+        match (f.start != NO_STAMP, end != NO_STAMP) {
+            (true, true) => self.record(f, f.polled + elapsed(f.start, end)),
             // A future dropped between polls: its last poll is an empty one, unstamped.
-            (true, None, None) if f.polled > 0 => self.record(&f, f.polled),
-            (true, _, _) => self.approximate = true,
-            _ => {}
+            (false, false) if f.polled > 0 => self.record(f, f.polled),
+            _ => self.approximate = true,
         }
     }
 
@@ -477,12 +542,9 @@ impl TimeProfile {
             ft.ticks_outer += ticks;
         }
         if f.node != UNKNOWN {
-            let i = f.node as usize;
-            if i >= self.node_time.len() {
-                self.node_time.resize(i + 1, (0, 0));
-            }
-            self.node_time[i].0 += 1;
-            self.node_time[i].1 += ticks;
+            let t = &mut self.node_time[f.node as usize];
+            t.timed += 1;
+            t.ticks += ticks;
         }
     }
 
@@ -500,21 +562,15 @@ impl TimeProfile {
             }
         } else {
             match self.tasks.remove(&key) {
-                Some(f) => {
-                    self.threads.current.enter(method);
-                    f
-                }
-                None => {
-                    self.threads.current.enter(method);
-                    self.fragment(method)
-                }
+                Some(f) => f,
+                None => self.fragment(method),
             }
         };
         let st = &mut self.threads.current;
         let parked = std::mem::replace(&mut st.stack, vec![frame]);
         st.polls.push((key, parked));
         st.just_opened = true;
-        st.pending_end = None;
+        st.pending_end = NO_STAMP;
     }
 
     /// A future whose `Call` this stream did not see: its method, nothing else.
@@ -522,7 +578,7 @@ impl TimeProfile {
         Frame {
             method,
             node: UNKNOWN,
-            start: None,
+            start: NO_STAMP,
             polled: 0,
             timed: false,
             outer: false,
@@ -532,7 +588,7 @@ impl TimeProfile {
     fn on_poll_end(&mut self, task: u32, done: bool) {
         let st = &mut self.threads.current;
         st.just_opened = false;
-        let end = st.pending_end.take();
+        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
         let Some((key, parked)) = st.polls.pop() else {
             self.unmatched += 1;
             self.approximate = true;
@@ -543,21 +599,20 @@ impl TimeProfile {
         }
         let mut stack = std::mem::replace(&mut st.stack, parked);
         // Frames left open above the future's own (lost `Return`s).
-        while stack.len() > 1 {
-            let f = stack.pop().expect("len > 1");
-            st.leave(f.method);
+        if stack.len() > 1 {
+            stack.truncate(1);
             self.approximate = true;
         }
         let Some(mut f) = stack.pop() else {
             return; // completed in this poll: its `Return` recorded it
         };
-        st.leave(f.method);
         if f.method != key.0 {
             self.approximate = true;
             return;
         }
-        if let (Some(s), Some(e)) = (f.start.take(), end) {
-            f.polled += elapsed(s, e);
+        let start = std::mem::replace(&mut f.start, NO_STAMP);
+        if start != NO_STAMP && end != NO_STAMP {
+            f.polled += elapsed(start, end);
         }
         if done {
             // Dropped or completed without a `Return` seen: what was polled still counts.
@@ -583,6 +638,19 @@ fn elapsed(start: u64, end: u64) -> u64 {
 impl EventAnalysis for TimeProfile {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
+            // The three words of a timed call first, without building an `EventKind`.
+            if let Some((caller, callee)) = event::as_call(w) {
+                self.on_call(caller, callee);
+                continue;
+            }
+            if let Some(callee) = event::as_return(w) {
+                self.on_return(callee);
+                continue;
+            }
+            if let Some(ticks) = event::as_time(w) {
+                self.on_time(ticks);
+                continue;
+            }
             match decode(w) {
                 Some(EventKind::Call { caller, callee }) => {
                     self.on_call(caller.get(), callee.get())
@@ -620,13 +688,11 @@ impl EventAnalysis for TimeProfile {
         }
         // Contexts by path (calls summed by the trie), then their timed calls and ticks.
         let to_self = self.tree.merge(&other.tree);
-        if self.node_time.len() < self.tree.nodes.len() {
-            self.node_time.resize(self.tree.nodes.len(), (0, 0));
-        }
-        for (i, &(timed, ticks)) in other.node_time.iter().enumerate() {
+        self.grow_nodes();
+        for (i, o) in other.node_time.iter().enumerate() {
             let t = &mut self.node_time[to_self[i] as usize];
-            t.0 += timed;
-            t.1 += ticks;
+            t.timed += o.timed;
+            t.ticks += o.ticks;
         }
         // Futures between polls in both: one frame, both polled times; one only in `other`
         // keeps its time as polled time of its function (its completion, if any, is elsewhere).
@@ -709,7 +775,11 @@ mod tests {
             assert_eq!(e(2).exclusive, 20.0 * u);
             assert_eq!(e(3).inclusive, 20.0 * u);
             assert_eq!(e(3).exclusive, 20.0 * u);
-            let (_, b) = p.functions().find(|(id, _)| *id == m(3)).unwrap();
+            let (_, b) = p
+                .functions()
+                .into_iter()
+                .find(|(id, _)| *id == m(3))
+                .unwrap();
             assert_eq!(b.histogram.len(), 2);
             let p50 = b.histogram.value_at_quantile(0.5);
             assert!(p50.abs_diff(10_000_000) < 10_000, "{p50}");
@@ -740,6 +810,38 @@ mod tests {
         let e = p.estimate(f);
         assert_eq!(e.inclusive, 50.0);
         assert_eq!(e.exclusive, 50.0);
+    }
+
+    #[test]
+    fn mutual_recursion_counts_the_outer_activation_only() {
+        // a [0, 100) calls b [10, 90), which calls a [20, 30) and then a [40, 50) untimed.
+        let (a, b) = (m(1), m(2));
+        let w = words(&[
+            Event::call(MethodId::ROOT, a),
+            Event::time(0),
+            Event::call(a, b),
+            Event::time(10),
+            Event::call(b, a),
+            Event::time(20),
+            Event::time(30),
+            Event::ret(a),
+            Event::call(b, a),
+            Event::ret(a),
+            Event::time(90),
+            Event::ret(b),
+            Event::time(100),
+            Event::ret(a),
+        ]);
+        let mut p = TimeProfile::new();
+        p.consume(&w);
+        let (_, fa) = p.functions().into_iter().find(|(id, _)| *id == a).unwrap();
+        assert_eq!((fa.calls, fa.outer_calls, fa.timed), (3, 1, 2));
+        assert_eq!((fa.ticks_all, fa.ticks_outer), (110, 100));
+        assert_eq!(p.estimate(a).inclusive, 100.0);
+        // b's self time: its 80 minus the two nested calls of a, one timed at 10 and one
+        // estimated like it (context a→b→a: 2 calls, 1 timed, 10 ticks).
+        assert_eq!(p.estimate(b).inclusive, 80.0);
+        assert_eq!(p.estimate(b).exclusive, 60.0);
     }
 
     #[test]

@@ -364,6 +364,38 @@ impl Event {
     }
 }
 
+/// A `Call` word's `(caller, callee)` ids, without building an [`EventKind`]: one compare of
+/// the tag. For an analysis's hot loop; [`decode`] for everything else.
+#[inline(always)]
+pub const fn as_call(word: u64) -> Option<(u32, u32)> {
+    if word >> TAG_SHIFT == TAG_CALL {
+        let p = word & PAYLOAD_MASK;
+        Some((((p >> ID_BITS) & ID_MASK) as u32, (p & ID_MASK) as u32))
+    } else {
+        None
+    }
+}
+
+/// A `Return` word's callee id (the same words [`decode`] accepts as a `Return`).
+#[inline(always)]
+pub const fn as_return(word: u64) -> Option<u32> {
+    if word >> TAG_SHIFT == TAG_RETURN && (word & PAYLOAD_MASK) >> ID_BITS == 0 {
+        Some((word & ID_MASK) as u32)
+    } else {
+        None
+    }
+}
+
+/// A `Time` word's counter value.
+#[inline(always)]
+pub const fn as_time(word: u64) -> Option<u64> {
+    if word >> TAG_SHIFT == TAG_TIME {
+        Some(word & PAYLOAD_MASK)
+    } else {
+        None
+    }
+}
+
 /// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no
 /// constructor here produces.
 #[inline]

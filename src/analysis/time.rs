@@ -77,6 +77,7 @@ impl AnalysisDescriptor for Descriptor {
         let estimates: std::collections::HashMap<_, _> = t.estimates().into_iter().collect();
         let mut functions: Vec<FunctionTimeEntry> = t
             .functions()
+            .into_iter()
             .map(|(m, f)| {
                 let e = estimates[&m];
                 let h = &f.histogram;
