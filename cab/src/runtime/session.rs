@@ -8,7 +8,7 @@ use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
 use super::design::{BufferDesign, ThreadProducer, WordSink};
 use super::report::{push_thread, Report, ThreadStats};
-use super::tls::{self, Hub, InlineSink, HUB};
+use super::tls::{self, Hub, InlineSink, Pending, HUB};
 use super::{RingAnalysis, RunMode, RuntimeConfig, SessionError};
 use crate::config::{Mode, RingConfig};
 use crate::ring;
@@ -57,6 +57,24 @@ struct InlineState<A> {
     analysis: A,
     events: u64,
     thread: String,
+    /// The words the thread has emitted and not yet handed over (see [`Pending`]).
+    pending: Arc<Pending>,
+    /// How many of them a snapshot or `finish` has already analyzed.
+    consumed: usize,
+}
+
+impl<A: RingAnalysis> InlineState<A> {
+    /// Analyze the pending words not yet analyzed (the slot's lock is held: `self` is in it).
+    fn drain(&mut self) {
+        let mut buf = [0u64; Pending::CAPACITY];
+        let n = self.pending.read(self.consumed, &mut buf);
+        let new = n.saturating_sub(self.consumed);
+        if new > 0 {
+            self.analysis.consume(&buf[..new]);
+            self.events += new as u64;
+        }
+        self.consumed = n.max(self.consumed);
+    }
 }
 
 impl<A> InlineState<A> {
@@ -72,9 +90,10 @@ impl<A> InlineState<A> {
     }
 }
 
-/// A live thread's inline analysis. The owning thread locks it for each event; the session
-/// locks it only to copy it (a snapshot) or take it (`finish`), so a thread that never exits
-/// (a pool worker) is still reported. `None` once its results were merged.
+/// A live thread's inline analysis. The owning thread locks it for each buffer of events
+/// ([`Pending`]); the session locks it only to copy it (a snapshot) or take it (`finish`),
+/// analyzing the words pending first, so a thread that never exits (a pool worker) is still
+/// reported. `None` once its results were merged.
 type InlineSlot<A> = Arc<Mutex<Option<InlineState<A>>>>;
 
 /// What a thread-local holds in sequential mode: its slot, registered with the session.
@@ -82,6 +101,7 @@ struct InlineAnalysis<A> {
     id: u64,
     slot: InlineSlot<A>,
     shared: Arc<InlineShared<A>>,
+    pending: Arc<Pending>,
 }
 
 /// Sequential mode: the merged results of threads that have ended, and the slots of the
@@ -109,7 +129,8 @@ impl<A: RingAnalysis> InlineRegistry<A> {
     /// Merge every live thread's results now; their later events are not counted.
     fn take_live(&mut self) {
         for (_, slot) in std::mem::take(&mut self.live) {
-            if let Some(state) = slot.lock().take() {
+            if let Some(mut state) = slot.lock().take() {
+                state.drain();
                 self.merge(state);
             }
         }
@@ -117,16 +138,26 @@ impl<A: RingAnalysis> InlineRegistry<A> {
 }
 
 impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
-    #[inline]
     fn consume(&mut self, words: &[u64]) {
         // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
-        // unlock (parking_lot's fast paths).
-        if let Some(state) = &mut *self.slot.lock() {
+        // unlock (parking_lot's fast paths), once per buffer of events.
+        let mut slot = self.slot.lock();
+        if let Some(state) = &mut *slot {
+            state.drain();
+            state.consumed = 0;
             state.events += words.len() as u64;
             state.analysis.consume(words);
         }
+        // Taken by `finish`: what is pending is no longer counted, as with later events.
+        self.pending.reset();
     }
-    fn retire(self: Box<Self>) {
+
+    fn pending(&self) -> &Pending {
+        &self.pending
+    }
+
+    fn retire(mut self: Box<Self>) {
+        self.consume(&[]);
         let mut reg = self.shared.state.lock();
         if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
             reg.live.swap_remove(i);
@@ -192,10 +223,13 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
+        let pending = Arc::new(Pending::new());
         let slot = Arc::new(Mutex::new(Some(InlineState {
             analysis: (self.factory)(),
             events: 0,
             thread,
+            pending: pending.clone(),
+            consumed: 0,
         })));
         let mut reg = self.inline.state.lock();
         let id = reg.next_id;
@@ -205,6 +239,7 @@ impl<A: RingAnalysis> Hub for Core<A> {
             id,
             slot,
             shared: self.inline.clone(),
+            pending,
         })
     }
 }
@@ -427,7 +462,8 @@ impl<A: RingAnalysis + Clone> Core<A> {
             }
             threads.extend(reg.threads.iter().cloned());
             for (_, slot) in &reg.live {
-                if let Some(state) = &*slot.lock() {
+                if let Some(state) = &mut *slot.lock() {
+                    state.drain();
                     analysis.merge(state.analysis.clone());
                     push_thread(&mut threads, state.stats());
                 }

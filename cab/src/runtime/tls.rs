@@ -13,7 +13,7 @@ use crate::ring::Producer;
 use crate::transport::EventProducer;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// `0` when no session runs, else `epoch << 3 | kind` of the running session; [`UNDECIDED`]
@@ -106,9 +106,70 @@ pub(super) trait Hub: Send + Sync {
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
 }
 
+/// Sequential mode: the words a thread has emitted since its inline analysis last ran.
+///
+/// The hot path appends here (a relaxed store of the word, then `len` with `Release`) instead
+/// of locking the thread's analysis for every event; the analysis runs on a full buffer, at
+/// the thread's end, and on a snapshot or `finish`. Protocol:
+///
+/// - only the owning thread writes: a word at index `len`, then `len + 1`; and `len = 0`,
+///   only while it holds its slot's lock (after the words were analyzed);
+/// - anyone else (a snapshot, `finish`) reads `len` (`Acquire`) and the words below it only
+///   while holding the same lock, so `len` cannot be reset under it, and the owner's
+///   concurrent appends go to indices at or above the `len` it read;
+/// - the slot remembers how many of the words the session has already analyzed
+///   (`consumed`), so the owner's next drain starts after them.
+pub(super) struct Pending {
+    words: Box<[AtomicU64]>,
+    len: AtomicUsize,
+}
+
+impl Pending {
+    /// Words per drain: 2 KB, so a thread's buffer stays in its L1 cache.
+    pub(super) const CAPACITY: usize = 256;
+
+    pub(super) fn new() -> Pending {
+        Pending {
+            words: (0..Self::CAPACITY).map(|_| AtomicU64::new(0)).collect(),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Append (owning thread only); `false` if full.
+    #[inline(always)]
+    pub(super) fn push(&self, word: u64) -> bool {
+        let n = self.len.load(Ordering::Relaxed);
+        match self.words.get(n) {
+            Some(slot) => {
+                slot.store(word, Ordering::Relaxed);
+                self.len.store(n + 1, Ordering::Release);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copy the words `from..len` into `out` (holding the slot's lock); returns `len`.
+    pub(super) fn read(&self, from: usize, out: &mut [u64; Self::CAPACITY]) -> usize {
+        let n = self.len.load(Ordering::Acquire);
+        for (o, w) in out.iter_mut().zip(&self.words[from.min(n)..n]) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        n
+    }
+
+    /// Start over (owning thread only, holding the slot's lock).
+    pub(super) fn reset(&self) {
+        self.len.store(0, Ordering::Relaxed);
+    }
+}
+
 /// A sequential-mode analysis instance living in a thread-local.
 pub(super) trait InlineSink {
+    /// Analyze the thread's pending words, then `words`.
     fn consume(&mut self, words: &[u64]);
+    /// The buffer the hot path appends to.
+    fn pending(&self) -> &Pending;
     /// The thread ended (or the session is finishing on it): merge its results into its
     /// session's, which it holds a handle to, so this works even after the session has
     /// stopped taking new threads.
@@ -145,6 +206,16 @@ impl Local {
     /// Point `FAST` at this thread's producer, if it has one of the type the session's kind
     /// names. A thread without a ring (its counting sink) stays on the slow path.
     fn publish_fast(&mut self) {
+        if let Some(inline) = &self.inline {
+            let ring = (inline.pending() as *const Pending).cast_mut().cast::<()>();
+            let key = self.key;
+            let _ = FAST.try_with(|f| {
+                f.ring.set(ring);
+                f.push.set(push_nothing);
+                f.key.set(key);
+            });
+            return;
+        }
         let Some(producer) = &self.producer else {
             return;
         };
@@ -172,8 +243,9 @@ impl Drop for Local {
 ///
 /// Invariant: when `key` is non-zero and equals the running session's key, `ring` points to
 /// the producer owned by this thread's `LOCAL`, whose type is the one `key & KIND_MASK` names
-/// (checked by `publish_fast`), and `push` is that producer's `push_erased`. `Local::retire`
-/// zeroes `key` before the producer is dropped.
+/// (checked by `publish_fast`), and `push` is that producer's `push_erased`; for a sequential
+/// session, `ring` points to the [`Pending`] buffer of this thread's inline analysis.
+/// `Local::retire` zeroes `key` before the producer or inline analysis is dropped.
 struct Fast {
     key: Cell<u64>,
     ring: Cell<*mut ()>,
@@ -264,6 +336,12 @@ fn emit_to(key: u64, event: Event) {
             KIND_CAB => (*ring.cast::<Producer<false>>()).push(event),
             KIND_CAB_SAMPLING => (*ring.cast::<Producer<true>>()).push(event),
             KIND_WORD => (*ring.cast::<WordSink>()).push(event),
+            KIND_SEQUENTIAL => {
+                if !(*ring.cast::<Pending>()).push(event.word()) {
+                    // Full: the slow path analyzes what is pending, then this word.
+                    emit_slow(key, event);
+                }
+            }
             _ => push(ring, event),
         }
     }
@@ -332,6 +410,9 @@ pub fn flush_current_thread() {
         if let Ok(mut local) = local.try_borrow_mut() {
             if let Some(producer) = &mut local.producer {
                 producer.flush();
+            }
+            if let Some(inline) = &mut local.inline {
+                inline.consume(&[]);
             }
         }
     });
