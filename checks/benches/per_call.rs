@@ -1,28 +1,58 @@
-//! What one call of a ~2 ns function costs under each way of timing it, cabprof's and its
-//! peers', side by side.
+//! What one call of a ~2 ns function costs, end to end, under each way cabprof can run and
+//! under its peers, side by side.
 //!
 //! Variants (each run in its own process, so no profiler's global state touches another's;
-//! the processes alternate in rounds, so a change in the machine's load hits them alike):
+//! the processes alternate in rounds, so a change in the machine's load hits them alike). Every
+//! variant calls the same body through an `#[inline(never)]` function:
 //!
-//! - `plain`: the function, uninstrumented;
-//! - `cabprof untimed`: `#[profile]`, a session counting calls (exhaustive, method count);
-//! - `cabprof timed`: the same session with the time analysis, every call timed (two `Time`
-//!   words per call, one plain `rdtsc` each);
-//! - `cabprof timed 1/K`: time one call in K (`time_sample(K)`), the rest counted;
+//! - `plain`: the function, uninstrumented (always run: every other row is measured over it);
+//! - `no-session`: `#[profile]`, no session running;
+//! - `mc`, `mc+cg`, `mc+cg+ct`: exhaustive sessions counting calls (method count), with the
+//!   call graph, and with the call tree as well;
+//! - `sampling`: method count + call graph in sampling mode at the project's default rate
+//!   (10 %, one-cache-line bursts);
+//! - `sequential`: method count + call graph analyzed inline in the calling thread, no ring;
+//! - `timed`: exhaustive method count + time analysis, every call timed (two `Time` words per
+//!   call, one plain `rdtsc` each); `timed-1/K`: one call in K timed (`time_sample(K)`), the
+//!   rest counted.
+//!
+//! Every cabprof session pins the application thread to core 0 and its analyzer to the other
+//! core (`pin(true).pin_application(true)`), the ring modes' setting; the plain and peer
+//! processes are not pinned (pinning the thread that starts a peer would pin its background
+//! threads beside it). Each session's report is checked: exact modes must have counted every
+//! call, and no event may be dropped.
+//!
+//! Peers (dev-dependencies of this crate only), each timing every call:
+//!
 //! - `hotpath`: `#[hotpath::measure]` with its `hotpath` (timing) feature and a guard;
 //! - `tracing`: `#[tracing::instrument]` into a `Registry` with a minimal timing layer (span
 //!   enter/exit times summed per span name, kept in the span's extensions);
 //! - `fastrace`: `#[fastrace::trace]` under a root span per 1000 calls (as per request; under
 //!   one long-lived root it records only the first 10240 spans), spans reported to a reporter
-//!   that drops them.
+//!   that drops them;
+//! - `puffin`: `puffin::profile_function!()` in the function, scopes on, under a
+//!   `profile_scope!` per 1000 calls (puffin hands a thread's scopes to its global profiler,
+//!   under a lock, whenever the thread's outermost scope closes), with
+//!   `GlobalProfiler::new_frame()` before each 1000 so its frame data stays bounded (no sink is
+//!   registered, so each finished frame is dropped);
+//! - `tracy`: `tracy_client::span!()` in the function, after `Client::start()`, no Tracy server
+//!   connected, built with the `enable`, `ondemand` and `only-localhost` features only.
+//!   `ondemand` because without it the client records every zone and queues it for a server
+//!   that never comes: measured here, the process's peak RSS reached 1973 MB after 32M calls
+//!   (about 62 bytes a call; 16 MB with `ondemand`). The price: with `ondemand` and no server
+//!   a zone only checks whether a server is connected and reads no clock, so this row is
+//!   tracy's cost when nobody is watching, not the cost of a timed span.
 //!
-//! Each process prints the median of `REPS` runs of `CALLS` calls; this prints one table of
-//! ns/call, the cost over `plain`, and the ratios the time analysis targets: timing every
-//! call costs at most a third of hotpath's per-call cost, sampled timing at most twice the
-//! untimed cost.
+//! Each process prints the median of `REPS` runs of `CALLS` calls. The table gives, per
+//! variant, ns/call (median over rounds), the spread over rounds (min–max), the cost over
+//! `plain`, that cost as a multiple of cabprof's exhaustive method count (`x mc`), for peers
+//! their cost over `plain` as a multiple of cabprof's `timed` (the like-for-like: both time
+//! every call), the share of the run the application spent blocked on a full ring, and the
+//! process's peak RSS. Then the targets, each with the measured figure and `met` or `missed`.
 //!
-//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3) sets the
-//! rounds.
+//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3)
+//! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
+//! `plain` always runs).
 
 use std::hint::black_box;
 use std::process::Command;
@@ -32,18 +62,31 @@ use std::time::Instant;
 const CALLS: u64 = 2_000_000;
 /// Runs per process; the median is printed.
 const REPS: usize = 15;
-/// K of the sampled variant.
+/// K of the sampled-timing variant.
 const K: u32 = 16;
+/// Calls per root span (fastrace) or per frame (puffin).
+const BATCH: u64 = 1000;
 
-const VARIANTS: [&str; 7] = [
-    "plain",
-    "cabprof untimed",
-    "cabprof timed",
-    "cabprof timed 1/K",
-    "hotpath",
-    "tracing",
-    "fastrace",
+/// (name for `PER_CALL_ONLY` and the child, row label)
+const VARIANTS: [(&str, &str); 14] = [
+    ("plain", "plain"),
+    ("no-session", "cabprof, no session"),
+    ("mc", "cabprof mc"),
+    ("mc+cg", "cabprof mc+cg"),
+    ("mc+cg+ct", "cabprof mc+cg+ct"),
+    ("sampling", "cabprof sampling mc+cg"),
+    ("sequential", "cabprof sequential mc+cg"),
+    ("timed", "cabprof timed"),
+    ("timed-1/K", "cabprof timed 1/K"),
+    ("hotpath", "hotpath"),
+    ("tracing", "tracing"),
+    ("fastrace", "fastrace"),
+    ("puffin", "puffin"),
+    ("tracy", "tracy (ondemand, idle)"),
 ];
+
+/// The rows that are peers (get the peer/timed column).
+const PEERS: [&str; 5] = ["hotpath", "tracing", "fastrace", "puffin", "tracy"];
 
 /// The body every variant times: a short dependent chain of multiplies, about 2 ns with the
 /// call.
@@ -85,22 +128,35 @@ fn with_fastrace(x: u64) -> u64 {
     work(x)
 }
 
-/// Median ns/call of `f` over `REPS` runs.
-fn median_ns(f: fn(u64) -> u64) -> f64 {
-    median_ns_batched(f, CALLS, || ())
+#[inline(never)]
+fn with_puffin(x: u64) -> u64 {
+    puffin::profile_function!();
+    work(x)
 }
 
-/// Median ns/call of `f` over `REPS` runs, calling `scope` around every `batch` calls (a
-/// tracer's per-request root span), its cost included.
-fn median_ns_batched<G>(f: fn(u64) -> u64, batch: u64, scope: impl Fn() -> G) -> f64 {
+#[inline(never)]
+fn with_tracy(x: u64) -> u64 {
+    let _span = tracy_client::span!();
+    work(x)
+}
+
+/// Median ns/call of `f` over `REPS` runs.
+fn median_ns(f: fn(u64) -> u64) -> f64 {
+    median_ns_batched(f, CALLS, |calls| calls())
+}
+
+/// Median ns/call of `f` over `REPS` runs, each batch of `batch` calls run by `around` (which
+/// opens a tracer's per-request root span or per-frame scope around them), its cost included.
+fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnMut())) -> f64 {
     let run = || {
         let t = Instant::now();
         let mut acc = 0u64;
         for b in 0..CALLS / batch {
-            let _g = scope();
-            for i in b * batch..(b + 1) * batch {
-                acc = acc.wrapping_add(f(black_box(i)));
-            }
+            around(&mut || {
+                for i in b * batch..(b + 1) * batch {
+                    acc = acc.wrapping_add(f(black_box(i)));
+                }
+            });
         }
         black_box(acc);
         t.elapsed().as_nanos() as f64 / CALLS as f64
@@ -158,124 +214,261 @@ impl fastrace::collector::Reporter for DropSpans {
     }
 }
 
-/// Run one variant in this process; returns ns/call.
-fn child(variant: &str) -> f64 {
+/// What one child measured.
+struct Measured {
+    ns: f64,
+    /// Share of the measuring time the application spent blocked on a full ring (cabprof's
+    /// ring modes only).
+    blocked: Option<f64>,
+}
+
+/// Run a cabprof session built by `b` (pinned as the ring modes are run) around the
+/// measurement; check its report.
+fn cabprof_session(b: cabprof::SessionBuilder, exact: bool) -> Measured {
+    let s = b
+        .pin(true)
+        .pin_application(true)
+        .start()
+        .expect("session starts");
+    let t = Instant::now();
+    let ns = median_ns(with_cabprof);
+    let wall = t.elapsed();
+    let r = s.finish();
+    let totals = &r.runtime.totals;
+    assert_eq!(totals.dropped, 0, "events dropped");
+    let counts = r.data.method_count.as_ref().expect("method count ran");
+    let top = counts.iter().map(|e| e.count).max().unwrap_or(0);
+    if exact {
+        // The warm-up run and REPS measured runs, every call counted.
+        assert_eq!(top, CALLS * (REPS as u64 + 1), "calls counted");
+    } else {
+        assert!(top > 0, "the sample saw no call");
+    }
+    Measured {
+        ns,
+        blocked: Some(totals.blocked.as_secs_f64() / wall.as_secs_f64()),
+    }
+}
+
+/// Run one variant in this process.
+fn child(variant: &str) -> Measured {
     use cabprof::{Analysis, Session};
-    let cabprof_session = |time: Option<u32>| {
-        let mut b = Session::builder()
-            .analyses(&[Analysis::MethodCount])
-            .pin(true)
-            .pin_application(true);
-        if let Some(k) = time {
-            b = b
-                .analyses(&[Analysis::MethodCount, Analysis::Time])
-                .time_sample(k);
-        }
-        b.start().expect("session starts")
-    };
+    let peer = |ns| Measured { ns, blocked: None };
+    let mc = [Analysis::MethodCount];
+    let mc_cg = [Analysis::MethodCount, Analysis::CallGraph];
+    let mc_cg_ct = [
+        Analysis::MethodCount,
+        Analysis::CallGraph,
+        Analysis::CallTree,
+    ];
+    let timed = [Analysis::MethodCount, Analysis::Time];
+    let b = || Session::builder();
     match variant {
-        "plain" => median_ns(plain),
-        "cabprof untimed" | "cabprof timed" | "cabprof timed 1/K" => {
-            let k = match variant {
-                "cabprof untimed" => None,
-                "cabprof timed" => Some(1),
-                _ => Some(K),
-            };
-            let s = cabprof_session(k);
-            let ns = median_ns(with_cabprof);
-            let r = s.finish();
-            assert_eq!(r.runtime.totals.dropped, 0);
-            ns
-        }
+        "plain" => peer(median_ns(plain)),
+        "no-session" => peer(median_ns(with_cabprof)),
+        "mc" => cabprof_session(b().analyses(&mc), true),
+        "mc+cg" => cabprof_session(b().analyses(&mc_cg), true),
+        "mc+cg+ct" => cabprof_session(b().analyses(&mc_cg_ct), true),
+        "sampling" => cabprof_session(b().analyses(&mc_cg).sampling(0.1), false),
+        "sequential" => cabprof_session(b().analyses(&mc_cg).sequential(), true),
+        "timed" => cabprof_session(b().analyses(&timed).time_sample(1), true),
+        "timed-1/K" => cabprof_session(b().analyses(&timed).time_sample(K), true),
         "hotpath" => {
             let _g = hotpath::HotpathGuardBuilder::new("per_call")
                 .output_path("/dev/null")
                 .build();
-            median_ns(with_hotpath)
+            peer(median_ns(with_hotpath))
         }
         "tracing" => {
             use tracing_subscriber::layer::SubscriberExt;
             let layer = timing_layer::Timing::default();
             let subscriber = tracing_subscriber::registry().with(layer);
-            tracing::subscriber::with_default(subscriber, || median_ns(with_tracing))
+            peer(tracing::subscriber::with_default(subscriber, || {
+                median_ns(with_tracing)
+            }))
         }
         "fastrace" => {
             fastrace::set_reporter(DropSpans, fastrace::collector::Config::default());
-            // A root span per 1000 calls, as per request: fastrace keeps at most 10240 spans
+            // A root span per BATCH calls, as per request: fastrace keeps at most 10240 spans
             // under one local parent and drops the rest unrecorded.
-            let ns = median_ns_batched(with_fastrace, 1000, || {
+            let ns = median_ns_batched(with_fastrace, BATCH, |calls| {
                 let root = fastrace::Span::root("root", fastrace::prelude::SpanContext::random());
-                let guard = root.set_local_parent();
-                (guard, root)
+                let _guard = root.set_local_parent();
+                calls();
             });
             fastrace::flush();
-            ns
+            peer(ns)
+        }
+        "puffin" => {
+            puffin::set_scopes_on(true);
+            // A frame per BATCH calls: the previous frame is handed to the (no) sinks and
+            // dropped, so the profiler's memory stays bounded.
+            peer(median_ns_batched(with_puffin, BATCH, |calls| {
+                puffin::GlobalProfiler::lock().new_frame();
+                puffin::profile_scope!("batch");
+                calls();
+            }))
+        }
+        "tracy" => {
+            let _client = tracy_client::Client::start();
+            peer(median_ns(with_tracy))
         }
         other => panic!("unknown variant {other:?}"),
     }
 }
 
+/// This process's peak resident set, in MB (Linux; `None` elsewhere).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+/// One variant's figures over the rounds.
+#[derive(Clone, Default)]
+struct Rounds {
+    ns: Vec<f64>,
+    blocked: Vec<f64>,
+    rss: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// A field of a child's output, `NAME value`.
+fn field(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 fn main() {
     if let Ok(v) = std::env::var("PER_CALL_VARIANT") {
-        println!("NS_PER_CALL {}", child(&v));
+        let m = child(&v);
+        println!("NS_PER_CALL {}", m.ns);
+        if let Some(b) = m.blocked {
+            println!("BLOCKED {b}");
+        }
+        if let Some(rss) = peak_rss_mb() {
+            println!("RSS_MB {rss}");
+        }
         return;
     }
     let rounds: usize = std::env::var("PER_CALL_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
+    let only: Option<Vec<String>> = std::env::var("PER_CALL_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(|n| n.trim().to_owned()).collect());
+    if let Some(only) = &only {
+        for n in only {
+            assert!(
+                VARIANTS.iter().any(|(k, _)| k == n),
+                "PER_CALL_ONLY: unknown variant {n:?}; one of {:?}",
+                VARIANTS.map(|(k, _)| k)
+            );
+        }
+    }
+    let chosen: Vec<(&str, &str)> = VARIANTS
+        .into_iter()
+        .filter(|(k, _)| *k == "plain" || only.as_ref().is_none_or(|o| o.iter().any(|n| n == k)))
+        .collect();
     let exe = std::env::current_exe().expect("own path");
-    let mut runs = vec![Vec::new(); VARIANTS.len()];
+    let mut runs = vec![Rounds::default(); chosen.len()];
     for _ in 0..rounds {
-        for (i, v) in VARIANTS.iter().enumerate() {
+        for (i, (key, _)) in chosen.iter().enumerate() {
             let out = Command::new(&exe)
-                .env("PER_CALL_VARIANT", v)
+                .env("PER_CALL_VARIANT", key)
                 .output()
                 .expect("child runs");
             let text = String::from_utf8_lossy(&out.stdout);
-            let ns: f64 = text
-                .lines()
-                .find_map(|l| l.strip_prefix("NS_PER_CALL "))
-                .unwrap_or_else(|| panic!("{v}: {text}\n{}", String::from_utf8_lossy(&out.stderr)))
-                .trim()
-                .parse()
-                .expect("a number");
-            runs[i].push(ns);
+            let ns = field(&text, "NS_PER_CALL").unwrap_or_else(|| {
+                panic!("{key}: {text}\n{}", String::from_utf8_lossy(&out.stderr))
+            });
+            runs[i].ns.push(ns);
+            runs[i].blocked.extend(field(&text, "BLOCKED"));
+            runs[i].rss.extend(field(&text, "RSS_MB"));
         }
     }
-    let med: Vec<f64> = runs
-        .into_iter()
-        .map(|mut r| {
-            r.sort_by(f64::total_cmp);
-            r[r.len() / 2]
-        })
-        .collect();
+    let med = |key: &str| {
+        chosen
+            .iter()
+            .position(|(k, _)| *k == key)
+            .and_then(|i| median(&runs[i].ns))
+    };
+    let plain = med("plain").expect("plain always runs");
+    let over = |key: &str| med(key).map(|ns| ns - plain);
+    let mc = over("mc");
+    let timed = over("timed");
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |v| format!("{v:.prec$}"));
+
     println!(
-        "per_call: {CALLS} calls x {REPS} runs per process (median), median of {rounds} rounds, K = {K}"
+        "per_call: {CALLS} calls x {REPS} runs per process (median), median of {rounds} rounds, \
+         K = {K}, {BATCH} calls per fastrace root / puffin frame"
     );
     println!(
-        "{:<20} {:>10} {:>12} {:>14}",
-        "", "ns/call", "over plain", "x untimed"
+        "{:<26} {:>9} {:>17} {:>10} {:>8} {:>11} {:>9} {:>10}",
+        "", "ns/call", "spread", "over plain", "x mc", "peer/timed", "blocked", "peak RSS"
     );
-    let plain = med[0];
-    let untimed = med[1] - plain;
-    for (v, ns) in VARIANTS.iter().zip(&med) {
+    for ((key, label), r) in chosen.iter().zip(&runs) {
+        let ns = median(&r.ns).expect("one round at least");
+        let lo = r.ns.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.ns.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let cost = ns - plain;
+        let x_mc = mc.filter(|_| *key != "plain").map(|m| cost / m);
+        let x_timed = timed.filter(|_| PEERS.contains(key)).map(|t| cost / t);
+        let blocked = median(&r.blocked).map(|b| format!("{:.1} %", b * 100.0));
+        let rss = median(&r.rss).map(|m| format!("{m:.0} MB"));
         println!(
-            "{:<20} {:>10.2} {:>12.2} {:>14.2}",
-            v,
+            "{:<26} {:>9.2} {:>17} {:>10.2} {:>8} {:>11} {:>9} {:>10}",
+            label,
             ns,
-            ns - plain,
-            (ns - plain) / untimed
+            format!("{lo:.2}-{hi:.2}"),
+            cost,
+            opt(x_mc, 2),
+            opt(x_timed, 2),
+            blocked.unwrap_or("-".to_owned()),
+            rss.unwrap_or("-".to_owned()),
         );
     }
-    let (timed, sampled, hotpath) = (med[2] - plain, med[3] - plain, med[4] - plain);
+
     println!();
-    println!(
-        "timed every call / hotpath: {:.3} (target <= 0.333)",
-        timed / hotpath
-    );
-    println!(
-        "timed 1/{K} / untimed: {:.3} (target <= 2)",
-        sampled / untimed
-    );
+    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    let target_over = |key: &str, what: &str, limit: f64| {
+        if let Some(c) = over(key) {
+            println!(
+                "{what}: {c:.2} ns/call over plain (target <= {limit}): {}",
+                verdict(c <= limit)
+            );
+        }
+    };
+    target_over("no-session", "no session", 0.5);
+    target_over("mc+cg", "exhaustive mc+cg", 5.0);
+    target_over("sampling", "sampling mc+cg", 3.0);
+    target_over("sequential", "sequential mc+cg", 8.0);
+    if let (Some(t), Some(h)) = (timed, over("hotpath")) {
+        let r = t / h;
+        println!(
+            "timed every call / hotpath: {r:.3} (target <= 0.333): {}",
+            verdict(r <= 1.0 / 3.0)
+        );
+    }
+    if let (Some(s), Some(m)) = (over("timed-1/K"), mc) {
+        let r = s / m;
+        println!(
+            "timed 1/{K} / mc: {r:.3} (target <= 2): {}",
+            verdict(r <= 2.0)
+        );
+    }
 }
