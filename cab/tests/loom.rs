@@ -183,3 +183,149 @@ fn fastforward_handoff_with_slipping() {
 fn fastforward_producer_waits_on_full_queue() {
     handoff::<FastForward>(36, None);
 }
+
+/// Like [`model`] with no preemption bound: the pending-buffer models below are small enough
+/// for loom to explore every interleaving (the bound saturates at about 15: 675 and 6652
+/// executions, under a second).
+fn model_unbounded(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = Builder::new();
+    b.preemption_bound = None;
+    b.max_branches = 100_000;
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    b.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    eprintln!(
+        "explored {} executions",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// Sequential mode's pending buffer (`runtime::pending`), run by the same functions as the
+/// runtime: an owner thread pushes `n` words into a `capacity`-word buffer; when a push finds
+/// it full, the owner locks its slot, flushes (analyzes what a snapshot has not, empties the
+/// buffer) and analyzes that word directly, as `emit`'s slow path does; at the end it flushes
+/// once more, as a thread's exit does. `None` in the slot: `finish` took the analysis.
+mod pending {
+    use cabprof_cab::runtime::pending::{self, Pending};
+    use loom::sync::{Arc, Mutex};
+
+    /// A thread's inline analysis: what it analyzed, in order, and how many of the pending
+    /// words a snapshot or `finish` already analyzed.
+    #[derive(Default)]
+    pub(super) struct State {
+        pub(super) analyzed: Vec<u64>,
+        consumed: usize,
+    }
+
+    pub(super) type Slot = Arc<Mutex<Option<State>>>;
+
+    /// The `i`th word (never 0, the buffer's initial value).
+    pub(super) fn word(i: usize) -> u64 {
+        i as u64 + 1
+    }
+
+    pub(super) fn expected(n: usize) -> Vec<u64> {
+        (0..n).map(word).collect()
+    }
+
+    /// The owner's flush, holding the slot's lock, then `words` (`InlineAnalysis::consume`).
+    fn consume(slot: &Slot, buf: &Pending, words: &[u64]) {
+        let mut slot = slot.lock().unwrap();
+        match &mut *slot {
+            Some(state) => {
+                let analyzed = &mut state.analyzed;
+                pending::flush(buf, &mut state.consumed, |w| analyzed.extend_from_slice(w));
+                state.analyzed.extend_from_slice(words);
+            }
+            None => buf.reset(),
+        }
+    }
+
+    /// Spawn the owner: `n` words, then the exit's flush.
+    pub(super) fn owner(
+        n: usize,
+        capacity: usize,
+    ) -> (Slot, Arc<Pending>, loom::thread::JoinHandle<()>) {
+        let slot: Slot = Arc::new(Mutex::new(Some(State::default())));
+        let buf = Arc::new(Pending::new(capacity));
+        let (s, b) = (slot.clone(), buf.clone());
+        let handle = loom::thread::spawn(move || {
+            for i in 0..n {
+                if !b.push(word(i)) {
+                    consume(&s, &b, &[word(i)]);
+                }
+            }
+            consume(&s, &b, &[]);
+        });
+        (slot, buf, handle)
+    }
+
+    /// A snapshot: analyze the pending words under the slot's lock, then copy the results.
+    pub(super) fn snapshot(slot: &Slot, buf: &Pending) -> Vec<u64> {
+        let mut slot = slot.lock().unwrap();
+        let state = slot.as_mut().expect("only finish takes the analysis");
+        let analyzed = &mut state.analyzed;
+        pending::drain(buf, &mut state.consumed, |w| analyzed.extend_from_slice(w));
+        state.analyzed.clone()
+    }
+
+    /// `finish` on a live thread (`InlineRegistry::take_live`): take the analysis, then
+    /// analyze the pending words before unlocking. (Draining after unlocking lets the owner
+    /// flush into the taken slot's `None`, empty the buffer and refill it in between: loom
+    /// then finds `finish` analyzing a later word without the earlier ones.)
+    pub(super) fn finish(slot: &Slot, buf: &Pending) -> Vec<u64> {
+        let mut guard = slot.lock().unwrap();
+        let mut state = guard.take().expect("taken once");
+        let analyzed = &mut state.analyzed;
+        pending::drain(buf, &mut state.consumed, |w| analyzed.extend_from_slice(w));
+        drop(guard);
+        state.analyzed
+    }
+}
+
+/// Sequential mode, snapshots while the owner runs: 7 words through a 2-word buffer (the
+/// owner finds it full twice, so it empties it twice while running, and once more at its
+/// exit), three snapshots concurrently, then `finish` after the owner's exit. Each snapshot is
+/// a prefix of the words and no shorter than the one before; at the end every word was
+/// analyzed exactly once, in order, though snapshots analyzed some of them out of the owner's
+/// buffer.
+#[test]
+fn pending_snapshot_while_the_owner_runs() {
+    model_unbounded(|| {
+        let n = 7;
+        let (slot, buf, owner) = pending::owner(n, 2);
+        let expected = pending::expected(n);
+        let mut before = Vec::new();
+        for _ in 0..3 {
+            let seen = pending::snapshot(&slot, &buf);
+            assert_eq!(seen, expected[..seen.len()], "snapshot");
+            assert!(seen.len() >= before.len(), "{seen:?} after {before:?}");
+            before = seen;
+        }
+        owner.join().unwrap();
+        assert_eq!(pending::finish(&slot, &buf), expected);
+    });
+}
+
+/// Sequential mode, `finish` takes a live thread's analysis while the owner still appends
+/// (after a snapshot, so the taken analysis has `consumed` words): what `finish` analyzed is
+/// a prefix of the words, each once; the owner's later words, and its flushes that find the
+/// slot empty, analyze nothing.
+#[test]
+fn pending_finish_while_the_owner_appends() {
+    model_unbounded(|| {
+        let n = 7;
+        let (slot, buf, owner) = pending::owner(n, 2);
+        let expected = pending::expected(n);
+        let seen = pending::snapshot(&slot, &buf);
+        assert_eq!(seen, expected[..seen.len()], "snapshot");
+        let taken = pending::finish(&slot, &buf);
+        assert_eq!(taken, expected[..taken.len()], "finish");
+        assert!(taken.len() >= seen.len(), "{taken:?} after {seen:?}");
+        owner.join().unwrap();
+        assert!(slot.lock().unwrap().is_none());
+    });
+}

@@ -69,6 +69,7 @@
 //! - `design`: the buffer designs ([`BufferDesign`]), registered in one table, and the
 //!   type-erased producer and consumer the other files hold.
 //! - `tls`: the thread-local hot path: [`emit`], a thread's attachment to the session.
+//! - `pending`: sequential mode's per-thread buffer of words and how its analysis takes them.
 //! - `analyzer`: analyzer threads, their poll loop, adaptive sampling and [`Backoff`].
 //! - `session`: the lifecycle: start, snapshot, finish.
 //! - `report`: [`Report`] and [`ThreadStats`].
@@ -80,6 +81,13 @@ mod analyzer;
 mod budget;
 mod config;
 mod design;
+// Public only for the loom models (`cab/tests/loom.rs`), which check its protocol.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod pending;
+#[cfg(not(loom))]
+#[allow(unreachable_pub)]
+mod pending;
 mod report;
 mod session;
 mod signal;

@@ -7,8 +7,9 @@ use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingE
 use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
 use super::design::{BufferDesign, ThreadProducer, WordSink};
+use super::pending::{self, Pending};
 use super::report::{push_thread, Report, ThreadStats};
-use super::tls::{self, Hub, InlineSink, Pending, HUB};
+use super::tls::{self, Hub, InlineSink, HUB};
 use super::{RingAnalysis, RunMode, RuntimeConfig, SessionError};
 use crate::config::{Mode, RingConfig};
 use crate::ring;
@@ -66,14 +67,11 @@ struct InlineState<A> {
 impl<A: RingAnalysis> InlineState<A> {
     /// Analyze the pending words not yet analyzed (the slot's lock is held: `self` is in it).
     fn drain(&mut self) {
-        let mut buf = [0u64; Pending::CAPACITY];
-        let n = self.pending.read(self.consumed, &mut buf);
-        let new = n.saturating_sub(self.consumed);
-        if new > 0 {
-            self.analysis.consume(&buf[..new]);
-            self.events += new as u64;
-        }
-        self.consumed = n.max(self.consumed);
+        let (analysis, events) = (&mut self.analysis, &mut self.events);
+        pending::drain(&self.pending, &mut self.consumed, |words| {
+            analysis.consume(words);
+            *events += words.len() as u64;
+        });
     }
 }
 
@@ -129,8 +127,11 @@ impl<A: RingAnalysis> InlineRegistry<A> {
     /// Merge every live thread's results now; their later events are not counted.
     fn take_live(&mut self) {
         for (_, slot) in std::mem::take(&mut self.live) {
-            if let Some(mut state) = slot.lock().take() {
+            // Drain before unlocking: the owner may empty its buffer once the lock is free.
+            let mut guard = slot.lock();
+            if let Some(mut state) = guard.take() {
                 state.drain();
+                drop(guard);
                 self.merge(state);
             }
         }
@@ -142,14 +143,19 @@ impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
         // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
         // unlock (parking_lot's fast paths), once per buffer of events.
         let mut slot = self.slot.lock();
-        if let Some(state) = &mut *slot {
-            state.drain();
-            state.consumed = 0;
-            state.events += words.len() as u64;
-            state.analysis.consume(words);
+        match &mut *slot {
+            Some(state) => {
+                let (analysis, events) = (&mut state.analysis, &mut state.events);
+                pending::flush(&self.pending, &mut state.consumed, |pending| {
+                    analysis.consume(pending);
+                    *events += pending.len() as u64;
+                });
+                state.events += words.len() as u64;
+                state.analysis.consume(words);
+            }
+            // Taken by `finish`: what is pending is no longer counted, as with later events.
+            None => self.pending.reset(),
         }
-        // Taken by `finish`: what is pending is no longer counted, as with later events.
-        self.pending.reset();
     }
 
     fn pending(&self) -> &Pending {
@@ -223,7 +229,7 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
-        let pending = Arc::new(Pending::new());
+        let pending = Arc::new(Pending::new(Pending::CAPACITY));
         let slot = Arc::new(Mutex::new(Some(InlineState {
             analysis: (self.factory)(),
             events: 0,

@@ -7,13 +7,14 @@
 //! its `push_erased` function, cached next to the producer pointer.
 
 use super::design::{push_nothing, ThreadProducer, WordSink};
+use super::pending::Pending;
 use super::{BufferDesign, RunMode};
 use crate::event::Event;
 use crate::ring::Producer;
 use crate::transport::EventProducer;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// `0` when no session runs, else `epoch << 3 | kind` of the running session; [`UNDECIDED`]
@@ -104,64 +105,6 @@ pub(super) trait Hub: Send + Sync {
     fn attach_ring(&self, thread: String) -> ThreadProducer;
     /// A sequential-mode inline analysis for a new thread.
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
-}
-
-/// Sequential mode: the words a thread has emitted since its inline analysis last ran.
-///
-/// The hot path appends here (a relaxed store of the word, then `len` with `Release`) instead
-/// of locking the thread's analysis for every event; the analysis runs on a full buffer, at
-/// the thread's end, and on a snapshot or `finish`. Protocol:
-///
-/// - only the owning thread writes: a word at index `len`, then `len + 1`; and `len = 0`,
-///   only while it holds its slot's lock (after the words were analyzed);
-/// - anyone else (a snapshot, `finish`) reads `len` (`Acquire`) and the words below it only
-///   while holding the same lock, so `len` cannot be reset under it, and the owner's
-///   concurrent appends go to indices at or above the `len` it read;
-/// - the slot remembers how many of the words the session has already analyzed
-///   (`consumed`), so the owner's next drain starts after them.
-pub(super) struct Pending {
-    words: Box<[AtomicU64]>,
-    len: AtomicUsize,
-}
-
-impl Pending {
-    /// Words per drain: 2 KB, so a thread's buffer stays in its L1 cache.
-    pub(super) const CAPACITY: usize = 256;
-
-    pub(super) fn new() -> Pending {
-        Pending {
-            words: (0..Self::CAPACITY).map(|_| AtomicU64::new(0)).collect(),
-            len: AtomicUsize::new(0),
-        }
-    }
-
-    /// Append (owning thread only); `false` if full.
-    #[inline(always)]
-    pub(super) fn push(&self, word: u64) -> bool {
-        let n = self.len.load(Ordering::Relaxed);
-        match self.words.get(n) {
-            Some(slot) => {
-                slot.store(word, Ordering::Relaxed);
-                self.len.store(n + 1, Ordering::Release);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Copy the words `from..len` into `out` (holding the slot's lock); returns `len`.
-    pub(super) fn read(&self, from: usize, out: &mut [u64; Self::CAPACITY]) -> usize {
-        let n = self.len.load(Ordering::Acquire);
-        for (o, w) in out.iter_mut().zip(&self.words[from.min(n)..n]) {
-            *o = w.load(Ordering::Relaxed);
-        }
-        n
-    }
-
-    /// Start over (owning thread only, holding the slot's lock).
-    pub(super) fn reset(&self) {
-        self.len.store(0, Ordering::Relaxed);
-    }
 }
 
 /// A sequential-mode analysis instance living in a thread-local.
