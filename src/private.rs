@@ -52,10 +52,12 @@
 //!
 //! # Timing
 //!
-//! When the session runs the time analysis, a timed call also emits a `Time` word (one plain
-//! counter read, `cabprof_cab::clock::now`) right after its `Call` and right before its
-//! `Return`; a timed future stamps each poll's start (after `Poll`) and end (before its
-//! `Return`/`PollEnd`), so its time is the time polled. Which calls are timed is a session-wide
+//! When the session runs the time analysis, a timed call reads the clock (one plain counter
+//! read, `cabprof_cab::clock::now`) after emitting its `Call` and again at its exit, and returns
+//! with a `TimedReturn` word carrying the difference instead of a `Return`: a timed call is two
+//! words, as an untimed one (with `paths` too: its last `Path` comes before). A timed future
+//! stamps each poll's start (after `Poll`) and end (before its `Return`/`PollEnd`) with `Time`
+//! words, so its time is the time polled. Which calls are timed is a session-wide
 //! setting ([`TIME_PERIOD`]) read only on the active path, after the session check: the
 //! no-session path stays one load and one branch. With sampled timing (one call in K per
 //! function and thread) the others are counted only; a per-thread table of countdowns indexed
@@ -221,7 +223,7 @@ fn stamp() {
 // ---------------------------------------------------------------------------------------------
 // Calls
 
-/// An instrumented function's frame; emits `Return` when dropped.
+/// An instrumented function's frame; emits `Return` (or, timed, `TimedReturn`) when dropped.
 #[must_use]
 #[derive(Debug)]
 pub struct FrameGuard {
@@ -229,9 +231,12 @@ pub struct FrameGuard {
     callee: u32,
     /// The frame that was innermost at entry, restored on drop.
     caller: u32,
-    /// This call is timed: stamp its exit before the `Return`.
-    timed: bool,
+    /// The clock at entry if this call is timed, else [`UNTIMED`].
+    start: u64,
 }
+
+/// [`FrameGuard::start`] of a call that is not timed.
+const UNTIMED: u64 = u64::MAX;
 
 /// Enter the function of `site`: with no session, one load and one branch.
 #[inline(always)]
@@ -240,18 +245,15 @@ pub fn enter(site: &'static Site) -> FrameGuard {
         return FrameGuard {
             callee: 0,
             caller: 0,
-            timed: false,
+            start: UNTIMED,
         };
     }
     let (callee, caller) = call(site);
-    let timed = timed(callee);
-    if timed {
-        stamp();
-    }
+    let start = if timed(callee) { clock::now() } else { UNTIMED };
     FrameGuard {
         callee,
         caller,
-        timed,
+        start,
     }
 }
 
@@ -259,20 +261,24 @@ impl Drop for FrameGuard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.callee != 0 {
-            leave(self.callee, self.caller, self.timed);
+            leave(self.callee, self.caller, self.start);
         }
     }
 }
 
-/// The `Return` of a frame entered while a session ran. Out of line so that the guard's drop
+/// The `Return` of a frame entered while a session ran; a timed one (`start` read at entry)
+/// returns with its duration in one `TimedReturn` word. Out of line so that the guard's drop
 /// stays one compare: the compiler inlines a small drop into every instrumented function, and
 /// calls a large one, which was most of the no-session cost.
 #[inline(never)]
-fn leave(callee: u32, caller: u32, timed: bool) {
-    if timed {
-        stamp();
+fn leave(callee: u32, caller: u32, start: u64) {
+    if start == UNTIMED {
+        ret(callee, caller);
+    } else {
+        let ticks = clock::now().wrapping_sub(start);
+        pop(caller);
+        emit(Event::timed_return(method(callee), ticks));
     }
-    ret(callee, caller);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,25 +301,26 @@ pub struct PathGuard<const CALLS: bool> {
     unwound: u64,
     /// The numbering is [`PathMode::Hashed`]: emit a hash of the register.
     hashed: bool,
-    /// This call is timed (`CALLS` only): stamp its exit before the `Return`.
-    timed: bool,
+    /// The clock at entry if this call is timed (`CALLS` only), else [`UNTIMED`].
+    start: u64,
 }
 
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
     let (method, caller) = if recording() { call(site) } else { (0, 0) };
-    let timed = method != 0 && timed(method);
-    if timed {
-        stamp();
-    }
+    let start = if method != 0 && timed(method) {
+        clock::now()
+    } else {
+        UNTIMED
+    };
     PathGuard {
         method,
         caller,
         register: 0,
         unwound: num_paths,
         hashed,
-        timed,
+        start,
     }
 }
 
@@ -326,7 +333,7 @@ pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
         register: 0,
         unwound: num_paths,
         hashed,
-        timed: false,
+        start: UNTIMED,
     }
 }
 
@@ -381,11 +388,8 @@ fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
         path = path.wrapping_add(guard.unwound);
     }
     emit_path(method_id, path, hashed);
-    if guard.timed {
-        stamp();
-    }
     if CALLS {
-        ret(method_id, caller);
+        leave(method_id, caller, guard.start);
     }
 }
 

@@ -66,12 +66,16 @@ fn call_stream(depth: u32, timed_every: u64) -> Vec<u64> {
     let leaf = m(depth + 1);
     for i in 0..CALLS {
         w.push(Event::call(m(depth), leaf).word());
+        // A timed call returns with its duration, as `#[profile]` sends it.
         let timed = timed_every != 0 && i % timed_every == 0;
-        if timed {
-            stamp(&mut w);
-            stamp(&mut w);
-        }
-        w.push(Event::ret(leaf).word());
+        w.push(
+            if timed {
+                Event::timed_return(leaf, 40 + i % 8)
+            } else {
+                Event::ret(leaf)
+            }
+            .word(),
+        );
     }
     for d in (1..=depth).rev() {
         stamp(&mut w);

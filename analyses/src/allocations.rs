@@ -393,7 +393,9 @@ impl EventAnalysis for Allocations {
                     }
                 }
                 Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
-                Some(EventKind::Return { callee }) => self.on_return(callee),
+                Some(EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }) => {
+                    self.on_return(callee)
+                }
                 Some(EventKind::Thread { id }) => {
                     self.threads.switch_to(id);
                 }

@@ -2,9 +2,11 @@
 //!
 //! # The stream
 //!
-//! A timed call is `Call`, `Time(t0)`, …, `Time(t1)`, `Return`: the stamp right after the
-//! `Call` opens the frame, the one right before the `Return` closes it, so its inclusive time is
-//! `t1 - t0` counter ticks (modulo 2^60). A call without stamps is counted but not timed: with
+//! A timed call is `Call`, …, `TimedReturn(ticks)`: the producer read the clock at entry and at
+//! exit and sends the difference with the return. It may also be `Call`, `Time(t0)`, …,
+//! `Time(t1)`, `Return` (functions with `paths`): the stamp right after the `Call` opens the
+//! frame, the one right before the `Return` closes it, so its inclusive time is `t1 - t0`
+//! counter ticks (modulo 2^60). A call without stamps is counted but not timed: with
 //! sampled timing (one call in K per function and thread) most are. An instrumented `async fn`
 //! stamps each poll instead (`Poll`, `Time`, …, `Time`, `PollEnd`, the last poll's closing
 //! stamp before its `Return`): its time is the **time polled**, the sum of its polls, not the
@@ -49,8 +51,11 @@ use crate::call_tree::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
-/// An unknown caller or context (a fragment of a future first polled in another stream).
+/// An unknown caller or context (a fragment of a future first polled in another stream, and
+/// the calls made inside it).
 const UNKNOWN: u32 = NONE;
+/// The same, for a call that is an outermost activation of its function.
+const UNKNOWN_OUTER: u32 = NONE - 1;
 
 /// Per-function time.
 #[derive(Clone, Debug)]
@@ -121,19 +126,51 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
     }
 }
 
-/// One open frame: a call, or a future (whose frame spans its polls).
+/// One open frame: a call, or a future (whose frame spans its polls). An untimed call, most
+/// calls under sampled timing, costs a push and a pop of this, and the count of its context.
 #[derive(Clone, Copy, Debug)]
-struct Frame {
+struct Open {
+    method: u32,
+    /// Its context node; [`UNKNOWN`] or [`UNKNOWN_OUTER`] outside the context tree.
+    node: u32,
+    /// The callee this frame called last and that call's context node: a loop calling the
+    /// same function finds its context here, without a walk of the tree.
+    last: Callee,
+}
+
+/// A callee and its context node (`method` 0: none yet).
+#[derive(Clone, Copy, Debug, Default)]
+struct Callee {
     method: u32,
     node: u32,
+}
+
+impl Open {
+    fn new(method: u32, node: u32) -> Open {
+        Open {
+            method,
+            node,
+            last: Callee::default(),
+        }
+    }
+}
+
+/// The timing of the open frame at `depth` of the same stack (timed frames only).
+#[derive(Clone, Copy, Debug)]
+struct Stamp {
+    depth: u32,
     /// Start stamp of the call (or of the current poll of a future); [`NO_STAMP`] if none.
     start: u64,
     /// A future's ticks polled before the current poll.
     polled: u64,
-    /// Whether stamps were seen for it (a future is timed in every poll or in none).
-    timed: bool,
-    /// Not nested in another activation of the same function.
-    outer: bool,
+}
+
+/// A future between polls.
+#[derive(Clone, Copy, Debug)]
+struct Suspended {
+    open: Open,
+    /// Its ticks polled so far, if it was timed.
+    polled: Option<u64>,
 }
 
 /// No stamp: stamps are 60-bit, so this is never one.
@@ -141,26 +178,54 @@ const NO_STAMP: u64 = u64::MAX;
 
 type TaskKey = (u32, u32);
 
+/// A stack of open frames and the stamps of its timed ones (innermost last, depths rising).
+#[derive(Clone, Debug, Default)]
+struct Stack {
+    open: Vec<Open>,
+    stamps: Vec<Stamp>,
+}
+
+impl Stack {
+    /// Keep the `n` outermost frames (and their stamps).
+    fn truncate(&mut self, n: usize) {
+        self.open.truncate(n);
+        while self.stamps.last().is_some_and(|s| s.depth as usize >= n) {
+            self.stamps.pop();
+        }
+    }
+
+    /// The stamp of the frame at `depth`, if it is timed (it is then the last stamp).
+    #[inline]
+    fn take_stamp(&mut self, depth: usize) -> Option<Stamp> {
+        match self.stamps.last() {
+            Some(s) if s.depth as usize == depth => self.stamps.pop(),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct ThreadState {
-    stack: Vec<Frame>,
+    stack: Stack,
     /// Polls in progress, innermost last: the future and the stack it parked.
-    polls: Vec<(TaskKey, Vec<Frame>)>,
+    polls: Vec<(TaskKey, Stack)>,
     /// The last word opened a frame or poll: a `Time` now is its start stamp.
     just_opened: bool,
     /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
     pending_end: u64,
+    /// [`Open::last`] for calls from the root (an empty stack).
+    root_last: Callee,
 }
 
 impl ThreadState {
     /// Whether an activation of `method` is open on this thread (the recursion test for a
     /// frame outside the context tree; frames in it know from their node).
     fn is_open(&self, method: u32) -> bool {
-        self.stack.iter().any(|f| f.method == method)
+        self.stack.open.iter().any(|f| f.method == method)
             || self
                 .polls
                 .iter()
-                .any(|(_, parked)| parked.iter().any(|f| f.method == method))
+                .any(|(_, parked)| parked.open.iter().any(|f| f.method == method))
     }
 }
 
@@ -187,7 +252,7 @@ pub struct TimeProfile {
     node_time: Vec<NodeTime>,
     threads: ThreadStacks<ThreadState>,
     /// Futures between polls.
-    tasks: HashMap<TaskKey, Frame>,
+    tasks: HashMap<TaskKey, Suspended>,
     approximate: bool,
     unmatched: u64,
 }
@@ -419,45 +484,89 @@ impl TimeProfile {
         out
     }
 
-    /// The context node for a call of `method` under `parent` (made if new; [`UNKNOWN`] under
-    /// an unknown parent), and whether it is an outermost activation.
+    /// The context node for a call of `method` under `parent`, made if new; under an unknown
+    /// parent, [`UNKNOWN`] or [`UNKNOWN_OUTER`], the call counted with its function.
     #[inline]
-    fn child(&mut self, parent: u32, method: u32) -> (u32, bool) {
-        if parent == UNKNOWN {
-            let outer = !self.threads.current.is_open(method);
-            let f = self.function(method);
-            f.calls += 1;
-            f.outer_calls += outer as u64;
-            return (UNKNOWN, outer);
+    fn child(&mut self, parent: u32, method: u32) -> u32 {
+        if parent >= UNKNOWN_OUTER {
+            return self.unknown_child(method);
         }
         let node = self.tree.child(parent, method_id(method));
         if node as usize >= self.node_time.len() {
             self.grow_nodes();
         }
-        let n = &mut self.tree.nodes[node as usize];
-        n.count += 1;
-        (node, self.node_time[node as usize].outer)
+        self.tree.nodes[node as usize].count += 1;
+        node
+    }
+
+    #[cold]
+    fn unknown_child(&mut self, method: u32) -> u32 {
+        let outer = !self.threads.current.is_open(method);
+        let f = self.function(method);
+        f.calls += 1;
+        f.outer_calls += outer as u64;
+        if outer {
+            UNKNOWN_OUTER
+        } else {
+            UNKNOWN
+        }
+    }
+
+    /// Whether a frame at `node` is an outermost activation of its function.
+    #[inline]
+    fn is_outer(&self, node: u32) -> bool {
+        match node {
+            UNKNOWN => false,
+            UNKNOWN_OUTER => true,
+            n => self.node_time[n as usize].outer,
+        }
     }
 
     #[inline]
     fn on_call(&mut self, caller: u32, callee: u32) {
-        let parent = match self.threads.current.stack.last() {
+        let st = &mut self.threads.current;
+        let last = match st.stack.open.last() {
+            Some(f) if f.method == caller => f.last,
+            None if caller == 0 => st.root_last,
+            _ => Callee::default(),
+        };
+        let node = if last.method == callee && callee != 0 {
+            if last.node < UNKNOWN_OUTER {
+                self.tree.nodes[last.node as usize].count += 1;
+            }
+            last.node
+        } else {
+            self.call_uncached(caller, callee)
+        };
+        let st = &mut self.threads.current;
+        st.stack.open.push(Open::new(callee, node));
+        st.just_opened = true;
+        st.pending_end = NO_STAMP;
+    }
+
+    /// A call whose context the caller's frame did not have at hand: find (or make) it, and
+    /// remember it there.
+    #[inline(never)]
+    fn call_uncached(&mut self, caller: u32, callee: u32) -> u32 {
+        let parent = match self.threads.current.stack.open.last() {
             Some(f) if f.method == caller => f.node,
             None if caller == 0 => ROOT_NODE,
             _ => self.resync_call(caller),
         };
-        let (node, outer) = self.child(parent, callee);
-        let st = &mut self.threads.current;
-        st.stack.push(Frame {
-            method: callee,
-            node,
-            start: NO_STAMP,
-            polled: 0,
-            timed: false,
-            outer,
-        });
-        st.just_opened = true;
-        st.pending_end = NO_STAMP;
+        let node = self.child(parent, callee);
+        // An unknown context depends on what is open, not only on the caller: not cached.
+        if node < UNKNOWN_OUTER {
+            let st = &mut self.threads.current;
+            let remembered = Callee {
+                method: callee,
+                node,
+            };
+            match st.stack.open.last_mut() {
+                Some(f) => f.last = remembered,
+                None => st.root_last = remembered,
+            }
+        }
+        node
     }
 
     /// A `Call` whose caller is not on top: continue from the caller's innermost open frame
@@ -468,20 +577,29 @@ impl TimeProfile {
         let st = &mut self.threads.current;
         let keep = st
             .stack
+            .open
             .iter()
             .rposition(|f| f.method == caller)
             .map_or(0, |i| i + 1);
         st.stack.truncate(keep);
-        st.stack.last().map_or(ROOT_NODE, |f| f.node)
+        st.stack.open.last().map_or(ROOT_NODE, |f| f.node)
     }
 
     #[inline]
     fn on_time(&mut self, ticks: u64) {
         let st = &mut self.threads.current;
         if std::mem::take(&mut st.just_opened) {
-            if let Some(f) = st.stack.last_mut() {
-                f.start = ticks;
-                f.timed = true;
+            let Some(top) = st.stack.open.len().checked_sub(1) else {
+                return;
+            };
+            match st.stack.stamps.last_mut() {
+                // A future resumed: its stamp carries what it polled before.
+                Some(s) if s.depth as usize == top => s.start = ticks,
+                _ => st.stack.stamps.push(Stamp {
+                    depth: top as u32,
+                    start: ticks,
+                    polled: 0,
+                }),
             }
         } else {
             st.pending_end = ticks;
@@ -493,43 +611,72 @@ impl TimeProfile {
         let st = &mut self.threads.current;
         st.just_opened = false;
         let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
-        let f = match st.stack.last() {
-            Some(f) if f.method == callee => st.stack.pop().expect("just seen"),
+        let f = match st.stack.open.last() {
+            Some(&f) if f.method == callee => {
+                st.stack.open.pop();
+                f
+            }
             _ => match self.unwind_to(callee) {
                 Some(f) => f,
                 None => return,
             },
         };
-        if f.timed {
-            self.close_timed(&f, end);
+        let st = &mut self.threads.current;
+        let depth = st.stack.open.len();
+        if let Some(stamp) = st.stack.take_stamp(depth) {
+            self.close_timed(f, stamp, end);
         }
+    }
+
+    /// The `TimedReturn` of a call that took `ticks`.
+    #[inline]
+    fn on_timed_return(&mut self, callee: u32, ticks: u64) {
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        st.pending_end = NO_STAMP;
+        let f = match st.stack.open.last() {
+            Some(&f) if f.method == callee => {
+                st.stack.open.pop();
+                f
+            }
+            _ => match self.unwind_to(callee) {
+                Some(f) => f,
+                None => return,
+            },
+        };
+        let st = &mut self.threads.current;
+        let depth = st.stack.open.len();
+        // A start stamp for it (not this protocol's) is superseded by the duration.
+        st.stack.take_stamp(depth);
+        self.record(f, ticks);
     }
 
     /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and
     /// counted) if no open frame matches.
     #[cold]
-    fn unwind_to(&mut self, callee: u32) -> Option<Frame> {
+    fn unwind_to(&mut self, callee: u32) -> Option<Open> {
         self.approximate = true;
         let st = &mut self.threads.current;
-        let Some(i) = st.stack.iter().rposition(|f| f.method == callee) else {
+        let Some(i) = st.stack.open.iter().rposition(|f| f.method == callee) else {
             self.unmatched += 1;
             return None;
         };
         st.stack.truncate(i + 1);
-        st.stack.pop()
+        st.stack.open.pop()
     }
 
     /// A timed frame closes with closing stamp `end` ([`NO_STAMP`] if none).
-    fn close_timed(&mut self, f: &Frame, end: u64) {
-        match (f.start != NO_STAMP, end != NO_STAMP) {
-            (true, true) => self.record(f, f.polled + elapsed(f.start, end)),
+    fn close_timed(&mut self, f: Open, s: Stamp, end: u64) {
+        match (s.start != NO_STAMP, end != NO_STAMP) {
+            (true, true) => self.record(f, s.polled + elapsed(s.start, end)),
             // A future dropped between polls: its last poll is an empty one, unstamped.
-            (false, false) if f.polled > 0 => self.record(f, f.polled),
+            (false, false) if s.polled > 0 => self.record(f, s.polled),
             _ => self.approximate = true,
         }
     }
 
-    fn record(&mut self, f: &Frame, ticks: u64) {
+    fn record(&mut self, f: Open, ticks: u64) {
+        let outer = self.is_outer(f.node);
         let ft = self.function(f.method);
         ft.timed += 1;
         ft.ticks_all += ticks;
@@ -537,11 +684,11 @@ impl TimeProfile {
         if ft.histogram.record(ticks).is_err() {
             ft.histogram.saturating_record(ticks);
         }
-        if f.outer {
+        if outer {
             ft.outer_timed += 1;
             ft.ticks_outer += ticks;
         }
-        if f.node != UNKNOWN {
+        if f.node < UNKNOWN_OUTER {
             let t = &mut self.node_time[f.node as usize];
             t.timed += 1;
             t.ticks += ticks;
@@ -551,38 +698,43 @@ impl TimeProfile {
     fn on_poll(&mut self, method: u32, task: u32, first: bool) {
         let key = (method, task);
         let st = &mut self.threads.current;
-        let frame = if first {
-            match st.stack.last() {
-                Some(f) if f.method == method => st.stack.pop().expect("just seen"),
+        let resumed = if first {
+            match st.stack.open.last() {
+                Some(&f) if f.method == method => {
+                    st.stack.open.pop();
+                    let depth = st.stack.open.len();
+                    // A stamp between its `Call` and first `Poll` is not ours to make.
+                    st.stack.take_stamp(depth);
+                    Suspended {
+                        open: f,
+                        polled: None,
+                    }
+                }
                 _ => {
                     // Its `Call` was lost (sampling).
                     self.approximate = true;
-                    self.fragment(method)
+                    fragment(method)
                 }
             }
         } else {
-            match self.tasks.remove(&key) {
-                Some(f) => f,
-                None => self.fragment(method),
-            }
+            self.tasks.remove(&key).unwrap_or_else(|| fragment(method))
         };
+        let mut stack = Stack {
+            open: vec![resumed.open],
+            stamps: Vec::new(),
+        };
+        if let Some(polled) = resumed.polled {
+            stack.stamps.push(Stamp {
+                depth: 0,
+                start: NO_STAMP,
+                polled,
+            });
+        }
         let st = &mut self.threads.current;
-        let parked = std::mem::replace(&mut st.stack, vec![frame]);
+        let parked = std::mem::replace(&mut st.stack, stack);
         st.polls.push((key, parked));
         st.just_opened = true;
         st.pending_end = NO_STAMP;
-    }
-
-    /// A future whose `Call` this stream did not see: its method, nothing else.
-    fn fragment(&self, method: u32) -> Frame {
-        Frame {
-            method,
-            node: UNKNOWN,
-            start: NO_STAMP,
-            polled: 0,
-            timed: false,
-            outer: false,
-        }
     }
 
     fn on_poll_end(&mut self, task: u32, done: bool) {
@@ -599,30 +751,41 @@ impl TimeProfile {
         }
         let mut stack = std::mem::replace(&mut st.stack, parked);
         // Frames left open above the future's own (lost `Return`s).
-        if stack.len() > 1 {
+        if stack.open.len() > 1 {
             stack.truncate(1);
             self.approximate = true;
         }
-        let Some(mut f) = stack.pop() else {
+        let Some(f) = stack.open.pop() else {
             return; // completed in this poll: its `Return` recorded it
         };
         if f.method != key.0 {
             self.approximate = true;
             return;
         }
-        let start = std::mem::replace(&mut f.start, NO_STAMP);
-        if start != NO_STAMP && end != NO_STAMP {
-            f.polled += elapsed(start, end);
-        }
+        let polled = stack.take_stamp(0).map(|s| {
+            if s.start != NO_STAMP && end != NO_STAMP {
+                s.polled + elapsed(s.start, end)
+            } else {
+                s.polled
+            }
+        });
         if done {
             // Dropped or completed without a `Return` seen: what was polled still counts.
             self.approximate = true;
-            if f.timed {
-                self.record(&f, f.polled);
+            if let Some(p) = polled {
+                self.record(f, p);
             }
         } else {
-            self.tasks.insert(key, f);
+            self.tasks.insert(key, Suspended { open: f, polled });
         }
+    }
+}
+
+/// A future whose `Call` this stream did not see: its method, nothing else.
+fn fragment(method: u32) -> Suspended {
+    Suspended {
+        open: Open::new(method, UNKNOWN),
+        polled: None,
     }
 }
 
@@ -645,6 +808,10 @@ impl EventAnalysis for TimeProfile {
             }
             if let Some(callee) = event::as_return(w) {
                 self.on_return(callee);
+                continue;
+            }
+            if let Some((callee, ticks)) = event::as_timed_return(w) {
+                self.on_timed_return(callee, ticks);
                 continue;
             }
             if let Some(ticks) = event::as_time(w) {
@@ -697,10 +864,15 @@ impl EventAnalysis for TimeProfile {
         // Futures between polls in both: one frame, both polled times; one only in `other`
         // keeps its time as polled time of its function (its completion, if any, is elsewhere).
         for (key, f) in other.tasks {
+            let theirs = f.polled.unwrap_or(0);
             match self.tasks.get_mut(&key) {
-                Some(mine) => mine.polled += f.polled,
+                Some(mine) => {
+                    if theirs > 0 || mine.polled.is_some() {
+                        mine.polled = Some(mine.polled.unwrap_or(0) + theirs);
+                    }
+                }
                 None => {
-                    self.function(f.method).open_polled += f.polled;
+                    self.function(f.open.method).open_polled += theirs;
                 }
             }
         }
@@ -788,6 +960,35 @@ mod tests {
             let ctx = p.contexts();
             let main_a_b = ctx.iter().find(|(s, _)| s == &[m(1), m(2), m(3)]).unwrap();
             assert_eq!(main_a_b.1.ticks, 10_000_000);
+            assert!(!p.is_approximate());
+        }
+    }
+
+    /// The known tree with durations carried by `TimedReturn` words (as `#[profile]` sends
+    /// them), one call still stamped with `Time` words: the same times.
+    #[test]
+    fn timed_returns_give_the_same_times_as_stamps() {
+        let (main, a, b) = (m(1), m(2), m(3));
+        let w = words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::call(main, a),
+            Event::call(a, b),
+            Event::timed_return(b, 10),
+            Event::timed_return(a, 30),
+            Event::call(main, b),
+            Event::time(50),
+            Event::time(60),
+            Event::ret(b),
+            Event::timed_return(main, 100),
+        ]);
+        for cut in 0..w.len() {
+            let mut p = TimeProfile::new();
+            p.consume(&w[..cut]);
+            p.consume(&w[cut..]);
+            assert_eq!(p.estimate(main).inclusive, 100.0);
+            assert_eq!(p.estimate(main).exclusive, 60.0);
+            assert_eq!(p.estimate(a).exclusive, 20.0);
+            assert_eq!(p.estimate(b).inclusive, 20.0);
             assert!(!p.is_approximate());
         }
     }

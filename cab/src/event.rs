@@ -60,6 +60,7 @@ const TAG_TIME: u64 = 10;
 const TAG_ALLOC: u64 = 11;
 const TAG_DEALLOC: u64 = 12;
 const TAG_REALLOC: u64 = 13;
+const TAG_TIMED_RETURN: u64 = 14;
 
 /// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
 pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
@@ -210,6 +211,16 @@ pub enum EventKind {
         /// Clock ticks modulo 2^60; differences wrap at [`MAX_PAYLOAD`].
         ticks: u64,
     },
+    /// `callee` returns from a call that took `ticks` clock ticks: the `Return` of a timed
+    /// call, carrying its duration (so a timed call is two words, as an untimed one). Exact
+    /// below [`EXACT_DURATION`] ticks; longer durations keep 25 significant bits (see
+    /// [`Event::timed_return`]).
+    TimedReturn {
+        /// The function returning.
+        callee: MethodId,
+        /// Its call's duration in clock ticks.
+        ticks: u64,
+    },
     /// The thread allocated a block of `size` bytes (`alloc` or `alloc_zeroed` of a global
     /// allocator), saturating at [`MAX_ALLOC_SIZE`].
     Alloc {
@@ -243,6 +254,18 @@ impl Event {
     #[inline(always)]
     pub const fn ret(callee: MethodId) -> Event {
         Event(TAG_RETURN << TAG_SHIFT | callee.0 as u64)
+    }
+
+    /// `callee` returns from a call of `ticks` clock ticks. Durations below
+    /// [`EXACT_DURATION`] are carried exactly; longer ones are truncated to 25 significant
+    /// bits (a relative error below 2^-24), and saturate at [`MAX_DURATION`].
+    #[inline(always)]
+    pub const fn timed_return(callee: MethodId, ticks: u64) -> Event {
+        Event(
+            TAG_TIMED_RETURN << TAG_SHIFT
+                | (encode_duration(ticks) as u64) << ID_BITS
+                | callee.0 as u64,
+        )
     }
 
     /// Path number `path` of `method` completed. Fails if `path > MAX_PATH_NUMBER`.
@@ -386,6 +409,54 @@ pub const fn as_return(word: u64) -> Option<u32> {
     }
 }
 
+/// A `TimedReturn` word's callee id and duration in ticks.
+#[inline(always)]
+pub const fn as_timed_return(word: u64) -> Option<(u32, u64)> {
+    if word >> TAG_SHIFT == TAG_TIMED_RETURN {
+        let p = word & PAYLOAD_MASK;
+        Some((
+            (p & ID_MASK) as u32,
+            decode_duration(((p >> ID_BITS) & ID_MASK) as u32),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Durations a `TimedReturn` carries exactly: below 2^29 ticks (about 0.18 s at 3 GHz).
+pub const EXACT_DURATION: u64 = 1 << 29;
+/// The longest duration a `TimedReturn` carries (2^61 − 2^36 ticks: months); longer ones
+/// saturate.
+pub const MAX_DURATION: u64 = ((1 << 25) - 1) << MAX_DURATION_SHIFT;
+const MAX_DURATION_SHIFT: u32 = 36;
+
+/// The 30-bit duration field: below [`EXACT_DURATION`] the ticks themselves; above, bit 29
+/// set, a 5-bit shift − 5 and the 24 bits below the leading one of `ticks >> shift`.
+#[inline(always)]
+const fn encode_duration(ticks: u64) -> u32 {
+    if ticks < EXACT_DURATION {
+        return ticks as u32;
+    }
+    let t = if ticks > MAX_DURATION {
+        MAX_DURATION
+    } else {
+        ticks
+    };
+    let bits = 64 - t.leading_zeros(); // 30..=61
+    let shift = bits - 25; // 5..=36
+    let top = t >> shift; // 25 bits, leading one set
+    (1 << 29) | ((shift - 5) << 24) | (top as u32 & 0xFF_FFFF)
+}
+
+#[inline(always)]
+const fn decode_duration(field: u32) -> u64 {
+    if field < (1 << 29) {
+        return field as u64;
+    }
+    let shift = ((field >> 24) & 0x1F) + 5;
+    ((field as u64 & 0xFF_FFFF) | 1 << 24) << shift
+}
+
 /// A `Time` word's counter value.
 #[inline(always)]
 pub const fn as_time(word: u64) -> Option<u64> {
@@ -434,6 +505,10 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             done: p & DONE_BIT != 0,
         },
         TAG_TIME => EventKind::Time { ticks: p },
+        TAG_TIMED_RETURN => EventKind::TimedReturn {
+            callee: MethodId(lo),
+            ticks: decode_duration(hi.0),
+        },
         TAG_ALLOC => EventKind::Alloc { size: p },
         TAG_DEALLOC => EventKind::Dealloc { size: p },
         TAG_REALLOC => EventKind::Realloc {
@@ -461,6 +536,17 @@ impl EventKind {
             } => Event::checked_poll(method, task, first),
             EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
             EventKind::Time { ticks } => Event::payload("ticks", ticks).map(Event::time),
+            EventKind::TimedReturn { callee, ticks } => {
+                let e = Event::timed_return(callee, ticks);
+                match e.kind() {
+                    EventKind::TimedReturn { ticks: kept, .. } if kept == ticks => Ok(e),
+                    _ => Err(EventError {
+                        field: "duration (ticks; exact below 2^29, else 25 significant bits)",
+                        value: ticks,
+                        max: MAX_DURATION,
+                    }),
+                }
+            }
             EventKind::Alloc { size } => {
                 Event::payload("allocation size", size).map(|_| Event::alloc(size as usize))
             }

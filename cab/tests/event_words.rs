@@ -1,8 +1,9 @@
 //! Event words round-trip and can never be a ring sentinel.
 
 use cabprof_cab::event::{
-    decode, Event, EventKind, MethodId, CLEAR, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_METHOD_ID,
-    MAX_PATH_NUMBER, MAX_PAYLOAD, MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID,
+    as_timed_return, decode, Event, EventKind, MethodId, CLEAR, EXACT_DURATION, MAGIC,
+    MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_DURATION, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD,
+    MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID,
 };
 use proptest::prelude::*;
 
@@ -32,6 +33,15 @@ fn kind() -> impl Strategy<Value = EventKind> {
         (0..=MAX_TASK_ID, 0..=MAX_POLL_NUMBER, any::<bool>())
             .prop_map(|(task, poll, done)| EventKind::PollEnd { task, poll, done }),
         (0..=MAX_PAYLOAD).prop_map(|ticks| EventKind::Time { ticks }),
+        (method(), 0..EXACT_DURATION)
+            .prop_map(|(callee, ticks)| EventKind::TimedReturn { callee, ticks }),
+        // Long durations: 25 significant bits.
+        (method(), 0u64..1 << 24, 5u32..=36).prop_map(|(callee, m, shift)| {
+            EventKind::TimedReturn {
+                callee,
+                ticks: (m | 1 << 24) << shift,
+            }
+        }),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Alloc { size }),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Dealloc { size }),
         (0..=MAX_REALLOC_SIZE, 0..=MAX_REALLOC_SIZE)
@@ -56,6 +66,39 @@ proptest! {
             prop_assert_eq!(k.encode().unwrap().word(), w);
         }
     }
+}
+
+proptest! {
+    /// A duration too long to be exact keeps 25 significant bits: never more than the true
+    /// value, short of it by less than 2^-24 of it; past the maximum it saturates.
+    #[test]
+    fn long_durations_keep_25_significant_bits(ticks in EXACT_DURATION..=u64::MAX) {
+        let m = MethodId::new(7).unwrap();
+        let (callee, kept) = as_timed_return(Event::timed_return(m, ticks).word()).unwrap();
+        prop_assert_eq!(callee, 7);
+        let want = ticks.min(MAX_DURATION);
+        prop_assert!(kept <= want, "{} > {}", kept, want);
+        prop_assert!((want - kept) as f64 <= want as f64 / (1u64 << 24) as f64);
+    }
+}
+
+#[test]
+fn short_durations_are_exact() {
+    let m = MethodId::new(3).unwrap();
+    for ticks in [0, 1, 12_345, EXACT_DURATION - 1] {
+        assert_eq!(
+            decode(Event::timed_return(m, ticks).word()),
+            Some(EventKind::TimedReturn { callee: m, ticks })
+        );
+    }
+    // Not representable: refused by the checked encoder, naming the field.
+    let e = EventKind::TimedReturn {
+        callee: m,
+        ticks: EXACT_DURATION + 1,
+    }
+    .encode()
+    .unwrap_err();
+    assert!(e.to_string().contains("duration"), "{e}");
 }
 
 #[test]

@@ -76,7 +76,9 @@ pub(crate) fn calls(events: &[EventKind]) -> Vec<String> {
                 };
                 Some(format!("+{c}>{}", name(callee)))
             }
-            EventKind::Return { callee } => Some(format!("-{}", name(callee))),
+            EventKind::Return { callee } | EventKind::TimedReturn { callee, .. } => {
+                Some(format!("-{}", name(callee)))
+            }
             _ => None,
         })
         .collect()
@@ -95,7 +97,7 @@ pub(crate) fn assert_balanced(events: &[EventKind]) {
                 );
                 stack.push(callee);
             }
-            EventKind::Return { callee } => {
+            EventKind::Return { callee } | EventKind::TimedReturn { callee, .. } => {
                 assert_eq!(stack.pop(), Some(callee), "unbalanced return in {events:?}");
             }
             _ => {}

@@ -84,7 +84,9 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
     for &w in words {
         match decode(w) {
             Some(EventKind::Call { caller, callee }) => a.on_call(caller, callee),
-            Some(EventKind::Return { callee }) => a.on_return(callee),
+            Some(EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }) => {
+                a.on_return(callee)
+            }
             Some(EventKind::Thread { id }) => a.on_thread(id),
             Some(EventKind::Poll {
                 method,
