@@ -181,7 +181,7 @@ fn cab_sampling_lap_is_counted_even_with_identical_first_words() {
 
 fn lap_with_identical_first_words(yield_first: bool) {
     fn push(tx: &mut ring::Producer<true>, i: u64) {
-        tx.push(ev(if i % 8 == 0 { SAME } else { i }));
+        tx.push(ev(if i.is_multiple_of(8) { SAME } else { i }));
     }
     /// Poll once; check what the poll delivered against the chunk it read.
     fn poll_and_check(rx: &mut ring::Consumer, n: u64) {
