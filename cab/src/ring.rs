@@ -17,16 +17,18 @@
 //!   chunks. The consumer delivers every event once, in order, and clears the slots it read.
 //!   If the consumer is dropped (its thread died), a blocked producer stops waiting, drops the
 //!   event and counts it: a dead analyzer never deadlocks the application.
-//! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full. The consumer reads a
-//!   fraction of each chunk in cache-line bursts, then *arms* the chunk's first slot: it writes
-//!   `MAGIC` there (the paper clears it). The producer's fast path already leaves on `MAGIC`,
-//!   so an armed slot costs it nothing extra: its slow path tells the armed first slot from the
-//!   end-of-ring `MAGIC`, publishes its absolute position (a *beacon*), writes the event over
-//!   it and goes on. The consumer opens a chunk once a beacon, a wrap or a flush shows the
-//!   producer two chunks past it, so it always knows where the producer is to within a chunk,
-//!   even after being lapped, and never mistakes a stale word for a fresh one. Chunks the
-//!   producer overwrote first are counted in [`ConsumerStats::chunks_lapped`]; `CLEAR` and
-//!   `MAGIC` are never delivered.
+//! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full, and the consumer
+//!   only reads the ring: it reads a fraction of each chunk in cache-line bursts. Every chunk
+//!   start the producer reaches is *armed*: it holds `MAGIC`, which the fast path already
+//!   leaves on, so an armed slot costs nothing extra there. The slow path tells an armed chunk
+//!   start from the end-of-ring `MAGIC`, publishes its absolute position (a *beacon*), arms the
+//!   next chunk's start (keeping the word it held in a per-chunk side slot, where the consumer
+//!   finds it), writes the event and goes on. So the producer announces every chunk it enters,
+//!   lap after lap: the consumer opens a chunk once a beacon, a wrap or a flush shows the
+//!   producer two chunks past it, and counts the chunk as lapped exactly when a beacon shows
+//!   the producer entered it again by the time the chunk has been read, never by comparing
+//!   words (see `Consumer::sample`). Chunks the producer overwrote first are counted in
+//!   [`ConsumerStats::chunks_lapped`]; `CLEAR` and `MAGIC` are never delivered.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
@@ -39,6 +41,8 @@
 //! load, so the consumer's reads of a slot happen before the producer's next write to it. On
 //! x86-64 all of these compile to plain `mov`s. The flush position and the closed flag are
 //! published with `Release` after the slots they cover and read with `Acquire` before them.
+//! In sampling mode the consumer writes nothing; why its lap count holds even when the producer
+//! writes the same words lap after lap is argued at `Consumer::sample`.
 //!
 //! # Example
 //!
@@ -76,6 +80,10 @@ const CLEAR_BLOCK: usize = 512;
 struct Shared {
     /// `capacity` event slots followed by one `MAGIC` slot.
     slots: Slots,
+    /// Sampling: one word per chunk. When the producer arms a chunk's start it first moves the
+    /// event there into that chunk's word here, so arming never loses an unread event. Empty in
+    /// exhaustive mode.
+    firsts: Box<[AtomicU64]>,
     /// Event slots (excluding the `MAGIC` slot). A multiple of `chunk`, at least 4 chunks.
     capacity: usize,
     /// Slots per chunk.
@@ -87,7 +95,8 @@ struct Shared {
     closed: AtomicBool,
     /// A lower bound on the producer's absolute position (events ever written: every slot
     /// before it is written; the producer may be writing the slot at it). Stored at each wrap
-    /// and, in sampling mode, at each armed chunk start (a beacon). Only grows.
+    /// and, in sampling mode, at every chunk start, before the slot is written (a beacon).
+    /// Only grows.
     reached: CachePadded<AtomicU64>,
     /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
     consumer_alive: AtomicBool,
@@ -145,14 +154,18 @@ fn make<const SAMPLING: bool>(
     let chunk = config.chunk_slots();
     let slots = Slots::zeroed(capacity + 1)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
-    if SAMPLING {
-        // Arm every chunk's first slot: the first lap publishes its position chunk by chunk.
-        for start in (0..capacity).step_by(chunk) {
-            slots[start].store(MAGIC, Ordering::Relaxed);
-        }
-    }
+    let firsts = if SAMPLING {
+        // Arm the first chunk's start; from there the producer arms each next one itself.
+        slots[0].store(MAGIC, Ordering::Relaxed);
+        (0..capacity / chunk)
+            .map(|_| AtomicU64::new(CLEAR))
+            .collect()
+    } else {
+        Box::default()
+    };
     let shared = Arc::new(Shared {
         slots,
+        firsts,
         capacity,
         chunk,
         published: CachePadded::new(AtomicU64::new(0)),
@@ -262,11 +275,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
                 continue;
             }
             if SAMPLING && seen == MAGIC {
-                // A chunk start the consumer armed: say where we are (Release: every slot
-                // before this one is visible to a consumer that reads it), then write over it.
-                self.shared
-                    .reached
-                    .store(self.position(), Ordering::Release);
+                self.enter_chunk();
             }
             if seen == CLEAR || SAMPLING {
                 slot.store(word, Ordering::Release);
@@ -321,6 +330,28 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         c.blocked_ns
             .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
         alive
+    }
+
+    /// Sampling, at an armed chunk start (the cursor is on it): publish the position (the
+    /// beacon) and arm the next chunk's start. Only the producer writes a sampling ring, so
+    /// every chunk start it reaches is armed (the first by `make`, each next one here): it
+    /// beacons at every chunk it enters, lap after lap, before it writes any slot of it. That
+    /// is what lets the consumer tell a lapped chunk from an untouched one (`Consumer::sample`).
+    /// Per chunk: two stores and a load more than a plain write, none per event.
+    fn enter_chunk(&mut self) {
+        let sh = &*self.shared;
+        // Release: every slot before this one is visible to a consumer that reads it, and a
+        // consumer that reads any slot this lap writes from here on sees this beacon.
+        sh.reached.store(self.position(), Ordering::Release);
+        let next = (self.index() + sh.chunk) % sh.capacity;
+        let slot = sh.slot(next);
+        // Relaxed: only this thread writes the slots of a sampling ring.
+        let held = slot.load(Ordering::Relaxed);
+        // The word the next chunk's start holds (its last lap's first event, perhaps unread)
+        // goes to the side slot before MAGIC replaces it; Release/Acquire pairs the two, and
+        // orders this beacon before the side word for a consumer that reads it.
+        sh.firsts[next / sh.chunk].store(held, Ordering::Release);
+        slot.store(MAGIC, Ordering::Release);
     }
 
     #[cold]
@@ -449,13 +480,12 @@ impl Consumer {
     ///
     /// - The producer's position is at least `lower`: the last beacon, wrap or flush. If that
     ///   is more than a whole ring past `pos`, the slot at `pos` was overwritten: whole laps are
-    ///   skipped (ring indices unchanged), counted as lapped, and every chunk start the
-    ///   producer has not reached is armed again so its position is known from then on.
+    ///   skipped (ring indices unchanged) and counted as lapped.
     /// - A chunk is ready when `lower` is two chunks past its start. No slot's content is
     ///   trusted to say so: a slot may hold a word of any earlier lap.
-    /// - After reading, the chunk may have been overwritten meanwhile if the producer is known
-    ///   to have reached it again, or rewrote its first slot (the compare-exchange that arms
-    ///   it fails): counted as lapped. `CLEAR` and `MAGIC` words are never delivered.
+    /// - After reading, the chunk was overwritten meanwhile exactly if a beacon shows the
+    ///   producer entered it again (see `sample`): counted as lapped. `CLEAR` and `MAGIC` words
+    ///   are never delivered.
     /// - After close, nothing past the producer's final position is read.
     fn poll_sampling(&mut self, f: &mut impl FnMut(&[u64])) -> Poll {
         let sh = &*self.shared;
@@ -468,9 +498,7 @@ impl Consumer {
             let skipped = (lower - self.pos - cap).div_ceil(cap);
             self.pos += skipped * cap;
             self.stats.chunks_lapped += skipped * chunks;
-            self.arm_ahead_of(lower);
         }
-        let sh = &*self.shared;
         let idx = (self.pos % cap) as usize;
         let start = idx - idx % sh.chunk;
         let chunk_start = self.pos - (idx - start) as u64; // absolute
@@ -493,27 +521,6 @@ impl Consumer {
         self.pos = end;
         self.stats.delivered += delivered as u64;
         Poll::Consumed(delivered)
-    }
-
-    /// Sampling, after a lap skip: arm the first slot of every chunk the producer has not
-    /// reached as far as `lower` shows (those from `pos` on are still to be read, and are
-    /// armed after reading). A chunk start the producer reaches meanwhile may lose its event
-    /// to the arming; nothing worse.
-    fn arm_ahead_of(&self, lower: u64) {
-        let sh = &*self.shared;
-        let cap = sh.capacity as u64;
-        let chunk = sh.chunk as u64;
-        let first = self.pos - self.pos % chunk;
-        for k in 0..cap / chunk {
-            let at = first + k * chunk; // absolute start of the k-th chunk from `pos` on
-            if at >= lower {
-                let slot = sh.slot((at % cap) as usize);
-                let seen = slot.load(Ordering::Acquire);
-                if seen != MAGIC {
-                    let _ = slot.compare_exchange(seen, MAGIC, Ordering::AcqRel, Ordering::Acquire);
-                }
-            }
-        }
     }
 
     /// Exhaustive: hand out slots `idx .. idx + len` and clear them.
@@ -549,10 +556,35 @@ impl Consumer {
         len
     }
 
-    /// Sampling: read `rate` of slots `idx .. idx + len` in bursts, then arm the chunk's first
-    /// slot (write `MAGIC`) so the producer's next pass publishes its position there. If the
-    /// producer rewrote the first slot meanwhile, or is known to have written past the first
-    /// slot read, one lap on, the chunk was lapped while read; that is counted.
+    /// Sampling: read `rate` of slots `idx .. idx + len` (of the chunk starting at ring index
+    /// `start`) in bursts; count the chunk as lapped if the producer entered it again before
+    /// the reading was over.
+    ///
+    /// Why the count is right even when the producer writes the very words it wrote a lap
+    /// before (the ABA a compare-exchange on the old first word would fall for): the consumer
+    /// never judges a slot by its content. Let the chunk start at absolute position `s`
+    /// (`chunk_start` below) and be read in lap `s / capacity`.
+    ///
+    /// - The producer writes the chunk's next lap (from `s + capacity` on) only after its
+    ///   beacon `reached = s + capacity`: every chunk start it reaches is armed
+    ///   (`Producer::enter_chunk`), and the beacon is stored, Release, before the slot.
+    /// - Every slot load here is Acquire. If one returns a word of that next lap (or any later
+    ///   one), it synchronizes with that word's store, so the beacon happened before the load
+    ///   of `reached` below, which therefore returns at least `s + capacity`: counted. A word
+    ///   of an earlier lap cannot be returned: the chunk was opened on a beacon, wrap or flush
+    ///   (Acquire) that the producer stored after writing this lap's words.
+    /// - The first slot may hold `MAGIC`: the producer armed it on entering the chunk before
+    ///   (`s + capacity - chunk`) or a later one, after moving the word there to
+    ///   `firsts[start / chunk]` (Release before the `MAGIC`, so the Acquire load of `MAGIC`
+    ///   makes it visible). That word is this lap's first event unless a later arming
+    ///   replaced it, and that arming follows the beacon at `s + capacity`, seen below through
+    ///   the Acquire load of the side word: counted again.
+    /// - Conversely, a chunk the producer has not entered again when `reached` is read holds
+    ///   only this lap's words in every slot read: it is not counted. The one overcount is a
+    ///   producer that beacons between the last slot load and the load of `reached`.
+    ///
+    /// The loom model `cab_sampling_lap_is_counted_even_with_identical_first_words`
+    /// (tests/loom.rs) checks this under every interleaving it explores.
     fn sample(
         &mut self,
         idx: usize,
@@ -561,7 +593,7 @@ impl Consumer {
         f: &mut impl FnMut(&[u64]),
     ) -> usize {
         let sh = &*self.shared;
-        let first = sh.slot(start).load(Ordering::Acquire);
+        let chunk_start = self.pos - (idx - start) as u64; // absolute
         let want = (self.rate * len as f64).round() as usize;
         let most = len.div_ceil(self.burst);
         let bursts = want.div_ceil(self.burst).min(most);
@@ -585,10 +617,14 @@ impl Consumer {
             let n = self.burst.min(len - from);
             let mut kept = 0;
             for k in 0..n {
-                // Acquire: if this load sees a word of the producer's next lap, the
-                // producer's earlier store to the chunk's first slot is visible to the
-                // compare_exchange below, which then fails and counts the lap.
-                let w = sh.slot(idx + from + k).load(Ordering::Acquire);
+                // Acquire: if this load sees a word of the producer's next lap, its beacon
+                // there is visible to the load of `reached` below (see above).
+                let at = idx + from + k;
+                let mut w = sh.slot(at).load(Ordering::Acquire);
+                if w == MAGIC && at == start {
+                    // Armed by the producer: the chunk's first event is in the side slot.
+                    w = sh.firsts[start / sh.chunk].load(Ordering::Acquire);
+                }
                 if w != CLEAR && w != MAGIC {
                     self.scratch[kept] = w;
                     kept += 1;
@@ -599,29 +635,9 @@ impl Consumer {
                 delivered += kept;
             }
         }
-        // The producer is known to have reached the first slot read here, one lap on:
-        // `reached` is stored just before the slot at it is written, while a flush at
-        // `published` promises only the slots before it.
-        let next_lap = self.pos + sh.capacity as u64;
-        let mut lapped = sh.reached.load(Ordering::Acquire) >= next_lap
-            || sh.published.load(Ordering::Acquire) > next_lap;
-        if idx == start && first != MAGIC {
-            // Arm the first slot; if the producer rewrote it meanwhile the exchange fails and
-            // leaves its word (the producer has passed; the chunk was lapped).
-            //
-            // Known gap (an ABA): if the producer came round and wrote the very word `first`
-            // again (a loop emitting the same words every lap does), the exchange succeeds,
-            // MAGIC replaces that fresh event and, unless `reached` above shows the lap, it
-            // goes uncounted. The producer beacons only at armed slots, and this one was not
-            // armed while the chunk was read, so nothing but its content records the write;
-            // counting on a beacon at the previous chunk start instead would count a producer
-            // three chunks ahead in a four-chunk ring as a lap. Reproduced by the ignored test
-            // `a_lap_that_rewrites_the_same_first_word_is_still_counted` (tests/sampling.rs).
-            lapped |= sh
-                .slot(start)
-                .compare_exchange(first, MAGIC, Ordering::AcqRel, Ordering::Acquire)
-                .is_err();
-        }
+        // The producer entered this chunk again (see above). A flush past `s + capacity` needs
+        // no test of its own: the producer beaconed on its way there.
+        let lapped = sh.reached.load(Ordering::Acquire) >= chunk_start + sh.capacity as u64;
         if lapped {
             self.stats.chunks_lapped += 1;
         }

@@ -137,15 +137,110 @@ fn is_pushed(word: u64) -> bool {
 /// Loom once found a schedule where the consumer, exactly one lap behind, cleared the next
 /// lap's first event and later delivered that `CLEAR` slot (reproduced deterministically by
 /// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in ring.rs.
-/// Since the consumer arms chunk starts with `MAGIC` and the producer publishes its position
-/// there, this model also covers the arming compare-exchange racing the producer's writes and
-/// its beacon stores (most of the file's time).
+/// Since the producer arms each next chunk start with `MAGIC` (keeping its word aside) and
+/// publishes its position at each, this model also covers the consumer reading an armed first
+/// slot and the side word racing the producer's arming and beacon stores (most of the file's
+/// time).
 #[test]
 fn cab_sampling_wrap_delivers_only_pushed_events() {
     model(|| {
         for w in sampling_wrap() {
             assert!(is_pushed(w), "delivered {w:#x}, never pushed");
         }
+    });
+}
+
+/// The word a chunk start gets in `cab_sampling_lap_is_counted_even_with_identical_first_words`.
+const SAME: u64 = 1000;
+
+/// The ABA of re-arming a chunk start (deterministically: `tests/sampling.rs`,
+/// `a_lap_that_rewrites_the_same_first_word_is_still_counted`), under every interleaving of
+/// the moment it needs: the producer writes the same word at every chunk start (positions
+/// `8k`) and distinct words elsewhere, and enters the next lap of chunk 1 while the consumer
+/// reads it. Every poll delivers words of the chunk it read, in that chunk's lap or a later
+/// one, never an earlier one; a word of a later lap means the chunk was lapped, and that poll
+/// must count it whatever the first slot holds.
+///
+/// The main thread first pushes 0..39 and reads chunk 0 on its own (no race), so the producer
+/// is in chunk 0's next lap. Then the producer pushes 39..43: 40 rewrites chunk 1's first slot
+/// with the same word (after its beacon and after arming chunk 2's start), 41.. its next
+/// slots; meanwhile the consumer reads chunk 1 (in bursts of 4) and chunk 2 (whose first slot
+/// it may find armed, its word moved aside: every full chunk must deliver all 8 words). The
+/// consumer before the fix read chunk 1's first word, was overtaken, read position 41 and
+/// re-armed the slot without counting the lap; this model fails on it.
+///
+/// Run twice: as is, and with the consumer yielding before chunk 1. Loom's exploration of the
+/// first never ran the producer's slot stores ahead of the consumer's loads of those slots on
+/// the old ring (23 to 45 executions for preemption bounds 2 to 5, all reading the old lap);
+/// the yield makes it start from the producer-first schedules and branch from there.
+#[test]
+fn cab_sampling_lap_is_counted_even_with_identical_first_words() {
+    lap_with_identical_first_words(false);
+    lap_with_identical_first_words(true);
+}
+
+fn lap_with_identical_first_words(yield_first: bool) {
+    fn push(tx: &mut ring::Producer<true>, i: u64) {
+        tx.push(ev(if i.is_multiple_of(8) { SAME } else { i }));
+    }
+    /// Poll once; check what the poll delivered against the chunk it read.
+    fn poll_and_check(rx: &mut ring::Consumer, n: u64) {
+        let lapped_before = rx.stats().chunks_lapped;
+        let mut got = Vec::new();
+        assert!(matches!(
+            rx.poll_with(|w| got.extend_from_slice(w)),
+            Poll::Consumed(_)
+        ));
+        let end = rx.position(); // the poll read up to here, within one chunk
+        let start = (end - 1) / 8 * 8;
+        let lapped = rx.stats().chunks_lapped > lapped_before;
+        if end == start + 8 {
+            assert_eq!(got.len(), 8, "chunk at {start}: {got:x?}");
+        }
+        for w in got {
+            let i = match decode(w) {
+                Some(EventKind::Marker { value }) => value - 1,
+                _ => panic!("delivered {w:#x}, never pushed"),
+            };
+            if i == SAME {
+                continue;
+            }
+            assert!(
+                i < n && i >= start && (i - start) % 32 < 8,
+                "event {i} in the chunk at {start}"
+            );
+            assert!(
+                i < start + 8 || lapped,
+                "event {i} (a later lap) in the chunk at {start}, not counted as lapped"
+            );
+        }
+    }
+    model(move || {
+        let mode = Mode::Sampling {
+            rate: 1.0,
+            burst_words: 4,
+        };
+        let (mut tx, mut rx) = ring::sampling_channel(&tiny().with_mode(mode)).unwrap();
+        let n = 43;
+        for i in 0..25 {
+            push(&mut tx, i);
+        }
+        poll_and_check(&mut rx, n); // chunk 0, before its next lap
+        for i in 25..39 {
+            push(&mut tx, i);
+        }
+        let producer = loom::thread::spawn(move || {
+            for i in 39..n {
+                push(&mut tx, i);
+            }
+            tx
+        });
+        if yield_first {
+            loom::thread::yield_now();
+        }
+        poll_and_check(&mut rx, n); // chunk 1, racing its next lap
+        poll_and_check(&mut rx, n); // chunk 2, its start armed or not
+        drop(producer.join().unwrap());
     });
 }
 
