@@ -145,6 +145,16 @@ impl MedianInterval {
             Side::Contains
         }
     }
+
+    /// The verdict on a ratio of *times* (design / reference): `"faster"` when the whole
+    /// interval is below 1, `"slower"` when it is above 1, `"unresolved"` when it contains 1.
+    pub fn time_verdict(&self) -> &'static str {
+        match self.side_of(1.0) {
+            Side::Below => "faster",
+            Side::Above => "slower",
+            Side::Contains => "unresolved",
+        }
+    }
 }
 
 /// The median of `xs` with a percentile-bootstrap interval at confidence `level` (`0.95` for
@@ -276,19 +286,24 @@ mod tests {
     #[test]
     fn known_ratios_resolve_or_not() {
         // Eleven ratios, unordered, with an outlier that a mean would follow.
-        let ratios = [1.02, 0.97, 1.10, 1.00, 1.05, 0.90, 1.03, 1.50, 0.95, 1.08, 1.20];
+        let ratios = [
+            1.02, 0.97, 1.10, 1.00, 1.05, 0.90, 1.03, 1.50, 0.95, 1.08, 1.20,
+        ];
         let ci = median_interval(&ratios, 0.95, RESAMPLES, SEED);
         assert_eq!((ci.median, ci.lo, ci.hi), (1.03, 0.97, 1.10));
         assert_eq!(ci.side_of(1.0), Side::Contains);
+        assert_eq!(ci.time_verdict(), "unresolved");
         // The same spread moved wholly above or below 1.
         let up: Vec<f64> = ratios.iter().map(|r| r + 0.1).collect();
         let ci = median_interval(&up, 0.95, RESAMPLES, SEED);
         assert!((ci.lo - 1.07).abs() < 1e-12 && (ci.hi - 1.20).abs() < 1e-12);
         assert_eq!(ci.side_of(1.0), Side::Above);
+        assert_eq!(ci.time_verdict(), "slower");
         let down: Vec<f64> = ratios.iter().map(|r| r - 0.2).collect();
         let ci = median_interval(&down, 0.95, RESAMPLES, SEED);
         assert!((ci.lo - 0.77).abs() < 1e-12 && (ci.hi - 0.90).abs() < 1e-12);
         assert_eq!(ci.side_of(1.0), Side::Below);
+        assert_eq!(ci.time_verdict(), "faster");
     }
 
     #[test]
