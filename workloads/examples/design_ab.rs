@@ -112,7 +112,7 @@ fn main() {
     }
     let (few, many) = stats::min_max(&events);
     println!(
-        "{name} ({}), {} stream, {:.0}..{:.0} M events per run, {rounds} rounds, each design once \
+        "{name} ({}), {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, each design once \
          per round in a shuffled order",
         size.name(),
         variant.name(),
