@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --profile eval -p cabprof-workloads --example design_ab -- WORKLOAD
-//!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N]
+//!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N] [--events N]
 //! ```
 //!
 //! Each round runs the workload's instrumented variant once per design (exhaustive, 2 MB ring
@@ -14,8 +14,10 @@
 //! is each design's median and minimum time and the median of its per-round ratios to CAB
 //! with a 95 % percentile-bootstrap interval (`cabprof::cab::stats::median_interval`), and a
 //! verdict: `faster` or `slower` than CAB when the whole interval is below or above 1,
-//! `unresolved` when it contains 1. The header gives the events per run (the workload and
-//! `--size` set them).
+//! `unresolved` when it contains 1. A run is long enough that start-up and a short stall of the
+//! shared machine are small against it: the workload runs as many times inside one session as
+//! it takes to reach `--events` events (default 100M; the warm-up run counts them), and the
+//! header gives the events per run and the repetitions.
 
 use cabprof::cab::stats;
 use cabprof::{Analysis, BufferDesign, Session};
@@ -49,6 +51,10 @@ struct Args {
     /// Rounds (at least 3); each design runs once per round.
     #[arg(long, value_name = "N", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
     rounds: u64,
+    /// Events per run, at least: the workload is repeated inside one session until a run
+    /// reaches this many (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 100_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    events: u64,
 }
 
 fn workload(name: &str) -> Result<String, String> {
@@ -82,13 +88,21 @@ fn main() {
         ("N-way", BufferDesign::NWay),
         ("FastForward", BufferDesign::FastForward),
     ];
-    // Warm-up: page faults, allocator, and the session's pinning of this thread.
-    Session::builder()
-        .analyses(&[])
-        .start()
-        .expect("start")
-        .finish();
+    let session = |design| {
+        Session::builder()
+            .analyses(&[analysis])
+            .buffer_bytes(2 << 20)
+            .chunk_bytes(128 << 10)
+            .buffer_design(design)
+            .start()
+            .expect("start a session")
+    };
+    // Warm-up (page faults, allocator, the session's pinning of this thread), which also
+    // counts one run's events: the workload repeats until a run reaches `--events`.
+    let s = session(BufferDesign::Cab);
     black_box(w.run_variant(variant, size));
+    let once = s.finish().data.totals.events.max(1);
+    let repeats = args.events.div_ceil(once);
     let mut times = vec![Vec::new(); designs.len()];
     let mut events = Vec::new();
     let mut order: Vec<usize> = (0..designs.len()).collect();
@@ -97,14 +111,10 @@ fn main() {
         rng.shuffle(&mut order);
         for &i in &order {
             let t = Instant::now();
-            let s = Session::builder()
-                .analyses(&[analysis])
-                .buffer_bytes(2 << 20)
-                .chunk_bytes(128 << 10)
-                .buffer_design(designs[i].1)
-                .start()
-                .expect("start a session");
-            black_box(w.run_variant(variant, size));
+            let s = session(designs[i].1);
+            for _ in 0..repeats {
+                black_box(w.run_variant(variant, size));
+            }
             let report = s.finish();
             times[i].push(t.elapsed().as_secs_f64());
             events.push(report.data.totals.events as f64);
@@ -112,8 +122,8 @@ fn main() {
     }
     let (few, many) = stats::min_max(&events);
     println!(
-        "{name} ({}), {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, each design once \
-         per round in a shuffled order",
+        "{name} ({}) x {repeats} per run, {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, \
+         each design once per round in a shuffled order",
         size.name(),
         variant.name(),
         few / 1e6,
