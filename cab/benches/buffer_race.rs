@@ -20,8 +20,9 @@
 //!     [--events N] [--rounds N] [--quick]
 //! ```
 //!
-//! `--events` (default 100M) and `--rounds` (default 15) lower the cost for a quick look and
-//! imply `--table`; `--quick` races 2 MB pinned only.
+//! `--events` (default 100M) and `--rounds` (default 17, at least 9: see
+//! `cabprof_cab::stats::ROUNDS`) set the cost and imply `--table`; `--quick` races 2 MB pinned
+//! only.
 
 use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::fastforward::FastForward;
@@ -37,9 +38,6 @@ use std::time::{Duration, Instant};
 /// Events per table run by default: 800 MB of traffic, 0.1 s or more per run even for the
 /// floor, so that thread start-up and a short stall of the shared machine are small against it.
 const EVENTS: u64 = 100_000_000;
-/// Rounds per buffer size by default: with 15 paired ratios the 95 % interval of their median
-/// runs from about the 4th to the 12th smallest ratio.
-const ROUNDS: usize = 15;
 /// Confidence level of the intervals.
 const LEVEL: f64 = 0.95;
 const SIZES: [usize; 3] = [64 << 10, 2 << 20, 16 << 20];
@@ -342,7 +340,7 @@ impl Plan {
         }
         Ok(Plan {
             events: value(args, "--events", EVENTS, 1 << 16)?,
-            rounds: value(args, "--rounds", ROUNDS, 3)?,
+            rounds: value(args, "--rounds", stats::ROUNDS, stats::MIN_ROUNDS)?,
             quick: args.iter().any(|a| a == "--quick"),
         })
     }

@@ -48,8 +48,8 @@ struct Args {
     /// The stream: paths or call-graph.
     #[arg(long, value_enum, default_value = "paths")]
     analysis: Stream,
-    /// Rounds (at least 3); each design runs once per round.
-    #[arg(long, value_name = "N", default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
+    /// Rounds (at least 9); each design runs once per round.
+    #[arg(long, value_name = "N", default_value_t = stats::ROUNDS as u64, value_parser = clap::value_parser!(u64).range(stats::MIN_ROUNDS as u64..))]
     rounds: u64,
     /// Events per run, at least: the workload is repeated inside one session until a run
     /// reaches this many (at least 1).
