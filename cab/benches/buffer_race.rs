@@ -3,32 +3,47 @@
 //!
 //! Designs: the floor (the same events written into a private array of the same size, no
 //! consumer), CAB exhaustive, CAB sampling, FastForward, N-way buffering, rtrb (per item and its
-//! chunk API) and crossbeam's ArrayQueue, at 64 KB, 2 MB and 16 MB. Each cell is the median of
-//! several runs of `EVENTS` events, end to end (first push to the consumer's last event), in one
-//! process, and the table prints every design's ratio to CAB exhaustive.
+//! chunk API) and crossbeam's ArrayQueue, at 64 KB, 2 MB and 16 MB (pinned) and 2 MB unpinned.
 //!
-//! `cargo bench -p cabprof-cab --bench buffer_race` runs criterion's groups and then prints the
-//! race table; `cargo bench -p cabprof-cab --bench buffer_race -- --table` prints only the
-//! table.
+//! **The table** is paired by rounds. At each buffer size, every round runs every design once
+//! (`EVENTS` events each, end to end: first push to the consumer's last event), in an order
+//! shuffled afresh each round, so a slow spell of the shared machine lands on whichever designs
+//! ran in it rather than on one design. Each design's time is divided by the floor's and by CAB
+//! exhaustive's *of the same round*; the table prints the median of those per-round ratios with
+//! a 95 % percentile-bootstrap interval (`cabprof_cab::stats::median_interval`, fixed seed) and
+//! a verdict: `faster` or `slower` when the whole interval is below or above 1, `unresolved`
+//! when it contains 1. Each interval is 95 % on its own, not jointly over the table.
+//!
+//! ```text
+//! cargo bench -p cabprof-cab --bench buffer_race                 # criterion's groups, then the table
+//! cargo bench -p cabprof-cab --bench buffer_race -- --table      # the table only
+//!     [--events N] [--rounds N] [--quick]
+//! ```
+//!
+//! `--events` (default 100M) and `--rounds` (default 17, at least 9: see
+//! `cabprof_cab::stats::ROUNDS`) set the cost and imply `--table`; `--quick` races 2 MB pinned
+//! only.
 
 use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::fastforward::FastForward;
 use cabprof_cab::nway::NWay;
 use cabprof_cab::ring::{Cab, CabSampling};
-use cabprof_cab::stats;
+use cabprof_cab::stats::{self, MedianInterval, Side};
 use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-/// Events per table run: 2^24 words = 128 MB of traffic, long enough that thread start-up is
-/// noise, short enough for many repetitions on a 2-core machine.
-const EVENTS: u64 = 1 << 24;
-/// Repetitions per table cell; the median is reported with min and max.
-const REPS: usize = 5;
+/// Events per table run by default: 800 MB of traffic, 0.1 s or more per run even for the
+/// floor, so that thread start-up and a short stall of the shared machine are small against it.
+const EVENTS: u64 = 100_000_000;
+/// Confidence level of the intervals.
+const LEVEL: f64 = 0.95;
 const SIZES: [usize; 3] = [64 << 10, 2 << 20, 16 << 20];
 const SAMPLING_RATE: f64 = 0.10;
+/// The floor's name in the race: the first reference of the ratios.
+const FLOOR: &str = "floor (private array)";
 
 /// The i-th event of the stream: cheap to make, different each time, never a sentinel.
 #[inline(always)]
@@ -59,8 +74,11 @@ fn pin(core: usize, pinned: bool) {
 }
 
 /// Run `produce` on a new thread (core 0) and `consume` on another (core 1), both released by
-/// a barrier; returns the time from release to the consumer's end, and the consumer's sum.
-/// The bench's main thread is never pinned, so the unpinned runs really are unpinned.
+/// a barrier; returns the time from the producer's start to the consumer's end, and the
+/// consumer's sum. The bench's main thread is never pinned, so the unpinned runs really are
+/// unpinned; the start is read on the producer's thread, not on the main thread, which on a
+/// 2-core machine may not run again until both pinned threads are done (that read gave runs
+/// of "0 ns").
 fn race<P, C>(pinned: bool, produce: P, consume: C) -> (Duration, u64)
 where
     P: FnOnce() + Send + 'static,
@@ -77,11 +95,12 @@ where
     let producer = std::thread::spawn(move || {
         pin(0, pinned);
         b1.wait();
+        let start = Instant::now();
         produce();
+        start
     });
     barrier.wait();
-    let start = Instant::now();
-    producer.join().unwrap();
+    let start = producer.join().unwrap();
     let (end, sum) = consumer.join().unwrap();
     (end.duration_since(start), sum)
 }
@@ -248,7 +267,7 @@ struct Entry {
 fn entries() -> Vec<Entry> {
     vec![
         Entry {
-            name: "floor (private array)",
+            name: FLOOR,
             exact: false,
             run: |b, e, _| run_floor(b, e),
         },
@@ -293,45 +312,170 @@ fn entries() -> Vec<Entry> {
     ]
 }
 
-/// Median, min and max of one cell's runs.
-fn median(xs: Vec<f64>) -> (f64, f64, f64) {
-    let (min, max) = stats::min_max(&xs);
-    (stats::median(&xs), min, max)
+/// What the table runs: `--events`, `--rounds` and `--quick`.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    events: u64,
+    rounds: usize,
+    quick: bool,
 }
 
-fn table(pinned: bool, sizes: &[usize]) {
-    let expect = expected_sum(EVENTS);
-    println!(
-        "\nbuffer race, {} events of 8 bytes, {}, median of {REPS} (min..max) ns/event, ratio = design / CAB",
-        EVENTS,
-        if pinned { "producer pinned to core 0, consumer to core 1" } else { "unpinned" }
-    );
-    for &size in sizes {
-        println!(
-            "\n  buffer {:>6} KB (chunk {} KB)",
-            size >> 10,
-            chunk_for(size) >> 10
-        );
-        let mut rows = Vec::new();
-        for e in entries() {
-            let mut ns = Vec::new();
-            for _ in 0..REPS {
-                let (t, sum) = (e.run)(size, EVENTS, pinned);
-                if e.exact {
-                    assert_eq!(sum, expect, "{} lost or corrupted events", e.name);
-                }
-                ns.push(t.as_nanos() as f64 / EVENTS as f64);
+impl Plan {
+    /// The table's options from the bench's arguments; the error names the flag and its range.
+    fn from_args(args: &[String]) -> Result<Plan, String> {
+        fn value<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+            args: &[String],
+            flag: &str,
+            default: T,
+            min: T,
+        ) -> Result<T, String> {
+            let Some(i) = args.iter().position(|a| a == flag) else {
+                return Ok(default);
+            };
+            let raw = args.get(i + 1).map(String::as_str).unwrap_or("");
+            match raw.replace('_', "").parse::<T>() {
+                Ok(v) if v >= min => Ok(v),
+                _ => Err(format!("{flag}: expected an integer >= {min}, got {raw:?}")),
             }
-            rows.push((e.name, median(ns)));
         }
-        let cab = rows.iter().find(|r| r.0 == Cab::NAME).unwrap().1 .0;
-        for (name, (med, lo, hi)) in rows {
-            println!(
-                "    {name:<24} {med:>7.3} ns/event ({lo:.3}..{hi:.3})   ratio {:>6.2}",
-                med / cab
-            );
+        Ok(Plan {
+            events: value(args, "--events", EVENTS, 1 << 16)?,
+            rounds: value(args, "--rounds", stats::ROUNDS, stats::MIN_ROUNDS)?,
+            quick: args.iter().any(|a| a == "--quick"),
+        })
+    }
+}
+
+/// The per-round ratios of `num` to `den` summarized: median and bootstrap interval.
+fn ratio(num: &[f64], den: &[f64]) -> MedianInterval {
+    stats::median_interval(
+        &stats::paired_ratios(num, den),
+        LEVEL,
+        stats::RESAMPLES,
+        stats::SEED,
+    )
+}
+
+/// `median [lo, hi] verdict` of a time ratio (below 1: the design is faster).
+fn cell(ci: MedianInterval) -> String {
+    format!(
+        "{:>6.3} [{:>6.3}, {:>6.3}] {:<10}",
+        ci.median,
+        ci.lo,
+        ci.hi,
+        ci.time_verdict()
+    )
+}
+
+/// One buffer size: `plan.rounds` rounds of every design in a shuffled order, then one row per
+/// design. Returns how many of the comparisons the intervals resolved, and how many there were.
+fn race_size(
+    plan: Plan,
+    size: usize,
+    pinned: bool,
+    expect: u64,
+    rng: &mut fastrand::Rng,
+) -> (usize, usize) {
+    let entries = entries();
+    let run = |e: &Entry, events: u64| {
+        let (t, sum) = (e.run)(size, events, pinned);
+        if e.exact && events == plan.events {
+            assert_eq!(sum, expect, "{} lost or corrupted events", e.name);
+        }
+        t.as_nanos() as f64 / events as f64
+    };
+    // Warm-up: one short run of each design (page faults, thread start-up, frequency).
+    for e in &entries {
+        run(e, (plan.events / 16).max(1 << 16));
+    }
+    let mut ns = vec![Vec::with_capacity(plan.rounds); entries.len()];
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    for round in 0..plan.rounds {
+        eprint!(
+            "\r  {} KB{}: round {}/{}",
+            size >> 10,
+            if pinned { "" } else { " unpinned" },
+            round + 1,
+            plan.rounds
+        );
+        rng.shuffle(&mut order);
+        for &i in &order {
+            ns[i].push(run(&entries[i], plan.events));
         }
     }
+    eprintln!();
+    let find = |name: &str| &ns[entries.iter().position(|e| e.name == name).unwrap()];
+    let (floor, cab) = (find(FLOOR), find(Cab::NAME));
+    println!(
+        "\n  buffer {:>6} KB (chunk {} KB){}",
+        size >> 10,
+        chunk_for(size) >> 10,
+        if pinned { "" } else { ", unpinned" }
+    );
+    println!(
+        "    {:<24} {:>22}   {:<36} {:<36}",
+        "design",
+        "ns/event median (min..max)",
+        "/ floor: median [95% CI]",
+        "/ CAB: median [95% CI]"
+    );
+    let (mut resolved, mut total) = (0, 0);
+    for (e, xs) in entries.iter().zip(&ns) {
+        let (lo, hi) = stats::min_max(xs);
+        let mut row = format!(
+            "    {:<24} {:>7.3} ({:.3}..{:.3})    ",
+            e.name,
+            stats::median(xs),
+            lo,
+            hi
+        );
+        for reference in [floor, cab] {
+            if std::ptr::eq(xs, reference) {
+                row.push_str(&format!("{:<37}", "  (reference)"));
+            } else {
+                let ci = ratio(xs, reference);
+                total += 1;
+                resolved += usize::from(ci.side_of(1.0) != Side::Contains);
+                row.push_str(&cell(ci));
+                row.push(' ');
+            }
+        }
+        println!("{}", row.trim_end());
+    }
+    (resolved, total)
+}
+
+fn table(plan: Plan) {
+    let expect = expected_sum(plan.events);
+    println!(
+        "\nbuffer race: {} events of 8 bytes per run, {} rounds per buffer size, each round every \
+         design once in a shuffled order; ratio = design / reference in the same round, median over \
+         the rounds with a {:.0}% bootstrap interval ({} resamples, seed {:#x})",
+        plan.events,
+        plan.rounds,
+        LEVEL * 100.0,
+        stats::RESAMPLES,
+        stats::SEED
+    );
+    let mut rng = fastrand::Rng::with_seed(stats::SEED);
+    let mut cases: Vec<(usize, bool)> = if plan.quick {
+        vec![(2 << 20, true)]
+    } else {
+        SIZES.iter().map(|&s| (s, true)).collect()
+    };
+    if !plan.quick {
+        cases.push((2 << 20, false));
+    }
+    let (mut resolved, mut total) = (0, 0);
+    for (size, pinned) in cases {
+        let (r, t) = race_size(plan, size, pinned, expect, &mut rng);
+        resolved += r;
+        total += t;
+    }
+    println!(
+        "\n  {resolved} of {total} comparisons resolved at {:.0}%",
+        LEVEL * 100.0
+    );
 }
 
 fn criterion_groups(c: &mut Criterion) {
@@ -352,20 +496,24 @@ fn criterion_groups(c: &mut Criterion) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let table_only = args.iter().any(|a| a == "--table");
-    let quick = args.iter().any(|a| a == "--quick");
+    let plan = match Plan::from_args(&args) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("buffer_race: {e}");
+            std::process::exit(2);
+        }
+    };
+    // Criterion's own parser knows neither `--events` nor `--rounds`: they imply the table.
+    let table_only = args
+        .iter()
+        .any(|a| a == "--table" || a == "--events" || a == "--rounds");
     if !table_only {
         let mut c = Criterion::default().configure_from_args();
         criterion_groups(&mut c);
         c.final_summary();
+        if args.iter().any(|a| a == "--list" || a == "--test") {
+            return;
+        }
     }
-    if args.iter().any(|a| a == "--list" || a == "--test") && !table_only {
-        return;
-    }
-    if quick {
-        table(true, &[2 << 20]);
-        return;
-    }
-    table(true, &SIZES);
-    table(false, &[2 << 20]);
+    table(plan);
 }

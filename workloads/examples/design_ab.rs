@@ -5,13 +5,21 @@
 //!
 //! ```text
 //! cargo run --profile eval -p cabprof-workloads --example design_ab -- WORKLOAD
-//!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N]
+//!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N] [--events N]
 //! ```
 //!
 //! Each round runs the workload's instrumented variant once per design (exhaustive, 2 MB ring
-//! of 128 KB chunks, analyzer pinned, as in the evaluation), in a rotating order; the output is
-//! each design's median and minimum time and its ratio to CAB (above 1 = CAB ahead).
+//! of 128 KB chunks, analyzer pinned, as in the evaluation), in an order shuffled afresh each
+//! round (fixed seed). Each design's time is divided by CAB's *of the same round*; the output
+//! is each design's median and minimum time and the median of its per-round ratios to CAB
+//! with a 95 % percentile-bootstrap interval (`cabprof::cab::stats::median_interval`), and a
+//! verdict: `faster` or `slower` than CAB when the whole interval is below or above 1,
+//! `unresolved` when it contains 1. A run is long enough that start-up and a short stall of the
+//! shared machine are small against it: the workload runs as many times inside one session as
+//! it takes to reach `--events` events (default 100M; the warm-up run counts them), and the
+//! header gives the events per run and the repetitions.
 
+use cabprof::cab::stats;
 use cabprof::{Analysis, BufferDesign, Session};
 use cabprof_workloads::{Size, Variant};
 use clap::{CommandFactory, Parser, ValueEnum};
@@ -40,9 +48,13 @@ struct Args {
     /// The stream: paths or call-graph.
     #[arg(long, value_enum, default_value = "paths")]
     analysis: Stream,
-    /// Rounds (positive); the median and minimum are shown.
-    #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Rounds (at least 9); each design runs once per round.
+    #[arg(long, value_name = "N", default_value_t = stats::ROUNDS as u64, value_parser = clap::value_parser!(u64).range(stats::MIN_ROUNDS as u64..))]
     rounds: u64,
+    /// Events per run, at least: the workload is repeated inside one session until a run
+    /// reaches this many (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 100_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    events: u64,
 }
 
 fn workload(name: &str) -> Result<String, String> {
@@ -76,47 +88,74 @@ fn main() {
         ("N-way", BufferDesign::NWay),
         ("FastForward", BufferDesign::FastForward),
     ];
-    // Warm-up: page faults, allocator, and the session's pinning of this thread.
-    Session::builder()
-        .analyses(&[])
-        .start()
-        .expect("start")
-        .finish();
+    let session = |design| {
+        Session::builder()
+            .analyses(&[analysis])
+            .buffer_bytes(2 << 20)
+            .chunk_bytes(128 << 10)
+            .buffer_design(design)
+            .start()
+            .expect("start a session")
+    };
+    // Warm-up (page faults, allocator, the session's pinning of this thread), which also
+    // counts one run's events: the workload repeats until a run reaches `--events`.
+    let s = session(BufferDesign::Cab);
     black_box(w.run_variant(variant, size));
+    let once = s.finish().data.totals.events.max(1);
+    let repeats = args.events.div_ceil(once);
     let mut times = vec![Vec::new(); designs.len()];
-    for round in 0..rounds {
-        for k in 0..designs.len() {
-            let i = (round + k) % designs.len();
+    let mut events = Vec::new();
+    let mut order: Vec<usize> = (0..designs.len()).collect();
+    let mut rng = fastrand::Rng::with_seed(stats::SEED);
+    for _ in 0..rounds {
+        rng.shuffle(&mut order);
+        for &i in &order {
             let t = Instant::now();
-            let s = Session::builder()
-                .analyses(&[analysis])
-                .buffer_bytes(2 << 20)
-                .chunk_bytes(128 << 10)
-                .buffer_design(designs[i].1)
-                .start()
-                .expect("start a session");
-            black_box(w.run_variant(variant, size));
-            s.finish();
+            let s = session(designs[i].1);
+            for _ in 0..repeats {
+                black_box(w.run_variant(variant, size));
+            }
+            let report = s.finish();
             times[i].push(t.elapsed().as_secs_f64());
+            events.push(report.data.totals.events as f64);
         }
     }
-    for v in &mut times {
-        v.sort_by(f64::total_cmp);
-    }
-    let (cab_med, cab_min) = (times[0][rounds / 2], times[0][0]);
+    let (few, many) = stats::min_max(&events);
     println!(
-        "{name} ({}), {} stream, {rounds} rounds: median / min ms, ratio to CAB",
+        "{name} ({}) x {repeats} per run, {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, \
+         each design once per round in a shuffled order",
         size.name(),
-        variant.name()
+        variant.name(),
+        few / 1e6,
+        many / 1e6,
+    );
+    println!(
+        "  {:<12} {:>18}   ratio to CAB in the same round: median [95% CI]",
+        "design", "median / min ms"
     );
     for ((label, _), v) in designs.iter().zip(&times) {
-        let (med, min) = (v[rounds / 2], v[0]);
+        let (min, _) = stats::min_max(v);
+        let head = format!(
+            "  {label:<12} {:>8.1} / {:>8.1}",
+            stats::median(v) * 1e3,
+            min * 1e3
+        );
+        if std::ptr::eq(v, &times[0]) {
+            println!("{head}   (reference)");
+            continue;
+        }
+        let ci = stats::median_interval(
+            &stats::paired_ratios(v, &times[0]),
+            0.95,
+            stats::RESAMPLES,
+            stats::SEED,
+        );
         println!(
-            "  {label:<12} {:>8.1} / {:>8.1}   {:.3} / {:.3}",
-            med * 1e3,
-            min * 1e3,
-            med / cab_med,
-            min / cab_min
+            "{head}   {:.3} [{:.3}, {:.3}] {}",
+            ci.median,
+            ci.lo,
+            ci.hi,
+            ci.time_verdict()
         );
     }
 }
