@@ -7,18 +7,58 @@
 //! [`CallGraph::merge`] adds edge counts.
 //!
 //! This is the CAB paper's call-graph client (Ha et al., OOPSLA 2009, §5.2): one hash-table
-//! increment per event.
+//! increment per event. Here the table maps an edge to a slot of a dense counter array, and a
+//! small direct-mapped cache of recent edges in front of it answers the common case (a hot
+//! loop's few edges) with one compare, so most calls never hash into the table.
 
-use cabprof_cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{self, MethodId};
 use hashbrown::HashMap;
 
 use crate::EventAnalysis;
 
+/// Entries of the edge cache (a power of two).
+const CACHE: usize = 256;
+/// An empty cache entry: no edge packs to this (ids are at most 30 bits).
+const EMPTY: u64 = u64::MAX;
+
 /// Caller → callee edge counts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct CallGraph {
-    edges: HashMap<(MethodId, MethodId), u64>,
+    /// Edge → its slot in `counts` and `keys`.
+    slots: HashMap<(MethodId, MethodId), u32>,
+    keys: Vec<(MethodId, MethodId)>,
+    counts: Vec<u64>,
+    /// Recently counted edges, packed `caller << 32 | callee`, with their slots.
+    cache: Box<[(u64, u32); CACHE]>,
 }
+
+impl Default for CallGraph {
+    fn default() -> Self {
+        CallGraph {
+            slots: HashMap::new(),
+            keys: Vec::new(),
+            counts: Vec::new(),
+            cache: Box::new([(EMPTY, 0); CACHE]),
+        }
+    }
+}
+
+impl std::fmt::Debug for CallGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallGraph")
+            .field("edges", &self.keys.len())
+            .field("total", &self.total())
+            .finish()
+    }
+}
+
+impl PartialEq for CallGraph {
+    fn eq(&self, other: &CallGraph) -> bool {
+        self.sorted_edges() == other.sorted_edges()
+    }
+}
+
+impl Eq for CallGraph {}
 
 impl CallGraph {
     /// An empty call graph.
@@ -29,26 +69,69 @@ impl CallGraph {
     /// Count one call from `caller` to `callee`.
     #[inline]
     pub fn record(&mut self, caller: MethodId, callee: MethodId) {
-        *self.edges.entry((caller, callee)).or_insert(0) += 1;
+        self.add(caller.get(), callee.get(), 1);
+    }
+
+    #[inline(always)]
+    fn add(&mut self, caller: u32, callee: u32, n: u64) {
+        let key = (caller as u64) << 32 | callee as u64;
+        // Fibonacci hashing: the top 8 bits of a multiply by 2^64 / φ.
+        let at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize & (CACHE - 1);
+        let (cached, slot) = self.cache[at];
+        if cached == key {
+            if let Some(c) = self.counts.get_mut(slot as usize) {
+                *c += n;
+                return;
+            }
+        }
+        self.add_uncached(key, at, n);
+    }
+
+    #[inline(never)]
+    fn add_uncached(&mut self, key: u64, at: usize, n: u64) {
+        let edge = (method((key >> 32) as u32), method(key as u32));
+        let slot = match self.slots.get(&edge) {
+            Some(&s) => s,
+            None => {
+                let s = u32::try_from(self.keys.len()).expect("fewer than 2^32 edges");
+                self.slots.insert(edge, s);
+                self.keys.push(edge);
+                self.counts.push(0);
+                s
+            }
+        };
+        self.counts[slot as usize] += n;
+        self.cache[at] = (key, slot);
     }
 
     /// Every edge `(caller, callee)` with its count, in no particular order.
-    pub fn edges(&self) -> &HashMap<(MethodId, MethodId), u64> {
-        &self.edges
+    pub fn edges(&self) -> impl Iterator<Item = ((MethodId, MethodId), u64)> + '_ {
+        self.keys.iter().copied().zip(self.counts.iter().copied())
+    }
+
+    /// The number of distinct edges.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no call was counted.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 
     /// Calls from `caller` to `callee`.
     pub fn count(&self, caller: MethodId, callee: MethodId) -> u64 {
-        self.edges.get(&(caller, callee)).copied().unwrap_or(0)
+        self.slots
+            .get(&(caller, callee))
+            .map_or(0, |&s| self.counts[s as usize])
     }
 
     /// The callees of `caller` with their counts, in increasing callee id order.
     pub fn callees_of(&self, caller: MethodId) -> Vec<(MethodId, u64)> {
         let mut out: Vec<(MethodId, u64)> = self
-            .edges
-            .iter()
-            .filter(|(&(from, _), _)| from == caller)
-            .map(|(&(_, to), &c)| (to, c))
+            .edges()
+            .filter(|&((from, _), _)| from == caller)
+            .map(|((_, to), c)| (to, c))
             .collect();
         out.sort_unstable();
         out
@@ -56,30 +139,35 @@ impl CallGraph {
 
     /// Every edge with its count, sorted by `(caller, callee)`.
     pub fn sorted_edges(&self) -> Vec<(MethodId, MethodId, u64)> {
-        let mut out: Vec<_> = self.edges.iter().map(|(&(a, b), &c)| (a, b, c)).collect();
+        let mut out: Vec<_> = self.edges().map(|((a, b), c)| (a, b, c)).collect();
         out.sort_unstable();
         out
     }
 
     /// Total calls seen.
     pub fn total(&self) -> u64 {
-        self.edges.values().sum()
+        self.counts.iter().sum()
     }
+}
+
+/// A method id from a word's 30-bit field (always valid).
+fn method(id: u32) -> MethodId {
+    MethodId::new(id).unwrap_or(MethodId::ROOT)
 }
 
 impl EventAnalysis for CallGraph {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
-            if let Some(EventKind::Call { caller, callee }) = decode(w) {
-                self.record(caller, callee);
+            if let Some((caller, callee)) = event::as_call(w) {
+                self.add(caller, callee, 1);
             }
         }
     }
 
     fn merge(&mut self, other: CallGraph) {
-        for (edge, c) in other.edges {
-            *self.edges.entry(edge).or_insert(0) += c;
+        for ((a, b), c) in other.edges() {
+            self.add(a.get(), b.get(), c);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! the registry in practice, but representable in an event word) go to a hash map instead, so a
 //! stray id cannot make the array huge.
 
-use cabprof_cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 use crate::EventAnalysis;
@@ -40,11 +40,15 @@ impl MethodCount {
     /// Count one call of `method`.
     #[inline]
     pub fn record(&mut self, method: MethodId) {
-        let id = method.get();
+        self.record_id(method.get());
+    }
+
+    #[inline(always)]
+    fn record_id(&mut self, id: u32) {
         if let Some(c) = self.dense.get_mut(id as usize) {
             *c += 1;
         } else {
-            self.record_slow(method);
+            self.record_slow(MethodId::new(id).unwrap_or(MethodId::ROOT));
         }
     }
 
@@ -113,8 +117,8 @@ impl EventAnalysis for MethodCount {
     #[inline]
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
-            if let Some(EventKind::Call { callee, .. }) = decode(w) {
-                self.record(callee);
+            if let Some((_, callee)) = cabprof_cab::event::as_call(w) {
+                self.record_id(callee);
             }
         }
     }

@@ -31,7 +31,7 @@ fn counts_edges_with_root_as_caller_of_entry_points() {
     assert_eq!(cg.count(m(3), m(2)), 1);
     assert_eq!(cg.count(m(2), m(1)), 0);
     assert_eq!(cg.total(), 6);
-    assert_eq!(cg.edges().len(), 5);
+    assert_eq!(cg.len(), 5);
     assert_eq!(cg.callees_of(m(1)), vec![(m(2), 2), (m(3), 1)]);
     assert_eq!(
         cg.sorted_edges(),
@@ -52,4 +52,45 @@ fn sampled_calls_need_no_stack() {
     cg.consume(&[ret(9), call(7, 8), ret(8), call(7, 8)]);
     assert_eq!(cg.count(m(7), m(8)), 2);
     assert_eq!(cg.total(), 2);
+}
+
+/// Many edges sharing the cache's few entries (collisions, evictions, edges coming back):
+/// every count equals a plain map's, and merging two halves gives the whole.
+#[test]
+fn counts_match_a_plain_map_with_many_colliding_edges() {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let calls: Vec<(u32, u32)> = (0..200_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // A few hot edges and a long tail over 3,000 distinct ones.
+            let r = (x % 100) as u32;
+            if r < 60 {
+                (1, 2 + r % 3)
+            } else {
+                ((x >> 8) as u32 % 60, (x >> 20) as u32 % 50)
+            }
+        })
+        .collect();
+    let mut want: std::collections::HashMap<(u32, u32), u64> = Default::default();
+    let (mut whole, mut a, mut b) = (CallGraph::new(), CallGraph::new(), CallGraph::new());
+    for (i, &(c, d)) in calls.iter().enumerate() {
+        *want.entry((c, d)).or_default() += 1;
+        let w = [call(c, d)];
+        whole.consume(&w);
+        if i % 2 == 0 {
+            a.consume(&w)
+        } else {
+            b.consume(&w)
+        }
+    }
+    assert_eq!(whole.len(), want.len());
+    for (&(c, d), &n) in &want {
+        let id = |i: u32| MethodId::new(i).unwrap();
+        assert_eq!(whole.count(id(c), id(d)), n, "{c} -> {d}");
+    }
+    a.merge(b);
+    assert_eq!(a, whole);
+    assert_eq!(whole.total(), calls.len() as u64);
 }
