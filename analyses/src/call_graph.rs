@@ -17,7 +17,7 @@ use hashbrown::HashMap;
 use crate::EventAnalysis;
 
 /// Entries of the edge cache (a power of two).
-const CACHE: usize = 256;
+const CACHE: usize = 1024;
 /// An empty cache entry: no edge packs to this (ids are at most 30 bits).
 const EMPTY: u64 = u64::MAX;
 
@@ -75,8 +75,8 @@ impl CallGraph {
     #[inline(always)]
     fn add(&mut self, caller: u32, callee: u32, n: u64) {
         let key = (caller as u64) << 32 | callee as u64;
-        // Fibonacci hashing: the top 8 bits of a multiply by 2^64 / φ.
-        let at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize & (CACHE - 1);
+        // Fibonacci hashing: the top 10 bits of a multiply by 2^64 / φ.
+        let at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize & (CACHE - 1);
         let (cached, slot) = self.cache[at];
         if cached == key {
             if let Some(c) = self.counts.get_mut(slot as usize) {
