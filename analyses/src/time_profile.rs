@@ -608,6 +608,25 @@ impl TimeProfile {
 
     #[inline]
     fn on_return(&mut self, callee: u32) {
+        if let Some((f, Some(stamp), end)) = self.pop_frame(callee) {
+            self.close_timed(f, stamp, end);
+        }
+    }
+
+    /// The `TimedReturn` of a call that took `ticks` (a start stamp for it, which this
+    /// protocol does not send, is superseded by the duration).
+    #[inline]
+    fn on_timed_return(&mut self, callee: u32, ticks: u64) {
+        if let Some((f, _, _)) = self.pop_frame(callee) {
+            self.record(f, ticks);
+        }
+    }
+
+    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, its start stamp if
+    /// it has one, and the closing stamp pending ([`NO_STAMP`] if none); `None` if no open
+    /// frame matches.
+    #[inline]
+    fn pop_frame(&mut self, callee: u32) -> Option<(Open, Option<Stamp>, u64)> {
         let st = &mut self.threads.current;
         st.just_opened = false;
         let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
@@ -616,39 +635,11 @@ impl TimeProfile {
                 st.stack.open.pop();
                 f
             }
-            _ => match self.unwind_to(callee) {
-                Some(f) => f,
-                None => return,
-            },
+            _ => self.unwind_to(callee)?,
         };
         let st = &mut self.threads.current;
         let depth = st.stack.open.len();
-        if let Some(stamp) = st.stack.take_stamp(depth) {
-            self.close_timed(f, stamp, end);
-        }
-    }
-
-    /// The `TimedReturn` of a call that took `ticks`.
-    #[inline]
-    fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        st.pending_end = NO_STAMP;
-        let f = match st.stack.open.last() {
-            Some(&f) if f.method == callee => {
-                st.stack.open.pop();
-                f
-            }
-            _ => match self.unwind_to(callee) {
-                Some(f) => f,
-                None => return,
-            },
-        };
-        let st = &mut self.threads.current;
-        let depth = st.stack.open.len();
-        // A start stamp for it (not this protocol's) is superseded by the duration.
-        st.stack.take_stamp(depth);
-        self.record(f, ticks);
+        Some((f, st.stack.take_stamp(depth), end))
     }
 
     /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and

@@ -34,15 +34,19 @@ fn words(n: u64) -> Vec<u64> {
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    let bound = std::env::var("LOOM_PREEMPTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    check(Some(bound), f);
+}
+
+/// Run a loom model with `preemption_bound`, printing how many executions it explored (so a
+/// run shows how much was checked, with `--nocapture`).
+fn check(preemption_bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     let mut b = Builder::new();
-    b.preemption_bound = Some(
-        std::env::var("LOOM_PREEMPTIONS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3),
-    );
+    b.preemption_bound = preemption_bound;
     b.max_branches = 100_000;
-    // Count the executions explored, so a run shows how much was checked (`--nocapture`).
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = runs.clone();
     b.check(move || {
@@ -283,19 +287,7 @@ fn fastforward_producer_waits_on_full_queue() {
 /// for loom to explore every interleaving (the bound saturates at about 15: 675 and 6652
 /// executions, under a second).
 fn model_unbounded(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = Builder::new();
-    b.preemption_bound = None;
-    b.max_branches = 100_000;
-    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = runs.clone();
-    b.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f()
-    });
-    eprintln!(
-        "explored {} executions",
-        runs.load(std::sync::atomic::Ordering::Relaxed)
-    );
+    check(None, f);
 }
 
 /// Sequential mode's pending buffer (`runtime::pending`), run by the same functions as the

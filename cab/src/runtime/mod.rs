@@ -35,9 +35,10 @@
 //!   blocked producers stop waiting and count what they drop, and the report names the failure.
 //! - Sequential mode runs the analysis inline in the emitting thread (no ring), the paper's
 //!   "sequential analyzer". Each thread's instance sits behind its own mutex, registered with
-//!   the session: the thread locks it per event (uncontended), and snapshots and `finish`
-//!   lock it to copy or take the results of threads that are still alive (pool workers that
-//!   never exit). A thread's results are merged when it exits or at `finish`, whichever
+//!   the session. The thread appends its words to a 256-word buffer (`pending`) and locks
+//!   its instance (uncontended) once per full buffer to analyze them; snapshots and `finish`
+//!   lock it, analyze what is pending, and copy or take the results of threads that are still
+//!   alive (pool workers that never exit). A thread's results are merged when it exits or at `finish`, whichever
 //!   comes first.
 //!
 //! This is the generic layer: it runs any [`RingAnalysis`] and writes no files. Programs
