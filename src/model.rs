@@ -921,6 +921,19 @@ impl ReportData {
     /// Read a saved JSON report. Errors say which of the three things is wrong: not JSON, not
     /// a cabprof report, or a report of another schema.
     pub fn from_json(text: &str) -> Result<ReportData, ReportError> {
+        // A file of this version reads straight into the typed schema; only an older one (or
+        // a bad one, to say what is wrong) goes through a JSON tree first, which takes many
+        // times the memory of the typed report.
+        let data = match json::from_str::<ReportData>(text) {
+            Ok(data) if data.schema == SCHEMA => data,
+            _ => Self::from_json_value(text)?,
+        };
+        Self::checked(data)
+    }
+
+    /// [`from_json`](Self::from_json) through a JSON tree: fills in [`LATER_FIELDS`] and
+    /// turns contexts listed as whole stacks into nodes.
+    fn from_json_value(text: &str) -> Result<ReportData, ReportError> {
         let mut value: Value =
             json::from_str(text).map_err(|_| ReportError::NotAReport(NotAReport::NotJson))?;
         let Value::Object(top) = &mut value else {
@@ -972,8 +985,12 @@ impl ReportData {
                 }
             }
         }
-        let mut data: ReportData = json::from_str(&json::to_string(&value))
-            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))?;
+        json::from_str(&json::to_string(&value))
+            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))
+    }
+
+    /// A report read from a file: its contexts well linked, its methods sorted by id.
+    fn checked(mut data: ReportData) -> Result<ReportData, ReportError> {
         let linked = data
             .call_tree
             .as_ref()

@@ -145,12 +145,14 @@ fn deep_recursion(depth: u32) -> Deep {
         "{}",
         time_rows[0]
     );
-    assert!(
-        time_rows
-            .iter()
-            .any(|r| r.contains(&format!("frames… > {name} > {name} > {name} (depth "))),
-        "deep time rows are elided"
-    );
+    if top > 5 {
+        assert!(
+            time_rows
+                .iter()
+                .any(|r| r.contains(&format!("frames… > {name} > {name} > {name} (depth "))),
+            "deep time rows are elided"
+        );
+    }
     assert!(text.lines().all(|l| l.len() < 400), "bounded rows");
 
     let folded = d.folded();
