@@ -326,29 +326,24 @@ pub trait ContextNode {
     fn method(&self) -> u32;
 }
 
-impl ContextNode for ContextEntry {
-    fn id(&self) -> u32 {
-        self.id
-    }
-    fn parent(&self) -> u32 {
-        self.parent
-    }
-    fn method(&self) -> u32 {
-        self.method
-    }
+/// [`ContextNode`] for entry types with `id`, `parent` and `method` fields.
+macro_rules! context_node {
+    ($($entry:ty),*) => {$(
+        impl ContextNode for $entry {
+            fn id(&self) -> u32 {
+                self.id
+            }
+            fn parent(&self) -> u32 {
+                self.parent
+            }
+            fn method(&self) -> u32 {
+                self.method
+            }
+        }
+    )*};
 }
 
-impl ContextNode for ContextTimeEntry {
-    fn id(&self) -> u32 {
-        self.id
-    }
-    fn parent(&self) -> u32 {
-        self.parent
-    }
-    fn method(&self) -> u32 {
-        self.method
-    }
-}
+context_node!(ContextEntry, ContextTimeEntry);
 
 /// For each node, the index in `nodes` of its parent (`None`: the root). A parent that is not
 /// an earlier entry counts as the root, so walking parents always ends.

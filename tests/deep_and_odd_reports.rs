@@ -410,24 +410,32 @@ fn names_with_separators_are_escaped() {
     assert!(svg.contains("&lt;T as Display&gt;::fmt"));
 }
 
-/// Files written before contexts were nodes list whole stacks: they read into nodes.
-#[test]
-fn reports_with_whole_stacks_still_read() {
-    let old = r#"{"schema":"cabprof-report/1",
+/// The start of a report file written before contexts were nodes (and before
+/// `rate_effective` and `events_in_flight`): the session, the counters and methods `main` (1),
+/// `work` (2) and `leaf` (3). The analyses' fields follow.
+const OLD_REPORT_START: &str = r#"{"schema":"cabprof-report/1",
       "session":{"mode":"exhaustive","sampling_rate":1.0,"rate_used":1.0,"buffer_bytes":0,
                  "chunk_bytes":0,"elapsed_s":0.5},
       "totals":{"thread":"(all)","threads":1,"events":18,"analyzed":18,"producer_blocks":0,
                 "blocked_s":0.0,"dropped":0,"chunks_lapped":0,"events_lapped":0,"rate":1.0},
       "threads":[],"analyzer_failures":[],"unmerged_threads":0,
       "methods":[{"id":2,"name":"work","module":"app","file":"a.rs","line":2},
-                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1}],
+                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1},
+                 {"id":3,"name":"leaf","module":"app","file":"a.rs","line":3}],
+      "paths":null,"cache":null,"reuse_distance":null,"#;
+
+/// Files written before contexts were nodes list whole stacks: they read into nodes.
+#[test]
+fn reports_with_whole_stacks_still_read() {
+    let old = format!(
+        r#"{OLD_REPORT_START}
       "method_count":null,"call_graph":null,
-      "call_tree":{"approximate":false,"patterns":[],
-                   "contexts":[{"stack":[1,2,2],"count":5,"estimated":null},
-                               {"stack":[1],"count":1,"estimated":null},
-                               {"stack":[1,2],"count":3,"estimated":null}]},
-      "paths":null,"cache":null,"reuse_distance":null}"#;
-    let d = ReportData::from_json(old).unwrap();
+      "call_tree":{{"approximate":false,"patterns":[],
+                   "contexts":[{{"stack":[1,2,2],"count":5,"estimated":null}},
+                               {{"stack":[1],"count":1,"estimated":null}},
+                               {{"stack":[1,2],"count":3,"estimated":null}}]}}}}"#
+    );
+    let d = ReportData::from_json(&old).unwrap();
     let ct = d.call_tree.as_ref().unwrap();
     let mut stacks = ct.stacks();
     stacks.sort();
@@ -448,23 +456,17 @@ fn reports_with_whole_stacks_still_read() {
 /// prefix no entry lists gets zeros), and render as before.
 #[test]
 fn time_reports_with_whole_stacks_still_read() {
-    let old = r#"{"schema":"cabprof-report/1",
-      "session":{"mode":"exhaustive","sampling_rate":1.0,"rate_used":1.0,"buffer_bytes":0,
-                 "chunk_bytes":0,"elapsed_s":0.5},
-      "totals":{"thread":"(all)","threads":1,"events":18,"analyzed":18,"producer_blocks":0,
-                "blocked_s":0.0,"dropped":0,"chunks_lapped":0,"events_lapped":0,"rate":1.0},
-      "threads":[],"analyzer_failures":[],"unmerged_threads":0,
-      "methods":[{"id":2,"name":"work","module":"app","file":"a.rs","line":2},
-                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1},
-                 {"id":3,"name":"leaf","module":"app","file":"a.rs","line":3}],
+    let old = format!(
+        r#"{OLD_REPORT_START}
       "method_count":null,"call_graph":null,"call_tree":null,
-      "paths":null,"cache":null,"reuse_distance":null,
-      "time":{"clock":"rdtsc","ticks_per_ns":1.0,"calibration":"test","sample_period":1,
+      "time":{{"clock":"rdtsc","ticks_per_ns":1.0,"calibration":"test","sample_period":1,
               "approximate":false,"functions":[],"edges":[],
-              "contexts":[{"stack":[1],"calls":1,"timed":1,"inclusive_ns":100.0,"exclusive_ns":40.0},
-                          {"stack":[1,2],"calls":3,"timed":3,"inclusive_ns":60.0,"exclusive_ns":50.0},
-                          {"stack":[1,2,2,3],"calls":2,"timed":2,"inclusive_ns":10.0,"exclusive_ns":10.0}]}}"#;
-    let d = ReportData::from_json(old).unwrap();
+              "contexts":[
+                {{"stack":[1],"calls":1,"timed":1,"inclusive_ns":100.0,"exclusive_ns":40.0}},
+                {{"stack":[1,2],"calls":3,"timed":3,"inclusive_ns":60.0,"exclusive_ns":50.0}},
+                {{"stack":[1,2,2,3],"calls":2,"timed":2,"inclusive_ns":10.0,"exclusive_ns":10.0}}]}}}}"#
+    );
+    let d = ReportData::from_json(&old).unwrap();
     let t = d.time.as_ref().unwrap();
     let parents = t.parent_indices();
     let mut nodes: Vec<(Vec<u32>, u64, u64, f64, f64)> = (0..t.contexts.len())
