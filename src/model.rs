@@ -253,6 +253,53 @@ impl FlameStacks {
         FlameStacks::from_merged(merged)
     }
 
+    /// Flame-graph stacks from context nodes (each after its parent) and a weight per node,
+    /// elided and merged as [`ReportData::flame_stacks`] describes: linear in the number of
+    /// nodes, whatever their depth.
+    pub fn from_nodes<N: ContextNode>(nodes: &[N], weight: impl Fn(&N) -> u64) -> FlameStacks {
+        let parents = parent_indices(nodes);
+        let depth = context_depths(&parents);
+        // The ancestor at depth FLAME_OUTER_FRAMES of each deeper node: where its kept outer
+        // frames end.
+        let mut outer = vec![0usize; parents.len()];
+        for i in 0..parents.len() {
+            outer[i] = match parents[i] {
+                Some(p) if depth[i] > FLAME_OUTER_FRAMES => outer[p],
+                _ => i,
+            };
+        }
+        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
+            std::collections::HashMap::new();
+        let walk = |from: usize, steps: usize, out: &mut Vec<Frame>| {
+            let mut n = Some(from);
+            for _ in 0..steps {
+                let Some(j) = n else { break };
+                out.push(Frame::Method(nodes[j].method()));
+                n = parents[j];
+            }
+        };
+        for (i, c) in nodes.iter().enumerate() {
+            let w = weight(c);
+            if w == 0 {
+                continue;
+            }
+            let mut frames = Vec::with_capacity(FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES + 1);
+            if depth[i] <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
+                walk(i, depth[i], &mut frames);
+                frames.reverse();
+            } else {
+                walk(outer[i], FLAME_OUTER_FRAMES, &mut frames);
+                frames.reverse();
+                frames.push(Frame::Elided);
+                let at = frames.len();
+                walk(i, FLAME_INNER_FRAMES, &mut frames);
+                frames[at..].reverse();
+            }
+            *merged.entry(frames).or_default() += w as u128;
+        }
+        FlameStacks::from_merged(merged)
+    }
+
     /// Sorted stacks from merged weights, scaled down if their total exceeds `u64::MAX`.
     fn from_merged(merged: std::collections::HashMap<Vec<Frame>, u128>) -> FlameStacks {
         let total: u128 = merged.values().sum();
@@ -267,36 +314,98 @@ impl FlameStacks {
     }
 }
 
+/// A calling context as a node linked to its parent: what the call tree's and the time
+/// analysis' contexts share, so that one set of walks (stacks, depths, flame graphs, text rows)
+/// serves both.
+pub trait ContextNode {
+    /// The context's id (never 0).
+    fn id(&self) -> u32;
+    /// The calling context's id (0: the root).
+    fn parent(&self) -> u32;
+    /// The method called in this context.
+    fn method(&self) -> u32;
+}
+
+/// [`ContextNode`] for entry types with `id`, `parent` and `method` fields.
+macro_rules! context_node {
+    ($($entry:ty),*) => {$(
+        impl ContextNode for $entry {
+            fn id(&self) -> u32 {
+                self.id
+            }
+            fn parent(&self) -> u32 {
+                self.parent
+            }
+            fn method(&self) -> u32 {
+                self.method
+            }
+        }
+    )*};
+}
+
+context_node!(ContextEntry, ContextTimeEntry);
+
+/// For each node, the index in `nodes` of its parent (`None`: the root). A parent that is not
+/// an earlier entry counts as the root, so walking parents always ends.
+pub fn parent_indices<N: ContextNode>(nodes: &[N]) -> Vec<Option<usize>> {
+    let mut index: std::collections::HashMap<u32, usize> =
+        std::collections::HashMap::with_capacity(nodes.len());
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let p = if c.parent() == 0 {
+                None
+            } else {
+                index.get(&c.parent()).copied()
+            };
+            index.entry(c.id()).or_insert(i);
+            p
+        })
+        .collect()
+}
+
+/// The depth of each node (1 for a child of the root), from [`parent_indices`].
+pub fn context_depths(parents: &[Option<usize>]) -> Vec<usize> {
+    let mut depth = vec![0usize; parents.len()];
+    for i in 0..parents.len() {
+        depth[i] = parents[i].map_or(0, |p| depth[p]) + 1;
+    }
+    depth
+}
+
+/// The stack of node `i`, outermost first: costs its depth.
+pub fn context_stack<N: ContextNode>(nodes: &[N], parents: &[Option<usize>], i: usize) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut n = Some(i);
+    while let Some(j) = n {
+        out.push(nodes[j].method());
+        n = parents[j];
+    }
+    out.reverse();
+    out
+}
+
+/// Whether every id is unique and not 0 and every parent is the root or an earlier node: so
+/// walking parents always ends at the root.
+fn well_linked<N: ContextNode>(nodes: &[N]) -> bool {
+    let mut ids = std::collections::HashSet::with_capacity(nodes.len());
+    nodes.iter().all(|c| {
+        c.id() != 0 && (c.parent() == 0 || ids.contains(&c.parent())) && ids.insert(c.id())
+    })
+}
+
 impl CallTreeData {
     /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
-    /// root). A parent that is not an earlier entry counts as the root, so walking parents
-    /// always ends.
+    /// root); see [`parent_indices`].
     pub fn parent_indices(&self) -> Vec<Option<usize>> {
-        let mut index: std::collections::HashMap<u32, usize> =
-            std::collections::HashMap::with_capacity(self.contexts.len());
-        self.contexts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let p = if c.parent == 0 {
-                    None
-                } else {
-                    index.get(&c.parent).copied()
-                };
-                index.entry(c.id).or_insert(i);
-                p
-            })
-            .collect()
+        parent_indices(&self.contexts)
     }
 
     /// The depth of each context (1 for a child of the root), from
-    /// [`parent_indices`](Self::parent_indices).
+    /// [`parent_indices`](Self::parent_indices); see [`context_depths`].
     pub fn depths(parents: &[Option<usize>]) -> Vec<usize> {
-        let mut depth = vec![0usize; parents.len()];
-        for i in 0..parents.len() {
-            depth[i] = parents[i].map_or(0, |p| depth[p]) + 1;
-        }
-        depth
+        context_depths(parents)
     }
 
     /// Every context's stack (outermost first) with its count, in `contexts` order. Costs the
@@ -339,16 +448,9 @@ impl CallTreeData {
         out
     }
 
-    /// The stack of context `i`, outermost first: costs its depth.
+    /// The stack of context `i`, outermost first: costs its depth; see [`context_stack`].
     pub fn stack(&self, parents: &[Option<usize>], i: usize) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut n = Some(i);
-        while let Some(j) = n {
-            out.push(self.contexts[j].method);
-            n = parents[j];
-        }
-        out.reverse();
-        out
+        context_stack(&self.contexts, parents, i)
     }
 }
 
@@ -370,8 +472,17 @@ pub struct TimeData {
     pub functions: Vec<FunctionTimeEntry>,
     /// Per caller → callee edge (caller 0 is the root), most time first.
     pub edges: Vec<EdgeTimeEntry>,
-    /// Per calling context, most inclusive time first.
+    /// The calling contexts, each after its parent (a depth-first walk, the most called
+    /// child first).
     pub contexts: Vec<ContextTimeEntry>,
+}
+
+impl TimeData {
+    /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
+    /// root); see [`parent_indices`].
+    pub fn parent_indices(&self) -> Vec<Option<usize>> {
+        parent_indices(&self.contexts)
+    }
 }
 
 /// One function's time. With sampled timing the totals are estimates (timed calls' sum ×
@@ -418,11 +529,17 @@ pub struct EdgeTimeEntry {
     pub inclusive_ns: f64,
 }
 
-/// Time in one calling context.
+/// Time in one calling context: a node of the calling-context tree, linked to its parent
+/// like a [`ContextEntry`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextTimeEntry {
-    /// Method ids from the outermost frame to the innermost.
-    pub stack: Vec<u32>,
+    /// The context's id, unique among the time contexts and never 0 (the root).
+    pub id: u32,
+    /// The id of the calling context (0: the root); it comes before this entry in
+    /// [`TimeData::contexts`].
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: u32,
     /// Calls made in exactly this context.
     pub calls: u64,
     /// Calls timed.
@@ -564,9 +681,15 @@ pub struct ReuseData {
 }
 
 /// Files written before contexts were nodes list each context's whole `stack`: turn those
-/// entries into nodes (`id`, `parent`, `method`), making the prefixes no entry lists with
-/// count 0, each parent before its children. Entries that are nodes already are left alone.
-fn contexts_from_stacks(contexts: &mut Vec<Value>) -> Result<(), ReportError> {
+/// entries into nodes (`id`, `parent`, `method` and the entry's `fields`), making the prefixes
+/// no entry lists with `fields`' values, each parent before its children. A stack listed twice
+/// has its numbers added. `fields` names every field of a node besides those three with its
+/// value for an unlisted prefix; a numeric one must be in every entry. Entries that are nodes
+/// already are left alone.
+fn contexts_from_stacks(
+    contexts: &mut Vec<Value>,
+    fields: &[(&str, Value)],
+) -> Result<(), ReportError> {
     let old = |v: &Value| matches!(v, Value::Object(o) if o.contains_key("stack") && !o.contains_key("id"));
     if !contexts.iter().any(old) {
         return Ok(());
@@ -576,9 +699,15 @@ fn contexts_from_stacks(contexts: &mut Vec<Value>) -> Result<(), ReportError> {
         Value::Number(Number::U64(n)) => Some(*n),
         _ => None,
     };
+    let float = |v: &Value| match v {
+        Value::Number(Number::U64(n)) => Some(*n as f64),
+        Value::Number(Number::I64(n)) => Some(*n as f64),
+        Value::Number(Number::F64(n)) => Some(*n),
+        _ => None,
+    };
     // (parent id, method) → id; each node's fields; ids are positions + 1.
     let mut ids: std::collections::HashMap<(u64, u64), u64> = std::collections::HashMap::new();
-    let mut nodes: Vec<(u64, u64, u64, Option<Value>)> = Vec::new();
+    let mut nodes: Vec<miniserde::json::Object> = Vec::new();
     for entry in contexts.iter() {
         let Value::Object(o) = entry else {
             return Err(bad());
@@ -595,34 +724,41 @@ fn contexts_from_stacks(contexts: &mut Vec<Value>) -> Result<(), ReportError> {
                 .filter(|&m| m <= u32::MAX as u64)
                 .ok_or_else(bad)?;
             parent = *ids.entry((parent, method)).or_insert_with(|| {
-                nodes.push((parent, method, 0, None));
+                let mut node = miniserde::json::Object::new();
+                node.insert(
+                    "id".into(),
+                    Value::Number(Number::U64(nodes.len() as u64 + 1)),
+                );
+                node.insert("parent".into(), Value::Number(Number::U64(parent)));
+                node.insert("method".into(), Value::Number(Number::U64(method)));
+                for (f, v) in fields {
+                    node.insert((*f).into(), v.clone());
+                }
+                nodes.push(node);
                 nodes.len() as u64
             });
         }
         let node = &mut nodes[parent as usize - 1];
-        node.2 = node
-            .2
-            .saturating_add(o.get("count").and_then(number).ok_or_else(bad)?);
-        if let Some(e) = o.get("estimated") {
-            node.3 = Some(e.clone());
+        for (f, unlisted) in fields {
+            let Some(v) = o.get(*f) else {
+                if matches!(unlisted, Value::Number(_)) {
+                    return Err(bad());
+                }
+                continue;
+            };
+            let was = node.get(*f).cloned().unwrap_or(Value::Null);
+            let sum = match (number(&was), number(v), float(&was), float(v)) {
+                (Some(a), Some(b), _, _) => Value::Number(Number::U64(a.saturating_add(b))),
+                (_, _, Some(a), Some(b)) => Value::Number(Number::F64(a + b)),
+                _ => v.clone(),
+            };
+            node.insert((*f).into(), sum);
         }
     }
     if nodes.len() > u32::MAX as usize {
         return Err(bad());
     }
-    *contexts = nodes
-        .into_iter()
-        .enumerate()
-        .map(|(i, (parent, method, count, estimated))| {
-            let mut o = miniserde::json::Object::new();
-            o.insert("id".into(), Value::Number(Number::U64(i as u64 + 1)));
-            o.insert("parent".into(), Value::Number(Number::U64(parent)));
-            o.insert("method".into(), Value::Number(Number::U64(method)));
-            o.insert("count".into(), Value::Number(Number::U64(count)));
-            o.insert("estimated".into(), estimated.unwrap_or(Value::Null));
-            Value::Object(o)
-        })
-        .collect();
+    *contexts = nodes.into_iter().map(Value::Object).collect();
     Ok(())
 }
 
@@ -780,6 +916,19 @@ impl ReportData {
     /// Read a saved JSON report. Errors say which of the three things is wrong: not JSON, not
     /// a cabprof report, or a report of another schema.
     pub fn from_json(text: &str) -> Result<ReportData, ReportError> {
+        // A file of this version reads straight into the typed schema; only an older one (or
+        // a bad one, to say what is wrong) goes through a JSON tree first, which takes many
+        // times the memory of the typed report.
+        let data = match json::from_str::<ReportData>(text) {
+            Ok(data) if data.schema == SCHEMA => data,
+            _ => Self::from_json_value(text)?,
+        };
+        Self::checked(data)
+    }
+
+    /// [`from_json`](Self::from_json) through a JSON tree: fills in [`LATER_FIELDS`] and
+    /// turns contexts listed as whole stacks into nodes.
+    fn from_json_value(text: &str) -> Result<ReportData, ReportError> {
         let mut value: Value =
             json::from_str(text).map_err(|_| ReportError::NotAReport(NotAReport::NotJson))?;
         let Value::Object(top) = &mut value else {
@@ -812,22 +961,38 @@ impl ReportData {
                 o.entry(field.to_owned()).or_insert(Value::Number(number));
             }
         }
-        if let Some(Value::Object(ct)) = top.get_mut("call_tree") {
-            if let Some(Value::Array(contexts)) = ct.get_mut("contexts") {
-                contexts_from_stacks(contexts)?;
-            }
-        }
-        let mut data: ReportData = json::from_str(&json::to_string(&value))
-            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))?;
-        if let Some(ct) = &data.call_tree {
-            // Every parent is the root or an earlier context, every id unique and not 0: so
-            // walking parents always ends at the root.
-            let mut ids = std::collections::HashSet::with_capacity(ct.contexts.len());
-            for c in &ct.contexts {
-                if c.id == 0 || c.parent != 0 && !ids.contains(&c.parent) || !ids.insert(c.id) {
-                    return Err(ReportError::NotAReport(NotAReport::BadFields));
+        let zero = || Value::Number(Number::U64(0));
+        for (analysis, fields) in [
+            (
+                "call_tree",
+                vec![("count", zero()), ("estimated", Value::Null)],
+            ),
+            (
+                "time",
+                ["calls", "timed", "inclusive_ns", "exclusive_ns"]
+                    .map(|f| (f, zero()))
+                    .to_vec(),
+            ),
+        ] {
+            if let Some(Value::Object(a)) = top.get_mut(analysis) {
+                if let Some(Value::Array(contexts)) = a.get_mut("contexts") {
+                    contexts_from_stacks(contexts, &fields)?;
                 }
             }
+        }
+        json::from_str(&json::to_string(&value))
+            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))
+    }
+
+    /// A report read from a file: its contexts well linked, its methods sorted by id.
+    fn checked(mut data: ReportData) -> Result<ReportData, ReportError> {
+        let linked = data
+            .call_tree
+            .as_ref()
+            .is_none_or(|ct| well_linked(&ct.contexts))
+            && data.time.as_ref().is_none_or(|t| well_linked(&t.contexts));
+        if !linked {
+            return Err(ReportError::NotAReport(NotAReport::BadFields));
         }
         data.methods.sort_by_key(|m| m.id);
         Ok(data)
@@ -879,49 +1044,10 @@ impl ReportData {
     /// width is still the total of its calls. Counts whose sum exceeds `u64::MAX` are scaled
     /// down ([`FlameStacks::shift`]). Empty without the call-tree analysis.
     pub fn flame_stacks(&self) -> FlameStacks {
-        let Some(ct) = &self.call_tree else {
-            return FlameStacks::default();
-        };
-        let parents = ct.parent_indices();
-        let depth = CallTreeData::depths(&parents);
-        // The ancestor at depth FLAME_OUTER_FRAMES of each deeper context: where its kept
-        // outer frames end.
-        let mut outer = vec![0usize; parents.len()];
-        for i in 0..parents.len() {
-            outer[i] = match parents[i] {
-                Some(p) if depth[i] > FLAME_OUTER_FRAMES => outer[p],
-                _ => i,
-            };
+        match &self.call_tree {
+            Some(ct) => FlameStacks::from_nodes(&ct.contexts, |c| c.count),
+            None => FlameStacks::default(),
         }
-        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
-            std::collections::HashMap::new();
-        let walk = |from: usize, steps: usize, out: &mut Vec<Frame>| {
-            let mut n = Some(from);
-            for _ in 0..steps {
-                let Some(j) = n else { break };
-                out.push(Frame::Method(ct.contexts[j].method));
-                n = parents[j];
-            }
-        };
-        for (i, c) in ct.contexts.iter().enumerate() {
-            if c.count == 0 {
-                continue;
-            }
-            let mut frames = Vec::with_capacity(FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES + 1);
-            if depth[i] <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
-                walk(i, depth[i], &mut frames);
-                frames.reverse();
-            } else {
-                walk(outer[i], FLAME_OUTER_FRAMES, &mut frames);
-                frames.reverse();
-                frames.push(Frame::Elided);
-                let at = frames.len();
-                walk(i, FLAME_INNER_FRAMES, &mut frames);
-                frames[at..].reverse();
-            }
-            *merged.entry(frames).or_default() += c.count as u128;
-        }
-        FlameStacks::from_merged(merged)
     }
 
     /// Whether the counts come from a sample.

@@ -1,10 +1,12 @@
 //! Reports that stay bounded and readable on inputs at the edges: a 100,000-deep recursion
-//! (contexts are nodes, not copied stacks; deep flame-graph stacks are elided), counts of
+//! with the call-tree and time analyses (contexts are nodes, not copied stacks; deep
+//! flame-graph stacks are elided), counts of
 //! `u64::MAX` read from a file (sums do not wrap), and method names holding the folded
 //! format's separators (escaped).
 
 use cabprof::report::{
-    folded_frame, CacheData, CallTreeData, LevelEntry, MethodCountEntry, MethodEntry, ELIDED_FRAME,
+    context_depths, folded_frame, CacheData, CallTreeData, LevelEntry, MethodCountEntry,
+    MethodEntry, Weight, ELIDED_FRAME,
 };
 use cabprof::{profile, Analysis, ReportData, Session};
 use std::sync::Mutex;
@@ -40,15 +42,24 @@ fn reset_peak() -> u64 {
     status("VmRSS:")
 }
 
-/// Profile a `depth`-deep recursion on a thread with a stack big enough for it, render every
-/// format, and check what they say; returns how far the peak RSS rose above the resident set
-/// right after the recursion returned (whose deep stack, in a debug build, is itself tens of
-/// megabytes): the memory of `finish()` and of the reports.
-fn deep_recursion(depth: u32) -> u64 {
+/// What [`deep_recursion`] measured.
+struct Deep {
+    /// How far the peak RSS rose above the resident set right after the recursion returned.
+    peak: u64,
+    /// Bytes of the JSON report.
+    json: usize,
+}
+
+/// Profile a `depth`-deep recursion (call tree, call graph and time) on a thread with a stack
+/// big enough for it, render every format, and check what they say; returns the JSON's size
+/// and how far the peak RSS rose above the resident set right after the recursion returned
+/// (whose deep stack, in a debug build, is itself tens of megabytes): the memory of
+/// `finish()` and of the reports.
+fn deep_recursion(depth: u32) -> Deep {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let run = move || {
         let session = Session::builder()
-            .analyses(&[Analysis::CallTree, Analysis::CallGraph])
+            .analyses(&[Analysis::CallTree, Analysis::CallGraph, Analysis::Time])
             .pin(false)
             .start()
             .unwrap();
@@ -75,27 +86,71 @@ fn deep_recursion(depth: u32) -> u64 {
         Some(&(depth as usize))
     );
 
+    let t = d.time.as_ref().unwrap();
+    assert_eq!(
+        t.contexts.len(),
+        depth as usize,
+        "one time context per depth"
+    );
+    assert_eq!(
+        context_depths(&t.parent_indices()).iter().max(),
+        Some(&(depth as usize))
+    );
+    assert!(t.contexts.iter().all(|c| c.calls == 1 && c.timed == 1));
+
     let json = d.json();
     assert!(
-        json.len() < 200 * depth as usize,
+        json.len() < 500 * depth as usize,
         "JSON of {} bytes",
         json.len()
     );
     let back = ReportData::from_json(&json).unwrap();
-    assert_eq!(back, d, "the JSON reads back");
+    assert_eq!(back.call_tree, d.call_tree, "the JSON reads back");
+    let bt = back.time.as_ref().unwrap();
+    assert_eq!(bt.contexts.len(), t.contexts.len());
+    for (x, y) in bt.contexts.iter().zip(&t.contexts) {
+        // The JSON library's float text round-trips to within an ulp or so.
+        assert_eq!(
+            (x.id, x.parent, x.method, x.calls, x.timed),
+            (y.id, y.parent, y.method, y.calls, y.timed)
+        );
+        assert!((x.inclusive_ns - y.inclusive_ns).abs() <= 1e-9 * y.inclusive_ns);
+    }
 
     // Every context has one call: rows in context order, the deepest last.
     let top = if depth <= 10_000 { usize::MAX } else { 5 };
     let text = d.text(top);
-    assert!(text.contains(&format!("calling contexts (top 5 of {depth})")) || top > 5);
+    let (calls_part, time_part) = text.split_once("\ntime ").unwrap();
+    let name = d.name(ct.contexts[0].method);
     if top > 5 {
-        let row = text.lines().rfind(|l| l.contains("(depth ")).unwrap();
+        let row = calls_part.lines().rfind(|l| l.contains("(depth ")).unwrap();
         assert!(
             row.ends_with(&format!(
-                "frames… > {0} > {0} > {0} (depth {depth})",
-                d.name(ct.contexts[0].method)
+                "frames… > {name} > {name} > {name} (depth {depth})"
             )),
             "{row}"
+        );
+    } else {
+        assert!(calls_part.contains(&format!("calling contexts (top 5 of {depth})")));
+        assert!(time_part.contains(&format!("time by calling context (top 5 of {depth})")));
+    }
+    // The time rows: the outermost context has the most inclusive time; a deep one is elided.
+    let time_rows: Vec<&str> = time_part
+        .lines()
+        .filter(|l| l.contains("(depth "))
+        .collect();
+    assert_eq!(time_rows.len(), depth.min(top as u32) as usize);
+    assert!(
+        time_rows[0].ends_with(&format!("  {name} (depth 1)")),
+        "{}",
+        time_rows[0]
+    );
+    if top > 5 {
+        assert!(
+            time_rows
+                .iter()
+                .any(|r| r.contains(&format!("frames… > {name} > {name} > {name} (depth "))),
+            "deep time rows are elided"
         );
     }
     assert!(text.lines().all(|l| l.len() < 400), "bounded rows");
@@ -118,6 +173,32 @@ fn deep_recursion(depth: u32) -> u64 {
         folded.len()
     );
 
+    // Weighted by time: the same bounds; the widths are the self times, which add up to
+    // the outermost call's inclusive time.
+    let folded = d.folded_by(Weight::Time);
+    let mut total_ns = 0u64;
+    for line in folded.lines() {
+        let (stack, ns) = line.rsplit_once(' ').unwrap();
+        total_ns += ns.parse::<u64>().unwrap();
+        assert!(stack.split(';').count() <= 1 + 65);
+    }
+    assert!(folded.contains(ELIDED_FRAME), "deep time stacks are elided");
+    assert!(
+        folded.len() < 100_000,
+        "time-weighted folded output of {} bytes",
+        folded.len()
+    );
+    let outermost = t.contexts.iter().find(|c| c.parent == 0).unwrap();
+    let rounding = depth as f64;
+    assert!(
+        (total_ns as f64 - outermost.inclusive_ns).abs()
+            <= rounding + 1e-6 * outermost.inclusive_ns,
+        "{total_ns} ns drawn, {} ns inclusive",
+        outermost.inclusive_ns
+    );
+    let svg = d.svg_by(Weight::Time);
+    assert!(svg.contains("ns") && svg.len() < 2_000_000);
+
     let svg = d.svg();
     // inferno groups digits by thousands.
     let grouped = format!("{},{:03} calls", depth / 1000, depth % 1000);
@@ -134,18 +215,33 @@ fn deep_recursion(depth: u32) -> u64 {
     assert!(callgrind.len() < 10_000);
     let peak = peak_rss();
     eprintln!("peak {} MB after every format", peak >> 20);
-    peak.saturating_sub(base)
+    Deep {
+        peak: peak.saturating_sub(base),
+        json: json.len(),
+    }
 }
 
-/// A 10,000-deep recursion: copying each context's stack made 50 million stack entries
-/// (200 MB) at `finish()`.
+/// A 10,000-deep recursion: copying each context's stack (the call tree's, then the time
+/// analysis') made 50 million stack entries (200 MB) at `finish()`.
 #[test]
 fn deep_recursion_stays_small() {
-    let peak = deep_recursion(10_000);
+    let peak = deep_recursion(10_000).peak;
     assert!(
         peak < 100 << 20,
         "finish() and the reports took {} MB",
         peak >> 20
+    );
+}
+
+/// Twice as deep, twice the report: the JSON grows with the number of contexts, not with the
+/// sum of their depths (which quadruples).
+#[test]
+fn report_grows_linearly_with_depth() {
+    let (one, two) = (deep_recursion(1_000).json, deep_recursion(2_000).json);
+    let ratio = two as f64 / one as f64;
+    assert!(
+        ratio < 2.5,
+        "JSON of {one} bytes at depth 1,000, {two} at 2,000 (×{ratio:.2})"
     );
 }
 
@@ -154,7 +250,7 @@ fn deep_recursion_stays_small() {
 #[ignore = "heavy: 100,000-deep recursion"]
 fn deeper_recursion_stays_small() {
     let start = std::time::Instant::now();
-    let peak = deep_recursion(100_000);
+    let peak = deep_recursion(100_000).peak;
     eprintln!(
         "100,000-deep recursion: finish() and the reports took {} MB, {:.2} s",
         peak >> 20,
@@ -314,24 +410,32 @@ fn names_with_separators_are_escaped() {
     assert!(svg.contains("&lt;T as Display&gt;::fmt"));
 }
 
-/// Files written before contexts were nodes list whole stacks: they read into nodes.
-#[test]
-fn reports_with_whole_stacks_still_read() {
-    let old = r#"{"schema":"cabprof-report/1",
+/// The start of a report file written before contexts were nodes (and before
+/// `rate_effective` and `events_in_flight`): the session, the counters and methods `main` (1),
+/// `work` (2) and `leaf` (3). The analyses' fields follow.
+const OLD_REPORT_START: &str = r#"{"schema":"cabprof-report/1",
       "session":{"mode":"exhaustive","sampling_rate":1.0,"rate_used":1.0,"buffer_bytes":0,
                  "chunk_bytes":0,"elapsed_s":0.5},
       "totals":{"thread":"(all)","threads":1,"events":18,"analyzed":18,"producer_blocks":0,
                 "blocked_s":0.0,"dropped":0,"chunks_lapped":0,"events_lapped":0,"rate":1.0},
       "threads":[],"analyzer_failures":[],"unmerged_threads":0,
       "methods":[{"id":2,"name":"work","module":"app","file":"a.rs","line":2},
-                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1}],
+                 {"id":1,"name":"main","module":"app","file":"a.rs","line":1},
+                 {"id":3,"name":"leaf","module":"app","file":"a.rs","line":3}],
+      "paths":null,"cache":null,"reuse_distance":null,"#;
+
+/// Files written before contexts were nodes list whole stacks: they read into nodes.
+#[test]
+fn reports_with_whole_stacks_still_read() {
+    let old = format!(
+        r#"{OLD_REPORT_START}
       "method_count":null,"call_graph":null,
-      "call_tree":{"approximate":false,"patterns":[],
-                   "contexts":[{"stack":[1,2,2],"count":5,"estimated":null},
-                               {"stack":[1],"count":1,"estimated":null},
-                               {"stack":[1,2],"count":3,"estimated":null}]},
-      "paths":null,"cache":null,"reuse_distance":null}"#;
-    let d = ReportData::from_json(old).unwrap();
+      "call_tree":{{"approximate":false,"patterns":[],
+                   "contexts":[{{"stack":[1,2,2],"count":5,"estimated":null}},
+                               {{"stack":[1],"count":1,"estimated":null}},
+                               {{"stack":[1,2],"count":3,"estimated":null}}]}}}}"#
+    );
+    let d = ReportData::from_json(&old).unwrap();
     let ct = d.call_tree.as_ref().unwrap();
     let mut stacks = ct.stacks();
     stacks.sort();
@@ -346,4 +450,59 @@ fn reports_with_whole_stacks_still_read() {
     // A node whose parent is not an earlier context is refused.
     let bad = d.json().replace("\"parent\": 0", "\"parent\": 7");
     assert!(ReportData::from_json(&bad).is_err());
+}
+
+/// Files written before time contexts were nodes list whole stacks: they read into nodes (a
+/// prefix no entry lists gets zeros), and render as before.
+#[test]
+fn time_reports_with_whole_stacks_still_read() {
+    let old = format!(
+        r#"{OLD_REPORT_START}
+      "method_count":null,"call_graph":null,"call_tree":null,
+      "time":{{"clock":"rdtsc","ticks_per_ns":1.0,"calibration":"test","sample_period":1,
+              "approximate":false,"functions":[],"edges":[],
+              "contexts":[
+                {{"stack":[1],"calls":1,"timed":1,"inclusive_ns":100.0,"exclusive_ns":40.0}},
+                {{"stack":[1,2],"calls":3,"timed":3,"inclusive_ns":60.0,"exclusive_ns":50.0}},
+                {{"stack":[1,2,2,3],"calls":2,"timed":2,"inclusive_ns":10.0,"exclusive_ns":10.0}}]}}}}"#
+    );
+    let d = ReportData::from_json(&old).unwrap();
+    let t = d.time.as_ref().unwrap();
+    let parents = t.parent_indices();
+    let mut nodes: Vec<(Vec<u32>, u64, u64, f64, f64)> = (0..t.contexts.len())
+        .map(|i| {
+            let c = &t.contexts[i];
+            (
+                cabprof::report::context_stack(&t.contexts, &parents, i),
+                c.calls,
+                c.timed,
+                c.inclusive_ns,
+                c.exclusive_ns,
+            )
+        })
+        .collect();
+    nodes.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        nodes,
+        vec![
+            (vec![1], 1, 1, 100.0, 40.0),
+            (vec![1, 2], 3, 3, 60.0, 50.0),
+            (vec![1, 2, 2], 0, 0, 0.0, 0.0),
+            (vec![1, 2, 2, 3], 2, 2, 10.0, 10.0),
+        ]
+    );
+    assert_eq!(
+        d.folded_by(Weight::Time),
+        "root;main 40\nroot;main;work 50\nroot;main;work;work;leaf 10\n"
+    );
+    assert!(d.text(10).contains("main > work > work > leaf (depth 4)"));
+    // Written again, it is nodes; a node whose parent is not an earlier context is refused.
+    let again = d.json();
+    assert!(!again.contains("\"stack\""));
+    assert_eq!(ReportData::from_json(&again).unwrap(), d);
+    let bad = again.replace("\"parent\": 0", "\"parent\": 9");
+    assert!(ReportData::from_json(&bad).is_err());
+    // An old entry without its numbers is not a report.
+    let missing = old.replace("\"calls\":3,", "");
+    assert!(ReportData::from_json(&missing).is_err());
 }

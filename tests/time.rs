@@ -121,7 +121,7 @@ fn check_exact(data: &ReportData, outer_ns: f64, inner_ns: f64, calls: u32) {
     let ctx = t
         .contexts
         .iter()
-        .find(|c| c.stack == [o.method])
+        .find(|c| c.parent == 0 && c.method == o.method)
         .expect("context outer");
     assert_eq!(ctx.inclusive_ns, o.inclusive_ns);
     assert!((ctx.exclusive_ns - o.exclusive_ns).abs() < 1e-6 * o.exclusive_ns);

@@ -271,6 +271,22 @@ impl Default for TimeProfile {
     }
 }
 
+/// One calling context as a node ([`TimeProfile::context_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimeContext {
+    /// Its index in the profile's context tree (never 0, the root's).
+    pub node: u32,
+    /// The index of its calling context (0: the root), which comes earlier in the list.
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: MethodId,
+    /// Calls made in exactly this context, timed calls and their inclusive ticks.
+    pub time: Timed,
+    /// Estimated self ticks: the inclusive estimate minus those of the contexts directly
+    /// below (never negative).
+    pub exclusive: f64,
+}
+
 /// A function's estimated times, in ticks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FunctionEstimate {
@@ -389,7 +405,9 @@ impl TimeProfile {
         v
     }
 
-    /// Every calling context (root excluded) with its time, sorted by path.
+    /// Every calling context (root excluded) with its time, sorted by path. Each path is
+    /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
+    /// use [`context_nodes`](Self::context_nodes) for reports.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, Timed)> {
         let mut out: Vec<_> = (1..self.tree.nodes.len())
             .filter(|&i| self.tree.nodes[i].parent != NONE)
@@ -464,24 +482,31 @@ fn estimate_with(f: &FunctionTime, callees: f64) -> FunctionEstimate {
 }
 
 impl TimeProfile {
-    /// The estimated self ticks of each context: its inclusive estimate minus its children's.
-    /// Same order as [`contexts`](Self::contexts).
-    pub fn context_exclusive(&self) -> Vec<(Vec<MethodId>, f64)> {
+    /// Every calling context (root excluded) as a node linked to its parent, with its time
+    /// and its estimated self ticks, parents before their children. Unlike
+    /// [`contexts`](Self::contexts), this is linear in the number of contexts.
+    pub fn context_nodes(&self) -> Vec<TimeContext> {
         let nodes = &self.tree.nodes;
+        let attached = self.tree.attached();
+        // Each node's inclusive estimate minus its children's, in one pass.
         let mut own: Vec<f64> = (0..nodes.len())
             .map(|i| self.timed_at(i).estimate())
             .collect();
         for (i, n) in nodes.iter().enumerate().skip(1) {
-            if n.parent != NONE {
+            if attached[i] {
                 own[n.parent as usize] -= self.timed_at(i).estimate();
             }
         }
-        let mut out: Vec<_> = (1..nodes.len())
-            .filter(|&i| nodes[i].parent != NONE)
-            .map(|i| (self.tree.path_between(ROOT_NODE, i as u32), own[i].max(0.0)))
-            .collect();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        out
+        (1..nodes.len())
+            .filter(|&i| attached[i])
+            .map(|i| TimeContext {
+                node: i as u32,
+                parent: nodes[i].parent,
+                method: nodes[i].method,
+                time: self.timed_at(i),
+                exclusive: own[i].max(0.0),
+            })
+            .collect()
     }
 
     /// The context node for a call of `method` under `parent`, made if new; under an unknown
@@ -982,6 +1007,42 @@ mod tests {
             assert_eq!(p.estimate(b).inclusive, 20.0);
             assert!(!p.is_approximate());
         }
+    }
+
+    /// The nodes say what the whole paths say, parents first, with each context's self ticks.
+    #[test]
+    fn context_nodes_match_the_paths() {
+        let mut p = TimeProfile::new();
+        p.consume(&unit(&tree_units(), 1));
+        let nodes = p.context_nodes();
+        let mut path_of: HashMap<u32, Vec<MethodId>> = HashMap::new();
+        let mut from_nodes = Vec::new();
+        for n in &nodes {
+            let mut path = if n.parent == 0 {
+                Vec::new()
+            } else {
+                path_of.get(&n.parent).expect("parent listed first").clone()
+            };
+            path.push(n.method);
+            path_of.insert(n.node, path.clone());
+            from_nodes.push((path, n.time, n.exclusive));
+        }
+        from_nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        let paths: Vec<_> = from_nodes.iter().map(|(s, t, _)| (s.clone(), *t)).collect();
+        assert_eq!(paths, p.contexts());
+        let own: Vec<(Vec<u32>, f64)> = from_nodes
+            .iter()
+            .map(|(s, _, e)| (s.iter().map(|m| m.get()).collect(), *e))
+            .collect();
+        assert_eq!(
+            own,
+            vec![
+                (vec![1], 100.0 - 30.0 - 10.0),
+                (vec![1, 2], 30.0 - 10.0),
+                (vec![1, 2, 3], 10.0),
+                (vec![1, 3], 10.0),
+            ]
+        );
     }
 
     #[test]

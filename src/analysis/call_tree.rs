@@ -1,6 +1,7 @@
 //! `call-tree`: the CAB paper's depth-two call-tree profile ([`cabprof_analyses::CallTreeProfile`])
 //! and the full calling-context tree ([`cabprof_analyses::CallingContextTree`]), fed in one pass.
 
+use super::contexts::{depth_first, stack_rows};
 use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
 use cabprof_analyses::{CallTreeProfile, CallingContextTree, MethodId};
@@ -107,66 +108,13 @@ impl AnalysisDescriptor for Descriptor {
             "\ncalling contexts{approx} ({}):",
             top_of(top, ct.contexts.len())
         );
-        // The most frequent contexts. A row shows at most five frames of its stack: the
-        // outermost two (through each context's ancestor at depth 2, found for all in one
-        // pass) and the innermost three; so the text costs the rows shown, whatever the depth.
-        let parents = ct.parent_indices();
-        let depth = CallTreeData::depths(&parents);
-        let mut second = vec![0usize; parents.len()];
-        for i in 0..parents.len() {
-            second[i] = match parents[i] {
-                Some(p) if depth[i] > 2 => second[p],
-                _ => i,
-            };
-        }
+        // The most frequent contexts, each row bounded whatever the depth.
         let mut order: Vec<usize> = (0..ct.contexts.len()).collect();
         order.sort_by_key(|&i| (std::cmp::Reverse(ct.contexts[i].count), i));
         order.truncate(top);
-        let names = data.method_names();
-        let method = |i: usize| names.name(ct.contexts[i].method);
-        let walk = |from: usize, steps: usize| {
-            let mut frames = Vec::new();
-            let mut n = Some(from);
-            for _ in 0..steps {
-                let Some(j) = n else { break };
-                frames.push(method(j));
-                n = parents[j];
-            }
-            frames.reverse();
-            frames
-        };
-        let rows: Vec<String> = order
-            .iter()
-            .map(|&i| {
-                if depth[i] > 6 {
-                    let mut frames = walk(second[i], 2);
-                    frames.push(format!("…{} frames…", depth[i] - 5));
-                    frames.extend(walk(i, 3));
-                    frames.join(" > ")
-                } else {
-                    walk(i, depth[i]).join(" > ")
-                }
-            })
-            .collect();
-        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for r in &rows {
-            *seen.entry(r).or_default() += 1;
-        }
+        let rows = stack_rows(&ct.contexts, &order, &data.method_names());
         for (&i, row) in order.iter().zip(&rows) {
-            // Two deep contexts can look alike once their middles are elided: those rows name
-            // their context's id (its whole stack is in the JSON report), so that no two rows
-            // read the same.
-            let id = if seen[row.as_str()] > 1 {
-                format!(", context #{}", ct.contexts[i].id)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                o,
-                "  {:>14}  {row} (depth {}{id})",
-                data.shown(ct.contexts[i].count),
-                depth[i]
-            );
+            let _ = writeln!(o, "  {:>14}  {row}", data.shown(ct.contexts[i].count));
         }
     }
 }
@@ -176,34 +124,16 @@ impl AnalysisDescriptor for Descriptor {
 /// on the order events arrived in. Linear in the number of contexts (plus sorting siblings).
 fn context_nodes(tree: &CallingContextTree) -> Vec<ContextEntry> {
     let nodes = tree.nodes();
-    // Node index of the tree → position in `nodes`; children lists by position.
-    let at: std::collections::HashMap<u32, usize> =
-        nodes.iter().enumerate().map(|(i, n)| (n.0, i)).collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut roots = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        match at.get(&n.1) {
-            Some(&p) => children[p].push(i),
-            None => roots.push(i),
-        }
-    }
-    let key = |&i: &usize| (std::cmp::Reverse(nodes[i].3), nodes[i].2.get());
-    roots.sort_by_key(key);
-    children.iter_mut().for_each(|c| c.sort_by_key(key));
-    let mut out = Vec::with_capacity(nodes.len());
-    // (position in `nodes`, id of its parent in the report)
-    let mut todo: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
-    while let Some((i, parent)) = todo.pop() {
-        let id = out.len() as u32 + 1;
-        out.push(ContextEntry {
-            id,
+    let links: Vec<(u32, u32)> = nodes.iter().map(|n| (n.0, n.1)).collect();
+    depth_first(&links, |i| (std::cmp::Reverse(nodes[i].3), nodes[i].2.get()))
+        .into_iter()
+        .enumerate()
+        .map(|(k, (i, parent))| ContextEntry {
+            id: k as u32 + 1,
             parent,
             method: nodes[i].2.get(),
             count: nodes[i].3,
             estimated: None,
-        });
-        todo.extend(children[i].iter().rev().map(|&c| (c, id)));
-    }
-    out
+        })
+        .collect()
 }
-

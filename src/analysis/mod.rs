@@ -32,6 +32,7 @@
 //! its `consume` calls each present analysis once per chunk; no trait object, per event or
 //! per chunk.
 
+mod contexts;
 mod plan;
 
 pub use plan::AnalysisPlan;

@@ -6,7 +6,8 @@
 //! rate is calibrated against the monotonic clock over the session itself: a reading of both
 //! when it starts ([`begin_timing`]) and another when the report is made.
 
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::contexts::{depth_first, stack_rows};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, ReportData, TimeData};
 use cabprof_analyses::TimeProfile;
 use cabprof_cab::clock::{self, Calibration, Pair};
@@ -122,27 +123,30 @@ impl AnalysisDescriptor for Descriptor {
                 .total_cmp(&a.inclusive_ns)
                 .then((a.caller, a.callee).cmp(&(b.caller, b.callee)))
         });
-        let mut contexts: Vec<ContextTimeEntry> = t
-            .contexts()
-            .into_iter()
-            .zip(t.context_exclusive())
-            .map(|((stack, c), (_, own))| ContextTimeEntry {
-                stack: stack.iter().map(|m| m.get()).collect(),
-                calls: c.calls,
-                timed: c.timed,
-                inclusive_ns: ns(c.estimate()),
-                exclusive_ns: ns(own),
-            })
-            .collect();
-        contexts.sort_by(|a, b| {
-            b.inclusive_ns
-                .total_cmp(&a.inclusive_ns)
-                .then(a.stack.cmp(&b.stack))
-        });
+        // Nodes linked to their parents, the most called child first: linear in the number
+        // of contexts, whatever their depth.
+        let nodes = t.context_nodes();
+        let links: Vec<(u32, u32)> = nodes.iter().map(|n| (n.node, n.parent)).collect();
+        let contexts: Vec<ContextTimeEntry> = depth_first(&links, |i| {
+            (std::cmp::Reverse(nodes[i].time.calls), nodes[i].method.get())
+        })
+        .into_iter()
+        .enumerate()
+        .map(|(k, (i, parent))| {
+            let c = &nodes[i];
+            ContextTimeEntry {
+                id: k as u32 + 1,
+                parent,
+                method: c.method.get(),
+                calls: c.time.calls,
+                timed: c.time.timed,
+                inclusive_ns: ns(c.time.estimate()),
+                exclusive_ns: ns(c.exclusive),
+            }
+        })
+        .collect();
         methods.extend(functions.iter().map(|f| f.method));
-        for c in &contexts {
-            methods.extend(c.stack.iter().copied());
-        }
+        methods.extend(contexts.iter().map(|c| c.method));
         let sample_period = crate::__private::time_period().max(1);
         data.time = Some(TimeData {
             clock: clock::SOURCE.into(),
@@ -175,10 +179,10 @@ impl AnalysisDescriptor for Descriptor {
         };
         let _ = writeln!(
             o,
-            "\ntime ({how}; {:.4} ticks/ns, {}; async fns count time polled, not suspended) (top {top} of {}):",
+            "\ntime ({how}; {:.4} ticks/ns, {}; async fns count time polled, not suspended) ({}):",
             t.ticks_per_ns,
             t.calibration,
-            t.functions.len()
+            top_of(top, t.functions.len())
         );
         let _ = writeln!(
             o,
@@ -207,23 +211,25 @@ impl AnalysisDescriptor for Descriptor {
         }
         let _ = writeln!(
             o,
-            "\ntime by calling context (top {top} of {}):",
-            t.contexts.len()
+            "\ntime by calling context ({}):",
+            top_of(top, t.contexts.len())
         );
-        for c in t.contexts.iter().take(top) {
-            let mut stack: Vec<String> = c.stack.iter().map(|&m| data.name(m)).collect();
-            // Deep recursion: keep the outermost two and innermost three frames.
-            if stack.len() > 6 {
-                let hidden = stack.len() - 5;
-                stack.splice(2..stack.len() - 3, [format!("…{hidden} frames…")]);
-            }
+        // The most inclusive time first, each row bounded whatever the depth.
+        let mut order: Vec<usize> = (0..t.contexts.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&t.contexts[a], &t.contexts[b]);
+            y.inclusive_ns.total_cmp(&x.inclusive_ns).then(a.cmp(&b))
+        });
+        order.truncate(top);
+        let rows = stack_rows(&t.contexts, &order, &data.method_names());
+        for (&i, row) in order.iter().zip(&rows) {
+            let c = &t.contexts[i];
             let _ = writeln!(
                 o,
-                "  {:>12} {:>14} incl {:>14} self  {}",
+                "  {:>12} {:>14} incl {:>14} self  {row}",
                 c.calls,
                 dur(c.inclusive_ns),
                 dur(c.exclusive_ns),
-                stack.join(" > ")
             );
         }
     }

@@ -93,11 +93,11 @@ impl ReportData {
                 e.inclusive_ns = 0.0;
             }
             t.edges.sort_by_key(|e| (e.caller, e.callee));
+            // Listed by calls, not by time: the same order and ids in both runs.
             for c in &mut t.contexts {
                 c.inclusive_ns = 0.0;
                 c.exclusive_ns = 0.0;
             }
-            t.contexts.sort_by(|a, b| a.stack.cmp(&b.stack));
         }
         d.session = SessionInfo::default();
         d.totals = Counters::default();

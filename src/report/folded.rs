@@ -49,11 +49,7 @@ impl ReportData {
         match weight {
             Weight::Calls => self.flame_stacks(),
             Weight::Time => match &self.time {
-                Some(t) => FlameStacks::from_stacks(
-                    t.contexts
-                        .iter()
-                        .map(|c| (&c.stack[..], c.exclusive_ns.round() as u64)),
-                ),
+                Some(t) => FlameStacks::from_nodes(&t.contexts, |c| c.exclusive_ns.round() as u64),
                 None => FlameStacks::default(),
             },
             Weight::AllocBytes => match &self.allocations {

@@ -55,8 +55,12 @@
 //!                              "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
 //!             "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
 //!                          "inclusive_ns": f64 } ],
-//!             "contexts": [ { "stack": [u32], "calls": u64, "timed": u64,
-//!                             "inclusive_ns": f64, "exclusive_ns": f64 } ] } | null
+//!             "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
+//!                             "timed": u64, "inclusive_ns": f64, "exclusive_ns": f64 } ] }
+//!           | null                   // contexts: nodes as in call_tree, each after its
+//!                                    // parent; older files list { "stack": [u32], "calls",
+//!                                    // "timed", "inclusive_ns", "exclusive_ns" }: read
+//!                                    // into nodes
 //! }
 //! AllocCounts = { "allocs": u64, "bytes": u64, "reallocs": u64, "frees": u64,
 //!                 "freed_bytes": u64 }
@@ -77,8 +81,8 @@
 //!
 //! # Deep stacks
 //!
-//! A calling context is a node linked to its parent, so a report grows with the number of
-//! contexts, never with the sum of their depths: a 100,000-deep recursion is 100,000 small
+//! A calling context (of the call tree and of the time analysis) is a node linked to its
+//! parent, so a report grows with the number of contexts, never with the sum of their depths: a 100,000-deep recursion is 100,000 small
 //! entries. Renderings stay bounded too. The text report shows a deep context's outermost two
 //! and innermost three frames around a count of the hidden ones (rows that then read alike
 //! name their context id). Flame graphs (folded stacks, SVG) and pprof keep a stack of up to
@@ -121,6 +125,7 @@ mod pprof;
 mod svg;
 mod text;
 
+pub use crate::model::{context_depths, context_stack, parent_indices, ContextNode};
 pub use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
     ContextEntry, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame, FunctionAllocEntry,

@@ -1,0 +1,102 @@
+//! What the analyses whose results are calling contexts (the call tree, time) share: the
+//! order their nodes are listed in, and the rows the text report shows for them. Both cost the
+//! number of contexts (and of rows shown), never the sum of their depths.
+
+use crate::model::{context_depths, parent_indices, ContextNode, MethodNames};
+
+/// The report order of a tree's nodes, given as `(node, parent)` indices of the analysis'
+/// tree (the root is 0 and is not listed; a parent that is not listed counts as the root): a
+/// depth-first walk, the children of a node ordered by `key` (of their positions in `nodes`).
+/// Returns, in report order, each node's position in `nodes` and its parent's report id (0: the
+/// root), the report id of the `k`-th entry being `k + 1`. So the ids do not depend on the
+/// order the analysis made its nodes in. Linear in the number of nodes (plus sorting siblings).
+pub(crate) fn depth_first<K: Ord>(
+    nodes: &[(u32, u32)],
+    key: impl Fn(usize) -> K,
+) -> Vec<(usize, u32)> {
+    // Node index of the tree → position in `nodes`; children lists by position.
+    let at: std::collections::HashMap<u32, usize> =
+        nodes.iter().enumerate().map(|(i, n)| (n.0, i)).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match at.get(&n.1) {
+            Some(&p) => children[p].push(i),
+            None => roots.push(i),
+        }
+    }
+    roots.sort_by_key(|&i| key(i));
+    children.iter_mut().for_each(|c| c.sort_by_key(|&i| key(i)));
+    let mut out = Vec::with_capacity(nodes.len());
+    // (position in `nodes`, id of its parent in the report)
+    let mut todo: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
+    while let Some((i, parent)) = todo.pop() {
+        out.push((i, parent));
+        let id = out.len() as u32;
+        todo.extend(children[i].iter().rev().map(|&c| (c, id)));
+    }
+    out
+}
+
+/// One text row per context of `order` (indices into `nodes`): its stack as `a > b > c`, at
+/// most five frames of it (a deeper stack keeps its outermost two and innermost three around
+/// a count of the hidden frames), then ` (depth N)`, with `, context #ID` added where two rows
+/// would otherwise read the same. Costs the number of nodes plus the rows shown, whatever the
+/// depth.
+pub(crate) fn stack_rows<N: ContextNode>(
+    nodes: &[N],
+    order: &[usize],
+    names: &MethodNames<'_>,
+) -> Vec<String> {
+    let parents = parent_indices(nodes);
+    let depth = context_depths(&parents);
+    // Each context's ancestor at depth 2, found for all in one pass.
+    let mut second = vec![0usize; parents.len()];
+    for i in 0..parents.len() {
+        second[i] = match parents[i] {
+            Some(p) if depth[i] > 2 => second[p],
+            _ => i,
+        };
+    }
+    let walk = |from: usize, steps: usize| {
+        let mut frames = Vec::new();
+        let mut n = Some(from);
+        for _ in 0..steps {
+            let Some(j) = n else { break };
+            frames.push(names.name(nodes[j].method()));
+            n = parents[j];
+        }
+        frames.reverse();
+        frames
+    };
+    let stacks: Vec<String> = order
+        .iter()
+        .map(|&i| {
+            if depth[i] > 6 {
+                let mut frames = walk(second[i], 2);
+                frames.push(format!("…{} frames…", depth[i] - 5));
+                frames.extend(walk(i, 3));
+                frames.join(" > ")
+            } else {
+                walk(i, depth[i]).join(" > ")
+            }
+        })
+        .collect();
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for r in &stacks {
+        *seen.entry(r).or_default() += 1;
+    }
+    order
+        .iter()
+        .zip(&stacks)
+        .map(|(&i, stack)| {
+            // Two deep contexts can look alike once their middles are elided: those rows
+            // name their context's id (its whole stack is in the JSON report).
+            if seen[stack.as_str()] > 1 {
+                format!("{stack} (depth {}, context #{})", depth[i], nodes[i].id())
+            } else {
+                format!("{stack} (depth {})", depth[i])
+            }
+        })
+        .collect()
+}
