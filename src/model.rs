@@ -228,35 +228,20 @@ pub struct FlameStacks {
 }
 
 impl FlameStacks {
-    /// Flame-graph stacks from whole stacks (outermost first) and weights, elided and merged
-    /// as [`ReportData::flame_stacks`] does; for analyses whose contexts carry their stacks.
-    pub fn from_stacks<'a>(stacks: impl IntoIterator<Item = (&'a [u32], u64)>) -> FlameStacks {
-        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
-            std::collections::HashMap::new();
-        for (stack, weight) in stacks {
-            if weight == 0 {
-                continue;
-            }
-            let frames: Vec<Frame> = if stack.len() <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
-                stack.iter().map(|&m| Frame::Method(m)).collect()
-            } else {
-                let inner = &stack[stack.len() - FLAME_INNER_FRAMES..];
-                stack[..FLAME_OUTER_FRAMES]
-                    .iter()
-                    .map(|&m| Frame::Method(m))
-                    .chain([Frame::Elided])
-                    .chain(inner.iter().map(|&m| Frame::Method(m)))
-                    .collect()
-            };
-            *merged.entry(frames).or_default() += weight as u128;
-        }
-        FlameStacks::from_merged(merged)
-    }
-
     /// Flame-graph stacks from context nodes (each after its parent) and a weight per node,
     /// elided and merged as [`ReportData::flame_stacks`] describes: linear in the number of
     /// nodes, whatever their depth.
     pub fn from_nodes<N: ContextNode>(nodes: &[N], weight: impl Fn(&N) -> u64) -> FlameStacks {
+        FlameStacks::from_nodes_and_root(nodes, 0, weight)
+    }
+
+    /// [`from_nodes`](Self::from_nodes), plus the root's own weight `root` (drawn as a stack
+    /// of no frames) for analyses that count something outside every context.
+    pub fn from_nodes_and_root<N: ContextNode>(
+        nodes: &[N],
+        root: u64,
+        weight: impl Fn(&N) -> u64,
+    ) -> FlameStacks {
         let parents = parent_indices(nodes);
         let depth = context_depths(&parents);
         // The ancestor at depth FLAME_OUTER_FRAMES of each deeper node: where its kept outer
@@ -270,6 +255,9 @@ impl FlameStacks {
         }
         let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
             std::collections::HashMap::new();
+        if root > 0 {
+            merged.insert(Vec::new(), root as u128);
+        }
         let walk = |from: usize, steps: usize, out: &mut Vec<Frame>| {
             let mut n = Some(from);
             for _ in 0..steps {
@@ -314,9 +302,9 @@ impl FlameStacks {
     }
 }
 
-/// A calling context as a node linked to its parent: what the call tree's and the time
-/// analysis' contexts share, so that one set of walks (stacks, depths, flame graphs, text rows)
-/// serves both.
+/// A calling context as a node linked to its parent: what the call tree's, the time
+/// analysis' and the allocation analysis' contexts share, so that one set of walks (stacks,
+/// depths, flame graphs, text rows) serves them all.
 pub trait ContextNode {
     /// The context's id (never 0).
     fn id(&self) -> u32;
@@ -343,7 +331,7 @@ macro_rules! context_node {
     )*};
 }
 
-context_node!(ContextEntry, ContextTimeEntry);
+context_node!(ContextEntry, ContextTimeEntry, AllocContextEntry);
 
 /// For each node, the index in `nodes` of its parent (`None`: the root). A parent that is not
 /// an earlier entry counts as the root, so walking parents always ends.
@@ -683,9 +671,9 @@ pub struct ReuseData {
 /// Files written before contexts were nodes list each context's whole `stack`: turn those
 /// entries into nodes (`id`, `parent`, `method` and the entry's `fields`), making the prefixes
 /// no entry lists with `fields`' values, each parent before its children. A stack listed twice
-/// has its numbers added. `fields` names every field of a node besides those three with its
-/// value for an unlisted prefix; a numeric one must be in every entry. Entries that are nodes
-/// already are left alone.
+/// has its numbers added ([`added`]). `fields` names every field of a node besides those three
+/// with its value for an unlisted prefix; one whose value is not null must be in every entry.
+/// Entries that are nodes already are left alone.
 fn contexts_from_stacks(
     contexts: &mut Vec<Value>,
     fields: &[(&str, Value)],
@@ -695,16 +683,6 @@ fn contexts_from_stacks(
         return Ok(());
     }
     let bad = || ReportError::NotAReport(NotAReport::BadFields);
-    let number = |v: &Value| match v {
-        Value::Number(Number::U64(n)) => Some(*n),
-        _ => None,
-    };
-    let float = |v: &Value| match v {
-        Value::Number(Number::U64(n)) => Some(*n as f64),
-        Value::Number(Number::I64(n)) => Some(*n as f64),
-        Value::Number(Number::F64(n)) => Some(*n),
-        _ => None,
-    };
     // (parent id, method) → id; each node's fields; ids are positions + 1.
     let mut ids: std::collections::HashMap<(u64, u64), u64> = std::collections::HashMap::new();
     let mut nodes: Vec<miniserde::json::Object> = Vec::new();
@@ -741,18 +719,13 @@ fn contexts_from_stacks(
         let node = &mut nodes[parent as usize - 1];
         for (f, unlisted) in fields {
             let Some(v) = o.get(*f) else {
-                if matches!(unlisted, Value::Number(_)) {
+                if !matches!(unlisted, Value::Null) {
                     return Err(bad());
                 }
                 continue;
             };
             let was = node.get(*f).cloned().unwrap_or(Value::Null);
-            let sum = match (number(&was), number(v), float(&was), float(v)) {
-                (Some(a), Some(b), _, _) => Value::Number(Number::U64(a.saturating_add(b))),
-                (_, _, Some(a), Some(b)) => Value::Number(Number::F64(a + b)),
-                _ => v.clone(),
-            };
-            node.insert((*f).into(), sum);
+            node.insert((*f).into(), added(&was, v));
         }
     }
     if nodes.len() > u32::MAX as usize {
@@ -760,6 +733,41 @@ fn contexts_from_stacks(
     }
     *contexts = nodes.into_iter().map(Value::Object).collect();
     Ok(())
+}
+
+/// A JSON number's value as a `u64`, if it is one.
+fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(Number::U64(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+/// The sum of two fields of a stack listed twice ([`contexts_from_stacks`]): integers add
+/// (saturating), other numbers add as floats, objects add field by field; anything else is
+/// the later value.
+fn added(was: &Value, v: &Value) -> Value {
+    let float = |v: &Value| match v {
+        Value::Number(Number::U64(n)) => Some(*n as f64),
+        Value::Number(Number::I64(n)) => Some(*n as f64),
+        Value::Number(Number::F64(n)) => Some(*n),
+        _ => None,
+    };
+    match (was, v) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut sum = a.clone();
+            for (k, x) in b.iter() {
+                let y = a.get(k).map_or_else(|| x.clone(), |y| added(y, x));
+                sum.insert(k.clone(), y);
+            }
+            Value::Object(sum)
+        }
+        _ => match (number(was), number(v), float(was), float(v)) {
+            (Some(a), Some(b), _, _) => Value::Number(Number::U64(a.saturating_add(b))),
+            (_, _, Some(a), Some(b)) => Value::Number(Number::F64(a + b)),
+            _ => v.clone(),
+        },
+    }
 }
 
 /// Method id → entry, built once ([`ReportData::method_names`]).
@@ -810,11 +818,18 @@ pub struct FunctionAllocEntry {
     pub inclusive: AllocCountsEntry,
 }
 
-/// One calling context's own allocations.
+/// One calling context's own allocations: a node of the calling-context tree, linked to its
+/// parent like a [`ContextEntry`]. The root's own allocations (outside every instrumented
+/// function) are the `self` counts of method 0 in [`AllocationsData::functions`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocContextEntry {
-    /// Method ids from the outermost frame to the innermost (empty: the root).
-    pub stack: Vec<u32>,
+    /// The context's id, unique among the allocation contexts and never 0 (the root).
+    pub id: u32,
+    /// The id of the calling context (0: the root); it comes before this entry in
+    /// [`AllocationsData::contexts`].
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: u32,
     /// Calls that entered this context.
     pub calls: u64,
     /// Allocations made while this was the context.
@@ -842,8 +857,26 @@ pub struct AllocationsData {
     pub runtime: AllocCountsEntry,
     /// Per function, most bytes (inclusive) first.
     pub functions: Vec<FunctionAllocEntry>,
-    /// Per calling context with allocations of its own, most bytes first.
+    /// The calling contexts with allocations in their subtree, each after its parent (a
+    /// depth-first walk, the child whose subtree allocated the most bytes first).
     pub contexts: Vec<AllocContextEntry>,
+}
+
+impl AllocationsData {
+    /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
+    /// root); see [`parent_indices`].
+    pub fn parent_indices(&self) -> Vec<Option<usize>> {
+        parent_indices(&self.contexts)
+    }
+
+    /// The root context's own counts: what was allocated outside every instrumented function
+    /// (the `self` counts of method 0 in [`functions`](Self::functions)).
+    pub fn root(&self) -> AllocCountsEntry {
+        self.functions
+            .iter()
+            .find(|f| f.method == 0)
+            .map_or_else(Default::default, |f| f.self_)
+    }
 }
 
 /// Why a saved report could not be read.
@@ -962,6 +995,12 @@ impl ReportData {
             }
         }
         let zero = || Value::Number(Number::U64(0));
+        let no_allocs = Value::Object(
+            ["allocs", "bytes", "reallocs", "frees", "freed_bytes"]
+                .into_iter()
+                .map(|f| (f.to_owned(), zero()))
+                .collect(),
+        );
         for (analysis, fields) in [
             (
                 "call_tree",
@@ -973,9 +1012,21 @@ impl ReportData {
                     .map(|f| (f, zero()))
                     .to_vec(),
             ),
+            (
+                "allocations",
+                vec![("calls", zero()), ("counts", no_allocs)],
+            ),
         ] {
             if let Some(Value::Object(a)) = top.get_mut(analysis) {
                 if let Some(Value::Array(contexts)) = a.get_mut("contexts") {
+                    if analysis == "allocations" {
+                        // The root's own counts were listed as an empty stack; they are also
+                        // method 0's self counts in `functions`, where they are read now.
+                        contexts.retain(|c| {
+                            !matches!(c, Value::Object(o)
+                                if matches!(o.get("stack"), Some(Value::Array(s)) if s.is_empty()))
+                        });
+                    }
                     contexts_from_stacks(contexts, &fields)?;
                 }
             }
@@ -990,7 +1041,11 @@ impl ReportData {
             .call_tree
             .as_ref()
             .is_none_or(|ct| well_linked(&ct.contexts))
-            && data.time.as_ref().is_none_or(|t| well_linked(&t.contexts));
+            && data.time.as_ref().is_none_or(|t| well_linked(&t.contexts))
+            && data
+                .allocations
+                .as_ref()
+                .is_none_or(|a| well_linked(&a.contexts));
         if !linked {
             return Err(ReportError::NotAReport(NotAReport::BadFields));
         }

@@ -5,7 +5,7 @@
 //! event is an allocation makes its ring without recursing or deadlocking.
 
 use cabprof::alloc::{global_counts, Tracked};
-use cabprof::report::{AllocCountsEntry, AllocationsData, ReportData};
+use cabprof::report::{context_stack, AllocCountsEntry, AllocationsData, ReportData};
 use cabprof::{profile, Analysis, RunMode, Session};
 use std::sync::{mpsc, Arc, Barrier};
 use std::sync::{Mutex, MutexGuard};
@@ -89,20 +89,21 @@ fn allocations(data: &ReportData) -> &AllocationsData {
     data.allocations.as_ref().expect("allocations ran")
 }
 
-/// The counts of the context named `names` (outermost first).
+/// The counts of the context named `names` (outermost first; none: the root's own).
 fn context(data: &ReportData, names: &[&str]) -> AllocCountsEntry {
-    allocations(data)
-        .contexts
-        .iter()
-        .find(|c| {
-            c.stack.len() == names.len()
-                && c.stack
-                    .iter()
-                    .zip(names)
-                    .all(|(&m, n)| short(data, m) == *n)
+    let a = allocations(data);
+    if names.is_empty() {
+        return a.root();
+    }
+    let parents = a.parent_indices();
+    (0..a.contexts.len())
+        .find(|&i| {
+            let stack = context_stack(&a.contexts, &parents, i);
+            stack.len() == names.len()
+                && stack.iter().zip(names).all(|(&m, n)| short(data, m) == *n)
         })
-        .unwrap_or_else(|| panic!("no context {names:?} in {:#?}", allocations(data).contexts))
-        .counts
+        .map(|i| a.contexts[i].counts)
+        .unwrap_or_else(|| panic!("no context {names:?} in {:#?}", a.contexts))
 }
 
 fn function(data: &ReportData, name: &str) -> (AllocCountsEntry, AllocCountsEntry) {

@@ -1,25 +1,30 @@
 //! Reports that stay bounded and readable on inputs at the edges: a 100,000-deep recursion
-//! with the call-tree and time analyses (contexts are nodes, not copied stacks; deep
-//! flame-graph stacks are elided), counts of
+//! that allocates at every level, with the call-tree, time and allocation analyses (contexts
+//! are nodes, not copied stacks; deep flame-graph stacks are elided), counts of
 //! `u64::MAX` read from a file (sums do not wrap), and method names holding the folded
 //! format's separators (escaped).
 
 use cabprof::report::{
-    context_depths, folded_frame, CacheData, CallTreeData, LevelEntry, MethodCountEntry,
-    MethodEntry, Weight, ELIDED_FRAME,
+    context_depths, folded_frame, AllocCountsEntry, CacheData, CallTreeData, LevelEntry,
+    MethodCountEntry, MethodEntry, Weight, ELIDED_FRAME,
 };
 use cabprof::{profile, Analysis, ReportData, Session};
 use std::sync::Mutex;
 
+#[global_allocator]
+static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
+
 /// One session at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// `n` levels deep, each holding one 4-byte heap block across the call below.
 #[profile]
 fn recurse(n: u32) -> u64 {
-    if n <= 1 {
+    let level = std::hint::black_box(Box::new(n));
+    if *level <= 1 {
         1
     } else {
-        1 + recurse(n - 1)
+        1 + recurse(*level - 1)
     }
 }
 
@@ -50,7 +55,7 @@ struct Deep {
     json: usize,
 }
 
-/// Profile a `depth`-deep recursion (call tree, call graph and time) on a thread with a stack
+/// Profile a `depth`-deep recursion (call tree, call graph, time, allocations) on a thread with a stack
 /// big enough for it, render every format, and check what they say; returns the JSON's size
 /// and how far the peak RSS rose above the resident set right after the recursion returned
 /// (whose deep stack, in a debug build, is itself tens of megabytes): the memory of
@@ -59,7 +64,12 @@ fn deep_recursion(depth: u32) -> Deep {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let run = move || {
         let session = Session::builder()
-            .analyses(&[Analysis::CallTree, Analysis::CallGraph, Analysis::Time])
+            .analyses(&[
+                Analysis::CallTree,
+                Analysis::CallGraph,
+                Analysis::Time,
+                Analysis::Allocations,
+            ])
             .pin(false)
             .start()
             .unwrap();
@@ -98,14 +108,41 @@ fn deep_recursion(depth: u32) -> Deep {
     );
     assert!(t.contexts.iter().all(|c| c.calls == 1 && c.timed == 1));
 
+    // One allocation context per depth, each with its one block made and freed.
+    let a = d.allocations.as_ref().unwrap();
+    let block = AllocCountsEntry {
+        allocs: 1,
+        bytes: 4,
+        reallocs: 0,
+        frees: 1,
+        freed_bytes: 4,
+    };
+    assert_eq!(
+        a.contexts.len(),
+        depth as usize,
+        "one allocation context per depth"
+    );
+    assert!(a.contexts.iter().all(|c| c.calls == 1 && c.counts == block));
+    assert_eq!(
+        context_depths(&a.parent_indices()).iter().max(),
+        Some(&(depth as usize))
+    );
+    let f = a.functions.iter().find(|f| f.method != 0).unwrap();
+    assert_eq!(
+        (f.self_.allocs, f.inclusive.allocs),
+        (depth as u64, depth as u64),
+        "the recursion's blocks count once inclusively"
+    );
+
     let json = d.json();
     assert!(
-        json.len() < 500 * depth as usize,
+        json.len() < 800 * depth as usize,
         "JSON of {} bytes",
         json.len()
     );
     let back = ReportData::from_json(&json).unwrap();
     assert_eq!(back.call_tree, d.call_tree, "the JSON reads back");
+    assert_eq!(back.allocations, d.allocations);
     let bt = back.time.as_ref().unwrap();
     assert_eq!(bt.contexts.len(), t.contexts.len());
     for (x, y) in bt.contexts.iter().zip(&t.contexts) {
@@ -121,6 +158,7 @@ fn deep_recursion(depth: u32) -> Deep {
     let top = if depth <= 10_000 { usize::MAX } else { 5 };
     let text = d.text(top);
     let (calls_part, time_part) = text.split_once("\ntime ").unwrap();
+    let (time_part, alloc_part) = time_part.split_once("\nallocations").unwrap();
     let name = d.name(ct.contexts[0].method);
     if top > 5 {
         let row = calls_part.lines().rfind(|l| l.contains("(depth ")).unwrap();
@@ -151,6 +189,23 @@ fn deep_recursion(depth: u32) -> Deep {
                 .iter()
                 .any(|r| r.contains(&format!("frames… > {name} > {name} > {name} (depth "))),
             "deep time rows are elided"
+        );
+    }
+    // The allocation rows: one per context (every one allocated the same) and the root's
+    // (the test harness's threads may allocate meanwhile), bounded.
+    let alloc_rows: Vec<&str> = alloc_part
+        .lines()
+        .filter(|l| l.contains("(depth "))
+        .collect();
+    let root_row = alloc_part.lines().any(|l| l.ends_with("  root")) as usize;
+    let rows = depth as usize + (a.root() != AllocCountsEntry::default()) as usize;
+    assert_eq!(alloc_rows.len() + root_row, rows.min(top));
+    if top > 5 {
+        assert!(
+            alloc_rows.iter().any(|r| r.contains(&format!(
+                "frames… > {name} > {name} > {name} (depth {depth})"
+            ))),
+            "deep allocation rows are elided"
         );
     }
     assert!(text.lines().all(|l| l.len() < 400), "bounded rows");
@@ -198,6 +253,28 @@ fn deep_recursion(depth: u32) -> Deep {
     );
     let svg = d.svg_by(Weight::Time);
     assert!(svg.contains("ns") && svg.len() < 2_000_000);
+
+    // Weighted by bytes allocated: the same bounds; the widths add up to every block's
+    // bytes and what the root (the test harness's other threads) allocated meanwhile.
+    let folded = d.folded_by(Weight::AllocBytes);
+    let mut total_bytes = 0u64;
+    for line in folded.lines() {
+        let (stack, bytes) = line.rsplit_once(' ').unwrap();
+        total_bytes += bytes.parse::<u64>().unwrap();
+        assert!(stack.split(';').count() <= 1 + 65);
+    }
+    assert!(
+        folded.contains(ELIDED_FRAME),
+        "deep allocation stacks are elided"
+    );
+    assert_eq!(total_bytes, 4 * depth as u64 + a.root().bytes);
+    assert!(
+        folded.len() < 100_000,
+        "bytes-weighted folded output of {} bytes",
+        folded.len()
+    );
+    let svg = d.svg_by(Weight::AllocBytes);
+    assert!(svg.contains("bytes") && svg.len() < 2_000_000);
 
     let svg = d.svg();
     // inferno groups digits by thousands.
@@ -504,5 +581,69 @@ fn time_reports_with_whole_stacks_still_read() {
     assert!(ReportData::from_json(&bad).is_err());
     // An old entry without its numbers is not a report.
     let missing = old.replace("\"calls\":3,", "");
+    assert!(ReportData::from_json(&missing).is_err());
+}
+
+/// Files written before allocation contexts were nodes list whole stacks, the root's own
+/// counts as an empty one: they read into nodes (a prefix no entry lists gets zeros; the
+/// root's counts are method 0's self counts), and render as before.
+#[test]
+fn allocation_reports_with_whole_stacks_still_read() {
+    let counts = |allocs: u64, bytes: u64| {
+        format!(r#"{{"allocs":{allocs},"bytes":{bytes},"reallocs":0,"frees":0,"freed_bytes":0}}"#)
+    };
+    let (c0, c1, c2, c3) = (counts(1, 8), counts(1, 100), counts(2, 48), counts(3, 156));
+    let old = format!(
+        r#"{OLD_REPORT_START}
+      "method_count":null,"call_graph":null,"call_tree":null,
+      "allocations":{{"approximate":false,"tracked":true,"totals":{c3},"live_bytes":0,
+        "peak_bytes":156,"runtime":{c0},
+        "functions":[{{"method":0,"self":{c0},"inclusive":{c3}}},
+                     {{"method":1,"self":{c1},"inclusive":{c3}}},
+                     {{"method":3,"self":{c2},"inclusive":{c2}}}],
+        "contexts":[{{"stack":[1],"calls":1,"counts":{c1}}},
+                    {{"stack":[1,2,3],"calls":2,"counts":{c2}}},
+                    {{"stack":[],"calls":0,"counts":{c0}}}]}}}}"#
+    );
+    let d = ReportData::from_json(&old).unwrap();
+    let a = d.allocations.as_ref().unwrap();
+    let parents = a.parent_indices();
+    let mut nodes: Vec<(Vec<u32>, u64, u64, u64)> = (0..a.contexts.len())
+        .map(|i| {
+            let c = &a.contexts[i];
+            (
+                cabprof::report::context_stack(&a.contexts, &parents, i),
+                c.calls,
+                c.counts.allocs,
+                c.counts.bytes,
+            )
+        })
+        .collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        vec![
+            (vec![1], 1, 1, 100),
+            (vec![1, 2], 0, 0, 0),
+            (vec![1, 2, 3], 2, 2, 48)
+        ]
+    );
+    assert_eq!((a.root().allocs, a.root().bytes), (1, 8));
+    assert_eq!(
+        d.folded_by(Weight::AllocBytes),
+        "root 8\nroot;main 100\nroot;main;work;leaf 48\n"
+    );
+    let text = d.text(10);
+    assert!(text.contains("main > work > leaf (depth 3)"), "{text}");
+    assert!(text.contains("by calling context (top 10 of 3)"), "{text}");
+    // Written again, it is nodes; a node whose parent is not an earlier context is refused.
+    let again = d.json();
+    assert!(!again.contains("\"stack\""));
+    assert_eq!(ReportData::from_json(&again).unwrap(), d);
+    let bad = again.replace("\"parent\": 0", "\"parent\": 9");
+    assert!(ReportData::from_json(&bad).is_err());
+    // An old entry without its counts is not a report.
+    let missing = old.replace(&format!(r#""calls":2,"counts":{c2}"#), r#""calls":2"#);
+    assert_ne!(missing, old);
     assert!(ReportData::from_json(&missing).is_err());
 }

@@ -95,6 +95,21 @@ pub struct ContextAllocs {
     pub counts: AllocCounts,
 }
 
+/// One calling context as a node ([`Allocations::context_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocContext {
+    /// Its index in the context tree (never 0, the root's).
+    pub node: u32,
+    /// The index of its calling context (0: the root), which comes earlier in the list.
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: MethodId,
+    /// Calls that entered this context.
+    pub calls: u64,
+    /// Allocations made while this was the context.
+    pub counts: AllocCounts,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Node {
     parent: u32,
@@ -185,7 +200,32 @@ impl Allocations {
         Some(self.nodes[n as usize].counts)
     }
 
-    /// Every context with allocation activity of its own, sorted by stack.
+    /// The root context's own counts: what was allocated outside every instrumented function.
+    pub fn root(&self) -> AllocCounts {
+        self.nodes[ROOT as usize].counts
+    }
+
+    /// Every calling context (root excluded) as a node linked to its parent, in the tree's
+    /// order: the `k`-th entry is node `k + 1`, and parents come before their children.
+    /// Unlike [`contexts`](Self::contexts), this is linear in the number of contexts.
+    pub fn context_nodes(&self) -> Vec<AllocContext> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, n)| AllocContext {
+                node: i as u32,
+                parent: n.parent,
+                method: n.method,
+                calls: n.calls,
+                counts: n.counts,
+            })
+            .collect()
+    }
+
+    /// Every context with allocation activity of its own, sorted by stack. Each stack is
+    /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
+    /// use [`context_nodes`](Self::context_nodes) for reports.
     pub fn contexts(&self) -> Vec<ContextAllocs> {
         let mut out: Vec<ContextAllocs> = (0..self.nodes.len())
             .filter(|&i| !self.nodes[i].counts.is_empty())
@@ -200,7 +240,9 @@ impl Allocations {
     }
 
     /// Self and inclusive counts of every function with any (the root, method 0, holds what
-    /// was allocated outside instrumented functions), sorted by method id.
+    /// was allocated outside instrumented functions), sorted by method id. Linear in the
+    /// number of contexts: a function's inclusive counts are the subtree totals of its
+    /// outermost contexts (those with no caller of the same function above them).
     pub fn by_function(&self) -> Vec<FunctionAllocs> {
         fn slot(map: &mut HashMap<MethodId, FunctionAllocs>, m: MethodId) -> &mut FunctionAllocs {
             map.entry(m).or_insert(FunctionAllocs {
@@ -209,26 +251,49 @@ impl Allocations {
                 inclusive: AllocCounts::default(),
             })
         }
+        let nodes = &self.nodes;
+        // Each node's subtree totals: children come after their parents.
+        let mut subtree: Vec<AllocCounts> = nodes.iter().map(|n| n.counts).collect();
+        for i in (1..nodes.len()).rev() {
+            let below = subtree[i];
+            subtree[nodes[i].parent as usize].add(&below);
+        }
+        // Children lists (by index), for a depth-first walk that knows which functions are
+        // open above each node.
+        let mut first_child = vec![u32::MAX; nodes.len()];
+        let mut next_sibling = vec![u32::MAX; nodes.len()];
+        for i in (1..nodes.len()).rev() {
+            let p = nodes[i].parent as usize;
+            next_sibling[i] = first_child[p];
+            first_child[p] = i as u32;
+        }
         let mut map: HashMap<MethodId, FunctionAllocs> = HashMap::new();
-        let mut seen: Vec<MethodId> = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            if node.counts.is_empty() {
+        let mut open: HashMap<MethodId, u32> = HashMap::new();
+        // (node, entered): a node is visited on the way down and again on the way up.
+        let mut todo: Vec<(u32, bool)> = vec![(ROOT, false)];
+        while let Some((n, entered)) = todo.pop() {
+            let node = &nodes[n as usize];
+            if entered {
+                if let Some(c) = open.get_mut(&node.method) {
+                    *c -= 1;
+                }
                 continue;
             }
-            slot(&mut map, node.method).self_.add(&node.counts);
-            // Each function on the path once, however often it recurs.
-            seen.clear();
-            let mut n = i as u32;
-            loop {
-                let m = self.nodes[n as usize].method;
-                if !seen.contains(&m) {
-                    seen.push(m);
-                    slot(&mut map, m).inclusive.add(&node.counts);
-                }
-                if n == ROOT {
-                    break;
-                }
-                n = self.nodes[n as usize].parent;
+            if !node.counts.is_empty() {
+                slot(&mut map, node.method).self_.add(&node.counts);
+            }
+            let above = open.entry(node.method).or_insert(0);
+            if *above == 0 && !subtree[n as usize].is_empty() {
+                slot(&mut map, node.method)
+                    .inclusive
+                    .add(&subtree[n as usize]);
+            }
+            *above += 1;
+            todo.push((n, true));
+            let mut c = first_child[n as usize];
+            while c != u32::MAX {
+                todo.push((c, false));
+                c = next_sibling[c as usize];
             }
         }
         let mut out: Vec<FunctionAllocs> = map.into_values().collect();

@@ -119,3 +119,58 @@ fn polls_charge_the_future_context_and_a_lost_call_marks_the_result_approximate(
     assert!(b.is_approximate());
     assert_eq!(b.context(&[outer, leaf]).unwrap().bytes, 5);
 }
+
+/// Mutual recursion a → b → a → b allocating 1, 2, 4 and 8 bytes: each allocation counts once
+/// in each function's inclusive counts, however often the function recurs above it; the
+/// context nodes are the contexts' stacks, linked.
+#[test]
+fn mutual_recursion_counts_once_and_nodes_link_the_contexts() {
+    let (fa, fb) = (m(1), m(2));
+    let mut a = Allocations::new();
+    a.consume(&words(&[
+        Event::call(MethodId::ROOT, fa),
+        Event::alloc(1),
+        Event::call(fa, fb),
+        Event::alloc(2),
+        Event::call(fb, fa),
+        Event::alloc(4),
+        Event::call(fa, fb),
+        Event::alloc(8),
+        Event::ret(fb),
+        Event::ret(fa),
+        Event::ret(fb),
+        Event::ret(fa),
+    ]));
+    let f = a.by_function();
+    let get = |id: u32| *f.iter().find(|f| f.method.get() == id).unwrap();
+    assert_eq!(get(1).self_.bytes, 5);
+    assert_eq!(get(1).inclusive.bytes, 15);
+    assert_eq!(get(2).self_.bytes, 10);
+    assert_eq!(get(2).inclusive.bytes, 14);
+    // The root: nothing of its own, everything inclusive.
+    assert!(get(0).self_.is_empty());
+    assert_eq!(get(0).inclusive, a.totals());
+    assert!(a.root().is_empty());
+
+    let nodes = a.context_nodes();
+    let mut stacks: Vec<(Vec<MethodId>, AllocCounts)> = Vec::new();
+    for (k, n) in nodes.iter().enumerate() {
+        assert_eq!(n.node as usize, k + 1);
+        let mut stack = if n.parent == 0 {
+            Vec::new()
+        } else {
+            assert!(n.parent < n.node, "parents come first");
+            stacks[n.parent as usize - 1].0.clone()
+        };
+        stack.push(n.method);
+        assert_eq!(n.calls, 1);
+        stacks.push((stack, n.counts));
+    }
+    let copied: Vec<_> = a
+        .contexts()
+        .into_iter()
+        .map(|c| (c.stack, c.counts))
+        .collect();
+    stacks.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(stacks, copied);
+}

@@ -3,6 +3,7 @@
 //! allocator; live and peak bytes and the runtime's own allocations come from the wrapper's
 //! process-wide counters.
 
+use super::contexts::{depth_first, stack_rows};
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, ReportData,
@@ -52,24 +53,43 @@ impl AnalysisDescriptor for Descriptor {
                 .cmp(&(x.inclusive.bytes, x.self_.bytes))
                 .then(x.method.cmp(&y.method))
         });
-        let mut contexts: Vec<_> = a
-            .contexts()
+        // Nodes linked to their parents: the contexts with allocations in their subtree, the
+        // child whose subtree allocated the most bytes first. Linear in the number of
+        // contexts, whatever their depth.
+        let nodes = a.context_nodes();
+        let mut active: Vec<bool> = nodes.iter().map(|c| !c.counts.is_empty()).collect();
+        let mut subtree: Vec<u64> = nodes.iter().map(|c| c.counts.bytes).collect();
+        // The `k`-th node is node `k + 1`, after its parent.
+        for i in (0..nodes.len()).rev() {
+            if let Some(p) = (nodes[i].parent as usize).checked_sub(1) {
+                active[p] |= active[i];
+                subtree[p] = subtree[p].saturating_add(subtree[i]);
+            }
+        }
+        let kept: Vec<usize> = (0..nodes.len()).filter(|&i| active[i]).collect();
+        let links: Vec<(u32, u32)> = kept
             .iter()
-            .map(|c| AllocContextEntry {
-                stack: c.stack.iter().map(|m| m.get()).collect(),
+            .map(|&i| (nodes[i].node, nodes[i].parent))
+            .collect();
+        let contexts: Vec<AllocContextEntry> = depth_first(&links, |k| {
+            let i = kept[k];
+            (std::cmp::Reverse(subtree[i]), nodes[i].method.get())
+        })
+        .into_iter()
+        .enumerate()
+        .map(|(k, (j, parent))| {
+            let c = &nodes[kept[j]];
+            AllocContextEntry {
+                id: k as u32 + 1,
+                parent,
+                method: c.method.get(),
                 calls: c.calls,
                 counts: entry(&c.counts),
-            })
-            .collect();
-        contexts.sort_by(|x, y| {
-            y.counts
-                .bytes
-                .cmp(&x.counts.bytes)
-                .then(y.counts.allocs.cmp(&x.counts.allocs))
-                .then(x.stack.cmp(&y.stack))
-        });
+            }
+        })
+        .collect();
         methods.extend(functions.iter().map(|f| f.method));
-        methods.extend(contexts.iter().flat_map(|c| c.stack.iter().copied()));
+        methods.extend(contexts.iter().map(|c| c.method));
         data.allocations = Some(AllocationsData {
             approximate: a.is_approximate(),
             tracked: g.runtime_allocs > 0 || !a.totals().is_empty(),
@@ -147,21 +167,43 @@ impl AnalysisDescriptor for Descriptor {
                 }
             );
         }
+        // The contexts with allocations of their own and the root, most bytes first, each
+        // row bounded whatever the depth.
+        let none = AllocCountsEntry::default();
+        let mut order: Vec<Option<usize>> = (0..a.contexts.len())
+            .filter(|&i| a.contexts[i].counts != none)
+            .map(Some)
+            .collect();
+        let root = a.root();
+        if root != none {
+            order.push(None);
+        }
+        let counts = |c: &Option<usize>| c.map_or(&root, |i| &a.contexts[i].counts);
+        order.sort_by(|x, y| {
+            let (p, q) = (counts(x), counts(y));
+            (q.bytes, q.allocs)
+                .cmp(&(p.bytes, p.allocs))
+                .then(x.cmp(y))
+        });
         let _ = writeln!(
             o,
             "  by calling context (top {top} of {}):",
-            a.contexts.len()
+            order.len()
         );
-        for c in a.contexts.iter().take(top) {
-            let stack: Vec<String> = std::iter::once("root".to_string())
-                .chain(c.stack.iter().map(|&m| data.name(m)))
-                .collect();
+        order.truncate(top);
+        let shown: Vec<usize> = order.iter().flatten().copied().collect();
+        let mut rows = stack_rows(&a.contexts, &shown, &data.method_names()).into_iter();
+        for c in &order {
+            let row = match c {
+                Some(_) => rows.next().unwrap_or_default(),
+                None => "root".to_string(),
+            };
+            let n = counts(c);
             let _ = writeln!(
                 o,
-                "  {:>10} {:>10}  {}",
-                data.shown(c.counts.allocs),
-                bytes(c.counts.bytes),
-                stack.join(" > ")
+                "  {:>10} {:>10}  {row}",
+                data.shown(n.allocs),
+                bytes(n.bytes),
             );
         }
     }

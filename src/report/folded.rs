@@ -53,12 +53,9 @@ impl ReportData {
                 None => FlameStacks::default(),
             },
             Weight::AllocBytes => match &self.allocations {
-                Some(a) => FlameStacks::from_stacks(
-                    a.contexts
-                        .iter()
-                        .filter(|c| c.counts.bytes > 0)
-                        .map(|c| (&c.stack[..], c.counts.bytes)),
-                ),
+                Some(a) => FlameStacks::from_nodes_and_root(&a.contexts, a.root().bytes, |c| {
+                    c.counts.bytes
+                }),
                 None => FlameStacks::default(),
             },
         }

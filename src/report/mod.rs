@@ -45,8 +45,13 @@
 //!                    "live_bytes": i64, "peak_bytes": i64,  // since the session started
 //!                    "functions": [ { "method": u32, "self": AllocCounts,
 //!                                     "inclusive": AllocCounts } ],     // 0 = outside all
-//!                    "contexts": [ { "stack": [u32], "calls": u64, "counts": AllocCounts } ] }
-//!                  | null,               // absent in older files
+//!                    "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
+//!                                    "counts": AllocCounts } ] }
+//!                  | null,               // absent in older files; contexts: nodes as in
+//!                                        // call_tree, those with allocations below; the
+//!                                        // root's own counts are method 0's "self". Older
+//!                                        // files list { "stack": [u32], "calls", "counts" }
+//!                                        // (the root as []): read into nodes
 //!   "time": { "clock": str, "ticks_per_ns": f64, "calibration": str,   // absent in older files
 //!             "sample_period": u32,                  // one call in K timed (1: every call)
 //!             "approximate": bool,                   // sampled timing or sampled rings
