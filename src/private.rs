@@ -275,7 +275,9 @@ fn leave(callee: u32, caller: u32, start: u64) {
     if start == UNTIMED {
         ret(callee, caller);
     } else {
-        let ticks = clock::now().wrapping_sub(start);
+        // An exit reading below the entry one (reordered reads, or counters that disagree
+        // across cores) counts as 0, not as a wrapped 2^64 − 1.
+        let ticks = clock::now().checked_sub(start).unwrap_or(0);
         pop(caller);
         emit(Event::timed_return(method(callee), ticks));
     }

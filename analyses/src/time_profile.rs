@@ -684,7 +684,7 @@ impl TimeProfile {
     /// A timed frame closes with closing stamp `end` ([`NO_STAMP`] if none).
     fn close_timed(&mut self, f: Open, s: Stamp, end: u64) {
         match (s.start != NO_STAMP, end != NO_STAMP) {
-            (true, true) => self.record(f, s.polled + elapsed(s.start, end)),
+            (true, true) => self.record(f, s.polled.saturating_add(elapsed(s.start, end))),
             // A future dropped between polls: its last poll is an empty one, unstamped.
             (false, false) if s.polled > 0 => self.record(f, s.polled),
             _ => self.approximate = true,
@@ -695,19 +695,19 @@ impl TimeProfile {
         let outer = self.is_outer(f.node);
         let ft = self.function(f.method);
         ft.timed += 1;
-        ft.ticks_all += ticks;
+        ft.ticks_all = ft.ticks_all.saturating_add(ticks);
         // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
         if ft.histogram.record(ticks).is_err() {
             ft.histogram.saturating_record(ticks);
         }
         if outer {
             ft.outer_timed += 1;
-            ft.ticks_outer += ticks;
+            ft.ticks_outer = ft.ticks_outer.saturating_add(ticks);
         }
         if f.node < UNKNOWN_OUTER {
             let t = &mut self.node_time[f.node as usize];
             t.timed += 1;
-            t.ticks += ticks;
+            t.ticks = t.ticks.saturating_add(ticks);
         }
     }
 
@@ -780,7 +780,7 @@ impl TimeProfile {
         }
         let polled = stack.take_stamp(0).map(|s| {
             if s.start != NO_STAMP && end != NO_STAMP {
-                s.polled + elapsed(s.start, end)
+                s.polled.saturating_add(elapsed(s.start, end))
             } else {
                 s.polled
             }
@@ -810,8 +810,17 @@ fn method_id(m: u32) -> MethodId {
 }
 
 /// Ticks from `start` to `end`, counters taken modulo 2^60.
+///
+/// An end stamp below its start (two unserialised reads reordered, or a thread moved between
+/// cores whose counters disagree) would wrap to about 2^60: it counts as 0 instead, so one bad
+/// pair cannot swamp a function's total.
 fn elapsed(start: u64, end: u64) -> u64 {
-    end.wrapping_sub(start) & MAX_PAYLOAD
+    let d = end.wrapping_sub(start) & MAX_PAYLOAD;
+    if d > MAX_PAYLOAD / 2 {
+        0
+    } else {
+        d
+    }
 }
 
 impl EventAnalysis for TimeProfile {
@@ -1043,6 +1052,31 @@ mod tests {
                 (vec![1, 3], 10.0),
             ]
         );
+    }
+
+    /// Saturated durations (a `TimedReturn` of a huge or wrapped difference) and an end
+    /// stamp below its start neither panic nor wrap the sums.
+    #[test]
+    fn absurd_durations_saturate_and_backward_stamps_count_zero() {
+        let (f, g) = (m(1), m(2));
+        let mut ev = Vec::new();
+        for _ in 0..20 {
+            ev.push(Event::call(MethodId::ROOT, f));
+            ev.push(Event::timed_return(f, u64::MAX));
+        }
+        ev.extend([
+            Event::call(MethodId::ROOT, g),
+            Event::time(1_000),
+            Event::time(400),
+            Event::ret(g),
+        ]);
+        let mut p = TimeProfile::new();
+        p.consume(&words(&ev));
+        let fs = p.functions();
+        let ff = &fs.iter().find(|(id, _)| *id == f).unwrap().1;
+        assert_eq!(ff.ticks_all, u64::MAX);
+        let fg = &fs.iter().find(|(id, _)| *id == g).unwrap().1;
+        assert_eq!((fg.timed, fg.ticks_all), (1, 0));
     }
 
     #[test]
