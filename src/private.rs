@@ -277,7 +277,7 @@ fn leave(callee: u32, caller: u32, start: u64) {
     } else {
         // An exit reading below the entry one (reordered reads, or counters that disagree
         // across cores) counts as 0, not as a wrapped 2^64 − 1.
-        let ticks = clock::now().checked_sub(start).unwrap_or(0);
+        let ticks = clock::now().saturating_sub(start);
         pop(caller);
         emit(Event::timed_return(method(callee), ticks));
     }
