@@ -140,14 +140,26 @@ fn grow(bytes: i64) {
     }
 }
 
+/// Count the runtime's own allocator call apart: `made` a block of that many bytes, `freed`
+/// one of that many (a reallocation does both).
+#[cold]
+fn runtime_call(made: Option<usize>, freed: Option<usize>) {
+    let c = &COUNTERS;
+    if let Some(size) = made {
+        c.runtime_allocs.fetch_add(1, Ordering::Relaxed);
+        c.runtime_bytes.fetch_add(size as u64, Ordering::Relaxed);
+    }
+    if let Some(size) = freed {
+        c.runtime_frees.fetch_add(1, Ordering::Relaxed);
+        c.runtime_freed_bytes
+            .fetch_add(size as u64, Ordering::Relaxed);
+    }
+}
+
 #[inline]
 fn on_alloc(size: usize) {
     if in_runtime_work() {
-        COUNTERS.runtime_allocs.fetch_add(1, Ordering::Relaxed);
-        COUNTERS
-            .runtime_bytes
-            .fetch_add(size as u64, Ordering::Relaxed);
-        return;
+        return runtime_call(Some(size), None);
     }
     emit(Event::alloc(size));
     grow(size as i64);
@@ -156,11 +168,7 @@ fn on_alloc(size: usize) {
 #[inline]
 fn on_dealloc(size: usize) {
     if in_runtime_work() {
-        COUNTERS.runtime_frees.fetch_add(1, Ordering::Relaxed);
-        COUNTERS
-            .runtime_freed_bytes
-            .fetch_add(size as u64, Ordering::Relaxed);
-        return;
+        return runtime_call(None, Some(size));
     }
     emit(Event::dealloc(size));
     COUNTERS.live.fetch_sub(size as i64, Ordering::Relaxed);
@@ -169,15 +177,7 @@ fn on_dealloc(size: usize) {
 #[inline]
 fn on_realloc(old: usize, new: usize) {
     if in_runtime_work() {
-        COUNTERS.runtime_allocs.fetch_add(1, Ordering::Relaxed);
-        COUNTERS
-            .runtime_bytes
-            .fetch_add(new as u64, Ordering::Relaxed);
-        COUNTERS.runtime_frees.fetch_add(1, Ordering::Relaxed);
-        COUNTERS
-            .runtime_freed_bytes
-            .fetch_add(old as u64, Ordering::Relaxed);
-        return;
+        return runtime_call(Some(new), Some(old));
     }
     match Event::realloc(old, new) {
         Ok(e) => emit(e),

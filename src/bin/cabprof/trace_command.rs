@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use cabprof_cab::event::{decode, Event, EventKind};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::simulate::{FormatArg, EXIT_MALFORMED};
+use crate::simulate::{trace_outcome, FormatArg};
 use crate::units::parse_bytes;
 use crate::CliError;
 use cabprof::trace::{
-    is_same_file, BinaryWriter, Format, OutputFile, TraceError, TraceReader, FLAG_INSTRUCTIONS,
+    is_same_file, BinaryWriter, Format, OutputFile, TraceReader, FLAG_INSTRUCTIONS,
 };
 
 const EXAMPLES: &str = "\
@@ -281,18 +281,11 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
         reader.format(),
         stats.events
     );
-    match outcome {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(source @ TraceError::Io(_)) => Err(CliError::Trace {
-            input: name,
-            source,
-        }),
-        Err(e) => {
-            eprintln!("cabprof: error: {name}: {e}");
-            eprintln!("cabprof: {out_name} holds the accesses before that point");
-            Ok(ExitCode::from(EXIT_MALFORMED))
-        }
-    }
+    trace_outcome(
+        outcome,
+        name,
+        &format!("{out_name} holds the accesses before that point"),
+    )
 }
 
 fn generate(args: &GenerateArgs) -> Result<ExitCode, CliError> {

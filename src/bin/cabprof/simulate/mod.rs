@@ -333,6 +333,21 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             });
         }
     }
+    trace_outcome(
+        outcome,
+        name,
+        "the results above cover the trace up to that point",
+    )
+}
+
+/// How a command that read a trace to its end (or to a bad record) exits: an I/O failure is an
+/// error; a malformed record is reported with `kept` (what the output holds of the trace
+/// before it) and exits [`EXIT_MALFORMED`], the output before it kept.
+pub(crate) fn trace_outcome(
+    outcome: Result<(), TraceError>,
+    name: String,
+    kept: &str,
+) -> Result<ExitCode, CliError> {
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(source @ TraceError::Io(_)) => Err(CliError::Trace {
@@ -341,7 +356,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         }),
         Err(e) => {
             eprintln!("cabprof: error: {name}: {e}");
-            eprintln!("cabprof: the results above cover the trace up to that point");
+            eprintln!("cabprof: {kept}");
             Ok(ExitCode::from(EXIT_MALFORMED))
         }
     }
