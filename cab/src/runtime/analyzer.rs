@@ -175,15 +175,23 @@ pub(super) fn spawn<A: RingAnalysis>(
         snapshots_answered: 0,
         failed: false,
     };
+    // The thread's start-up (std's own, before this closure runs) may allocate; it must be
+    // marked as the runtime's before the session opens, or a tracking allocator would count
+    // those blocks as the program's. So wait for the mark.
+    let (marked_tx, marked_rx) = std::sync::mpsc::sync_channel::<()>(1);
     let handle = std::thread::Builder::new()
         .name(format!("cabprof-analyzer-{index}"))
         .spawn(move || {
             super::tls::mark_runtime_thread();
+            let _ = marked_tx.send(());
+            drop(marked_tx);
             if let Some(core) = pin_core {
                 super::affinity::pin_to(core);
             }
             analyzer.run()
         })?;
+    // An error means the thread ended before marking itself; `finish` reports that.
+    let _ = marked_rx.recv();
     let _ = shared.thread.set(handle.thread().clone());
     Ok((shared, handle))
 }
