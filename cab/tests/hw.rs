@@ -272,13 +272,26 @@ fn this_host_sysfs_describes_an_l1d() {
 
 #[test]
 fn this_host_probe_gives_plausible_values() {
-    // A machine shared with builds is noisy: plausible ranges only, never sysfs's exact answer.
-    let probed = probe_l1d(&mut HostMemory::with_effort(3, 1 << 15)).unwrap();
-    eprintln!("probe: {probed}");
+    // A machine shared with builds is noisy: plausible ranges only, never sysfs's exact answer,
+    // and up to five probes (a timing probe can be thrown off by a burst of load; a broken one
+    // is implausible every time).
     if let Some(l1d) = from_sysfs().ok().and_then(|c| find_l1d(&c)) {
         eprintln!("sysfs: {l1d}");
     }
-    assert!((32..=256).contains(&probed.line_bytes), "{probed}");
-    assert!((8 << 10..=1 << 20).contains(&probed.size_bytes), "{probed}");
-    assert!(probed.ways >= 1, "{probed}");
+    let plausible = |p: &cabprof_cab::hw::CacheGeometry| {
+        (32..=256).contains(&p.line_bytes)
+            && (8 << 10..=1 << 20).contains(&p.size_bytes)
+            && p.ways >= 1
+    };
+    let mut tries = Vec::new();
+    for _ in 0..5 {
+        let probed = probe_l1d(&mut HostMemory::with_effort(3, 1 << 15)).unwrap();
+        eprintln!("probe: {probed}");
+        let ok = plausible(&probed);
+        tries.push(probed);
+        if ok {
+            return;
+        }
+    }
+    panic!("five implausible probes: {tries:?}");
 }
