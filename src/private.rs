@@ -74,7 +74,7 @@
 
 use cabprof_cab::clock;
 use cabprof_cab::event::{Event, MethodId, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_TASK_ID};
-use cabprof_cab::runtime::{activity, emit, Activity};
+use cabprof_cab::runtime::{activity_of, emit, emit_with, session_key, Activity};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -92,11 +92,14 @@ thread_local! {
     static CURRENT: Cell<u32> = const { Cell::new(0) };
 }
 
-/// A method id from a raw value the registry handed out (always `<= MAX_METHOD_ID`; the mask
-/// lets the compiler drop the range check).
+/// A method id from a raw value the registry handed out (always `<= MAX_METHOD_ID`; told to
+/// the compiler, which then drops the range check and the masking).
 #[inline(always)]
 fn method(id: u32) -> MethodId {
-    match MethodId::new(id & MAX_METHOD_ID) {
+    // SAFETY: every id passed here is a `Site`'s (the registry hands out ids up to
+    // `MAX_METHOD_ID` and no others) or the shadow stack's, which holds only those and 0.
+    unsafe { std::hint::assert_unchecked(id <= MAX_METHOD_ID) };
+    match MethodId::new(id) {
         Ok(m) => m,
         Err(_) => MethodId::ROOT,
     }
@@ -117,19 +120,40 @@ fn pop(caller: u32) {
 /// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
 #[inline(always)]
 pub(crate) fn recording() -> bool {
-    match activity() {
-        Activity::Idle => false,
-        Activity::Recording => true,
-        Activity::Undecided => crate::process::decide(),
+    recording_key() != 0
+}
+
+/// [`recording`], as the running session's key (0: not recording), for [`emit_with`].
+#[inline(always)]
+fn recording_key() -> u64 {
+    let key = session_key();
+    match activity_of(key) {
+        Activity::Idle => 0,
+        Activity::Recording => key,
+        Activity::Undecided => decided_key(),
     }
 }
 
-/// Entry of `site`'s function while a session runs: push it and emit the `Call`.
+/// The first event of the process: decide, then the key of the session that runs (0: none).
+#[cold]
+#[inline(never)]
+fn decided_key() -> u64 {
+    if !crate::process::decide() {
+        return 0;
+    }
+    let key = session_key();
+    match activity_of(key) {
+        Activity::Recording => key,
+        _ => 0,
+    }
+}
+
+/// Entry of `site`'s function while the session `key` runs: push it and emit the `Call`.
 #[inline(always)]
-fn call(site: &'static Site) -> (u32, u32) {
+fn call(site: &'static Site, key: u64) -> (u32, u32) {
     let callee = site.id();
     let caller = push(callee);
-    emit(Event::call(method(caller), method(callee)));
+    emit_with(key, Event::call(method(caller), method(callee)));
     (callee, caller)
 }
 
@@ -241,14 +265,15 @@ const UNTIMED: u64 = u64::MAX;
 /// Enter the function of `site`: with no session, one load and one branch.
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
-    if !recording() {
+    let key = recording_key();
+    if key == 0 {
         return FrameGuard {
             callee: 0,
             caller: 0,
             start: UNTIMED,
         };
     }
-    let (callee, caller) = call(site);
+    let (callee, caller) = call(site, key);
     let start = if timed(callee) { clock::now() } else { UNTIMED };
     FrameGuard {
         callee,
@@ -310,7 +335,8 @@ pub struct PathGuard<const CALLS: bool> {
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
-    let (method, caller) = if recording() { call(site) } else { (0, 0) };
+    let key = recording_key();
+    let (method, caller) = if key != 0 { call(site, key) } else { (0, 0) };
     let start = if method != 0 && timed(method) {
         clock::now()
     } else {

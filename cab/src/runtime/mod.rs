@@ -102,8 +102,9 @@ pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
 pub use tls::{
-    active, activity, emit, flush_current_thread, in_runtime_work, process_session_requested,
-    runtime_work, settle_idle, Activity, RuntimeWork, PROCESS_VAR,
+    active, activity, activity_of, emit, emit_with, flush_current_thread, in_runtime_work,
+    process_session_requested, runtime_work, session_key, settle_idle, Activity, RuntimeWork,
+    PROCESS_VAR,
 };
 
 use crate::config::{ConfigError, WORD_BYTES};

@@ -237,6 +237,32 @@ pub enum Activity {
     Recording,
 }
 
+/// The running session's key (0: none; see [`activity`] for the other special value), for
+/// [`emit_with`]: instrumentation that emits right after checking for a session reads it once.
+#[inline(always)]
+pub fn session_key() -> u64 {
+    SESSION.load(Ordering::Relaxed)
+}
+
+/// [`Activity`] of a [`session_key`].
+#[inline(always)]
+pub fn activity_of(key: u64) -> Activity {
+    match key {
+        0 => Activity::Idle,
+        UNDECIDED => Activity::Undecided,
+        _ => Activity::Recording,
+    }
+}
+
+/// [`emit`] with the key read by [`session_key`], which found [`Activity::Recording`]: one
+/// load of the session's key fewer. (If the session ends in between, the event goes where
+/// one emitted just before its end would: to this thread's producer, which only this thread
+/// drops, or to the slow path.)
+#[inline(always)]
+pub fn emit_with(key: u64, event: Event) {
+    emit_to(key, event);
+}
+
 /// What instrumentation should do now.
 #[inline(always)]
 pub fn activity() -> Activity {
@@ -270,22 +296,43 @@ fn emit_to(key: u64, event: Event) {
         emit_slow(key, event);
         return;
     }
+    // The three common kinds by compares, the rest out of line: a `match` over every kind
+    // compiles to a jump table, eight instructions and an indirect jump per event.
+    let kind = key & KIND_MASK;
     // SAFETY: by `Fast`'s invariant, a key equal to the running session's means `ring` is this
     // thread's live producer, of the type the key's kind names (for `KIND_ERASED`, the type
     // `push` was made for); only this thread touches it, and nothing borrows it now (the slow
     // path's `LOCAL` borrow is not held while we are here).
     unsafe {
-        match key & KIND_MASK {
-            KIND_CAB => (*ring.cast::<Producer<false>>()).push(event),
-            KIND_CAB_SAMPLING => (*ring.cast::<Producer<true>>()).push(event),
-            KIND_WORD => (*ring.cast::<WordSink>()).push(event),
-            KIND_SEQUENTIAL => {
-                if !(*ring.cast::<Pending>()).push(event.word()) {
-                    // Full: the slow path analyzes what is pending, then this word.
-                    emit_slow(key, event);
-                }
+        if kind == KIND_CAB {
+            (*ring.cast::<Producer<false>>()).push(event);
+        } else if kind == KIND_CAB_SAMPLING {
+            (*ring.cast::<Producer<true>>()).push(event);
+        } else if kind == KIND_SEQUENTIAL {
+            if !(*ring.cast::<Pending>()).push(event.word()) {
+                // Full: the slow path analyzes what is pending, then this word.
+                emit_slow(key, event);
             }
-            _ => push(ring, event),
+        } else {
+            emit_rare(kind, ring, push, event);
+        }
+    }
+}
+
+/// `emit_to` for the kinds measured only in benches: instrument-only and the erased
+/// (FastForward, N-way) producers.
+///
+/// # Safety
+/// As in `emit_to`: `ring` is this thread's live producer of the type `kind` names (or the
+/// one `push` was made for), not borrowed elsewhere.
+#[inline(never)]
+unsafe fn emit_rare(kind: u64, ring: *mut (), push: unsafe fn(*mut (), Event), event: Event) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if kind == KIND_WORD {
+            (*ring.cast::<WordSink>()).push(event);
+        } else {
+            push(ring, event);
         }
     }
 }
