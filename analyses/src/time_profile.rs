@@ -143,13 +143,10 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
 #[derive(Clone, Copy, Debug)]
 struct Open {
     method: u32,
-    /// Its context node (in the tree, or below a detached root).
+    /// Its context node (in the tree, or below a detached root). Whether it is an outermost
+    /// activation is not stored: frames on a thread nest, so it is when closing it brings
+    /// its function's open count back to 0.
     node: u32,
-    /// No other activation of its function was open on the thread when this frame opened
-    /// (for a future: when its current poll began).
-    outer: bool,
-    /// The same, when its `Call` was seen (what its call counts as).
-    outer_call: bool,
     /// The callee this frame called last and that call's context node: a loop calling the
     /// same function finds its context here, without a walk of the tree.
     last: Callee,
@@ -183,6 +180,8 @@ struct Task {
     open: Open,
     /// This instance saw its first poll.
     placed: bool,
+    /// Its `Call` was an outermost activation (what the call counts as).
+    outer_call: bool,
     /// Polls of it this instance saw.
     polls: u32,
     /// How many polls it had in all, once its last poll was seen.
@@ -236,13 +235,23 @@ impl Active {
         self.0.resize(i + 1, 0);
     }
 
-    /// An activation of `m` closes (or leaves the thread: a future suspended).
+    /// An activation of `m` closes (or leaves the thread: a future suspended); returns
+    /// whether it was the outermost one (activations on a thread nest, so the last one open).
     #[inline]
-    fn leave(&mut self, m: u32) {
-        if let Some(c) = self.0.get_mut(m as usize) {
-            debug_assert!(*c > 0, "open count of method {m} went below 0");
-            *c = c.saturating_sub(1);
+    fn leave(&mut self, m: u32) -> bool {
+        match self.0.get_mut(m as usize) {
+            Some(c) => {
+                debug_assert!(*c > 0, "open count of method {m} went below 0");
+                *c = c.saturating_sub(1);
+                *c == 0
+            }
+            None => true,
         }
+    }
+
+    /// Whether the innermost open activation of `m` is its only one.
+    fn only(&self, m: u32) -> bool {
+        self.0.get(m as usize).is_some_and(|&c| c == 1)
     }
 }
 
@@ -599,7 +608,7 @@ impl TimeProfile {
         self.nested[i] += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_call(&mut self, caller: u32, callee: u32) {
         let st = &mut self.threads.current;
         let last = match st.stack.open.last() {
@@ -618,8 +627,6 @@ impl TimeProfile {
         st.stack.open.push(Open {
             method: callee,
             node,
-            outer,
-            outer_call: outer,
             last: Callee::default(),
         });
         st.just_opened = true;
@@ -689,28 +696,28 @@ impl TimeProfile {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_return(&mut self, callee: u32) {
-        if let Some((f, stamp, end)) = self.pop_frame(callee) {
-            let ticks = stamp.and_then(|s| self.closed_ticks(&f, s, end));
+        if let Some((f, outer, stamp, end)) = self.pop_frame(callee) {
+            let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
             if self.is_future_frame(&f) {
                 self.future_returned(f, ticks);
             } else if let Some((t, o)) = ticks {
-                self.record(f, t, o);
+                self.record(f, outer, t, o);
             }
         }
     }
 
     /// The `TimedReturn` of a call that took `ticks` (a start stamp for it, which this
     /// protocol does not send, is superseded by the duration).
-    #[inline]
+    #[inline(always)]
     fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        if let Some((f, _, _)) = self.pop_frame(callee) {
-            let outer = if f.outer { ticks } else { 0 };
+        if let Some((f, outer, _, _)) = self.pop_frame(callee) {
+            let o = if outer { ticks } else { 0 };
             if self.is_future_frame(&f) {
-                self.future_returned(f, Some((ticks, outer)));
+                self.future_returned(f, Some((ticks, o)));
             } else {
-                self.record(f, ticks, outer);
+                self.record(f, outer, ticks, o);
             }
         }
     }
@@ -731,11 +738,11 @@ impl TimeProfile {
         }
     }
 
-    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, its start stamp if
-    /// it has one, and the closing stamp pending ([`NO_STAMP`] if none); `None` if no open
-    /// frame matches.
-    #[inline]
-    fn pop_frame(&mut self, callee: u32) -> Option<(Open, Option<Stamp>, u64)> {
+    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, whether it was an
+    /// outermost activation, its start stamp if it has one, and the closing stamp pending
+    /// ([`NO_STAMP`] if none); `None` if no open frame matches.
+    #[inline(always)]
+    fn pop_frame(&mut self, callee: u32) -> Option<(Open, bool, Option<Stamp>, u64)> {
         let st = &mut self.threads.current;
         st.just_opened = false;
         let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
@@ -747,9 +754,9 @@ impl TimeProfile {
             _ => self.unwind_to(callee)?,
         };
         let st = &mut self.threads.current;
-        st.active.leave(f.method);
+        let outer = st.active.leave(f.method);
         let depth = st.stack.open.len();
-        Some((f, st.stack.take_stamp(depth), end))
+        Some((f, outer, st.stack.take_stamp(depth), end))
     }
 
     /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and
@@ -768,11 +775,11 @@ impl TimeProfile {
 
     /// A timed frame's (ticks, outermost ticks), closing with stamp `end` ([`NO_STAMP`] if
     /// none); `None` if its stamps were lost.
-    fn closed_ticks(&mut self, f: &Open, s: Stamp, end: u64) -> Option<(u64, u64)> {
+    fn closed_ticks(&mut self, outer: bool, s: Stamp, end: u64) -> Option<(u64, u64)> {
         match (s.start != NO_STAMP, end != NO_STAMP) {
             (true, true) => {
                 let t = elapsed(s.start, end);
-                let o = if f.outer { t } else { 0 };
+                let o = if outer { t } else { 0 };
                 Some((s.polled.saturating_add(t), s.polled_outer.saturating_add(o)))
             }
             // A future dropped between polls: its last poll is an empty one, unstamped.
@@ -784,8 +791,9 @@ impl TimeProfile {
         }
     }
 
-    /// One timed call of `f`: `ticks` inclusive, of which `outer` in outermost activations.
-    fn record(&mut self, f: Open, ticks: u64, outer: u64) {
+    /// One timed call of `f` (`outer_call`: an outermost activation when called): `ticks`
+    /// inclusive, of which `outer` in outermost activations.
+    fn record(&mut self, f: Open, outer_call: bool, ticks: u64, outer: u64) {
         let ft = self.function(f.method);
         ft.timed += 1;
         ft.ticks_all = ft.ticks_all.saturating_add(ticks);
@@ -793,7 +801,7 @@ impl TimeProfile {
         if ft.histogram.record(ticks).is_err() {
             ft.histogram.saturating_record(ticks);
         }
-        if f.outer_call {
+        if outer_call {
             ft.outer_timed += 1;
         }
         ft.ticks_outer = ft.ticks_outer.saturating_add(outer);
@@ -815,32 +823,27 @@ impl TimeProfile {
                     let depth = st.stack.open.len();
                     // A stamp between its `Call` and first `Poll` is not ours to make.
                     st.stack.take_stamp(depth);
-                    new_task(f, true)
+                    new_task(f, true, st.active.only(method))
                 }
                 _ => {
                     // Its `Call` was lost (sampling): place it below the root.
                     self.approximate = true;
                     let node = self.node_for(ROOT_NODE, method);
                     let outer = self.threads.current.active.enter(method);
-                    new_task(open_at(method, node, outer), true)
+                    new_task(open_at(method, node), true, outer)
                 }
             };
             self.place(key, t)
         } else {
-            let outer = st.active.enter(method);
+            st.active.enter(method);
             match self.tasks.remove(&key) {
-                Some(mut t) => {
-                    t.open.outer = outer;
-                    t
-                }
+                Some(t) => t,
                 None => {
                     // First polled in a stream this instance did not see: a detached root
                     // collects this poll's calls until `merge` finds where it belongs.
                     let node = self.tree.detached(method_id(method));
                     self.grow_nodes();
-                    let mut open = open_at(method, node, outer);
-                    open.outer_call = false;
-                    new_task(open, false)
+                    new_task(open_at(method, node), false, false)
                 }
             }
         };
@@ -916,7 +919,7 @@ impl TimeProfile {
                 let Some(f) = stack.open.pop() else {
                     return; // its frame was closed by a resynchronisation
                 };
-                st.active.leave(f.method);
+                let outer = st.active.leave(f.method);
                 if f.method != key.0 {
                     self.approximate = true;
                     return;
@@ -924,7 +927,7 @@ impl TimeProfile {
                 let ticks = stack.take_stamp(0).map(|s| {
                     if s.start != NO_STAMP && end != NO_STAMP {
                         let d = elapsed(s.start, end);
-                        let o = if f.outer { d } else { 0 };
+                        let o = if outer { d } else { 0 };
                         (s.polled.saturating_add(d), s.polled_outer.saturating_add(o))
                     } else {
                         (s.polled, s.polled_outer)
@@ -951,7 +954,7 @@ impl TimeProfile {
     /// A future whose every poll is accounted for: its time, if it was timed.
     fn finish(&mut self, t: Task) {
         if let Some(p) = t.polled {
-            self.record(t.open, p, t.polled_outer);
+            self.record(t.open, t.outer_call, p, t.polled_outer);
         }
     }
 
@@ -1011,22 +1014,21 @@ impl TimeProfile {
     }
 }
 
-/// A frame of `method` at `node`, its `Call` counted as `outer`.
-fn open_at(method: u32, node: u32, outer: bool) -> Open {
+/// A frame of `method` at `node`.
+fn open_at(method: u32, node: u32) -> Open {
     Open {
         method,
         node,
-        outer,
-        outer_call: outer,
         last: Callee::default(),
     }
 }
 
 /// A future whose frame is `open`, no poll counted yet.
-fn new_task(open: Open, placed: bool) -> Task {
+fn new_task(open: Open, placed: bool, outer_call: bool) -> Task {
     Task {
         open,
         placed,
+        outer_call,
         polls: 0,
         total: None,
         polled: None,
@@ -1036,13 +1038,10 @@ fn new_task(open: Open, placed: bool) -> Task {
 
 /// One future's state as two streams saw it; `a`'s frame is kept if `a` is placed or `b` is not.
 fn combine(a: Task, b: Task) -> Task {
-    let open = if a.placed || !b.placed {
-        a.open
-    } else {
-        b.open
-    };
+    let first = if a.placed || !b.placed { a } else { b };
     Task {
-        open,
+        open: first.open,
+        outer_call: first.outer_call,
         placed: a.placed || b.placed,
         polls: a.polls.saturating_add(b.polls),
         total: a.total.or(b.total),
