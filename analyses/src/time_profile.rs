@@ -213,45 +213,54 @@ const NO_STAMP: u64 = u64::MAX;
 
 type TaskKey = (u32, u32);
 
-/// Per method id: how many of its activations are open on a thread.
+/// No open activation of a method (see [`Active`]).
+const FREE: u32 = u32::MAX;
+
+/// Per method id: the depth on its thread (parked stacks included) of its outermost open
+/// activation, [`FREE`] if none. A frame is outermost if its method was free when it opened;
+/// it frees it when it closes. Frames on a thread nest, so this is the same as counting the
+/// open activations, with plain stores instead of read-modify-writes of one counter per call.
 #[derive(Clone, Debug, Default)]
 struct Active(Vec<u32>);
 
 impl Active {
-    /// An activation of `m` opens; returns whether it is the outermost one.
+    /// An activation of `m` opens at `depth`; returns whether it is the outermost one.
     #[inline]
-    fn enter(&mut self, m: u32) -> bool {
+    fn enter(&mut self, m: u32, depth: u32) -> bool {
         let i = m as usize;
         if i >= self.0.len() {
             self.grow(i);
         }
-        let c = &mut self.0[i];
-        *c += 1;
-        *c == 1
+        let d = &mut self.0[i];
+        if *d == FREE {
+            *d = depth;
+            true
+        } else {
+            false
+        }
     }
 
     #[cold]
     fn grow(&mut self, i: usize) {
-        self.0.resize(i + 1, 0);
+        self.0.resize(i + 1, FREE);
     }
 
-    /// An activation of `m` closes (or leaves the thread: a future suspended); returns
-    /// whether it was the outermost one (activations on a thread nest, so the last one open).
+    /// The activation of `m` at `depth` closes (or leaves the thread: a future suspended);
+    /// returns whether it was the outermost one.
     #[inline]
-    fn leave(&mut self, m: u32) -> bool {
+    fn leave(&mut self, m: u32, depth: u32) -> bool {
         match self.0.get_mut(m as usize) {
-            Some(c) => {
-                debug_assert!(*c > 0, "open count of method {m} went below 0");
-                *c = c.saturating_sub(1);
-                *c == 0
+            Some(d) if *d == depth => {
+                *d = FREE;
+                true
             }
-            None => true,
+            _ => false,
         }
     }
 
-    /// Whether the innermost open activation of `m` is its only one.
-    fn only(&self, m: u32) -> bool {
-        self.0.get(m as usize).is_some_and(|&c| c == 1)
+    /// Whether the activation of `m` at `depth` is its outermost one.
+    fn is_outermost(&self, m: u32, depth: u32) -> bool {
+        self.0.get(m as usize) == Some(&depth)
     }
 }
 
@@ -263,10 +272,11 @@ struct Stack {
 }
 
 impl Stack {
-    /// Keep the `n` outermost frames (and their stamps); the others close on the thread.
-    fn truncate(&mut self, n: usize, active: &mut Active) {
-        for f in self.open.iter().skip(n) {
-            active.leave(f.method);
+    /// Keep the `n` outermost frames (and their stamps); the others close on the thread (the
+    /// stack's first frame is at depth `base` there).
+    fn truncate(&mut self, n: usize, base: u32, active: &mut Active) {
+        for (i, f) in self.open.iter().enumerate().skip(n) {
+            active.leave(f.method, base + i as u32);
         }
         self.open.truncate(n);
         while self.stamps.last().is_some_and(|s| s.depth as usize >= n) {
@@ -297,6 +307,8 @@ struct ThreadState {
     root_last: Callee,
     /// What is open on this thread, parked stacks included.
     active: Active,
+    /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
+    base: u32,
 }
 
 /// Per context node: timed calls and their ticks.
@@ -623,7 +635,8 @@ impl TimeProfile {
             self.call_uncached(caller, callee)
         };
         let st = &mut self.threads.current;
-        let outer = st.active.enter(callee);
+        let depth = st.base + st.stack.open.len() as u32;
+        let outer = st.active.enter(callee, depth);
         st.stack.open.push(Open {
             method: callee,
             node,
@@ -670,7 +683,7 @@ impl TimeProfile {
             .iter()
             .rposition(|f| f.method == caller)
             .map_or(0, |i| i + 1);
-        st.stack.truncate(keep, &mut st.active);
+        st.stack.truncate(keep, st.base, &mut st.active);
         st.stack.open.last().map_or(ROOT_NODE, |f| f.node)
     }
 
@@ -754,8 +767,8 @@ impl TimeProfile {
             _ => self.unwind_to(callee)?,
         };
         let st = &mut self.threads.current;
-        let outer = st.active.leave(f.method);
         let depth = st.stack.open.len();
+        let outer = st.active.leave(f.method, st.base + depth as u32);
         Some((f, outer, st.stack.take_stamp(depth), end))
     }
 
@@ -769,7 +782,7 @@ impl TimeProfile {
             self.unmatched += 1;
             return None;
         };
-        st.stack.truncate(i + 1, &mut st.active);
+        st.stack.truncate(i + 1, st.base, &mut st.active);
         st.stack.open.pop()
     }
 
@@ -823,19 +836,24 @@ impl TimeProfile {
                     let depth = st.stack.open.len();
                     // A stamp between its `Call` and first `Poll` is not ours to make.
                     st.stack.take_stamp(depth);
-                    new_task(f, true, st.active.only(method))
+                    let outer = st.active.is_outermost(method, st.base + depth as u32);
+                    new_task(f, true, outer)
                 }
                 _ => {
                     // Its `Call` was lost (sampling): place it below the root.
                     self.approximate = true;
                     let node = self.node_for(ROOT_NODE, method);
-                    let outer = self.threads.current.active.enter(method);
+                    let st = &mut self.threads.current;
+                    let outer = st
+                        .active
+                        .enter(method, st.base + st.stack.open.len() as u32);
                     new_task(open_at(method, node), true, outer)
                 }
             };
             self.place(key, t)
         } else {
-            st.active.enter(method);
+            st.active
+                .enter(method, st.base + st.stack.open.len() as u32);
             match self.tasks.remove(&key) {
                 Some(t) => t,
                 None => {
@@ -862,6 +880,7 @@ impl TimeProfile {
         }
         let st = &mut self.threads.current;
         let parked = std::mem::replace(&mut st.stack, stack);
+        st.base += parked.open.len() as u32;
         st.polls.push(Polling {
             key,
             parked,
@@ -903,9 +922,11 @@ impl TimeProfile {
             self.approximate = true;
         }
         let mut stack = std::mem::replace(&mut st.stack, p.parked);
+        let base = st.base;
+        st.base = base.saturating_sub(st.stack.open.len() as u32);
         // Frames left open above the future's own (lost `Return`s).
         if stack.open.len() > 1 {
-            stack.truncate(1, &mut st.active);
+            stack.truncate(1, base, &mut st.active);
             self.approximate = true;
         }
         let mut t = p.task;
@@ -919,7 +940,7 @@ impl TimeProfile {
                 let Some(f) = stack.open.pop() else {
                     return; // its frame was closed by a resynchronisation
                 };
-                let outer = st.active.leave(f.method);
+                let outer = st.active.leave(f.method, base);
                 if f.method != key.0 {
                     self.approximate = true;
                     return;
