@@ -33,12 +33,13 @@
 //!   by calls / timed calls first).
 //!
 //! "Outermost" is decided by what is open on the thread when the frame opens: each thread
-//! keeps, per function, how many of its activations are open (a future's frame counts while
-//! it is being polled, not while it is suspended), and a call is outermost if that count was
-//! 0. A future decides it again at each poll, and only the polls that were outermost add to
-//! `ticks_outer`, so a future polled inside another activation of its own function (or one
+//! keeps, per function, the depth of its outermost open activation (a future's frame is open
+//! while it is being polled, not while it is suspended), and a call is outermost if there was
+//! none. A future decides it again at each poll, and only the polls that were outermost add
+//! to `ticks_outer`, so a future polled inside another activation of its own function (or one
 //! that calls back into a function open below it) is counted once, whatever context its
-//! first poll gave it. This costs one counter update per frame opened or closed.
+//! first poll gave it. This costs a load and a store per frame opened or closed, whatever the
+//! depth.
 //!
 //! # Futures that move between threads
 //!
