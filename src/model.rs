@@ -839,8 +839,8 @@ pub struct AllocContextEntry {
 /// The allocation analysis' results.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocationsData {
-    /// Attribution may be off (sampled stream, resynchronised stacks, futures first polled in
-    /// another ring); totals of a complete stream stay exact.
+    /// Attribution may be off (sampled stream, resynchronised stacks); totals of a complete
+    /// stream stay exact.
     pub approximate: bool,
     /// Whether an allocation-tracking global allocator (`cabprof::alloc::Tracked`) reported
     /// anything during the session.

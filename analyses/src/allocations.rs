@@ -22,18 +22,20 @@
 //! ones (while it was anywhere on the stack; a recursive function counts each allocation
 //! once).
 //!
-//! Futures: a poll whose future's first poll this instance did not see (the future moved to
-//! another thread's ring) is charged below `root → the async fn`, and the result is marked
-//! approximate: the function's self counts stay right, its callers' inclusive counts miss it.
+//! Futures: contexts belong to tasks, as in the call-tree analyses. A future's calling context
+//! is the one of its first poll, and what its later polls allocate, on whatever thread, is
+//! charged below it. A poll whose future's first poll this instance did not see (the future
+//! moved to another thread's ring) is charged below a detached node, which
+//! [`merge`](EventAnalysis::merge) grafts onto the future's context once the instance that saw
+//! the first poll is merged in; until then it counts in the totals and in the function's self
+//! counts, not in any context.
 
 use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
+use crate::call_tree::trie::{Trie, NONE, ROOT};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
-
-/// The root context's node.
-const ROOT: u32 = 0;
 
 /// Allocation counts of one context or function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,14 +112,6 @@ pub struct AllocContext {
     pub counts: AllocCounts,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Node {
-    parent: u32,
-    method: MethodId,
-    calls: u64,
-    counts: AllocCounts,
-}
-
 /// A future: its `async fn` and its task id.
 type TaskKey = (MethodId, u32);
 
@@ -128,35 +122,39 @@ struct Open {
     polls: Vec<(TaskKey, Vec<u32>)>,
 }
 
-/// Allocations by calling context; see the module docs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Allocations {
-    /// Node 0 is the root; parents come before children.
-    nodes: Vec<Node>,
-    children: HashMap<(u32, MethodId), u32>,
-    threads: ThreadStacks<Open>,
-    /// Where each future seen at its first poll, and not finished, has its frame.
-    tasks: HashMap<TaskKey, u32>,
-    approximate: bool,
-    resyncs: u64,
+/// Where a future's context is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TaskBase {
+    /// The node of the future's own frame: in the tree if `placed`, else a detached root that
+    /// collects what its polls allocate until the instance that saw its first poll is merged.
+    node: u32,
+    placed: bool,
+    /// Polls of it this instance saw.
+    polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    total: Option<u32>,
 }
 
-impl Default for Allocations {
-    fn default() -> Self {
-        Allocations {
-            nodes: vec![Node {
-                parent: ROOT,
-                method: MethodId::ROOT,
-                calls: 0,
-                counts: AllocCounts::default(),
-            }],
-            children: HashMap::new(),
-            threads: ThreadStacks::default(),
-            tasks: HashMap::new(),
-            approximate: false,
-            resyncs: 0,
-        }
+impl TaskBase {
+    /// Every poll is accounted for here: nothing more will refer to it.
+    fn finished(&self) -> bool {
+        self.placed && self.total.is_some_and(|t| self.polls >= t)
     }
+}
+
+/// Allocations by calling context; see the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocations {
+    /// The contexts (node 0 is the root; parents come before children); a node's count is
+    /// the calls that entered it.
+    tree: Trie,
+    /// Per node, same indices as the tree's.
+    counts: Vec<AllocCounts>,
+    threads: ThreadStacks<Open>,
+    /// The futures seen polled and not known to be finished everywhere: where their context is.
+    tasks: HashMap<TaskKey, TaskBase>,
+    approximate: bool,
+    resyncs: u64,
 }
 
 impl Allocations {
@@ -166,8 +164,7 @@ impl Allocations {
     }
 
     /// `true` if the attribution may differ from the exact one (a sampled stream, a
-    /// resynchronised stack, a future polled here whose first poll was elsewhere). The totals
-    /// are exact whenever the stream is complete.
+    /// resynchronised stack). The totals are exact whenever the stream is complete.
     pub fn is_approximate(&self) -> bool {
         self.approximate
     }
@@ -185,40 +182,51 @@ impl Allocations {
     /// Counts over every context.
     pub fn totals(&self) -> AllocCounts {
         let mut t = AllocCounts::default();
-        for n in &self.nodes {
-            t.add(&n.counts);
+        for c in &self.counts {
+            t.add(c);
         }
         t
     }
 
     /// The counts of the context `stack` (outermost first; empty for the root), if seen.
     pub fn context(&self, stack: &[MethodId]) -> Option<AllocCounts> {
-        let mut n = ROOT;
-        for m in stack {
-            n = *self.children.get(&(n, *m))?;
-        }
-        Some(self.nodes[n as usize].counts)
+        let n = self.tree.walk(ROOT, stack)?;
+        Some(self.counts_at(n))
     }
 
     /// The root context's own counts: what was allocated outside every instrumented function.
     pub fn root(&self) -> AllocCounts {
-        self.nodes[ROOT as usize].counts
+        self.counts_at(ROOT)
+    }
+
+    fn counts_at(&self, n: u32) -> AllocCounts {
+        self.counts.get(n as usize).copied().unwrap_or_default()
+    }
+
+    /// Futures this instance saw polled whose calling context is still unknown to it (their
+    /// first poll was in a stream not merged in yet) or whose other polls may still come from
+    /// other streams.
+    pub fn pending_tasks(&self) -> usize {
+        self.tasks.len()
     }
 
     /// Every calling context (root excluded) as a node linked to its parent, in the tree's
-    /// order: the `k`-th entry is node `k + 1`, and parents come before their children.
-    /// Unlike [`contexts`](Self::contexts), this is linear in the number of contexts.
+    /// order: parents come before their children. Unlike [`contexts`](Self::contexts), this is
+    /// linear in the number of contexts.
     pub fn context_nodes(&self) -> Vec<AllocContext> {
-        self.nodes
+        let attached = self.tree.attached();
+        self.tree
+            .nodes
             .iter()
             .enumerate()
             .skip(1)
+            .filter(|&(i, _)| attached[i])
             .map(|(i, n)| AllocContext {
                 node: i as u32,
                 parent: n.parent,
                 method: n.method,
-                calls: n.calls,
-                counts: n.counts,
+                calls: n.count,
+                counts: self.counts_at(i as u32),
             })
             .collect()
     }
@@ -227,12 +235,13 @@ impl Allocations {
     /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
     /// use [`context_nodes`](Self::context_nodes) for reports.
     pub fn contexts(&self) -> Vec<ContextAllocs> {
-        let mut out: Vec<ContextAllocs> = (0..self.nodes.len())
-            .filter(|&i| !self.nodes[i].counts.is_empty())
+        let attached = self.tree.attached();
+        let mut out: Vec<ContextAllocs> = (0..self.tree.nodes.len())
+            .filter(|&i| attached[i] && !self.counts_at(i as u32).is_empty())
             .map(|i| ContextAllocs {
-                stack: self.stack_of(i as u32),
-                calls: self.nodes[i].calls,
-                counts: self.nodes[i].counts,
+                stack: self.tree.path_between(ROOT, i as u32),
+                calls: self.tree.nodes[i].count,
+                counts: self.counts_at(i as u32),
             })
             .collect();
         out.sort_unstable_by(|a, b| a.stack.cmp(&b.stack));
@@ -242,7 +251,9 @@ impl Allocations {
     /// Self and inclusive counts of every function with any (the root, method 0, holds what
     /// was allocated outside instrumented functions), sorted by method id. Linear in the
     /// number of contexts: a function's inclusive counts are the subtree totals of its
-    /// outermost contexts (those with no caller of the same function above them).
+    /// outermost contexts (those with no caller of the same function above them). What a
+    /// detached subtree holds (polls of a future whose first poll is in a stream not merged
+    /// in) counts as if the subtree hung from the root.
     pub fn by_function(&self) -> Vec<FunctionAllocs> {
         fn slot(map: &mut HashMap<MethodId, FunctionAllocs>, m: MethodId) -> &mut FunctionAllocs {
             map.entry(m).or_insert(FunctionAllocs {
@@ -251,36 +262,49 @@ impl Allocations {
                 inclusive: AllocCounts::default(),
             })
         }
-        let nodes = &self.nodes;
+        let nodes = &self.tree.nodes;
         // Each node's subtree totals: children come after their parents.
-        let mut subtree: Vec<AllocCounts> = nodes.iter().map(|n| n.counts).collect();
+        let mut subtree: Vec<AllocCounts> =
+            (0..nodes.len()).map(|i| self.counts_at(i as u32)).collect();
         for i in (1..nodes.len()).rev() {
             let below = subtree[i];
-            subtree[nodes[i].parent as usize].add(&below);
+            if nodes[i].parent != NONE {
+                subtree[nodes[i].parent as usize].add(&below);
+            }
         }
         // Children lists (by index), for a depth-first walk that knows which functions are
         // open above each node.
         let mut first_child = vec![u32::MAX; nodes.len()];
         let mut next_sibling = vec![u32::MAX; nodes.len()];
         for i in (1..nodes.len()).rev() {
+            if nodes[i].parent == NONE {
+                continue;
+            }
             let p = nodes[i].parent as usize;
             next_sibling[i] = first_child[p];
             first_child[p] = i as u32;
         }
         let mut map: HashMap<MethodId, FunctionAllocs> = HashMap::new();
         let mut open: HashMap<MethodId, u32> = HashMap::new();
-        // (node, entered): a node is visited on the way down and again on the way up.
-        let mut todo: Vec<(u32, bool)> = vec![(ROOT, false)];
+        // (node, entered): a node is visited on the way down and again on the way up. The
+        // detached roots are walked like the root.
+        let mut todo: Vec<(u32, bool)> = (1..nodes.len())
+            .rev()
+            .filter(|&i| nodes[i].parent == NONE)
+            .map(|i| (i as u32, false))
+            .collect();
+        todo.push((ROOT, false));
         while let Some((n, entered)) = todo.pop() {
             let node = &nodes[n as usize];
+            let counts = self.counts_at(n);
             if entered {
                 if let Some(c) = open.get_mut(&node.method) {
                     *c -= 1;
                 }
                 continue;
             }
-            if !node.counts.is_empty() {
-                slot(&mut map, node.method).self_.add(&node.counts);
+            if !counts.is_empty() {
+                slot(&mut map, node.method).self_.add(&counts);
             }
             let above = open.entry(node.method).or_insert(0);
             if *above == 0 && !subtree[n as usize].is_empty() {
@@ -301,31 +325,21 @@ impl Allocations {
         out
     }
 
-    fn stack_of(&self, mut n: u32) -> Vec<MethodId> {
-        let mut s = Vec::new();
-        while n != ROOT {
-            let node = &self.nodes[n as usize];
-            s.push(node.method);
-            n = node.parent;
-        }
-        s.reverse();
-        s
+    /// The child of `parent` for `method`, made if new.
+    #[inline]
+    fn child(&mut self, parent: u32, method: MethodId) -> u32 {
+        let c = self.tree.child(parent, method);
+        self.grow();
+        c
     }
 
-    /// The child of `parent` for `method`, made if new.
-    fn child(&mut self, parent: u32, method: MethodId) -> u32 {
-        if let Some(&c) = self.children.get(&(parent, method)) {
-            return c;
+    /// Give the nodes the tree made since the last call their (empty) counts.
+    #[inline]
+    fn grow(&mut self) {
+        if self.counts.len() < self.tree.nodes.len() {
+            self.counts
+                .resize(self.tree.nodes.len(), AllocCounts::default());
         }
-        let c = u32::try_from(self.nodes.len()).expect("allocation contexts outgrew u32");
-        self.nodes.push(Node {
-            parent,
-            method,
-            calls: 0,
-            counts: AllocCounts::default(),
-        });
-        self.children.insert((parent, method), c);
-        c
     }
 
     #[inline]
@@ -335,11 +349,11 @@ impl Allocations {
 
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
         let mut at = self.current();
-        if self.nodes[at as usize].method != caller {
+        if self.tree.nodes[at as usize].method != caller {
             at = self.resync_call(caller);
         }
         let c = self.child(at, callee);
-        self.nodes[c as usize].calls += 1;
+        self.tree.nodes[c as usize].count += 1;
         self.threads.current.stack.push(c);
     }
 
@@ -349,7 +363,7 @@ impl Allocations {
     fn resync_call(&mut self, caller: MethodId) -> u32 {
         self.approximate = true;
         self.resyncs += 1;
-        let nodes = &self.nodes;
+        let nodes = &self.tree.nodes;
         let open = &mut self.threads.current.stack;
         if let Some(i) = open
             .iter()
@@ -368,7 +382,7 @@ impl Allocations {
     }
 
     fn on_return(&mut self, callee: MethodId) {
-        let nodes = &self.nodes;
+        let nodes = &self.tree.nodes;
         let open = &mut self.threads.current.stack;
         match open.last() {
             Some(&n) if nodes[n as usize].method == callee => {
@@ -391,30 +405,102 @@ impl Allocations {
         let key = (method, task);
         let node = if first {
             let open = &mut self.threads.current.stack;
-            match open.last() {
-                Some(&n) if self.nodes[n as usize].method == method => {
+            let node = match open.last() {
+                Some(&n) if self.tree.nodes[n as usize].method == method => {
                     open.pop();
                     n
                 }
                 _ => {
+                    // The `Call` was lost (sampling): place it under the root.
                     self.approximate = true;
                     self.child(ROOT, method)
                 }
-            }
-        } else if let Some(&n) = self.tasks.get(&key) {
-            n
+            };
+            self.place(key, node)
         } else {
-            // First polled in another stream: its calling context is not known here.
-            self.approximate = true;
-            self.child(ROOT, method)
+            let t = match self.tasks.get_mut(&key) {
+                Some(t) => t,
+                None => {
+                    // First polled in a stream this instance did not see: a detached root
+                    // collects what its polls allocate until `merge` finds where it belongs.
+                    let node = self.tree.detached(method);
+                    self.grow();
+                    self.tasks.entry(key).or_insert(TaskBase {
+                        node,
+                        placed: false,
+                        polls: 0,
+                        total: None,
+                    })
+                }
+            };
+            t.polls = t.polls.saturating_add(1);
+            t.node
         };
-        self.tasks.insert(key, node);
         let open = &mut self.threads.current;
         let parked = std::mem::replace(&mut open.stack, vec![node]);
         open.polls.push((key, parked));
     }
 
-    fn on_poll_end(&mut self, task: u32, done: bool) {
+    /// `key`'s frame is `node` (in the tree): record it, and move there whatever its polls
+    /// seen before (on other threads of this stream) collected.
+    fn place(&mut self, key: TaskKey, node: u32) -> u32 {
+        if let Some(t) = self.tasks.get(&key).copied() {
+            if !t.placed {
+                let mut moved = HashMap::new();
+                self.graft(t.node, node, &mut moved);
+                self.forward(&moved);
+            }
+        }
+        let t = self.tasks.entry(key).or_insert(TaskBase {
+            node,
+            placed: true,
+            polls: 0,
+            total: None,
+        });
+        t.node = node;
+        t.placed = true;
+        t.polls = t.polls.saturating_add(1);
+        node
+    }
+
+    /// Move the counts of `from` and of the nodes below it to the same paths below `onto`
+    /// (made where missing); records in `moved` where each node went.
+    fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
+        if from == onto {
+            return;
+        }
+        let mut here = HashMap::new();
+        self.tree.graft(from, onto, &mut here);
+        self.grow();
+        here.insert(from, onto);
+        for (&c, &n) in &here {
+            let counts = std::mem::take(&mut self.counts[c as usize]);
+            self.counts[n as usize].add(&counts);
+        }
+        moved.extend(here);
+    }
+
+    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
+    fn forward(&mut self, moved: &HashMap<u32, u32>) {
+        let fwd = |n: &mut u32| {
+            if let Some(&m) = moved.get(n) {
+                *n = m;
+            }
+        };
+        let attached = self.tree.attached();
+        for t in self.tasks.values_mut() {
+            fwd(&mut t.node);
+            t.placed = attached[t.node as usize];
+        }
+        for open in self.threads.all_mut() {
+            open.stack.iter_mut().for_each(fwd);
+            for (_, parked) in &mut open.polls {
+                parked.iter_mut().for_each(fwd);
+            }
+        }
+    }
+
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
         let open = &mut self.threads.current;
         let Some((key, parked)) = open.polls.pop() else {
             self.approximate = true;
@@ -422,15 +508,21 @@ impl Allocations {
         };
         self.approximate |= key.1 != task;
         open.stack = parked;
-        if done {
-            self.tasks.remove(&key);
+        if let Some(t) = self.tasks.get_mut(&key) {
+            if done {
+                t.total = Some(poll.saturating_add(1));
+            }
+            if t.finished() {
+                self.tasks.remove(&key);
+            }
         }
     }
 
     #[inline]
     fn here(&mut self) -> &mut AllocCounts {
-        let n = self.current();
-        &mut self.nodes[n as usize].counts
+        let n = self.current() as usize;
+        self.grow();
+        &mut self.counts[n]
     }
 }
 
@@ -469,7 +561,7 @@ impl EventAnalysis for Allocations {
                     task,
                     first,
                 }) => self.on_poll(method, task, first),
-                Some(EventKind::PollEnd { task, done, .. }) => self.on_poll_end(task, done),
+                Some(EventKind::PollEnd { task, poll, done }) => self.on_poll_end(task, poll, done),
                 _ => {}
             }
         }
@@ -477,18 +569,57 @@ impl EventAnalysis for Allocations {
 
     fn merge(&mut self, other: Allocations) {
         // Parents precede children in both arenas: one pass in index order maps every node.
-        let mut to_self = vec![ROOT; other.nodes.len()];
-        for (i, node) in other.nodes.iter().enumerate() {
-            let n = if i == 0 {
-                ROOT
-            } else {
-                self.child(to_self[node.parent as usize], node.method)
-            };
-            self.nodes[n as usize].calls += node.calls;
-            self.nodes[n as usize].counts.add(&node.counts);
-            to_self[i] = n;
+        let to_self = self.tree.merge(&other.tree);
+        self.grow();
+        for (i, c) in other.counts.iter().enumerate() {
+            self.counts[to_self[i] as usize].add(c);
         }
+        // Futures polled in both streams: what one saw goes where the other placed it.
+        let mut moved = HashMap::new();
+        for (key, mut o) in other.tasks {
+            o.node = resolve(&moved, to_self[o.node as usize]);
+            let Some(t) = self.tasks.get_mut(&key) else {
+                self.tasks.insert(key, o);
+                continue;
+            };
+            t.node = resolve(&moved, t.node);
+            let (from, onto) = match (t.placed, o.placed) {
+                // Two first polls: a task id reused (ids wrap); keep ours.
+                (true, true) => (o.node, o.node),
+                (true, false) => (o.node, t.node),
+                (false, true) => (t.node, o.node),
+                (false, false) => (o.node, t.node),
+            };
+            t.node = if t.placed { t.node } else { onto };
+            t.placed |= o.placed;
+            t.polls = t.polls.saturating_add(o.polls);
+            t.total = t.total.or(o.total);
+            if from != onto {
+                self.graft(from, onto, &mut moved);
+            }
+        }
+        if !moved.is_empty() {
+            // Chains (a node moved, then its new place moved too) resolve to the last place.
+            let keys: Vec<u32> = moved.keys().copied().collect();
+            for k in keys {
+                let n = resolve(&moved, k);
+                moved.insert(k, n);
+            }
+            self.forward(&moved);
+        }
+        self.tasks.retain(|_, t| !t.finished());
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
     }
+}
+
+/// Where node `n` went after the grafts so far (a graft may move a node another task uses).
+fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
+    while let Some(&m) = moved.get(&n) {
+        if m == n {
+            break;
+        }
+        n = m;
+    }
+    n
 }

@@ -32,16 +32,33 @@
 //!   the root ([`TimeProfile::estimate`] computes it; with sampled timing each term is scaled
 //!   by calls / timed calls first).
 //!
+//! "Outermost" is decided by what is open on the thread when the frame opens: each thread
+//! keeps, per function, the depth of its outermost open activation (a future's frame is open
+//! while it is being polled, not while it is suspended), and a call is outermost if there was
+//! none. A future decides it again at each poll, and only the polls that were outermost add
+//! to `ticks_outer`, so a future polled inside another activation of its own function (or one
+//! that calls back into a function open below it) is counted once, whatever context its
+//! first poll gave it. This costs a load and a store per frame opened or closed, whatever the
+//! depth.
+//!
+//! # Futures that move between threads
+//!
+//! Contexts belong to tasks, as in the call-tree analyses: a future's calling context is the
+//! one of its first poll (the context of the `Call` right before it), and what its later polls
+//! call is charged below it, on whatever thread they run. A stream that sees polls of a future
+//! whose first poll it did not see (the task moved between threads, so between rings) collects
+//! them below a detached node; [`TimeProfile::merge`] grafts that subtree, with its times,
+//! onto the future's node once the instance that saw the first poll is merged in. The
+//! future's own time (the sum of its polls, on every thread) is recorded once every poll is
+//! accounted for; until then its polled ticks count in its function's `open_polled`, and
+//! nowhere else.
+//!
 //! # Imperfect streams
 //!
 //! Sampled rings (gaps) resynchronise like the call-tree analyses: a `Return` below the top
 //! closes the frames above it untimed, a `Return` matching no frame is counted and ignored, a
 //! `Call` whose caller is not on top continues from the caller's innermost open frame. Any of
-//! these sets `approximate`. A future polled in several streams (a task that moved between
-//! threads) is completed by the stream that sees its last poll, with the polls that stream
-//! saw; the polled time other streams saw is added to its function's totals when the
-//! instances are merged ([`TimeProfile::merge`]) or at the end (`open_polled`), but not to its
-//! edge, context or per-call histogram, which that stream could not attribute.
+//! these sets `approximate`.
 
 use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
 use hashbrown::HashMap;
@@ -50,12 +67,6 @@ use hdrhistogram::Histogram;
 use crate::call_tree::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
-
-/// An unknown caller or context (a fragment of a future first polled in another stream, and
-/// the calls made inside it).
-const UNKNOWN: u32 = NONE;
-/// The same, for a call that is an outermost activation of its function.
-const UNKNOWN_OUTER: u32 = NONE - 1;
 
 /// Per-function time.
 #[derive(Clone, Debug)]
@@ -72,7 +83,8 @@ pub struct FunctionTime {
     pub outer_timed: u64,
     /// Inclusive ticks of the timed outermost calls.
     pub ticks_outer: u64,
-    /// Polled ticks of futures completed in another stream (or still running).
+    /// Ticks polled by futures whose polls are not all accounted for (still running, or
+    /// polled in streams not merged in): in the inclusive time, not in `ticks_all`.
     pub open_polled: u64,
     /// One timed call's inclusive ticks.
     pub histogram: Histogram<u64>,
@@ -127,11 +139,14 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
 }
 
 /// One open frame: a call, or a future (whose frame spans its polls). An untimed call, most
-/// calls under sampled timing, costs a push and a pop of this, and the count of its context.
+/// calls under sampled timing, costs a push and a pop of this, the count of its context and
+/// its thread's open count of its function.
 #[derive(Clone, Copy, Debug)]
 struct Open {
     method: u32,
-    /// Its context node; [`UNKNOWN`] or [`UNKNOWN_OUTER`] outside the context tree.
+    /// Its context node (in the tree, or below a detached root). Whether it is an outermost
+    /// activation is not stored: frames on a thread nest, so it is when closing it brings
+    /// its function's open count back to 0.
     node: u32,
     /// The callee this frame called last and that call's context node: a loop calling the
     /// same function finds its context here, without a walk of the tree.
@@ -145,16 +160,6 @@ struct Callee {
     node: u32,
 }
 
-impl Open {
-    fn new(method: u32, node: u32) -> Open {
-        Open {
-            method,
-            node,
-            last: Callee::default(),
-        }
-    }
-}
-
 /// The timing of the open frame at `depth` of the same stack (timed frames only).
 #[derive(Clone, Copy, Debug)]
 struct Stamp {
@@ -163,20 +168,102 @@ struct Stamp {
     start: u64,
     /// A future's ticks polled before the current poll.
     polled: u64,
+    /// Of those, the ticks of the polls that were outermost activations.
+    polled_outer: u64,
 }
 
-/// A future between polls.
+/// A future this instance saw polled: between polls, finished in a stream that did not see
+/// all its polls, or (inside [`Polling`]) being polled.
 #[derive(Clone, Copy, Debug)]
-struct Suspended {
+struct Task {
+    /// Its frame: a node of the tree if `placed`, else a detached root collecting what its
+    /// polls called until the instance that saw its first poll is merged in.
     open: Open,
-    /// Its ticks polled so far, if it was timed.
+    /// This instance saw its first poll.
+    placed: bool,
+    /// Its `Call` was an outermost activation (what the call counts as).
+    outer_call: bool,
+    /// Polls of it this instance saw.
+    polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    total: Option<u32>,
+    /// Ticks polled (if it was timed), and of those the outermost polls' ticks.
     polled: Option<u64>,
+    polled_outer: u64,
+}
+
+impl Task {
+    /// Every poll is accounted for here: its time can be recorded.
+    fn finished(&self) -> bool {
+        self.placed && self.total.is_some_and(|t| self.polls >= t)
+    }
+}
+
+/// A poll in progress: the future, the stack it parked, and, once its frame returned in this
+/// poll, the frame and its (ticks, outermost ticks) if timed.
+#[derive(Clone, Debug)]
+struct Polling {
+    key: TaskKey,
+    parked: Stack,
+    task: Task,
+    returned: Option<(Open, Option<(u64, u64)>)>,
 }
 
 /// No stamp: stamps are 60-bit, so this is never one.
 const NO_STAMP: u64 = u64::MAX;
 
 type TaskKey = (u32, u32);
+
+/// No open activation of a method (see [`Active`]).
+const FREE: u32 = u32::MAX;
+
+/// Per method id: the depth on its thread (parked stacks included) of its outermost open
+/// activation, [`FREE`] if none. A frame is outermost if its method was free when it opened;
+/// it frees it when it closes. Frames on a thread nest, so this is the same as counting the
+/// open activations, with plain stores instead of read-modify-writes of one counter per call.
+#[derive(Clone, Debug, Default)]
+struct Active(Vec<u32>);
+
+impl Active {
+    /// An activation of `m` opens at `depth`; returns whether it is the outermost one.
+    #[inline]
+    fn enter(&mut self, m: u32, depth: u32) -> bool {
+        let i = m as usize;
+        if i >= self.0.len() {
+            self.grow(i);
+        }
+        let d = &mut self.0[i];
+        if *d == FREE {
+            *d = depth;
+            true
+        } else {
+            false
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        self.0.resize(i + 1, FREE);
+    }
+
+    /// The activation of `m` at `depth` closes (or leaves the thread: a future suspended);
+    /// returns whether it was the outermost one.
+    #[inline]
+    fn leave(&mut self, m: u32, depth: u32) -> bool {
+        match self.0.get_mut(m as usize) {
+            Some(d) if *d == depth => {
+                *d = FREE;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the activation of `m` at `depth` is its outermost one.
+    fn is_outermost(&self, m: u32, depth: u32) -> bool {
+        self.0.get(m as usize) == Some(&depth)
+    }
+}
 
 /// A stack of open frames and the stamps of its timed ones (innermost last, depths rising).
 #[derive(Clone, Debug, Default)]
@@ -186,8 +273,12 @@ struct Stack {
 }
 
 impl Stack {
-    /// Keep the `n` outermost frames (and their stamps).
-    fn truncate(&mut self, n: usize) {
+    /// Keep the `n` outermost frames (and their stamps); the others close on the thread (the
+    /// stack's first frame is at depth `base` there).
+    fn truncate(&mut self, n: usize, base: u32, active: &mut Active) {
+        for (i, f) in self.open.iter().enumerate().skip(n) {
+            active.leave(f.method, base + i as u32);
+        }
         self.open.truncate(n);
         while self.stamps.last().is_some_and(|s| s.depth as usize >= n) {
             self.stamps.pop();
@@ -207,52 +298,50 @@ impl Stack {
 #[derive(Clone, Debug, Default)]
 struct ThreadState {
     stack: Stack,
-    /// Polls in progress, innermost last: the future and the stack it parked.
-    polls: Vec<(TaskKey, Stack)>,
+    /// Polls in progress, innermost last.
+    polls: Vec<Polling>,
     /// The last word opened a frame or poll: a `Time` now is its start stamp.
     just_opened: bool,
     /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
     pending_end: u64,
     /// [`Open::last`] for calls from the root (an empty stack).
     root_last: Callee,
+    /// What is open on this thread, parked stacks included.
+    active: Active,
+    /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
+    base: u32,
 }
 
-impl ThreadState {
-    /// Whether an activation of `method` is open on this thread (the recursion test for a
-    /// frame outside the context tree; frames in it know from their node).
-    fn is_open(&self, method: u32) -> bool {
-        self.stack.open.iter().any(|f| f.method == method)
-            || self
-                .polls
-                .iter()
-                .any(|(_, parked)| parked.open.iter().any(|f| f.method == method))
-    }
-}
-
-/// Per context node: timed calls, their ticks, and whether the node's method appears nowhere
-/// above it (its calls are outermost activations).
+/// Per context node: timed calls and their ticks.
 #[derive(Clone, Copy, Debug, Default)]
 struct NodeTime {
     timed: u64,
     ticks: u64,
-    outer: bool,
+}
+
+impl NodeTime {
+    fn add(&mut self, o: NodeTime) {
+        self.timed += o.timed;
+        self.ticks = self.ticks.saturating_add(o.ticks);
+    }
 }
 
 /// Time per function, edge and calling context; see the module docs.
 #[derive(Clone, Debug)]
 pub struct TimeProfile {
-    /// By method id (ids are dense). `calls` and `outer_calls` here count only the calls made
-    /// outside the context tree (fragments of futures first polled elsewhere); the tree's node
-    /// counts hold the rest, and [`functions`](Self::functions) adds the two.
+    /// By method id (ids are dense): timed calls, ticks, histograms. Calls are the tree's node
+    /// counts, summed by [`functions`](Self::functions).
     functions: Vec<Option<FunctionTime>>,
+    /// By method id: calls that were not outermost activations.
+    nested: Vec<u64>,
     /// The calling contexts; a node's count is its calls. Edges and per-function calls are
     /// summed from it.
     tree: Trie,
     /// Per context node, same indices as the tree's nodes.
     node_time: Vec<NodeTime>,
     threads: ThreadStacks<ThreadState>,
-    /// Futures between polls.
-    tasks: HashMap<TaskKey, Suspended>,
+    /// Futures between polls, or finished but waiting for polls other streams saw.
+    tasks: HashMap<TaskKey, Task>,
     approximate: bool,
     unmatched: u64,
 }
@@ -261,6 +350,7 @@ impl Default for TimeProfile {
     fn default() -> Self {
         TimeProfile {
             functions: Vec::new(),
+            nested: Vec::new(),
             tree: Trie::default(),
             node_time: vec![NodeTime::default()],
             threads: ThreadStacks::default(),
@@ -325,18 +415,28 @@ impl TimeProfile {
     /// Per-function time, by method id, every function called (timed or not).
     pub fn functions(&self) -> Vec<(MethodId, FunctionTime)> {
         let mut all = self.functions.clone();
-        for (n, t) in self.tree.nodes.iter().zip(&self.node_time).skip(1) {
-            if n.count == 0 {
-                continue;
-            }
-            let i = n.method.get() as usize;
+        fn slot(all: &mut Vec<Option<FunctionTime>>, i: usize) -> &mut FunctionTime {
             if i >= all.len() {
                 all.resize_with(i + 1, || None);
             }
-            let f = all[i].get_or_insert_with(FunctionTime::default);
-            f.calls += n.count;
-            if t.outer {
-                f.outer_calls += n.count;
+            all[i].get_or_insert_with(FunctionTime::default)
+        }
+        for n in self.tree.nodes.iter().skip(1) {
+            if n.count > 0 {
+                slot(&mut all, n.method.get() as usize).calls += n.count;
+            }
+        }
+        // Futures whose polls are not all accounted for: their time polled so far.
+        for t in self.tasks.values() {
+            if let Some(p) = t.polled.filter(|&p| p > 0) {
+                let f = slot(&mut all, t.open.method as usize);
+                f.open_polled = f.open_polled.saturating_add(p);
+            }
+        }
+        for (m, f) in all.iter_mut().enumerate() {
+            if let Some(f) = f {
+                let nested = self.nested.get(m).copied().unwrap_or(0);
+                f.outer_calls = f.calls.saturating_sub(nested);
             }
         }
         all.into_iter()
@@ -363,28 +463,11 @@ impl TimeProfile {
         }
     }
 
-    /// Fill in [`NodeTime`] for nodes the tree made since the last call: whether each one's
-    /// method appears on the path above it (parents precede children, so one pass suffices).
+    /// Give the nodes the tree made since the last call their (empty) [`NodeTime`].
     #[cold]
     fn grow_nodes(&mut self) {
-        for i in self.node_time.len()..self.tree.nodes.len() {
-            let n = &self.tree.nodes[i];
-            let mut outer = true;
-            let mut p = n.parent;
-            while p != NONE && p != ROOT_NODE {
-                let up = &self.tree.nodes[p as usize];
-                if up.method == n.method {
-                    outer = false;
-                    break;
-                }
-                p = up.parent;
-            }
-            self.node_time.push(NodeTime {
-                timed: 0,
-                ticks: 0,
-                outer,
-            });
-        }
+        self.node_time
+            .resize(self.tree.nodes.len(), NodeTime::default());
     }
 
     /// Per-edge time: (caller, callee) → calls, timed calls, ticks, summed over the contexts
@@ -409,8 +492,9 @@ impl TimeProfile {
     /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
     /// use [`context_nodes`](Self::context_nodes) for reports.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, Timed)> {
+        let attached = self.tree.attached();
         let mut out: Vec<_> = (1..self.tree.nodes.len())
-            .filter(|&i| self.tree.nodes[i].parent != NONE)
+            .filter(|&i| attached[i])
             .map(|i| {
                 (
                     self.tree.path_between(ROOT_NODE, i as u32),
@@ -509,45 +593,35 @@ impl TimeProfile {
             .collect()
     }
 
-    /// The context node for a call of `method` under `parent`, made if new; under an unknown
-    /// parent, [`UNKNOWN`] or [`UNKNOWN_OUTER`], the call counted with its function.
+    /// The context node for a call of `method` under `parent`, made if new, counted.
     #[inline]
     fn child(&mut self, parent: u32, method: u32) -> u32 {
-        if parent >= UNKNOWN_OUTER {
-            return self.unknown_child(method);
-        }
-        let node = self.tree.child(parent, method_id(method));
-        if node as usize >= self.node_time.len() {
-            self.grow_nodes();
-        }
+        let node = self.node_for(parent, method);
         self.tree.nodes[node as usize].count += 1;
         node
     }
 
+    /// The context node of `method` under `parent`, made if new, not counted.
+    #[inline]
+    fn node_for(&mut self, parent: u32, method: u32) -> u32 {
+        let node = self.tree.child(parent, method_id(method));
+        if node as usize >= self.node_time.len() {
+            self.grow_nodes();
+        }
+        node
+    }
+
+    /// A call that is not the outermost activation of its function.
     #[cold]
-    fn unknown_child(&mut self, method: u32) -> u32 {
-        let outer = !self.threads.current.is_open(method);
-        let f = self.function(method);
-        f.calls += 1;
-        f.outer_calls += outer as u64;
-        if outer {
-            UNKNOWN_OUTER
-        } else {
-            UNKNOWN
+    fn count_nested(&mut self, method: u32) {
+        let i = method as usize;
+        if i >= self.nested.len() {
+            self.nested.resize(i + 1, 0);
         }
+        self.nested[i] += 1;
     }
 
-    /// Whether a frame at `node` is an outermost activation of its function.
-    #[inline]
-    fn is_outer(&self, node: u32) -> bool {
-        match node {
-            UNKNOWN => false,
-            UNKNOWN_OUTER => true,
-            n => self.node_time[n as usize].outer,
-        }
-    }
-
-    #[inline]
+    #[inline(always)]
     fn on_call(&mut self, caller: u32, callee: u32) {
         let st = &mut self.threads.current;
         let last = match st.stack.open.last() {
@@ -556,17 +630,24 @@ impl TimeProfile {
             _ => Callee::default(),
         };
         let node = if last.method == callee && callee != 0 {
-            if last.node < UNKNOWN_OUTER {
-                self.tree.nodes[last.node as usize].count += 1;
-            }
+            self.tree.nodes[last.node as usize].count += 1;
             last.node
         } else {
             self.call_uncached(caller, callee)
         };
         let st = &mut self.threads.current;
-        st.stack.open.push(Open::new(callee, node));
+        let depth = st.base + st.stack.open.len() as u32;
+        let outer = st.active.enter(callee, depth);
+        st.stack.open.push(Open {
+            method: callee,
+            node,
+            last: Callee::default(),
+        });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
+        if !outer {
+            self.count_nested(callee);
+        }
     }
 
     /// A call whose context the caller's frame did not have at hand: find (or make) it, and
@@ -579,17 +660,14 @@ impl TimeProfile {
             _ => self.resync_call(caller),
         };
         let node = self.child(parent, callee);
-        // An unknown context depends on what is open, not only on the caller: not cached.
-        if node < UNKNOWN_OUTER {
-            let st = &mut self.threads.current;
-            let remembered = Callee {
-                method: callee,
-                node,
-            };
-            match st.stack.open.last_mut() {
-                Some(f) => f.last = remembered,
-                None => st.root_last = remembered,
-            }
+        let st = &mut self.threads.current;
+        let remembered = Callee {
+            method: callee,
+            node,
+        };
+        match st.stack.open.last_mut() {
+            Some(f) => f.last = remembered,
+            None => st.root_last = remembered,
         }
         node
     }
@@ -606,7 +684,7 @@ impl TimeProfile {
             .iter()
             .rposition(|f| f.method == caller)
             .map_or(0, |i| i + 1);
-        st.stack.truncate(keep);
+        st.stack.truncate(keep, st.base, &mut st.active);
         st.stack.open.last().map_or(ROOT_NODE, |f| f.node)
     }
 
@@ -624,6 +702,7 @@ impl TimeProfile {
                     depth: top as u32,
                     start: ticks,
                     polled: 0,
+                    polled_outer: 0,
                 }),
             }
         } else {
@@ -631,27 +710,53 @@ impl TimeProfile {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_return(&mut self, callee: u32) {
-        if let Some((f, Some(stamp), end)) = self.pop_frame(callee) {
-            self.close_timed(f, stamp, end);
+        if let Some((f, outer, stamp, end)) = self.pop_frame(callee) {
+            let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
+            if self.is_future_frame(&f) {
+                self.future_returned(f, ticks);
+            } else if let Some((t, o)) = ticks {
+                self.record(f, outer, t, o);
+            }
         }
     }
 
     /// The `TimedReturn` of a call that took `ticks` (a start stamp for it, which this
     /// protocol does not send, is superseded by the duration).
-    #[inline]
+    #[inline(always)]
     fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        if let Some((f, _, _)) = self.pop_frame(callee) {
-            self.record(f, ticks);
+        if let Some((f, outer, _, _)) = self.pop_frame(callee) {
+            let o = if outer { ticks } else { 0 };
+            if self.is_future_frame(&f) {
+                self.future_returned(f, Some((ticks, o)));
+            } else {
+                self.record(f, outer, ticks, o);
+            }
         }
     }
 
-    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, its start stamp if
-    /// it has one, and the closing stamp pending ([`NO_STAMP`] if none); `None` if no open
-    /// frame matches.
+    /// Whether `f`, just closed, was the frame of the future being polled.
     #[inline]
-    fn pop_frame(&mut self, callee: u32) -> Option<(Open, Option<Stamp>, u64)> {
+    fn is_future_frame(&self, f: &Open) -> bool {
+        let st = &self.threads.current;
+        st.stack.open.is_empty() && st.polls.last().is_some_and(|p| p.key.0 == f.method)
+    }
+
+    /// The future being polled returned: it is recorded when its poll ends, if every poll of
+    /// it is accounted for by then.
+    #[cold]
+    fn future_returned(&mut self, f: Open, ticks: Option<(u64, u64)>) {
+        if let Some(p) = self.threads.current.polls.last_mut() {
+            p.returned = Some((f, ticks));
+        }
+    }
+
+    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, whether it was an
+    /// outermost activation, its start stamp if it has one, and the closing stamp pending
+    /// ([`NO_STAMP`] if none); `None` if no open frame matches.
+    #[inline(always)]
+    fn pop_frame(&mut self, callee: u32) -> Option<(Open, bool, Option<Stamp>, u64)> {
         let st = &mut self.threads.current;
         st.just_opened = false;
         let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
@@ -664,7 +769,8 @@ impl TimeProfile {
         };
         let st = &mut self.threads.current;
         let depth = st.stack.open.len();
-        Some((f, st.stack.take_stamp(depth), end))
+        let outer = st.active.leave(f.method, st.base + depth as u32);
+        Some((f, outer, st.stack.take_stamp(depth), end))
     }
 
     /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and
@@ -677,22 +783,31 @@ impl TimeProfile {
             self.unmatched += 1;
             return None;
         };
-        st.stack.truncate(i + 1);
+        st.stack.truncate(i + 1, st.base, &mut st.active);
         st.stack.open.pop()
     }
 
-    /// A timed frame closes with closing stamp `end` ([`NO_STAMP`] if none).
-    fn close_timed(&mut self, f: Open, s: Stamp, end: u64) {
+    /// A timed frame's (ticks, outermost ticks), closing with stamp `end` ([`NO_STAMP`] if
+    /// none); `None` if its stamps were lost.
+    fn closed_ticks(&mut self, outer: bool, s: Stamp, end: u64) -> Option<(u64, u64)> {
         match (s.start != NO_STAMP, end != NO_STAMP) {
-            (true, true) => self.record(f, s.polled.saturating_add(elapsed(s.start, end))),
+            (true, true) => {
+                let t = elapsed(s.start, end);
+                let o = if outer { t } else { 0 };
+                Some((s.polled.saturating_add(t), s.polled_outer.saturating_add(o)))
+            }
             // A future dropped between polls: its last poll is an empty one, unstamped.
-            (false, false) if s.polled > 0 => self.record(f, s.polled),
-            _ => self.approximate = true,
+            (false, false) if s.polled > 0 => Some((s.polled, s.polled_outer)),
+            _ => {
+                self.approximate = true;
+                None
+            }
         }
     }
 
-    fn record(&mut self, f: Open, ticks: u64) {
-        let outer = self.is_outer(f.node);
+    /// One timed call of `f` (`outer_call`: an outermost activation when called): `ticks`
+    /// inclusive, of which `outer` in outermost activations.
+    fn record(&mut self, f: Open, outer_call: bool, ticks: u64, outer: u64) {
         let ft = self.function(f.method);
         ft.timed += 1;
         ft.ticks_all = ft.ticks_all.saturating_add(ticks);
@@ -700,108 +815,263 @@ impl TimeProfile {
         if ft.histogram.record(ticks).is_err() {
             ft.histogram.saturating_record(ticks);
         }
-        if outer {
+        if outer_call {
             ft.outer_timed += 1;
-            ft.ticks_outer = ft.ticks_outer.saturating_add(ticks);
         }
-        if f.node < UNKNOWN_OUTER {
-            let t = &mut self.node_time[f.node as usize];
-            t.timed += 1;
-            t.ticks = t.ticks.saturating_add(ticks);
-        }
+        ft.ticks_outer = ft.ticks_outer.saturating_add(outer);
+        let t = &mut self.node_time[f.node as usize];
+        t.timed += 1;
+        t.ticks = t.ticks.saturating_add(ticks);
     }
 
+    /// A future of `method` (`first`: its first poll) is polled: park the thread's stack and
+    /// continue from the future's frame.
     fn on_poll(&mut self, method: u32, task: u32, first: bool) {
         let key = (method, task);
         let st = &mut self.threads.current;
-        let resumed = if first {
-            match st.stack.open.last() {
+        let mut t = if first {
+            let t = match st.stack.open.last() {
                 Some(&f) if f.method == method => {
+                    // Its `Call` opened the frame, counted open on this thread.
                     st.stack.open.pop();
                     let depth = st.stack.open.len();
                     // A stamp between its `Call` and first `Poll` is not ours to make.
                     st.stack.take_stamp(depth);
-                    Suspended {
-                        open: f,
-                        polled: None,
-                    }
+                    let outer = st.active.is_outermost(method, st.base + depth as u32);
+                    new_task(f, true, outer)
                 }
                 _ => {
-                    // Its `Call` was lost (sampling).
+                    // Its `Call` was lost (sampling): place it below the root.
                     self.approximate = true;
-                    fragment(method)
+                    let node = self.node_for(ROOT_NODE, method);
+                    let st = &mut self.threads.current;
+                    let outer = st
+                        .active
+                        .enter(method, st.base + st.stack.open.len() as u32);
+                    new_task(open_at(method, node), true, outer)
+                }
+            };
+            self.place(key, t)
+        } else {
+            st.active
+                .enter(method, st.base + st.stack.open.len() as u32);
+            match self.tasks.remove(&key) {
+                Some(t) => t,
+                None => {
+                    // First polled in a stream this instance did not see: a detached root
+                    // collects this poll's calls until `merge` finds where it belongs.
+                    let node = self.tree.detached(method_id(method));
+                    self.grow_nodes();
+                    new_task(open_at(method, node), false, false)
                 }
             }
-        } else {
-            self.tasks.remove(&key).unwrap_or_else(|| fragment(method))
         };
+        t.polls = t.polls.saturating_add(1);
         let mut stack = Stack {
-            open: vec![resumed.open],
+            open: vec![t.open],
             stamps: Vec::new(),
         };
-        if let Some(polled) = resumed.polled {
+        if let Some(polled) = t.polled {
             stack.stamps.push(Stamp {
                 depth: 0,
                 start: NO_STAMP,
                 polled,
+                polled_outer: t.polled_outer,
             });
         }
         let st = &mut self.threads.current;
         let parked = std::mem::replace(&mut st.stack, stack);
-        st.polls.push((key, parked));
+        st.base += parked.open.len() as u32;
+        st.polls.push(Polling {
+            key,
+            parked,
+            task: t,
+            returned: None,
+        });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
     }
 
-    fn on_poll_end(&mut self, task: u32, done: bool) {
+    /// The first poll of `key` found its frame: what polls of it seen earlier (on other
+    /// threads of this stream) collected below a detached root moves there.
+    fn place(&mut self, key: TaskKey, mut t: Task) -> Task {
+        if let Some(old) = self.tasks.remove(&key) {
+            if old.placed {
+                // A task id reused (ids wrap): the old future's polls end here.
+                self.give_up(old);
+            } else {
+                let mut moved = HashMap::new();
+                self.graft(old.open.node, t.open.node, &mut moved);
+                self.forward(&moved);
+                t = combine(t, old);
+            }
+        }
+        t
+    }
+
+    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
         let st = &mut self.threads.current;
         st.just_opened = false;
         let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
-        let Some((key, parked)) = st.polls.pop() else {
+        let Some(p) = st.polls.pop() else {
             self.unmatched += 1;
             self.approximate = true;
             return;
         };
+        let key = p.key;
         if key.1 != task {
             self.approximate = true;
         }
-        let mut stack = std::mem::replace(&mut st.stack, parked);
+        let mut stack = std::mem::replace(&mut st.stack, p.parked);
+        let base = st.base;
+        st.base = base.saturating_sub(st.stack.open.len() as u32);
         // Frames left open above the future's own (lost `Return`s).
         if stack.open.len() > 1 {
-            stack.truncate(1);
+            stack.truncate(1, base, &mut st.active);
             self.approximate = true;
         }
-        let Some(f) = stack.open.pop() else {
-            return; // completed in this poll: its `Return` recorded it
+        let mut t = p.task;
+        let (f, ticks, done) = match p.returned {
+            // Completed in this poll: its `Return` closed the frame.
+            Some((f, ticks)) => {
+                self.approximate |= !done;
+                (f, ticks, true)
+            }
+            None => {
+                let Some(f) = stack.open.pop() else {
+                    return; // its frame was closed by a resynchronisation
+                };
+                let outer = st.active.leave(f.method, base);
+                if f.method != key.0 {
+                    self.approximate = true;
+                    return;
+                }
+                let ticks = stack.take_stamp(0).map(|s| {
+                    if s.start != NO_STAMP && end != NO_STAMP {
+                        let d = elapsed(s.start, end);
+                        let o = if outer { d } else { 0 };
+                        (s.polled.saturating_add(d), s.polled_outer.saturating_add(o))
+                    } else {
+                        (s.polled, s.polled_outer)
+                    }
+                });
+                // Dropped or completed without a `Return` seen: what was polled still counts.
+                self.approximate |= done;
+                (f, ticks, done)
+            }
         };
-        if f.method != key.0 {
-            self.approximate = true;
+        t.open = f;
+        t.polled = ticks.map(|(p, _)| p);
+        t.polled_outer = ticks.map_or(0, |(_, o)| o);
+        if done {
+            t.total = Some(poll.saturating_add(1));
+        }
+        if t.finished() {
+            self.finish(t);
+        } else {
+            self.tasks.insert(key, t);
+        }
+    }
+
+    /// A future whose every poll is accounted for: its time, if it was timed.
+    fn finish(&mut self, t: Task) {
+        if let Some(p) = t.polled {
+            self.record(t.open, t.outer_call, p, t.polled_outer);
+        }
+    }
+
+    /// A future whose other polls will never be seen: its time polled stays its function's.
+    fn give_up(&mut self, t: Task) {
+        if let Some(p) = t.polled {
+            let f = self.function(t.open.method);
+            f.open_polled = f.open_polled.saturating_add(p);
+        }
+    }
+
+    /// Move what is below `from` (and `from`'s own time) to the same paths below `onto`;
+    /// records in `moved` where each node went.
+    fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
+        if from == onto {
             return;
         }
-        let polled = stack.take_stamp(0).map(|s| {
-            if s.start != NO_STAMP && end != NO_STAMP {
-                s.polled.saturating_add(elapsed(s.start, end))
-            } else {
-                s.polled
+        let mut here = HashMap::new();
+        self.tree.graft(from, onto, &mut here);
+        self.grow_nodes();
+        here.insert(from, onto);
+        for (&c, &n) in &here {
+            let t = std::mem::take(&mut self.node_time[c as usize]);
+            self.node_time[n as usize].add(t);
+        }
+        moved.extend(here);
+    }
+
+    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
+    fn forward(&mut self, moved: &HashMap<u32, u32>) {
+        if moved.is_empty() {
+            return;
+        }
+        let fwd = |n: &mut u32| {
+            if let Some(&m) = moved.get(n) {
+                *n = m;
             }
-        });
-        if done {
-            // Dropped or completed without a `Return` seen: what was polled still counts.
-            self.approximate = true;
-            if let Some(p) = polled {
-                self.record(f, p);
+        };
+        let fwd_open = |f: &mut Open| {
+            fwd(&mut f.node);
+            fwd(&mut f.last.node);
+        };
+        for t in self.tasks.values_mut() {
+            fwd_open(&mut t.open);
+        }
+        for st in self.threads.all_mut() {
+            st.stack.open.iter_mut().for_each(fwd_open);
+            fwd(&mut st.root_last.node);
+            for p in &mut st.polls {
+                p.parked.open.iter_mut().for_each(fwd_open);
+                fwd_open(&mut p.task.open);
+                if let Some((f, _)) = &mut p.returned {
+                    fwd_open(f);
+                }
             }
-        } else {
-            self.tasks.insert(key, Suspended { open: f, polled });
         }
     }
 }
 
-/// A future whose `Call` this stream did not see: its method, nothing else.
-fn fragment(method: u32) -> Suspended {
-    Suspended {
-        open: Open::new(method, UNKNOWN),
+/// A frame of `method` at `node`.
+fn open_at(method: u32, node: u32) -> Open {
+    Open {
+        method,
+        node,
+        last: Callee::default(),
+    }
+}
+
+/// A future whose frame is `open`, no poll counted yet.
+fn new_task(open: Open, placed: bool, outer_call: bool) -> Task {
+    Task {
+        open,
+        placed,
+        outer_call,
+        polls: 0,
+        total: None,
         polled: None,
+        polled_outer: 0,
+    }
+}
+
+/// One future's state as two streams saw it; `a`'s frame is kept if `a` is placed or `b` is not.
+fn combine(a: Task, b: Task) -> Task {
+    let first = if a.placed || !b.placed { a } else { b };
+    Task {
+        open: first.open,
+        outer_call: first.outer_call,
+        placed: a.placed || b.placed,
+        polls: a.polls.saturating_add(b.polls),
+        total: a.total.or(b.total),
+        polled: match (a.polled, b.polled) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
+        },
+        polled_outer: a.polled_outer.saturating_add(b.polled_outer),
     }
 }
 
@@ -857,7 +1127,7 @@ impl EventAnalysis for TimeProfile {
                     task,
                     first,
                 }) => self.on_poll(method.get(), task, first),
-                Some(EventKind::PollEnd { task, done, .. }) => self.on_poll_end(task, done),
+                Some(EventKind::PollEnd { task, poll, done }) => self.on_poll_end(task, poll, done),
                 _ => {}
             }
         }
@@ -869,41 +1139,86 @@ impl EventAnalysis for TimeProfile {
             let mine = self.function(m as u32);
             mine.calls += f.calls;
             mine.timed += f.timed;
-            mine.ticks_all += f.ticks_all;
+            mine.ticks_all = mine.ticks_all.saturating_add(f.ticks_all);
             mine.outer_calls += f.outer_calls;
             mine.outer_timed += f.outer_timed;
-            mine.ticks_outer += f.ticks_outer;
-            mine.open_polled += f.open_polled;
+            mine.ticks_outer = mine.ticks_outer.saturating_add(f.ticks_outer);
+            mine.open_polled = mine.open_polled.saturating_add(f.open_polled);
             mine.histogram
                 .add(&f.histogram)
                 .expect("auto-resizing histograms of the same precision add");
+        }
+        if self.nested.len() < other.nested.len() {
+            self.nested.resize(other.nested.len(), 0);
+        }
+        for (mine, theirs) in self.nested.iter_mut().zip(&other.nested) {
+            *mine += theirs;
         }
         // Contexts by path (calls summed by the trie), then their timed calls and ticks.
         let to_self = self.tree.merge(&other.tree);
         self.grow_nodes();
         for (i, o) in other.node_time.iter().enumerate() {
-            let t = &mut self.node_time[to_self[i] as usize];
-            t.timed += o.timed;
-            t.ticks += o.ticks;
+            self.node_time[to_self[i] as usize].add(*o);
         }
-        // Futures between polls in both: one frame, both polled times; one only in `other`
-        // keeps its time as polled time of its function (its completion, if any, is elsewhere).
-        for (key, f) in other.tasks {
-            let theirs = f.polled.unwrap_or(0);
-            match self.tasks.get_mut(&key) {
-                Some(mine) => {
-                    if theirs > 0 || mine.polled.is_some() {
-                        mine.polled = Some(mine.polled.unwrap_or(0) + theirs);
+        // Futures seen in both: what one saw of it goes where the other placed it, and the
+        // time of one whose every poll is now accounted for is recorded.
+        let mut moved = HashMap::new();
+        for (key, mut o) in other.tasks {
+            o.open.node = resolve(&moved, to_self[o.open.node as usize]);
+            o.open.last = Callee::default();
+            let Some(mut t) = self.tasks.remove(&key) else {
+                self.tasks.insert(key, o);
+                continue;
+            };
+            t.open.node = resolve(&moved, t.open.node);
+            let t = match (t.placed, o.placed) {
+                // Two first polls: a task id reused (ids wrap); they are two futures.
+                (true, true) => {
+                    if o.finished() {
+                        self.finish(o);
+                    } else {
+                        self.give_up(o);
                     }
+                    t
                 }
-                None => {
-                    self.function(f.open.method).open_polled += theirs;
+                (false, true) => {
+                    self.graft(t.open.node, o.open.node, &mut moved);
+                    combine(o, t)
                 }
+                _ => {
+                    self.graft(o.open.node, t.open.node, &mut moved);
+                    combine(t, o)
+                }
+            };
+            if t.finished() {
+                self.finish(t);
+            } else {
+                self.tasks.insert(key, t);
             }
+        }
+        if !moved.is_empty() {
+            // Chains (a node moved, then its new place moved too) resolve to the last place.
+            let keys: Vec<u32> = moved.keys().copied().collect();
+            for k in keys {
+                let n = resolve(&moved, k);
+                moved.insert(k, n);
+            }
+            self.forward(&moved);
         }
         self.approximate |= other.approximate;
         self.unmatched += other.unmatched;
     }
+}
+
+/// Where node `n` went after the grafts so far (a graft may move a node another task uses).
+fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
+    while let Some(&m) = moved.get(&n) {
+        if m == n {
+            break;
+        }
+        n = m;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -1178,6 +1493,182 @@ mod tests {
             assert_eq!(p.estimate(fut).inclusive, 25.0);
             assert_eq!(p.estimate(main).inclusive, 200.0);
             assert_eq!(p.estimate(main).exclusive, 175.0);
+            assert!(!p.is_approximate());
+        }
+    }
+
+    /// Outermost is what is open on the thread when a future is polled, not what its first
+    /// poll's context says. Future X of `b` is polled first from `main`, then inside future Y
+    /// of `b` (so its second poll is inside Y's time); future X' of `b` is polled first inside
+    /// Y' of `b`, then from `main` once Y' is done. `b`'s inclusive time counts each tick once.
+    #[test]
+    fn a_future_is_outermost_by_what_is_open_when_it_is_polled() {
+        let (main, b) = (m(1), m(2));
+        // X: [10, 20) from main, then [40, 50) inside Y [30, 60): b runs 10 + 30 ticks.
+        let inside_later = words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::time(0),
+            Event::call(main, b),
+            Event::poll(b, 1, true),
+            Event::time(10),
+            Event::time(20),
+            Event::poll_end(1, 0, false),
+            Event::call(main, b),
+            Event::poll(b, 2, true),
+            Event::time(30),
+            Event::poll(b, 1, false),
+            Event::time(40),
+            Event::time(50),
+            Event::ret(b),
+            Event::poll_end(1, 1, true),
+            Event::time(60),
+            Event::ret(b),
+            Event::poll_end(2, 0, true),
+            Event::time(100),
+            Event::ret(main),
+        ]);
+        // X': [20, 30) inside Y' [10, 40), then [50, 70) from main: b runs 30 + 20 ticks.
+        let inside_first = words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::time(0),
+            Event::call(main, b),
+            Event::poll(b, 2, true),
+            Event::time(10),
+            Event::call(b, b),
+            Event::poll(b, 1, true),
+            Event::time(20),
+            Event::time(30),
+            Event::poll_end(1, 0, false),
+            Event::time(40),
+            Event::ret(b),
+            Event::poll_end(2, 0, true),
+            Event::poll(b, 1, false),
+            Event::time(50),
+            Event::time(70),
+            Event::ret(b),
+            Event::poll_end(1, 1, true),
+            Event::time(100),
+            Event::ret(main),
+        ]);
+        for (w, inclusive, all) in [(inside_later, 40.0, 50), (inside_first, 50.0, 60)] {
+            for cut in 0..w.len() {
+                let mut p = TimeProfile::new();
+                p.consume(&w[..cut]);
+                p.consume(&w[cut..]);
+                assert_eq!(p.estimate(b).inclusive, inclusive, "cut {cut}");
+                assert_eq!(p.estimate(main).inclusive, 100.0);
+                let (_, fb) = p.functions().into_iter().find(|(id, _)| *id == b).unwrap();
+                assert_eq!((fb.calls, fb.timed, fb.ticks_all), (2, 2, all));
+                assert!(!p.is_approximate());
+            }
+        }
+    }
+
+    /// A recursion `depth` deep that calls a leaf at every level: every context is new, and
+    /// deciding which calls are outermost must not walk the path above each one (that was
+    /// depth²/2 steps, 5·10^9 at depth 100,000). A regression example to time, not a timed
+    /// test: its results are checked, its speed is the note's.
+    #[test]
+    fn a_deep_recursion_with_a_leaf_at_every_level() {
+        const DEPTH: u32 = 100_000;
+        let (f, leaf) = (m(1), m(2));
+        let mut w = vec![Event::call(MethodId::ROOT, f).word()];
+        for _ in 1..DEPTH {
+            w.push(Event::call(f, leaf).word());
+            w.push(Event::timed_return(leaf, 1).word());
+            w.push(Event::call(f, f).word());
+        }
+        for _ in 0..DEPTH {
+            w.push(Event::timed_return(f, 10).word());
+        }
+        let mut p = TimeProfile::new();
+        for chunk in w.chunks(16 << 10) {
+            p.consume(chunk);
+        }
+        let fs = p.functions();
+        let ff = &fs.iter().find(|(id, _)| *id == f).unwrap().1;
+        assert_eq!(
+            (ff.calls, ff.outer_calls, ff.outer_timed),
+            (DEPTH as u64, 1, 1)
+        );
+        assert_eq!(ff.ticks_outer, 10);
+        let fl = &fs.iter().find(|(id, _)| *id == leaf).unwrap().1;
+        assert_eq!(
+            (fl.calls, fl.outer_calls),
+            (DEPTH as u64 - 1, DEPTH as u64 - 1)
+        );
+        assert_eq!(p.context_nodes().len(), 2 * DEPTH as usize - 1);
+    }
+
+    /// Future `fut` is called by `main` and polled first on thread 1, then polled to the end on
+    /// thread 2, each thread in its own instance: after merging (in either order), its time and
+    /// what its second poll called are under main → fut.
+    #[test]
+    fn a_future_that_moved_threads_is_grafted_under_its_first_poll() {
+        let (main, fut, leaf) = (m(1), m(2), m(3));
+        let first = words(&[
+            Event::call(MethodId::ROOT, main),
+            Event::time(0),
+            Event::call(main, fut),
+            Event::poll(fut, 7, true),
+            Event::time(10),
+            Event::call(fut, leaf),
+            Event::timed_return(leaf, 3),
+            Event::time(15),
+            Event::poll_end(7, 0, false),
+            Event::time(20),
+            Event::ret(main),
+        ]);
+        let later = words(&[
+            Event::poll(fut, 7, false),
+            Event::time(100),
+            Event::call(fut, leaf),
+            Event::timed_return(leaf, 4),
+            Event::time(120),
+            Event::ret(fut),
+            Event::poll_end(7, 1, true),
+        ]);
+        for first_is_self in [true, false] {
+            let mut a = TimeProfile::new();
+            a.consume(&first);
+            let mut b = TimeProfile::new();
+            b.consume(&later);
+            let p = if first_is_self {
+                a.merge(b);
+                a
+            } else {
+                b.merge(a);
+                b
+            };
+            let ctx = p.contexts();
+            let at = |path: &[MethodId]| ctx.iter().find(|(s, _)| s == path).map(|c| c.1);
+            let timed = |calls, timed, ticks| Timed {
+                calls,
+                timed,
+                ticks,
+            };
+            assert_eq!(at(&[main, fut]), Some(timed(1, 1, 25)));
+            assert_eq!(at(&[main, fut, leaf]), Some(timed(2, 2, 7)));
+            assert_eq!(at(&[fut]), None);
+            assert_eq!(ctx.len(), 3);
+            assert_eq!(p.estimate(fut).inclusive, 25.0);
+            assert_eq!(p.estimate(fut).exclusive, 18.0);
+            assert_eq!(p.estimate(main).inclusive, 20.0);
+            let (_, ff) = p
+                .functions()
+                .into_iter()
+                .find(|(id, _)| *id == fut)
+                .unwrap();
+            assert_eq!((ff.calls, ff.timed, ff.open_polled), (1, 1, 0));
+            assert_eq!(ff.histogram.max(), 25);
+            assert_eq!(
+                p.edges(),
+                vec![
+                    ((MethodId::ROOT, main), timed(1, 1, 20)),
+                    ((main, fut), timed(1, 1, 25)),
+                    ((fut, leaf), timed(2, 2, 7)),
+                ]
+            );
             assert!(!p.is_approximate());
         }
     }

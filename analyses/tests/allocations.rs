@@ -174,3 +174,53 @@ fn mutual_recursion_counts_once_and_nodes_link_the_contexts() {
     stacks.sort_by(|x, y| x.0.cmp(&y.0));
     assert_eq!(stacks, copied);
 }
+
+/// A future called by `outer` and polled first on one thread, then to the end on another, each
+/// thread in its own instance: after merging (in either order), what its later poll
+/// allocated, itself and in a callee, is under outer → fut, and in outer's inclusive counts.
+#[test]
+fn a_future_that_moved_threads_is_grafted_under_its_first_poll() {
+    let (outer, fut, leaf) = (m(1), m(2), m(3));
+    let first = words(&[
+        Event::call(MethodId::ROOT, outer),
+        Event::call(outer, fut),
+        Event::poll(fut, 7, true),
+        Event::alloc(10),
+        Event::poll_end(7, 0, false),
+        Event::ret(outer),
+    ]);
+    let later = words(&[
+        Event::poll(fut, 7, false),
+        Event::alloc(20),
+        Event::call(fut, leaf),
+        Event::alloc(40),
+        Event::ret(leaf),
+        Event::ret(fut),
+        Event::poll_end(7, 1, true),
+    ]);
+    for first_is_self in [true, false] {
+        let mut a = Allocations::new();
+        a.consume(&first);
+        let mut b = Allocations::new();
+        b.consume(&later);
+        let p = if first_is_self {
+            a.merge(b);
+            a
+        } else {
+            b.merge(a);
+            b
+        };
+        assert_eq!(p.context(&[outer, fut]), Some(counts(2, 30, 0, 0, 0)));
+        assert_eq!(p.context(&[outer, fut, leaf]), Some(counts(1, 40, 0, 0, 0)));
+        assert_eq!(p.context(&[fut]), None);
+        assert_eq!(p.context_nodes().len(), 3);
+        let f = p.by_function();
+        let of = |id| f.iter().find(|f| f.method == id).unwrap();
+        assert_eq!(of(outer).inclusive, counts(3, 70, 0, 0, 0));
+        assert_eq!(of(fut).self_, counts(2, 30, 0, 0, 0));
+        assert_eq!(of(fut).inclusive, counts(3, 70, 0, 0, 0));
+        assert_eq!(p.totals(), counts(3, 70, 0, 0, 0));
+        assert_eq!(p.pending_tasks(), 0);
+        assert!(!p.is_approximate());
+    }
+}

@@ -59,9 +59,14 @@ impl AnalysisDescriptor for Descriptor {
         let nodes = a.context_nodes();
         let mut active: Vec<bool> = nodes.iter().map(|c| !c.counts.is_empty()).collect();
         let mut subtree: Vec<u64> = nodes.iter().map(|c| c.counts.bytes).collect();
-        // The `k`-th node is node `k + 1`, after its parent.
+        // Each node's place in the list (nodes come in index order, each after its parent).
+        let mut at = vec![usize::MAX; nodes.last().map_or(0, |n| n.node as usize + 1)];
+        for (i, n) in nodes.iter().enumerate() {
+            at[n.node as usize] = i;
+        }
         for i in (0..nodes.len()).rev() {
-            if let Some(p) = (nodes[i].parent as usize).checked_sub(1) {
+            if nodes[i].parent != 0 {
+                let p = at[nodes[i].parent as usize];
                 active[p] |= active[i];
                 subtree[p] = subtree[p].saturating_add(subtree[i]);
             }
