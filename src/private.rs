@@ -182,16 +182,38 @@ pub(crate) fn time_period() -> u32 {
     TIME_PERIOD.load(Ordering::Relaxed)
 }
 
-/// Sampled timing's per-thread state: a random-number state and, per function id, the calls
-/// to skip before the next timed one.
-struct TimeSampler {
-    rng: Cell<u64>,
-    skip: RefCell<Vec<u32>>,
+/// Sampled timing's per-thread state: per function id, the calls to skip before the next
+/// timed one, and a random-number state. It owns the countdowns; [`SKIP`] caches where they
+/// are, and this table's drop clears that cache.
+struct SkipTable {
+    skip: Vec<u32>,
+    rng: u64,
+}
+
+impl Drop for SkipTable {
+    fn drop(&mut self) {
+        let _ = SKIP.try_with(|c| {
+            c.ptr.set(std::ptr::null_mut());
+            c.len.set(0);
+        });
+    }
+}
+
+/// Where this thread's countdowns are, in a destructor-free thread-local: the inline check of
+/// a sampled-timing call is two thread-local loads and a decrement, with no first-use
+/// registration code (which made every instrumented function save three more registers, also
+/// with no session running).
+struct SkipCache {
+    ptr: Cell<*mut u32>,
+    len: Cell<usize>,
 }
 
 thread_local! {
-    static SAMPLER: TimeSampler = const {
-        TimeSampler { rng: Cell::new(0), skip: RefCell::new(Vec::new()) }
+    static SKIP: SkipCache = const {
+        SkipCache { ptr: Cell::new(std::ptr::null_mut()), len: Cell::new(0) }
+    };
+    static SKIP_TABLE: RefCell<SkipTable> = const {
+        RefCell::new(SkipTable { skip: Vec::new(), rng: 0 })
     };
 }
 
@@ -207,33 +229,62 @@ fn timed(id: u32) -> bool {
 
 /// One call in `k` of `id` on this thread: after a timed call, skip a number of calls drawn
 /// uniformly from `0..=2k-2` (mean `k - 1`), so a function whose call durations repeat with
-/// some period is not always timed at the same phase.
-#[inline]
+/// some period is not always timed at the same phase. Counting down is inline; drawing (and
+/// growing the table) is not.
+#[inline(always)]
 fn sample(id: u32, k: u32) -> bool {
-    SAMPLER
-        .try_with(|s| {
-            let Ok(mut skip) = s.skip.try_borrow_mut() else {
+    let (ptr, len) = SKIP.with(|c| (c.ptr.get(), c.len.get()));
+    let i = id as usize;
+    if i < len {
+        // SAFETY: `(ptr, len)` is this thread's `SKIP_TABLE.skip`, published by `draw` after
+        // its last change to the table and cleared before the table is dropped; `i < len`, so
+        // the slot is in it. Only this thread uses it, and no borrow of the table is live
+        // here (`draw` does not call back into instrumented code while it holds one).
+        let n = unsafe { &mut *ptr.add(i) };
+        if *n > 0 {
+            *n -= 1;
+            return false;
+        }
+    }
+    draw(id, k)
+}
+
+/// [`sample`] for a countdown at 0 or not made yet: time this call and draw the next skip.
+#[cold]
+#[inline(never)]
+fn draw(id: u32, k: u32) -> bool {
+    SKIP_TABLE
+        .try_with(|t| {
+            let Ok(mut t) = t.try_borrow_mut() else {
                 return false;
             };
+            let t = &mut *t;
             let i = id as usize;
-            if i >= skip.len() {
-                skip.resize(i + 1, 0);
+            if i >= t.skip.len() {
+                t.skip.resize(i + 1, 0);
             }
-            if skip[i] > 0 {
-                skip[i] -= 1;
-                return false;
-            }
-            // xorshift64, seeded from the state's address (distinct per thread).
-            let mut x = s.rng.get();
-            if x == 0 {
-                x = (s as *const TimeSampler as u64) | 1;
-            }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            s.rng.set(x);
-            skip[i] = (x % (2 * k as u64 - 1)) as u32;
-            true
+            let timed = if t.skip[i] > 0 {
+                t.skip[i] -= 1;
+                false
+            } else {
+                // xorshift64, seeded from the table's address (distinct per thread).
+                let mut x = t.rng;
+                if x == 0 {
+                    x = (t as *const SkipTable as u64) | 1;
+                }
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                t.rng = x;
+                t.skip[i] = (x % (2 * k as u64 - 1)) as u32;
+                true
+            };
+            let (ptr, len) = (t.skip.as_mut_ptr(), t.skip.len());
+            SKIP.with(|c| {
+                c.ptr.set(ptr);
+                c.len.set(len);
+            });
+            timed
         })
         .unwrap_or(false)
 }

@@ -303,3 +303,86 @@ fn async_fn_counts_time_polled_not_suspended() {
         f.inclusive_ns
     );
 }
+
+#[profile]
+fn sampled_a(i: u64) -> u64 {
+    i.wrapping_mul(3)
+}
+
+#[profile]
+fn sampled_b(i: u64) -> u64 {
+    i ^ 5
+}
+
+#[profile]
+fn sampled_c(i: u64) -> u64 {
+    sampled_a(i) + 1
+}
+
+/// Calls `sampled_c` from a thread-local's destructor: sampled timing must cope with being
+/// asked while (or after) the thread's countdown table is torn down.
+struct CallsOnDrop;
+
+impl Drop for CallsOnDrop {
+    fn drop(&mut self) {
+        std::hint::black_box(sampled_c(7));
+    }
+}
+
+thread_local! {
+    static CALLS_ON_DROP: CallsOnDrop = const { CallsOnDrop };
+}
+
+#[test]
+fn sampled_timing_keeps_one_in_k_per_function_and_thread() {
+    // Three functions (the per-thread countdown table grows as each is first timed), four
+    // threads, and a call from a thread-local destructor at each thread's exit.
+    const K: u32 = 16;
+    const N: u64 = 32_000;
+    const THREADS: u64 = 4;
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::builder()
+        .analyses(&[Analysis::Time])
+        .time_sample(K)
+        .mode(RunMode::Exhaustive)
+        .pin(false)
+        .start()
+        .unwrap();
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            std::thread::spawn(|| {
+                CALLS_ON_DROP.with(|_| {});
+                let mut x = 0;
+                for i in 0..N {
+                    x ^= sampled_a(i) ^ sampled_b(i) ^ sampled_c(i);
+                }
+                std::hint::black_box(x);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let data = session.finish().data;
+    for (name, calls) in [
+        ("sampled_a", 2 * N * THREADS),
+        ("sampled_b", N * THREADS),
+        ("sampled_c", N * THREADS),
+    ] {
+        let f = time_of(&data, name);
+        // The destructor's calls come after the thread's ring may have closed: they may or
+        // may not be counted.
+        assert!(
+            (calls..=calls + 2 * THREADS).contains(&f.calls),
+            "{name}: {} calls",
+            f.calls
+        );
+        let want = f.calls as f64 / K as f64;
+        assert!(
+            (f.timed as f64 - want).abs() < 0.1 * want,
+            "{name}: {} timed of {}",
+            f.timed,
+            f.calls
+        );
+    }
+}
