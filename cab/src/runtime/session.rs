@@ -307,6 +307,7 @@ impl<A: RingAnalysis> Session<A> {
             } => Some(rate),
             _ => None,
         };
+        let patient = matches!(b.mode, RunMode::Sampling { .. });
         let cores = online_cores().len().max(1);
         if b.pin_application && cores > 1 {
             pin_to(0);
@@ -319,7 +320,7 @@ impl<A: RingAnalysis> Session<A> {
                 // OS starts, and `pin_application` pins, the app).
                 let pin_core = (b.pin && cores > 1).then(|| cores - 1 - i % (cores - 1));
                 let (shared, handle) =
-                    analyzer::spawn(i, factory.clone(), clone_fn, adaptive, pin_core)
+                    analyzer::spawn(i, factory.clone(), clone_fn, adaptive, patient, pin_core)
                         .map_err(SessionError::Spawn)?;
                 analyzers.push(shared);
                 handles.push(handle);
