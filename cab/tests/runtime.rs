@@ -478,3 +478,37 @@ fn live_threads_are_reported_in_every_mode() {
         }
     }
 }
+
+#[test]
+fn a_sampling_ring_defaults_to_an_eighth_of_an_exhaustive_one() {
+    let env = |pairs: &[(&str, &str)]| {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut config = RuntimeConfig::default();
+        config.from_vars(move |k| m.get(k).cloned()).map(|_| config)
+    };
+    let exhaustive = RuntimeConfig::default().ring_config().unwrap();
+    let sampling = env(&[("CABPROF_RATE", "0.05")])
+        .unwrap()
+        .ring_config()
+        .unwrap();
+    assert_eq!(
+        exhaustive.chunk_bytes,
+        cabprof_cab::hw::recommended_chunk_bytes()
+    );
+    assert_eq!(
+        sampling.chunk_bytes,
+        cabprof_cab::hw::recommended_sampling_chunk_bytes()
+    );
+    assert_eq!(sampling.chunk_bytes, (exhaustive.chunk_bytes / 8).max(4096));
+    assert_eq!(sampling.buffer_bytes, 16 * sampling.chunk_bytes);
+    sampling.validate().unwrap();
+    // Given sizes win in sampling mode too.
+    let given = env(&[("CABPROF_RATE", "0.05"), ("CABPROF_CHUNK", "64K")])
+        .unwrap()
+        .ring_config()
+        .unwrap();
+    assert_eq!((given.chunk_bytes, given.buffer_bytes), (64 << 10, 1 << 20));
+}

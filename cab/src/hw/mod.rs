@@ -282,6 +282,18 @@ pub fn recommended_buffer_bytes() -> usize {
     16 * recommended_chunk_bytes()
 }
 
+/// The default chunk in sampling mode: an eighth of [`recommended_chunk_bytes`] (24 KiB on a
+/// 48 KiB L1d, 16 KiB on 32 KiB), so a sampling ring (16 of them) is an eighth of an
+/// exhaustive one.
+///
+/// A sampling ring only has to hold what its producers write while the analyzer sleeps
+/// between reads of a tenth of each chunk; its producers never wait. What it costs is cache:
+/// every thread's ring cycles through the cache of the core it runs on, and a service with
+/// a few busy threads per core had its working set pushed out of the L2 by their 3 MiB rings.
+pub fn recommended_sampling_chunk_bytes() -> usize {
+    (recommended_chunk_bytes() / 8).max(4096)
+}
+
 /// This machine's physical memory in bytes, if the OS says (`sysconf`): no ring larger than
 /// it can be used, whatever the allocator's overcommit policy lets a mapping promise.
 pub fn physical_memory() -> Option<usize> {

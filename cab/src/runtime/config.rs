@@ -18,7 +18,8 @@ pub struct RuntimeConfig {
     /// Ring size in bytes; `None`: 16 chunks.
     pub buffer_bytes: Option<usize>,
     /// Chunk size in bytes; `None`: 4 × the host's L1d
-    /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)).
+    /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)), an eighth of that in
+    /// sampling mode ([`recommended_sampling_chunk_bytes`](crate::hw::recommended_sampling_chunk_bytes)).
     pub chunk_bytes: Option<usize>,
     /// Memory all rings of the session may hold together, in bytes; `None`: the larger of
     /// [`DEFAULT_RING_MEMORY`] and four rings. A thread whose new ring would exceed it waits
@@ -225,9 +226,10 @@ impl RuntimeConfig {
     /// The ring configuration this session will use, validated against the buffer design's
     /// rules.
     pub fn ring_config(&self) -> Result<RingConfig, ConfigError> {
-        let chunk = self
-            .chunk_bytes
-            .unwrap_or_else(crate::hw::recommended_chunk_bytes);
+        let chunk = self.chunk_bytes.unwrap_or_else(|| match self.mode {
+            RunMode::Sampling { .. } => crate::hw::recommended_sampling_chunk_bytes(),
+            _ => crate::hw::recommended_chunk_bytes(),
+        });
         let buffer = match self.buffer_bytes {
             Some(buffer) => buffer,
             None => chunk.checked_mul(DEFAULT_CHUNKS).ok_or_else(|| {

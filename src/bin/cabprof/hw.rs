@@ -104,6 +104,12 @@ pub(crate) fn run(args: &HwArgs) -> Result<ExitCode, CliError> {
         show_bytes(hw::recommended_buffer_bytes() as u64),
         hw::recommended_buffer_bytes()
     );
+    let sampling = hw::recommended_sampling_chunk_bytes();
+    o += &format!(
+        "  sampling mode: chunk {} ({sampling} bytes: an eighth), buffer {} (16 chunks)\n",
+        show_bytes(sampling as u64),
+        show_bytes(16 * sampling as u64)
+    );
     print!("{o}");
     Ok(ExitCode::SUCCESS)
 }
