@@ -583,14 +583,18 @@ impl EventAnalysis for Allocations {
                 continue;
             };
             t.node = resolve(&moved, t.node);
-            let (from, onto) = match (t.placed, o.placed) {
+            // Which side knows where the first poll was: its node has a parent. (`placed`
+            // is not that: `forward` clears it for a first poll seen below a detached node.)
+            // Only a detached root moves, whatever the merge order.
+            let known = |n: u32| self.tree.nodes[n as usize].parent != NONE;
+            let (from, onto) = match (known(t.node), known(o.node)) {
                 // Two first polls: a task id reused (ids wrap); keep ours.
                 (true, true) => (o.node, o.node),
                 (true, false) => (o.node, t.node),
                 (false, true) => (t.node, o.node),
                 (false, false) => (o.node, t.node),
             };
-            t.node = if t.placed { t.node } else { onto };
+            t.node = if from == t.node { onto } else { t.node };
             t.placed |= o.placed;
             t.polls = t.polls.saturating_add(o.polls);
             t.total = t.total.or(o.total);

@@ -224,3 +224,84 @@ fn a_future_that_moved_threads_is_grafted_under_its_first_poll() {
         assert!(!p.is_approximate());
     }
 }
+
+/// A future `b` first polled inside a later poll of another future `a` (so, in that stream,
+/// below `a`'s detached node), then polled on two more threads; `a`'s first poll on a fourth.
+/// Merged in any order and grouping, what `b` allocated is under root → a → b: a detached
+/// copy of `b` is grafted onto where its first poll was, never the other way round.
+#[test]
+fn a_future_first_polled_inside_a_moved_future_is_grafted_in_any_merge_order() {
+    let (a, b) = (m(1), m(2));
+    let streams = [
+        // a's first poll.
+        words(&[
+            Event::call(MethodId::ROOT, a),
+            Event::poll(a, 1, true),
+            Event::alloc(1),
+            Event::poll_end(1, 0, false),
+        ]),
+        // a's last poll, in which b is called and first polled.
+        words(&[
+            Event::poll(a, 1, false),
+            Event::call(a, b),
+            Event::poll(b, 2, true),
+            Event::alloc(5),
+            Event::poll_end(2, 0, false),
+            Event::ret(a),
+            Event::poll_end(1, 1, true),
+        ]),
+        // b's second poll.
+        words(&[
+            Event::poll(b, 2, false),
+            Event::alloc(7),
+            Event::poll_end(2, 1, false),
+        ]),
+        // b's last poll.
+        words(&[
+            Event::poll(b, 2, false),
+            Event::alloc(9),
+            Event::ret(b),
+            Event::poll_end(2, 2, true),
+        ]),
+    ];
+    let one = |i: usize| {
+        let mut x = Allocations::new();
+        x.consume(&streams[i]);
+        x
+    };
+    let mut orders = Vec::new();
+    for p in 0..4 {
+        for q in 0..4 {
+            for r in 0..4 {
+                for s in 0..4 {
+                    let v = [p, q, r, s];
+                    if (0..4).all(|i| v.contains(&i)) {
+                        orders.push(v);
+                    }
+                }
+            }
+        }
+    }
+    for [p, q, r, s] in orders {
+        // ((p + q) + (r + s)) and (((p + q) + r) + s).
+        let mut left = one(p);
+        left.merge(one(q));
+        let mut right = one(r);
+        right.merge(one(s));
+        let mut pairs = left.clone();
+        pairs.merge(right);
+        let mut folded = left;
+        folded.merge(one(r));
+        folded.merge(one(s));
+        for (how, x) in [("pairs", pairs), ("fold", folded)] {
+            let at = format!("{how} of {:?}", [p, q, r, s]);
+            assert_eq!(x.context(&[a]), Some(counts(1, 1, 0, 0, 0)), "{at}");
+            assert_eq!(x.context(&[a, b]), Some(counts(3, 21, 0, 0, 0)), "{at}");
+            assert_eq!(x.context(&[b]), None, "{at}");
+            let f = x.by_function();
+            let of = |id| f.iter().find(|f| f.method == id).unwrap().inclusive;
+            assert_eq!(of(a), counts(4, 22, 0, 0, 0), "{at}");
+            assert_eq!(x.pending_tasks(), 0, "{at}");
+        }
+    }
+}
