@@ -149,3 +149,77 @@ fn one_stream_multiplexing_threads_in_any_order() {
     let profile: CallTreeProfile = analyze(&all);
     check(&tree, &profile);
 }
+
+/// A future `b` first polled inside a later poll of another future `a` (so, in that stream,
+/// below `a`'s detached node), then polled on two more streams; `a`'s first poll on a fourth.
+/// Merged in any order and grouping, what `b` called is under root → a → b.
+#[test]
+fn a_future_first_polled_inside_a_moved_future_is_placed_in_any_merge_order() {
+    let (root, a, b, c) = (MethodId::ROOT, m(H), m(S), m(C));
+    let streams = [
+        words(&[
+            Event::call(root, a),
+            Event::poll(a, 1, true),
+            Event::poll_end(1, 0, false),
+        ]),
+        words(&[
+            Event::poll(a, 1, false),
+            Event::call(a, b),
+            Event::poll(b, 2, true),
+            Event::call(b, c),
+            Event::ret(c),
+            Event::poll_end(2, 0, false),
+            Event::ret(a),
+            Event::poll_end(1, 1, true),
+        ]),
+        words(&[
+            Event::poll(b, 2, false),
+            Event::call(b, c),
+            Event::ret(c),
+            Event::poll_end(2, 1, false),
+        ]),
+        words(&[
+            Event::poll(b, 2, false),
+            Event::call(b, c),
+            Event::ret(c),
+            Event::ret(b),
+            Event::poll_end(2, 2, true),
+        ]),
+    ];
+    let one = |i: usize| -> CallingContextTree { analyze(&streams[i]) };
+    for p in 0..4 {
+        for q in (0..4).filter(|&q| q != p) {
+            for r in (0..4).filter(|&r| r != p && r != q) {
+                let s = 6 - p - q - r;
+                let mut left = one(p);
+                left.merge(one(q));
+                let mut right = one(r);
+                right.merge(one(s));
+                let mut pairs = left.clone();
+                pairs.merge(right);
+                let mut folded = left;
+                folded.merge(one(r));
+                folded.merge(one(s));
+                for (how, x) in [("pairs", pairs), ("fold", folded)] {
+                    let at = format!("{how} of {:?}", [p, q, r, s]);
+                    assert_eq!(x.count(&[a]), 1, "{at}");
+                    assert_eq!(x.count(&[a, b]), 1, "{at}");
+                    assert_eq!(x.count(&[a, b, c]), 3, "{at}");
+                    assert_eq!(x.total(), 5, "{at}");
+                    assert_eq!(x.pending_tasks(), 0, "{at}");
+                }
+                let mut profile: CallTreeProfile = analyze(&streams[p]);
+                for i in [q, r, s] {
+                    profile.merge(analyze(&streams[i]));
+                }
+                assert_eq!(
+                    profile.sorted(),
+                    vec![(a, vec![b], 1), (b, vec![c, c, c], 1), (c, vec![], 3)],
+                    "profile of {:?}",
+                    [p, q, r, s]
+                );
+                assert_eq!(profile.pending_tasks(), 0);
+            }
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
-use super::trie::{Trie, ROOT as ROOT_NODE};
+use super::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
@@ -427,18 +427,22 @@ impl EventAnalysis for CallingContextTree {
                 self.tasks.insert(key, o);
                 continue;
             };
-            let (from, onto) = match (t.placed, o.placed) {
+            // Which side knows where the first poll was: its node has a parent. (`placed`
+            // is not that: `forward` clears it for a first poll seen below a detached node.)
+            // Only a detached root moves, whatever the merge order.
+            let known = |n: u32| self.tree.nodes[n as usize].parent != NONE;
+            let (from, onto) = match (known(t.node), known(o.node)) {
                 // Two first polls: a task id reused (ids wrap); keep ours.
                 (true, true) => (o.node, o.node),
                 (true, false) => (o.node, t.node),
                 (false, true) => (t.node, o.node),
                 (false, false) => (o.node, t.node),
             };
+            t.node = if from == t.node { onto } else { t.node };
             if from != onto {
                 self.tree.graft(from, onto, &mut moved);
                 moved.insert(from, onto);
             }
-            t.node = if t.placed { t.node } else { onto };
             t.placed |= o.placed;
             t.polls += o.polls;
             t.total = t.total.or(o.total);
