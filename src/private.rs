@@ -237,9 +237,10 @@ fn sample(id: u32, k: u32) -> bool {
     let i = id as usize;
     if i < len {
         // SAFETY: `(ptr, len)` is this thread's `SKIP_TABLE.skip`, published by `draw` after
-        // its last change to the table and cleared before the table is dropped; `i < len`, so
-        // the slot is in it. Only this thread uses it, and no borrow of the table is live
-        // here (`draw` does not call back into instrumented code while it holds one).
+        // its last change to the table; `draw` clears it before changing the table (which may
+        // run an instrumented allocator, and so this) and the table's drop clears it too;
+        // `i < len`, so the slot is in it. Only this thread uses it, and while it is published
+        // no borrow of the table is live.
         let n = unsafe { &mut *ptr.add(i) };
         if *n > 0 {
             *n -= 1;
@@ -253,6 +254,10 @@ fn sample(id: u32, k: u32) -> bool {
 #[cold]
 #[inline(never)]
 fn draw(id: u32, k: u32) -> bool {
+    // Forget where the table is until it is published again below: growing it reallocates,
+    // and an instrumented allocator would otherwise count down in the block being freed.
+    // Meanwhile `sample` comes here and finds the table borrowed.
+    SKIP.with(|c| c.len.set(0));
     SKIP_TABLE
         .try_with(|t| {
             let Ok(mut t) = t.try_borrow_mut() else {
