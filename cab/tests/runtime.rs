@@ -512,3 +512,31 @@ fn a_sampling_ring_defaults_to_an_eighth_of_an_exhaustive_one() {
         .unwrap();
     assert_eq!((given.chunk_bytes, given.buffer_bytes), (64 << 10, 1 << 20));
 }
+
+#[test]
+fn a_burst_that_fits_an_exhaustive_chunk_still_fits_the_default_sampling_chunk() {
+    // CABPROF_BURST up to an exhaustive chunk's words was accepted with the default sizes
+    // before sampling rings shrank; the default sampling chunk grows to hold it.
+    let with = |burst: usize| {
+        let m: HashMap<String, String> = [("CABPROF_BURST".to_string(), burst.to_string())]
+            .into_iter()
+            .collect();
+        let mut config = RuntimeConfig::default();
+        config.from_vars(move |k| m.get(k).cloned()).unwrap();
+        config.ring_config()
+    };
+    let full_words = cabprof_cab::hw::recommended_chunk_bytes() / 8;
+    let small_words = cabprof_cab::hw::recommended_sampling_chunk_bytes() / 8;
+    assert!(small_words < full_words);
+    // A burst the small chunk holds keeps the small chunk.
+    assert_eq!(with(small_words).unwrap().chunk_slots(), small_words);
+    for burst in [small_words + 1, full_words / 2 + 3, full_words] {
+        let ring = with(burst).unwrap();
+        assert_eq!(ring.chunk_slots(), burst, "burst {burst}");
+        assert_eq!(ring.buffer_bytes, 16 * ring.chunk_bytes);
+        ring.validate().unwrap();
+    }
+    // Beyond an exhaustive chunk it is refused, as before, naming the field and its range.
+    let e = with(full_words + 1).unwrap_err().to_string();
+    assert!(e.contains("burst_words") && e.contains(&format!("1..={full_words}")), "{e}");
+}

@@ -3,7 +3,7 @@
 
 use super::design::BufferDesign;
 use super::RunMode;
-use crate::config::{parse_bytes, ConfigError, Mode, RingConfig};
+use crate::config::{parse_bytes, ConfigError, Mode, RingConfig, WORD_BYTES};
 
 /// Everything the runtime needs to start a session. Plain data: set the fields, or start from
 /// [`Default`] and override from the environment with [`from_env`](Self::from_env).
@@ -19,7 +19,8 @@ pub struct RuntimeConfig {
     pub buffer_bytes: Option<usize>,
     /// Chunk size in bytes; `None`: 4 × the host's L1d
     /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)), an eighth of that in
-    /// sampling mode ([`recommended_sampling_chunk_bytes`](crate::hw::recommended_sampling_chunk_bytes)).
+    /// sampling mode ([`recommended_sampling_chunk_bytes`](crate::hw::recommended_sampling_chunk_bytes))
+    /// or one burst if that is larger (at most the exhaustive default).
     pub chunk_bytes: Option<usize>,
     /// Memory all rings of the session may hold together, in bytes; `None`: the larger of
     /// [`DEFAULT_RING_MEMORY`] and four rings. A thread whose new ring would exceed it waits
@@ -227,7 +228,15 @@ impl RuntimeConfig {
     /// rules.
     pub fn ring_config(&self) -> Result<RingConfig, ConfigError> {
         let chunk = self.chunk_bytes.unwrap_or_else(|| match self.mode {
-            RunMode::Sampling { .. } => crate::hw::recommended_sampling_chunk_bytes(),
+            // Large enough for one burst, up to the exhaustive default: a burst that fits
+            // that chunk is never refused because sampling rings are smaller.
+            RunMode::Sampling { burst_words, .. } => {
+                crate::hw::recommended_sampling_chunk_bytes().max(
+                    burst_words
+                        .saturating_mul(WORD_BYTES)
+                        .min(crate::hw::recommended_chunk_bytes()),
+                )
+            }
             _ => crate::hw::recommended_chunk_bytes(),
         });
         let buffer = match self.buffer_bytes {
