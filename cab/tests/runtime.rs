@@ -538,5 +538,8 @@ fn a_burst_that_fits_an_exhaustive_chunk_still_fits_the_default_sampling_chunk()
     }
     // Beyond an exhaustive chunk it is refused, as before, naming the field and its range.
     let e = with(full_words + 1).unwrap_err().to_string();
-    assert!(e.contains("burst_words") && e.contains(&format!("1..={full_words}")), "{e}");
+    assert!(
+        e.contains("burst_words") && e.contains(&format!("1..={full_words}")),
+        "{e}"
+    );
 }

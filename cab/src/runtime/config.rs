@@ -230,13 +230,12 @@ impl RuntimeConfig {
         let chunk = self.chunk_bytes.unwrap_or_else(|| match self.mode {
             // Large enough for one burst, up to the exhaustive default: a burst that fits
             // that chunk is never refused because sampling rings are smaller.
-            RunMode::Sampling { burst_words, .. } => {
-                crate::hw::recommended_sampling_chunk_bytes().max(
+            RunMode::Sampling { burst_words, .. } => crate::hw::recommended_sampling_chunk_bytes()
+                .max(
                     burst_words
                         .saturating_mul(WORD_BYTES)
                         .min(crate::hw::recommended_chunk_bytes()),
-                )
-            }
+                ),
             _ => crate::hw::recommended_chunk_bytes(),
         });
         let buffer = match self.buffer_bytes {
