@@ -279,18 +279,21 @@ fn a_panicking_analyzer_never_deadlocks_the_application() {
     assert_eq!(r.totals.dropped, 100_001);
 }
 
+/// The default configuration with `pairs` as its `CABPROF_*` variables.
+fn config_from(pairs: &[(&str, &str)]) -> Result<RuntimeConfig, cabprof_cab::ConfigError> {
+    let m: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut config = RuntimeConfig::default();
+    config
+        .from_vars(move |k| m.get(k).cloned())
+        .map(|()| config)
+}
+
 #[test]
 fn environment_variables_are_validated_by_name() {
-    let env = |pairs: &[(&str, &str)]| {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut config = RuntimeConfig::default();
-        config
-            .from_vars(move |k| m.get(k).cloned())
-            .map(|()| config)
-    };
+    let env = config_from;
     for (var, val, allowed) in [
         ("CABPROF_MODE", "fast", "exhaustive, sampling or sequential"),
         ("CABPROF_RATE", "1.5", "0.0..=1.0"),
@@ -481,14 +484,7 @@ fn live_threads_are_reported_in_every_mode() {
 
 #[test]
 fn a_sampling_ring_defaults_to_an_eighth_of_an_exhaustive_one() {
-    let env = |pairs: &[(&str, &str)]| {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut config = RuntimeConfig::default();
-        config.from_vars(move |k| m.get(k).cloned()).map(|_| config)
-    };
+    let env = config_from;
     let exhaustive = RuntimeConfig::default().ring_config().unwrap();
     let sampling = env(&[("CABPROF_RATE", "0.05")])
         .unwrap()
@@ -518,12 +514,9 @@ fn a_burst_that_fits_an_exhaustive_chunk_still_fits_the_default_sampling_chunk()
     // CABPROF_BURST up to an exhaustive chunk's words was accepted with the default sizes
     // before sampling rings shrank; the default sampling chunk grows to hold it.
     let with = |burst: usize| {
-        let m: HashMap<String, String> = [("CABPROF_BURST".to_string(), burst.to_string())]
-            .into_iter()
-            .collect();
-        let mut config = RuntimeConfig::default();
-        config.from_vars(move |k| m.get(k).cloned()).unwrap();
-        config.ring_config()
+        config_from(&[("CABPROF_BURST", &burst.to_string())])
+            .unwrap()
+            .ring_config()
     };
     let full_words = cabprof_cab::hw::recommended_chunk_bytes() / 8;
     let small_words = cabprof_cab::hw::recommended_sampling_chunk_bytes() / 8;
