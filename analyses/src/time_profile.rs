@@ -139,33 +139,21 @@ fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
 }
 
 /// One open frame: a call, or a future (whose frame spans its polls). An untimed call, most
-/// calls under sampled timing, costs a push and a pop of this and the count of its context.
+/// calls under sampled timing, costs a push and a pop of this, the count of its context and
+/// its thread's open count of its function.
 #[derive(Clone, Copy, Debug)]
 struct Open {
     method: u32,
-    /// Its context node (in the tree, or below a detached root).
+    /// Its context node (in the tree, or below a detached root). Whether it is an outermost
+    /// activation is not stored: frames on a thread nest, so it is when closing it brings
+    /// its function's open count back to 0.
     node: u32,
-    /// The callee this frame called last, that call's context node and whether it was an
-    /// outermost activation: a loop calling the same function finds both here, without a walk
-    /// of the tree or a look at [`Active`].
+    /// The callee this frame called last and that call's context node: a loop calling the
+    /// same function finds its context here, without a walk of the tree.
     last: Callee,
-    /// Its function was free on the thread when it opened: it is the activation that marks it
-    /// open in [`Active`] (once [synced](Stack::sync)).
-    marks: bool,
 }
 
-/// Set in [`Callee::method`] when that call was not an outermost activation.
-const NESTED: u32 = 1 << 31;
-
-/// A callee (| [`NESTED`] if its call was not outermost) and its context node (`method` 0:
-/// none yet).
-///
-/// Whether a call is outermost depends only on what is open on the thread below it, and the
-/// same frame calling the same function again has the same frames below it (what opened
-/// above it in between closed again), so the answer is cached with the context. What can
-/// change it (a future's frame resumed elsewhere, polls starting or ending under a call from
-/// the root, an activation whose mark a closed one left behind) clears the caches
-/// ([`ThreadState::forget_callees`]).
+/// A callee and its context node (`method` 0: none yet).
 #[derive(Clone, Copy, Debug, Default)]
 struct Callee {
     method: u32,
@@ -233,10 +221,6 @@ const FREE: u32 = u32::MAX;
 /// activation, [`FREE`] if none. A frame is outermost if its method was free when it opened;
 /// it frees it when it closes. Frames on a thread nest, so this is the same as counting the
 /// open activations, with plain stores instead of read-modify-writes of one counter per call.
-///
-/// A frame opened from a cached [`Callee`] does not write its mark: the frames of a stack
-/// from [`Stack::synced`] up are marked here only when something needs the table ([`Stack::sync`]),
-/// and an outermost one closing before that costs nothing here.
 #[derive(Clone, Debug, Default)]
 struct Active(Vec<u32>);
 
@@ -295,41 +279,19 @@ impl Active {
 struct Stack {
     open: Vec<Open>,
     stamps: Vec<Stamp>,
-    /// The frames below this one have their marks in [`Active`]; those from it up that
-    /// [mark](Open::marks) their function do not yet. At most `open.len()`.
-    synced: usize,
 }
 
 impl Stack {
-    /// Write the marks of the frames not yet synced (the stack's first frame is at depth
-    /// `base` on the thread).
-    #[cold]
-    #[inline(never)]
-    fn sync(&mut self, base: u32, active: &mut Active) {
-        for (i, f) in self.open.iter().enumerate().skip(self.synced) {
-            if f.marks {
-                *active.slot(f.method) = base + i as u32;
-            }
-        }
-        self.synced = self.open.len();
-    }
-
     /// Keep the `n` outermost frames (and their stamps); the others close on the thread (the
-    /// stack's first frame is at depth `base` there). Returns whether one of them freed a mark
-    /// it did not make (see [`ThreadState::forget_callees`]).
-    #[must_use]
-    fn truncate(&mut self, n: usize, base: u32, active: &mut Active) -> bool {
-        self.sync(base, active);
-        let mut stray = false;
+    /// stack's first frame is at depth `base` there).
+    fn truncate(&mut self, n: usize, base: u32, active: &mut Active) {
         for (i, f) in self.open.iter().enumerate().skip(n) {
-            stray |= active.leave(f.method, base + i as u32) && !f.marks;
+            active.leave(f.method, base + i as u32);
         }
         self.open.truncate(n);
-        self.synced = self.synced.min(n);
         while self.stamps.last().is_some_and(|s| s.depth as usize >= n) {
             self.stamps.pop();
         }
-        stray
     }
 
     /// If the top frame is `method`'s, its depth.
@@ -372,46 +334,6 @@ struct ThreadState {
     active: Active,
     /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
     base: u32,
-}
-
-impl ThreadState {
-    /// Write the current stack's pending marks: [`Active`] is then exact.
-    fn sync(&mut self) {
-        self.stack.sync(self.base, &mut self.active);
-    }
-
-    /// The top frame, if not yet synced and its function's outermost activation: closing it
-    /// then needs nothing of [`Active`].
-    #[inline(always)]
-    fn pending_outer(&self, depth: usize) -> bool {
-        depth >= self.stack.synced && self.stack.open[depth].marks
-    }
-
-    /// Close the synced top frame (at `depth`) in [`Active`]; whether it was outermost.
-    fn leave_top(&mut self, depth: usize) -> bool {
-        self.sync();
-        let f = self.stack.open[depth];
-        let outer = self.active.leave(f.method, self.base + depth as u32);
-        self.stack.synced = depth;
-        if outer && !f.marks {
-            self.forget_callees();
-        }
-        outer
-    }
-
-    /// Something opened or closed on this thread other than as frames nest (a mark left by
-    /// a frame that never closed, or freed by one that did not make it): the cached answers
-    /// of [`Callee`] may be stale, so forget them all.
-    #[cold]
-    fn forget_callees(&mut self) {
-        let forget = |f: &mut Open| f.last = Callee::default();
-        self.stack.open.iter_mut().for_each(forget);
-        for p in &mut self.polls {
-            p.parked.open.iter_mut().for_each(forget);
-            p.task.open.last = Callee::default();
-        }
-        self.root_last = Callee::default();
-    }
 }
 
 /// Per context node: timed calls and their ticks.
@@ -731,34 +653,33 @@ impl TimeProfile {
             None if caller == 0 => st.root_last,
             _ => Callee::default(),
         };
-        // An outermost call the caller made before: its context, and nothing to look up.
-        let (node, marks) = if last.method == callee && callee != 0 {
+        let node = if last.method == callee && callee != 0 {
             self.tree.nodes[last.node as usize].count += 1;
-            (last.node, true)
+            last.node
         } else {
-            self.call_uncached(caller, callee, last)
+            self.call_uncached(caller, callee)
         };
         let st = &mut self.threads.current;
+        let depth = st.base + st.stack.open.len() as u32;
         st.stack.open.push(Open {
             method: callee,
             node,
             last: Callee::default(),
-            marks,
         });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
+        let d = st.active.slot(callee);
+        if *d == FREE {
+            *d = depth;
+        } else {
+            self.count_nested(callee);
+        }
     }
 
-    /// A call whose context the caller's frame did not have at hand (`last`: what it had),
-    /// or that was not outermost: find (or make) its context, decide whether it is outermost,
-    /// and remember both there.
+    /// A call whose context the caller's frame did not have at hand: find (or make) it, and
+    /// remember it there.
     #[inline(never)]
-    fn call_uncached(&mut self, caller: u32, callee: u32, last: Callee) -> (u32, bool) {
-        if last.method == callee | NESTED && callee != 0 {
-            self.tree.nodes[last.node as usize].count += 1;
-            self.count_nested(callee);
-            return (last.node, false);
-        }
+    fn call_uncached(&mut self, caller: u32, callee: u32) -> u32 {
         let parent = match self.threads.current.stack.open.last() {
             Some(f) if f.method == caller => f.node,
             None if caller == 0 => ROOT_NODE,
@@ -766,20 +687,15 @@ impl TimeProfile {
         };
         let node = self.child(parent, callee);
         let st = &mut self.threads.current;
-        st.sync();
-        let marks = *st.active.slot(callee) == FREE;
         let remembered = Callee {
-            method: if marks { callee } else { callee | NESTED },
+            method: callee,
             node,
         };
         match st.stack.open.last_mut() {
             Some(f) => f.last = remembered,
             None => st.root_last = remembered,
         }
-        if !marks {
-            self.count_nested(callee);
-        }
-        (node, marks)
+        node
     }
 
     /// A `Call` whose caller is not on top: continue from the caller's innermost open frame
@@ -794,9 +710,7 @@ impl TimeProfile {
             .iter()
             .rposition(|f| f.method == caller)
             .map_or(0, |i| i + 1);
-        if st.stack.truncate(keep, st.base, &mut st.active) {
-            st.forget_callees();
-        }
+        st.stack.truncate(keep, st.base, &mut st.active);
         st.stack.open.last().map_or(ROOT_NODE, |f| f.node)
     }
 
@@ -832,22 +746,12 @@ impl TimeProfile {
         let Some(depth) = st.stack.top_is(callee) else {
             return self.return_below(callee, end);
         };
-        if !st.pending_outer(depth) {
-            return self.return_synced(depth, end);
-        }
-        // Its mark was never written: closing it is popping it.
+        let outer = st.active.leave(callee, st.base + depth as u32);
         if depth == 0 || st.stack.has_stamp(depth) {
-            self.close_frame(true, end);
+            self.close_frame(outer, end);
         } else {
             st.stack.open.truncate(depth);
         }
-    }
-
-    /// A `Return` of the top frame (at `depth`) when it is synced or not outermost.
-    #[inline(never)]
-    fn return_synced(&mut self, depth: usize, end: u64) {
-        let outer = self.threads.current.leave_top(depth);
-        self.close_frame(outer, end);
     }
 
     /// The top frame, an outermost activation if `outer`, closes for a `Return` with closing
@@ -873,7 +777,8 @@ impl TimeProfile {
     fn return_below(&mut self, callee: u32, end: u64) {
         if self.unwind_to(callee) {
             let st = &mut self.threads.current;
-            let outer = st.leave_top(st.stack.open.len() - 1);
+            let depth = st.stack.open.len() - 1;
+            let outer = st.active.leave(callee, st.base + depth as u32);
             self.close_frame(outer, end);
         }
     }
@@ -889,25 +794,16 @@ impl TimeProfile {
         let Some(depth) = st.stack.top_is(callee) else {
             return self.timed_return_below(callee, ticks);
         };
-        if !st.pending_outer(depth) {
-            return self.timed_return_synced(depth, ticks);
-        }
+        let outer = st.active.leave(callee, st.base + depth as u32);
         if depth == 0 || st.stack.has_stamp(depth) {
-            self.close_timed_frame(true, ticks);
+            self.close_timed_frame(outer, ticks);
         } else {
-            // Fields, not the whole frame: a wide load of a frame just written in parts would
-            // wait for the stores instead of forwarding them.
+            // Fields, not the whole frame: a 16-byte load of a frame just written in parts
+            // would wait for the stores instead of forwarding them.
             let node = st.stack.open[depth].node;
             st.stack.open.truncate(depth);
-            self.record(callee, node, true, ticks, ticks);
+            self.record(callee, node, outer, ticks, if outer { ticks } else { 0 });
         }
-    }
-
-    /// A `TimedReturn` of the top frame (at `depth`) when it is synced or not outermost.
-    #[inline(never)]
-    fn timed_return_synced(&mut self, depth: usize, ticks: u64) {
-        let outer = self.threads.current.leave_top(depth);
-        self.close_timed_frame(outer, ticks);
     }
 
     /// [`close_frame`](Self::close_frame) for a `TimedReturn` of `ticks`.
@@ -931,7 +827,8 @@ impl TimeProfile {
     fn timed_return_below(&mut self, callee: u32, ticks: u64) {
         if self.unwind_to(callee) {
             let st = &mut self.threads.current;
-            let outer = st.leave_top(st.stack.open.len() - 1);
+            let depth = st.stack.open.len() - 1;
+            let outer = st.active.leave(callee, st.base + depth as u32);
             self.close_timed_frame(outer, ticks);
         }
     }
@@ -962,9 +859,7 @@ impl TimeProfile {
             self.unmatched += 1;
             return false;
         };
-        if st.stack.truncate(i + 1, st.base, &mut st.active) {
-            st.forget_callees();
-        }
+        st.stack.truncate(i + 1, st.base, &mut st.active);
         true
     }
 
@@ -1031,9 +926,6 @@ impl TimeProfile {
     fn on_poll(&mut self, method: u32, task: u32, first: bool) {
         let key = (method, task);
         let st = &mut self.threads.current;
-        st.sync();
-        // What is open below a call from the root changes.
-        st.root_last = Callee::default();
         let mut t = if first {
             let t = match st.stack.open.last() {
                 Some(&f) if f.method == method => {
@@ -1053,17 +945,14 @@ impl TimeProfile {
                     let outer = st
                         .active
                         .enter(method, st.base + st.stack.open.len() as u32);
-                    let mut open = open_at(method, node);
-                    open.marks = outer;
-                    new_task(open, true, outer)
+                    new_task(open_at(method, node), true, outer)
                 }
             };
             self.place(key, t)
         } else {
-            let marks = st
-                .active
+            st.active
                 .enter(method, st.base + st.stack.open.len() as u32);
-            let mut t = match self.tasks.remove(&key) {
+            match self.tasks.remove(&key) {
                 Some(t) => t,
                 None => {
                     // First polled in a stream this instance did not see: a detached root
@@ -1072,18 +961,12 @@ impl TimeProfile {
                     self.grow_nodes();
                     new_task(open_at(method, node), false, false)
                 }
-            };
-            t.open.marks = marks;
-            // Resumed with other frames below it: what it called is outermost or not anew.
-            t.open.last = Callee::default();
-            t
+            }
         };
         t.polls = t.polls.saturating_add(1);
         let mut stack = Stack {
             open: vec![t.open],
             stamps: Vec::new(),
-            // Its mark, if it makes one, is written.
-            synced: 1,
         };
         if let Some(polled) = t.polled {
             stack.stamps.push(Stamp {
@@ -1139,24 +1022,15 @@ impl TimeProfile {
         let mut stack = std::mem::replace(&mut st.stack, p.parked);
         let base = st.base;
         st.base = base.saturating_sub(st.stack.open.len() as u32);
-        stack.sync(base, &mut st.active);
-        // What is open below a call from the root changes.
-        st.root_last = Callee::default();
         // Frames left open above the future's own (lost `Return`s).
         if stack.open.len() > 1 {
-            if stack.truncate(1, base, &mut st.active) {
-                st.forget_callees();
-            }
+            stack.truncate(1, base, &mut st.active);
             self.approximate = true;
         }
         let mut t = p.task;
         let (f, ticks, done) = match p.returned {
             // Completed in this poll: its `Return` closed the frame.
             Some((f, ticks)) => {
-                if !stack.open.is_empty() {
-                    // A frame opened after it stays open on the thread, its mark with it.
-                    st.forget_callees();
-                }
                 self.approximate |= !done;
                 (f, ticks, true)
             }
@@ -1165,9 +1039,6 @@ impl TimeProfile {
                     return; // its frame was closed by a resynchronisation
                 };
                 let outer = st.active.leave(f.method, base);
-                if outer && !f.marks {
-                    st.forget_callees();
-                }
                 if f.method != key.0 {
                     self.approximate = true;
                     return;
@@ -1268,7 +1139,6 @@ fn open_at(method: u32, node: u32) -> Open {
         method,
         node,
         last: Callee::default(),
-        marks: false,
     }
 }
 
