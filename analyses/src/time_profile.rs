@@ -306,7 +306,9 @@ impl Stack {
     /// Whether the frame at `depth` is timed.
     #[inline(always)]
     fn has_stamp(&self, depth: usize) -> bool {
-        self.stamps.last().is_some_and(|s| s.depth as usize == depth)
+        self.stamps
+            .last()
+            .is_some_and(|s| s.depth as usize == depth)
     }
 
     /// The stamp of the frame at `depth`, if it is timed (it is then the last stamp).
