@@ -228,11 +228,7 @@ impl Active {
     /// An activation of `m` opens at `depth`; returns whether it is the outermost one.
     #[inline]
     fn enter(&mut self, m: u32, depth: u32) -> bool {
-        let i = m as usize;
-        if i >= self.0.len() {
-            self.grow(i);
-        }
-        let d = &mut self.0[i];
+        let d = self.slot(m);
         if *d == FREE {
             *d = depth;
             true
@@ -241,9 +237,22 @@ impl Active {
         }
     }
 
+    /// `m`'s entry, made if new.
+    #[inline(always)]
+    fn slot(&mut self, m: u32) -> &mut u32 {
+        let i = m as usize;
+        if i < self.0.len() {
+            &mut self.0[i]
+        } else {
+            self.grow(i)
+        }
+    }
+
     #[cold]
-    fn grow(&mut self, i: usize) {
+    #[inline(never)]
+    fn grow(&mut self, i: usize) -> &mut u32 {
         self.0.resize(i + 1, FREE);
+        &mut self.0[i]
     }
 
     /// The activation of `m` at `depth` closes (or leaves the thread: a future suspended);
@@ -283,6 +292,23 @@ impl Stack {
         while self.stamps.last().is_some_and(|s| s.depth as usize >= n) {
             self.stamps.pop();
         }
+    }
+
+    /// If the top frame is `method`'s, its depth.
+    #[inline(always)]
+    fn top_is(&self, method: u32) -> Option<usize> {
+        match self.open.last() {
+            Some(f) if f.method == method => Some(self.open.len() - 1),
+            _ => None,
+        }
+    }
+
+    /// Whether the frame at `depth` is timed.
+    #[inline(always)]
+    fn has_stamp(&self, depth: usize) -> bool {
+        self.stamps
+            .last()
+            .is_some_and(|s| s.depth as usize == depth)
     }
 
     /// The stamp of the frame at `depth`, if it is timed (it is then the last stamp).
@@ -637,7 +663,6 @@ impl TimeProfile {
         };
         let st = &mut self.threads.current;
         let depth = st.base + st.stack.open.len() as u32;
-        let outer = st.active.enter(callee, depth);
         st.stack.open.push(Open {
             method: callee,
             node,
@@ -645,7 +670,10 @@ impl TimeProfile {
         });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
-        if !outer {
+        let d = st.active.slot(callee);
+        if *d == FREE {
+            *d = depth;
+        } else {
             self.count_nested(callee);
         }
     }
@@ -710,29 +738,100 @@ impl TimeProfile {
         }
     }
 
+    /// A `Return`. Inline: the callee's frame on top, popped; what it closes is looked at out
+    /// of line only if it has a stamp or is a stack's first frame (maybe a future's).
     #[inline(always)]
     fn on_return(&mut self, callee: u32) {
-        if let Some((f, outer, stamp, end)) = self.pop_frame(callee) {
-            let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
-            if self.is_future_frame(&f) {
-                self.future_returned(f, ticks);
-            } else if let Some((t, o)) = ticks {
-                self.record(f, outer, t, o);
-            }
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
+        let Some(depth) = st.stack.top_is(callee) else {
+            return self.return_below(callee, end);
+        };
+        let outer = st.active.leave(callee, st.base + depth as u32);
+        if depth == 0 || st.stack.has_stamp(depth) {
+            self.close_frame(outer, end);
+        } else {
+            st.stack.open.truncate(depth);
+        }
+    }
+
+    /// The top frame, an outermost activation if `outer`, closes for a `Return` with closing
+    /// stamp `end` ([`NO_STAMP`] if none): its time, if it was timed, goes to its function and
+    /// context, or to its future if it was the frame of the future being polled.
+    #[inline(never)]
+    fn close_frame(&mut self, outer: bool, end: u64) {
+        let st = &mut self.threads.current;
+        let f = st.stack.open.pop().expect("a frame to close");
+        let depth = st.stack.open.len();
+        let stamp = st.stack.take_stamp(depth);
+        let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
+        if self.is_future_frame(&f) {
+            self.future_returned(f, ticks);
+        } else if let Some((t, o)) = ticks {
+            self.record(f.method, f.node, outer, t, o);
+        }
+    }
+
+    /// A `Return` whose callee is not on top.
+    #[cold]
+    #[inline(never)]
+    fn return_below(&mut self, callee: u32, end: u64) {
+        if self.unwind_to(callee) {
+            let st = &mut self.threads.current;
+            let depth = st.stack.open.len() - 1;
+            let outer = st.active.leave(callee, st.base + depth as u32);
+            self.close_frame(outer, end);
         }
     }
 
     /// The `TimedReturn` of a call that took `ticks` (a start stamp for it, which this
-    /// protocol does not send, is superseded by the duration).
+    /// protocol does not send, is superseded by the duration). Inline as [`on_return`]
+    /// (Self::on_return).
     #[inline(always)]
     fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        if let Some((f, outer, _, _)) = self.pop_frame(callee) {
-            let o = if outer { ticks } else { 0 };
-            if self.is_future_frame(&f) {
-                self.future_returned(f, Some((ticks, o)));
-            } else {
-                self.record(f, outer, ticks, o);
-            }
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        st.pending_end = NO_STAMP;
+        let Some(depth) = st.stack.top_is(callee) else {
+            return self.timed_return_below(callee, ticks);
+        };
+        let outer = st.active.leave(callee, st.base + depth as u32);
+        if depth == 0 || st.stack.has_stamp(depth) {
+            self.close_timed_frame(outer, ticks);
+        } else {
+            // Fields, not the whole frame: a 16-byte load of a frame just written in parts
+            // would wait for the stores instead of forwarding them.
+            let node = st.stack.open[depth].node;
+            st.stack.open.truncate(depth);
+            self.record(callee, node, outer, ticks, if outer { ticks } else { 0 });
+        }
+    }
+
+    /// [`close_frame`](Self::close_frame) for a `TimedReturn` of `ticks`.
+    #[inline(never)]
+    fn close_timed_frame(&mut self, outer: bool, ticks: u64) {
+        let st = &mut self.threads.current;
+        let f = st.stack.open.pop().expect("a frame to close");
+        let depth = st.stack.open.len();
+        st.stack.take_stamp(depth);
+        let o = if outer { ticks } else { 0 };
+        if self.is_future_frame(&f) {
+            self.future_returned(f, Some((ticks, o)));
+        } else {
+            self.record(f.method, f.node, outer, ticks, o);
+        }
+    }
+
+    /// A `TimedReturn` whose callee is not on top.
+    #[cold]
+    #[inline(never)]
+    fn timed_return_below(&mut self, callee: u32, ticks: u64) {
+        if self.unwind_to(callee) {
+            let st = &mut self.threads.current;
+            let depth = st.stack.open.len() - 1;
+            let outer = st.active.leave(callee, st.base + depth as u32);
+            self.close_timed_frame(outer, ticks);
         }
     }
 
@@ -752,39 +851,18 @@ impl TimeProfile {
         }
     }
 
-    /// Close `callee`'s frame for its `Return` or `TimedReturn`: the frame, whether it was an
-    /// outermost activation, its start stamp if it has one, and the closing stamp pending
-    /// ([`NO_STAMP`] if none); `None` if no open frame matches.
-    #[inline(always)]
-    fn pop_frame(&mut self, callee: u32) -> Option<(Open, bool, Option<Stamp>, u64)> {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
-        let f = match st.stack.open.last() {
-            Some(&f) if f.method == callee => {
-                st.stack.open.pop();
-                f
-            }
-            _ => self.unwind_to(callee)?,
-        };
-        let st = &mut self.threads.current;
-        let depth = st.stack.open.len();
-        let outer = st.active.leave(f.method, st.base + depth as u32);
-        Some((f, outer, st.stack.take_stamp(depth), end))
-    }
-
-    /// A `Return` below the top: close the frames above it untimed and pop it; `None` (and
-    /// counted) if no open frame matches.
+    /// A `Return` below the top: close the frames above it untimed, leaving its frame on top;
+    /// `false` (and counted) if no open frame matches.
     #[cold]
-    fn unwind_to(&mut self, callee: u32) -> Option<Open> {
+    fn unwind_to(&mut self, callee: u32) -> bool {
         self.approximate = true;
         let st = &mut self.threads.current;
         let Some(i) = st.stack.open.iter().rposition(|f| f.method == callee) else {
             self.unmatched += 1;
-            return None;
+            return false;
         };
         st.stack.truncate(i + 1, st.base, &mut st.active);
-        st.stack.open.pop()
+        true
     }
 
     /// A timed frame's (ticks, outermost ticks), closing with stamp `end` ([`NO_STAMP`] if
@@ -805,10 +883,11 @@ impl TimeProfile {
         }
     }
 
-    /// One timed call of `f` (`outer_call`: an outermost activation when called): `ticks`
+    /// One timed call of `method` at context `node` (`outer_call`: an outermost activation when called): `ticks`
     /// inclusive, of which `outer` in outermost activations.
-    fn record(&mut self, f: Open, outer_call: bool, ticks: u64, outer: u64) {
-        let ft = self.function(f.method);
+    #[inline(never)]
+    fn record(&mut self, method: u32, node: u32, outer_call: bool, ticks: u64, outer: u64) {
+        let ft = self.function(method);
         ft.timed += 1;
         ft.ticks_all = ft.ticks_all.saturating_add(ticks);
         // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
@@ -819,9 +898,29 @@ impl TimeProfile {
             ft.outer_timed += 1;
         }
         ft.ticks_outer = ft.ticks_outer.saturating_add(outer);
-        let t = &mut self.node_time[f.node as usize];
+        let t = &mut self.node_time[node as usize];
         t.timed += 1;
         t.ticks = t.ticks.saturating_add(ticks);
+    }
+
+    /// A word other than the four of the per-call path.
+    #[inline(never)]
+    fn on_other(&mut self, w: u64) {
+        match decode(w) {
+            Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
+            Some(EventKind::Return { callee }) => self.on_return(callee.get()),
+            Some(EventKind::Time { ticks }) => self.on_time(ticks),
+            Some(EventKind::Thread { id }) => {
+                self.threads.switch_to(id);
+            }
+            Some(EventKind::Poll {
+                method,
+                task,
+                first,
+            }) => self.on_poll(method.get(), task, first),
+            Some(EventKind::PollEnd { task, poll, done }) => self.on_poll_end(task, poll, done),
+            _ => {}
+        }
     }
 
     /// A future of `method` (`first`: its first poll) is polled: park the thread's stack and
@@ -976,7 +1075,7 @@ impl TimeProfile {
     /// A future whose every poll is accounted for: its time, if it was timed.
     fn finish(&mut self, t: Task) {
         if let Some(p) = t.polled {
-            self.record(t.open, t.outer_call, p, t.polled_outer);
+            self.record(t.open.method, t.open.node, t.outer_call, p, t.polled_outer);
         }
     }
 
@@ -1113,23 +1212,7 @@ impl EventAnalysis for TimeProfile {
                 self.on_time(ticks);
                 continue;
             }
-            match decode(w) {
-                Some(EventKind::Call { caller, callee }) => {
-                    self.on_call(caller.get(), callee.get())
-                }
-                Some(EventKind::Return { callee }) => self.on_return(callee.get()),
-                Some(EventKind::Time { ticks }) => self.on_time(ticks),
-                Some(EventKind::Thread { id }) => {
-                    self.threads.switch_to(id);
-                }
-                Some(EventKind::Poll {
-                    method,
-                    task,
-                    first,
-                }) => self.on_poll(method.get(), task, first),
-                Some(EventKind::PollEnd { task, poll, done }) => self.on_poll_end(task, poll, done),
-                _ => {}
-            }
+            self.on_other(w);
         }
     }
 
