@@ -52,15 +52,30 @@ impl MethodCount {
         }
     }
 
+    /// Count `n` calls of method `id` (a raw id from an event word).
+    #[inline(always)]
+    fn record_n(&mut self, id: u32, n: u64) {
+        if let Some(c) = self.dense.get_mut(id as usize) {
+            *c += n;
+        } else {
+            self.record_slow_n(MethodId::new(id).unwrap_or(MethodId::ROOT), n);
+        }
+    }
+
     #[inline(never)]
     fn record_slow(&mut self, method: MethodId) {
+        self.record_slow_n(method, 1);
+    }
+
+    #[inline(never)]
+    fn record_slow_n(&mut self, method: MethodId, n: u64) {
         let id = method.get();
         if id < DENSE_LIMIT {
             let len = (id as usize + 1).next_power_of_two().max(64);
             self.dense.resize(len.min(DENSE_LIMIT as usize), 0);
-            self.dense[id as usize] += 1;
+            self.dense[id as usize] += n;
         } else {
-            *self.sparse.entry(method).or_insert(0) += 1;
+            *self.sparse.entry(method).or_insert(0) += n;
         }
     }
 
@@ -114,12 +129,28 @@ impl PartialEq for MethodCount {
 impl Eq for MethodCount {}
 
 impl EventAnalysis for MethodCount {
+    /// Calls of the same function in a row (a hot loop) are counted in a register and added
+    /// once: incrementing one counter in memory per call made each increment wait for the
+    /// previous one's store (about 5 cycles a call).
     #[inline]
     fn consume(&mut self, words: &[u64]) {
+        let mut run_id = u32::MAX;
+        let mut run = 0u64;
         for &w in words {
             if let Some((_, callee)) = cabprof_cab::event::as_call(w) {
-                self.record_id(callee);
+                if callee == run_id {
+                    run += 1;
+                } else {
+                    if run > 0 {
+                        self.record_n(run_id, run);
+                    }
+                    run_id = callee;
+                    run = 1;
+                }
             }
+        }
+        if run > 0 {
+            self.record_n(run_id, run);
         }
     }
 

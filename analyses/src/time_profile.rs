@@ -739,7 +739,8 @@ impl TimeProfile {
     }
 
     /// A `Return`. Inline: the callee's frame on top, popped; what it closes is looked at out
-    /// of line only if it has a stamp or is a stack's first frame (maybe a future's).
+    /// of line only if it has a stamp or is the first frame of a poll's stack (maybe the
+    /// future's).
     #[inline(always)]
     fn on_return(&mut self, callee: u32) {
         let st = &mut self.threads.current;
@@ -749,7 +750,7 @@ impl TimeProfile {
             return self.return_below(callee, end);
         };
         let outer = st.active.leave(callee, st.base + depth as u32);
-        if depth == 0 || st.stack.has_stamp(depth) {
+        if (depth == 0 && !st.polls.is_empty()) || st.stack.has_stamp(depth) {
             self.close_frame(outer, end);
         } else {
             st.stack.open.truncate(depth);
@@ -797,7 +798,7 @@ impl TimeProfile {
             return self.timed_return_below(callee, ticks);
         };
         let outer = st.active.leave(callee, st.base + depth as u32);
-        if depth == 0 || st.stack.has_stamp(depth) {
+        if (depth == 0 && !st.polls.is_empty()) || st.stack.has_stamp(depth) {
             self.close_timed_frame(outer, ticks);
         } else {
             // Fields, not the whole frame: a 16-byte load of a frame just written in parts

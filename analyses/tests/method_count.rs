@@ -56,3 +56,40 @@ fn empty_profile() {
     assert_eq!(mc.total(), 0);
     assert_eq!(mc.count(m(1)), 0);
 }
+
+#[test]
+fn runs_of_one_callee_count_like_single_calls_in_any_batching() {
+    // Runs of the same callee (counted in a register and added once), broken by other
+    // callees, other words and batch boundaries, including ids past the dense table.
+    let mut seed = 7u64;
+    let mut words = Vec::new();
+    let mut want = std::collections::HashMap::<u32, u64>::new();
+    for _ in 0..5_000 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let callee = match seed >> 60 {
+            0..=9 => 3,
+            10..=12 => 1 + (seed >> 40) as u32 % 5,
+            13 => 70_000,
+            _ => 9,
+        };
+        let run = 1 + (seed >> 20) % 6;
+        for _ in 0..run {
+            words.push(call(0, callee));
+            *want.entry(callee).or_default() += 1;
+            if seed & 1 == 0 {
+                words.push(ret(callee));
+            }
+        }
+    }
+    for batch in [1, 2, 3, 7, 64, words.len()] {
+        let mut mc = MethodCount::new();
+        for chunk in words.chunks(batch) {
+            mc.consume(chunk);
+        }
+        for (&id, &n) in &want {
+            assert_eq!(mc.count(m(id)), n, "method {id}, batches of {batch}");
+        }
+    }
+}
