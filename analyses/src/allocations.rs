@@ -33,6 +33,7 @@
 use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
+use crate::call_tree::tasks::{self, OpenPath, TaskBase, TaskKey};
 use crate::call_tree::trie::{Trie, NONE, ROOT};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
@@ -112,36 +113,6 @@ pub struct AllocContext {
     pub counts: AllocCounts,
 }
 
-/// A future: its `async fn` and its task id.
-type TaskKey = (MethodId, u32);
-
-/// One thread's open frames (node indices, innermost last) and its polls in progress.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Open {
-    stack: Vec<u32>,
-    polls: Vec<(TaskKey, Vec<u32>)>,
-}
-
-/// Where a future's context is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct TaskBase {
-    /// The node of the future's own frame: in the tree if `placed`, else a detached root that
-    /// collects what its polls allocate until the instance that saw its first poll is merged.
-    node: u32,
-    placed: bool,
-    /// Polls of it this instance saw.
-    polls: u32,
-    /// How many polls it had in all, once its last poll was seen.
-    total: Option<u32>,
-}
-
-impl TaskBase {
-    /// Every poll is accounted for here: nothing more will refer to it.
-    fn finished(&self) -> bool {
-        self.placed && self.total.is_some_and(|t| self.polls >= t)
-    }
-}
-
 /// Allocations by calling context; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allocations {
@@ -150,7 +121,7 @@ pub struct Allocations {
     tree: Trie,
     /// Per node, same indices as the tree's.
     counts: Vec<AllocCounts>,
-    threads: ThreadStacks<Open>,
+    threads: ThreadStacks<OpenPath>,
     /// The futures seen polled and not known to be finished everywhere: where their context is.
     tasks: HashMap<TaskKey, TaskBase>,
     approximate: bool,
@@ -448,7 +419,7 @@ impl Allocations {
             if !t.placed {
                 let mut moved = HashMap::new();
                 self.graft(t.node, node, &mut moved);
-                self.forward(&moved);
+                tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
             }
         }
         let t = self.tasks.entry(key).or_insert(TaskBase {
@@ -478,26 +449,6 @@ impl Allocations {
             self.counts[n as usize].add(&counts);
         }
         moved.extend(here);
-    }
-
-    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
-    fn forward(&mut self, moved: &HashMap<u32, u32>) {
-        let fwd = |n: &mut u32| {
-            if let Some(&m) = moved.get(n) {
-                *n = m;
-            }
-        };
-        let attached = self.tree.attached();
-        for t in self.tasks.values_mut() {
-            fwd(&mut t.node);
-            t.placed = attached[t.node as usize];
-        }
-        for open in self.threads.all_mut() {
-            open.stack.iter_mut().for_each(fwd);
-            for (_, parked) in &mut open.polls {
-                parked.iter_mut().for_each(fwd);
-            }
-        }
     }
 
     fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
@@ -609,7 +560,7 @@ impl EventAnalysis for Allocations {
                 let n = resolve(&moved, k);
                 moved.insert(k, n);
             }
-            self.forward(&moved);
+            tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());
         self.approximate |= other.approximate;

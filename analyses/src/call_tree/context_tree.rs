@@ -3,6 +3,7 @@
 use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
+use super::tasks::{self, OpenPath, TaskBase, TaskKey};
 use super::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
@@ -31,38 +32,6 @@ pub struct CallingContextTree {
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
-}
-
-/// A future: its `async fn` and its task id.
-type TaskKey = (MethodId, u32);
-
-/// One thread's open frames.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct OpenPath {
-    /// The open path of the context running now, innermost last.
-    stack: Vec<u32>,
-    /// The polls in progress, innermost last: each future's key and the stack it parked.
-    polls: Vec<(TaskKey, Vec<u32>)>,
-}
-
-/// Where a future's context is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct TaskBase {
-    /// The node of the future's own frame: in the tree if `placed`, else a detached root that
-    /// collects what its polls call until the instance that saw its first poll is merged in.
-    node: u32,
-    placed: bool,
-    /// Polls of it this instance saw.
-    polls: u32,
-    /// How many polls it had in all, once its last poll was seen.
-    total: Option<u32>,
-}
-
-impl TaskBase {
-    /// Every poll is accounted for here: nothing more will refer to it.
-    fn finished(&self) -> bool {
-        self.placed && self.total == Some(self.polls)
-    }
 }
 
 impl CallingContextTree {
@@ -319,7 +288,7 @@ impl CallingContextTree {
                 let mut moved = HashMap::new();
                 self.tree.graft(t.node, node, &mut moved);
                 moved.insert(t.node, node);
-                self.forward(&moved);
+                tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
             }
             _ => {}
         }
@@ -333,26 +302,6 @@ impl CallingContextTree {
         t.placed = true;
         t.polls += 1;
         node
-    }
-
-    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
-    fn forward(&mut self, moved: &HashMap<u32, u32>) {
-        let fwd = |n: &mut u32| {
-            if let Some(&m) = moved.get(n) {
-                *n = m;
-            }
-        };
-        let attached = self.tree.attached();
-        for t in self.tasks.values_mut() {
-            fwd(&mut t.node);
-            t.placed = attached[t.node as usize];
-        }
-        for open in self.threads.all_mut() {
-            open.stack.iter_mut().for_each(fwd);
-            for (_, parked) in &mut open.polls {
-                parked.iter_mut().for_each(fwd);
-            }
-        }
     }
 
     /// The innermost poll ends: back to the stack it parked.
@@ -454,7 +403,7 @@ impl EventAnalysis for CallingContextTree {
                 let n = resolve(&moved, k);
                 moved.insert(k, n);
             }
-            self.forward(&moved);
+            tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());
         self.approximate |= other.approximate;

@@ -36,6 +36,7 @@
 
 mod context_tree;
 mod subtree_profile;
+pub(crate) mod tasks;
 pub(crate) mod trie;
 
 pub use context_tree::CallingContextTree;

@@ -1,0 +1,67 @@
+//! What the context-tree analyses (the calling context tree, allocations) share about
+//! futures: a thread's open path and parked polls, where each future's context is, and moving
+//! every reference when subtrees are grafted at merge.
+
+use cabprof_cab::event::MethodId;
+use hashbrown::HashMap;
+
+use super::trie::Trie;
+use crate::thread_stacks::ThreadStacks;
+
+/// A future: its `async fn` and its task id.
+pub(crate) type TaskKey = (MethodId, u32);
+
+/// One thread's open frames.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OpenPath {
+    /// The open path of the context running now (node indices), innermost last.
+    pub(crate) stack: Vec<u32>,
+    /// The polls in progress, innermost last: each future's key and the stack it parked.
+    pub(crate) polls: Vec<(TaskKey, Vec<u32>)>,
+}
+
+/// Where a future's context is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TaskBase {
+    /// The node of the future's own frame: in the tree if `placed`, else a detached root that
+    /// collects what its polls do until the instance that saw its first poll is merged in.
+    pub(crate) node: u32,
+    pub(crate) placed: bool,
+    /// Polls of it this instance saw.
+    pub(crate) polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    pub(crate) total: Option<u32>,
+}
+
+impl TaskBase {
+    /// Every poll is accounted for here: nothing more will refer to it.
+    pub(crate) fn finished(&self) -> bool {
+        self.placed && self.total.is_some_and(|t| self.polls >= t)
+    }
+}
+
+/// Nodes in `moved` were grafted elsewhere in `tree`: point every task and every open or
+/// parked frame at their new place, and re-derive whether each task is placed.
+pub(crate) fn forward(
+    tree: &Trie,
+    tasks: &mut HashMap<TaskKey, TaskBase>,
+    threads: &mut ThreadStacks<OpenPath>,
+    moved: &HashMap<u32, u32>,
+) {
+    let fwd = |n: &mut u32| {
+        if let Some(&m) = moved.get(n) {
+            *n = m;
+        }
+    };
+    let attached = tree.attached();
+    for t in tasks.values_mut() {
+        fwd(&mut t.node);
+        t.placed = attached[t.node as usize];
+    }
+    for open in threads.all_mut() {
+        open.stack.iter_mut().for_each(fwd);
+        for (_, parked) in &mut open.polls {
+            parked.iter_mut().for_each(fwd);
+        }
+    }
+}
