@@ -528,23 +528,13 @@ impl EventAnalysis for Allocations {
         // Futures polled in both streams: what one saw goes where the other placed it.
         let mut moved = HashMap::new();
         for (key, mut o) in other.tasks {
-            o.node = resolve(&moved, to_self[o.node as usize]);
+            o.node = tasks::resolve(&moved, to_self[o.node as usize]);
             let Some(t) = self.tasks.get_mut(&key) else {
                 self.tasks.insert(key, o);
                 continue;
             };
-            t.node = resolve(&moved, t.node);
-            // Which side knows where the first poll was: its node has a parent. (`placed`
-            // is not that: `forward` clears it for a first poll seen below a detached node.)
-            // Only a detached root moves, whatever the merge order.
-            let known = |n: u32| self.tree.nodes[n as usize].parent != NONE;
-            let (from, onto) = match (known(t.node), known(o.node)) {
-                // Two first polls: a task id reused (ids wrap); keep ours.
-                (true, true) => (o.node, o.node),
-                (true, false) => (o.node, t.node),
-                (false, true) => (t.node, o.node),
-                (false, false) => (o.node, t.node),
-            };
+            t.node = tasks::resolve(&moved, t.node);
+            let (from, onto) = tasks::graft_ends(&self.tree, t.node, o.node);
             t.node = if from == t.node { onto } else { t.node };
             t.placed |= o.placed;
             t.polls = t.polls.saturating_add(o.polls);
@@ -554,27 +544,11 @@ impl EventAnalysis for Allocations {
             }
         }
         if !moved.is_empty() {
-            // Chains (a node moved, then its new place moved too) resolve to the last place.
-            let keys: Vec<u32> = moved.keys().copied().collect();
-            for k in keys {
-                let n = resolve(&moved, k);
-                moved.insert(k, n);
-            }
+            tasks::resolve_chains(&mut moved);
             tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
     }
-}
-
-/// Where node `n` went after the grafts so far (a graft may move a node another task uses).
-fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
-    while let Some(&m) = moved.get(&n) {
-        if m == n {
-            break;
-        }
-        n = m;
-    }
-    n
 }

@@ -64,6 +64,7 @@ use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
 use hashbrown::HashMap;
 use hdrhistogram::Histogram;
 
+use crate::call_tree::tasks;
 use crate::call_tree::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
@@ -1248,13 +1249,13 @@ impl EventAnalysis for TimeProfile {
         // time of one whose every poll is now accounted for is recorded.
         let mut moved = HashMap::new();
         for (key, mut o) in other.tasks {
-            o.open.node = resolve(&moved, to_self[o.open.node as usize]);
+            o.open.node = tasks::resolve(&moved, to_self[o.open.node as usize]);
             o.open.last = Callee::default();
             let Some(mut t) = self.tasks.remove(&key) else {
                 self.tasks.insert(key, o);
                 continue;
             };
-            t.open.node = resolve(&moved, t.open.node);
+            t.open.node = tasks::resolve(&moved, t.open.node);
             let t = match (t.placed, o.placed) {
                 // Two first polls: a task id reused (ids wrap); they are two futures.
                 (true, true) => {
@@ -1281,28 +1282,12 @@ impl EventAnalysis for TimeProfile {
             }
         }
         if !moved.is_empty() {
-            // Chains (a node moved, then its new place moved too) resolve to the last place.
-            let keys: Vec<u32> = moved.keys().copied().collect();
-            for k in keys {
-                let n = resolve(&moved, k);
-                moved.insert(k, n);
-            }
+            tasks::resolve_chains(&mut moved);
             self.forward(&moved);
         }
         self.approximate |= other.approximate;
         self.unmatched += other.unmatched;
     }
-}
-
-/// Where node `n` went after the grafts so far (a graft may move a node another task uses).
-fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
-    while let Some(&m) = moved.get(&n) {
-        if m == n {
-            break;
-        }
-        n = m;
-    }
-    n
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 use super::tasks::{self, OpenPath, TaskBase, TaskKey};
-use super::trie::{Trie, NONE, ROOT as ROOT_NODE};
+use super::trie::{Trie, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
@@ -357,36 +357,16 @@ impl EventAnalysis for CallingContextTree {
         let to_self = self.tree.merge(&other.tree);
         // Futures polled in both streams: what one saw goes where the other placed it.
         let mut moved = HashMap::new();
-        // Where `n` went after the grafts so far (a graft may move a node another task uses).
-        fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
-            while let Some(&m) = moved.get(&n) {
-                if m == n {
-                    break;
-                }
-                n = m;
-            }
-            n
-        }
         for (key, mut o) in other.tasks {
-            o.node = resolve(&moved, to_self[o.node as usize]);
+            o.node = tasks::resolve(&moved, to_self[o.node as usize]);
             if let Some(t) = self.tasks.get_mut(&key) {
-                t.node = resolve(&moved, t.node);
+                t.node = tasks::resolve(&moved, t.node);
             }
             let Some(t) = self.tasks.get_mut(&key) else {
                 self.tasks.insert(key, o);
                 continue;
             };
-            // Which side knows where the first poll was: its node has a parent. (`placed`
-            // is not that: `forward` clears it for a first poll seen below a detached node.)
-            // Only a detached root moves, whatever the merge order.
-            let known = |n: u32| self.tree.nodes[n as usize].parent != NONE;
-            let (from, onto) = match (known(t.node), known(o.node)) {
-                // Two first polls: a task id reused (ids wrap); keep ours.
-                (true, true) => (o.node, o.node),
-                (true, false) => (o.node, t.node),
-                (false, true) => (t.node, o.node),
-                (false, false) => (o.node, t.node),
-            };
+            let (from, onto) = tasks::graft_ends(&self.tree, t.node, o.node);
             t.node = if from == t.node { onto } else { t.node };
             if from != onto {
                 self.tree.graft(from, onto, &mut moved);
@@ -397,12 +377,7 @@ impl EventAnalysis for CallingContextTree {
             t.total = t.total.or(o.total);
         }
         if !moved.is_empty() {
-            // Chains (a node moved, then its new place moved too) resolve to the last place.
-            let keys: Vec<u32> = moved.keys().copied().collect();
-            for k in keys {
-                let n = resolve(&moved, k);
-                moved.insert(k, n);
-            }
+            tasks::resolve_chains(&mut moved);
             tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());

@@ -65,3 +65,39 @@ pub(crate) fn forward(
         }
     }
 }
+
+/// Where node `n` went after the grafts so far (a graft may move a node another task uses).
+pub(crate) fn resolve(moved: &HashMap<u32, u32>, mut n: u32) -> u32 {
+    while let Some(&m) = moved.get(&n) {
+        if m == n {
+            break;
+        }
+        n = m;
+    }
+    n
+}
+
+/// Chains in `moved` (a node moved, then its new place moved too) resolve to the last place.
+pub(crate) fn resolve_chains(moved: &mut HashMap<u32, u32>) {
+    let keys: Vec<u32> = moved.keys().copied().collect();
+    for k in keys {
+        let n = resolve(moved, k);
+        moved.insert(k, n);
+    }
+}
+
+/// A future seen in two merged streams, at node `ours` here and `theirs` (mapped here): which
+/// node to graft onto which, `(from, onto)` (equal: nothing to move). The side that knows
+/// where the first poll was has a node with a parent (`placed` is not that: [`forward`] clears
+/// it for a first poll seen below a detached node), and only a detached root moves, so the
+/// result does not depend on the merge order. Two first polls are a reused task id (ids
+/// wrap): ours is kept.
+pub(crate) fn graft_ends(tree: &Trie, ours: u32, theirs: u32) -> (u32, u32) {
+    let known = |n: u32| tree.nodes[n as usize].parent != super::trie::NONE;
+    match (known(ours), known(theirs)) {
+        (true, true) => (theirs, theirs),
+        (true, false) => (theirs, ours),
+        (false, true) => (ours, theirs),
+        (false, false) => (theirs, ours),
+    }
+}
