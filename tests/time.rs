@@ -214,18 +214,23 @@ fn flame_graph_weights_by_time_or_calls() {
     assert!(svg.contains("ns") && svg.contains("inner"));
 }
 
+/// An exhaustive session timing one call in `k`.
+fn sampled_timing_session(k: u32) -> Session {
+    Session::builder()
+        .analyses(&[Analysis::Time])
+        .time_sample(k)
+        .mode(RunMode::Exhaustive)
+        .pin(false)
+        .start()
+        .unwrap()
+}
+
 #[test]
 fn sampled_timing_times_one_call_in_k_and_estimates_the_rest() {
     const K: u32 = 8;
     const N: u64 = 40_000;
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::builder()
-        .analyses(&[Analysis::Time])
-        .time_sample(K)
-        .mode(RunMode::Exhaustive)
-        .pin(false)
-        .start()
-        .unwrap();
+    let session = sampled_timing_session(K);
     let mut x = 0;
     for i in 0..N {
         x ^= tiny(i);
@@ -341,13 +346,7 @@ fn sampled_timing_keeps_one_in_k_per_function_and_thread() {
     const N: u64 = 32_000;
     const THREADS: u64 = 4;
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let session = Session::builder()
-        .analyses(&[Analysis::Time])
-        .time_sample(K)
-        .mode(RunMode::Exhaustive)
-        .pin(false)
-        .start()
-        .unwrap();
+    let session = sampled_timing_session(K);
     let threads: Vec<_> = (0..THREADS)
         .map(|_| {
             std::thread::spawn(|| {
