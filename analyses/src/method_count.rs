@@ -40,16 +40,7 @@ impl MethodCount {
     /// Count one call of `method`.
     #[inline]
     pub fn record(&mut self, method: MethodId) {
-        self.record_id(method.get());
-    }
-
-    #[inline(always)]
-    fn record_id(&mut self, id: u32) {
-        if let Some(c) = self.dense.get_mut(id as usize) {
-            *c += 1;
-        } else {
-            self.record_slow(MethodId::new(id).unwrap_or(MethodId::ROOT));
-        }
+        self.record_n(method.get(), 1);
     }
 
     /// Count `n` calls of method `id` (a raw id from an event word).
@@ -60,11 +51,6 @@ impl MethodCount {
         } else {
             self.record_slow_n(MethodId::new(id).unwrap_or(MethodId::ROOT), n);
         }
-    }
-
-    #[inline(never)]
-    fn record_slow(&mut self, method: MethodId) {
-        self.record_slow_n(method, 1);
     }
 
     #[inline(never)]
