@@ -6,13 +6,17 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A fresh path in this test binary's scratch directory.
+/// A fresh path, alone in a fresh directory: `leftovers` then sees only what the command
+/// given this path left (the tests run in parallel, and another test's temporary file in a
+/// shared directory made one fail).
 fn scratch(name: &str) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cabprof-cli-outputs");
-    std::fs::create_dir_all(&dir).unwrap();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!("{}-{n}-{name}", std::process::id()))
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cabprof-cli-outputs")
+        .join(format!("{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
 }
 
 fn cabprof(args: &[&str]) -> Output {
