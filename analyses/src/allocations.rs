@@ -441,7 +441,10 @@ impl Allocations {
             return;
         }
         let mut here = HashMap::new();
-        self.tree.graft(from, onto, &mut here);
+        if !self.tree.graft(from, onto, &mut here) {
+            self.approximate = true;
+            return;
+        }
         self.grow();
         here.insert(from, onto);
         for (&c, &n) in &here {

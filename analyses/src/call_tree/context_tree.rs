@@ -286,9 +286,12 @@ impl CallingContextTree {
         match self.tasks.get(&key).copied() {
             Some(t) if !t.placed => {
                 let mut moved = HashMap::new();
-                self.tree.graft(t.node, node, &mut moved);
-                moved.insert(t.node, node);
-                tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
+                if self.tree.graft(t.node, node, &mut moved) {
+                    moved.insert(t.node, node);
+                    tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
+                } else {
+                    self.approximate = true;
+                }
             }
             _ => {}
         }
@@ -369,8 +372,11 @@ impl EventAnalysis for CallingContextTree {
             let (from, onto) = tasks::graft_ends(&self.tree, t.node, o.node);
             t.node = if from == t.node { onto } else { t.node };
             if from != onto {
-                self.tree.graft(from, onto, &mut moved);
-                moved.insert(from, onto);
+                if self.tree.graft(from, onto, &mut moved) {
+                    moved.insert(from, onto);
+                } else {
+                    self.approximate = true;
+                }
             }
             t.placed |= o.placed;
             t.polls += o.polls;

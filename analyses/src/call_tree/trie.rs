@@ -177,7 +177,18 @@ impl Trie {
 
     /// Move the counts below `from` to the same paths below `onto` (made where missing); the
     /// nodes below `from` keep count 0. Records in `moved` where each node below `from` went.
-    pub(crate) fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
+    /// Returns false, moving nothing, if `onto` lies below `from` (or is `from`): the subtree
+    /// would grow under itself without end. A well-formed stream never asks for that (a future
+    /// is not first polled inside one of its own polls), but a stream that lost words can.
+    #[must_use]
+    pub(crate) fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) -> bool {
+        let mut up = onto;
+        while up != NONE {
+            if up == from {
+                return false;
+            }
+            up = self.nodes[up as usize].parent;
+        }
         let mut todo = vec![(from, onto)];
         while let Some((f, o)) = todo.pop() {
             let kids: Vec<u32> = self.children_of(f).collect();
@@ -189,6 +200,7 @@ impl Trie {
                 todo.push((c, n));
             }
         }
+        true
     }
 
     /// For each node, whether it hangs below the root (not below a detached root).
