@@ -385,3 +385,83 @@ fn sampled_timing_keeps_one_in_k_per_function_and_thread() {
         );
     }
 }
+
+#[profile]
+fn counted_leaf(i: u64) -> u64 {
+    i.rotate_left(3)
+}
+
+#[profile]
+fn counted_outer(i: u64) -> u64 {
+    counted_leaf(i) ^ counted_leaf(i + 1)
+}
+
+/// Method counts asked for with time come from the time analysis (which counts every call
+/// anyway): they must be what method counting alone reports. By hand: 4 threads, each calling
+/// `counted_outer` 5,000 times (2 leaves each) and `counted_leaf` 1,000 times more.
+#[test]
+fn method_counts_with_time_equal_method_counts_alone() {
+    const THREADS: u64 = 4;
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let counts = |builder: SessionBuilder, analyses: &[Analysis]| {
+        let session = builder
+            .analyses(analyses)
+            .pin(false)
+            .start()
+            .expect("starts");
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                s.spawn(move || {
+                    for i in 0..5_000 {
+                        std::hint::black_box(counted_outer(i + t));
+                    }
+                    for i in 0..1_000 {
+                        std::hint::black_box(counted_leaf(i));
+                    }
+                });
+            }
+        });
+        let d = session.finish().data;
+        let names = d.method_names();
+        let mut mc: Vec<(String, u64)> = d
+            .method_count
+            .as_ref()
+            .expect("method count ran")
+            .iter()
+            .map(|e| (names.name(e.method), e.count))
+            .filter(|(n, _)| n.contains("counted_"))
+            .collect();
+        mc.sort();
+        // With time on, the same numbers as its own calls per function.
+        if let Some(t) = &d.time {
+            let mut calls: Vec<(String, u64)> = t
+                .functions
+                .iter()
+                .map(|f| (names.name(f.method), f.calls))
+                .filter(|(n, _)| n.contains("counted_"))
+                .collect();
+            calls.sort();
+            assert_eq!(calls, mc);
+        }
+        mc
+    };
+    let outer = |n: &str| n.ends_with("counted_outer");
+    for (mode, builder) in [
+        ("exhaustive", Session::builder().mode(RunMode::Exhaustive)),
+        ("sequential", Session::builder().sequential()),
+    ] {
+        let alone = counts(builder.clone(), &[Analysis::MethodCount]);
+        let with_time = counts(builder, &[Analysis::MethodCount, Analysis::Time]);
+        assert_eq!(alone, with_time, "{mode}");
+        assert_eq!(alone.len(), 2, "{mode}: {alone:?}");
+        for (n, c) in &alone {
+            let want = if outer(n) { 5_000 } else { 11_000 } * THREADS;
+            assert_eq!(*c, want, "{mode}: {n}");
+        }
+    }
+    // Sampling: a sample, but the two tables agree on it.
+    counts(
+        Session::builder().sampling(0.5),
+        &[Analysis::MethodCount, Analysis::Time],
+    );
+}

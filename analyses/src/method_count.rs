@@ -43,6 +43,11 @@ impl MethodCount {
         self.record_n(method.get(), 1);
     }
 
+    /// Count `n` more calls of `method`.
+    pub fn record_calls(&mut self, method: MethodId, n: u64) {
+        self.record_n(method.get(), n);
+    }
+
     /// Count `n` calls of method `id` (a raw id from an event word).
     #[inline(always)]
     fn record_n(&mut self, id: u32, n: u64) {

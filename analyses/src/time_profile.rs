@@ -509,6 +509,19 @@ impl TimeProfile {
             .collect()
     }
 
+    /// Calls per function, as [`MethodCount`](crate::MethodCount) counts them from the same
+    /// stream (every `Call` once, lost words or not): a session running both analyses takes
+    /// its method counts from here rather than counting every call twice.
+    pub fn call_counts(&self) -> crate::MethodCount {
+        let mut mc = crate::MethodCount::new();
+        for n in self.tree.nodes.iter().skip(1) {
+            if n.count > 0 {
+                mc.record_calls(n.method, n.count);
+            }
+        }
+        mc
+    }
+
     fn function(&mut self, m: u32) -> &mut FunctionTime {
         let i = m as usize;
         if i >= self.functions.len() {
@@ -1803,6 +1816,42 @@ mod tests {
             let f = &fs.iter().find(|(id, _)| *id == g).unwrap().1;
             assert_eq!((f.calls, f.outer_calls), (3, 3), "uncached: {uncached}");
             assert!(p.is_approximate());
+        }
+    }
+
+    /// The time analysis counts every `Call` once, as method counting does (the report's
+    /// method counts are taken from it when both run), on random streams with and without
+    /// lost words, in one instance or merged from per-thread ones.
+    #[test]
+    fn calls_per_function_equal_method_counts() {
+        use crate::method_count::MethodCount;
+        for seed in 0..300 {
+            let threads = random_program(seed, seed % 3 == 2);
+            let mut mc = MethodCount::default();
+            let mut one = TimeProfile::new();
+            let mut merged = TimeProfile::new();
+            for w in &threads {
+                mc.consume(w);
+                one.consume(w);
+                let mut p = TimeProfile::new();
+                p.consume(w);
+                merged.merge(p);
+            }
+            let sorted = |mc: &crate::MethodCount| {
+                let mut v: Vec<(MethodId, u64)> = mc.iter().filter(|c| c.1 > 0).collect();
+                v.sort();
+                v
+            };
+            for p in [&one, &merged] {
+                let calls: Vec<(MethodId, u64)> = p
+                    .functions()
+                    .iter()
+                    .map(|(m, f)| (*m, f.calls))
+                    .filter(|c| c.1 > 0)
+                    .collect();
+                assert_eq!(calls, sorted(&mc), "seed {seed}");
+                assert_eq!(sorted(&p.call_counts()), sorted(&mc), "seed {seed}");
+            }
         }
     }
 

@@ -144,15 +144,24 @@ macro_rules! register {
                 $(#[doc = $doc])+
                 pub $module: Option<$state>,
             )+
+            /// Method counting was asked for with time: the time analysis counts every call
+            /// too, so `method_count` is `None` and the counts are taken from `time`'s.
+            counts_from_time: bool,
         }
 
         impl AnalysisSet {
             fn build(plan: &AnalysisPlan) -> AnalysisSet {
-                AnalysisSet {
+                let mut set = AnalysisSet {
                     $( $module: plan.kinds.contains(&Analysis::$variant).then(|| {
                         <$module::Descriptor as AnalysisDescriptor>::build(plan)
                     }), )+
+                    counts_from_time: false,
+                };
+                if set.method_count.is_some() && set.time.is_some() {
+                    set.method_count = None;
+                    set.counts_from_time = true;
                 }
+                set
             }
 
             /// Fill `data`'s field of every analysis present, collecting the method ids they
@@ -163,6 +172,10 @@ macro_rules! register {
                         <$module::Descriptor as AnalysisDescriptor>::report(state, data, methods);
                     }
                 )+
+                if let (true, Some(time)) = (self.counts_from_time, &self.time) {
+                    let counts = time.call_counts();
+                    <method_count::Descriptor as AnalysisDescriptor>::report(&counts, data, methods);
+                }
             }
         }
 
@@ -177,6 +190,7 @@ macro_rules! register {
 
             fn merge(&mut self, other: AnalysisSet) {
                 $( merge_one(&mut self.$module, other.$module); )+
+                self.counts_from_time |= other.counts_from_time;
             }
         }
 
