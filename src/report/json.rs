@@ -4,9 +4,12 @@
 //! The text is laid out while `miniserde`'s serialization is walked, straight into a string
 //! of the exact size (measured by a first walk): no compact copy, no spare capacity. A
 //! 100,000-context report is tens of megabytes of JSON; making it costs that and nothing more.
+//! [`write_json`](ReportData::write_json) streams the same text to a writer (a file), without
+//! holding it.
 
 use crate::model::ReportData;
 use miniserde::ser::{Fragment, Serialize};
+use std::io::Write as _;
 
 impl ReportData {
     /// Pretty-printed JSON; [`from_json`](Self::from_json) reads it back.
@@ -17,6 +20,39 @@ impl ReportData {
         pretty(self, 0, &mut out);
         debug_assert_eq!(out.len(), size.0);
         out
+    }
+
+    /// Write the text of [`json`](Self::json) to `out` as it is laid out, through a buffer
+    /// of its own, without holding the whole text: the memory a report file takes to write
+    /// does not grow with the report. Returns the first error `out` gave.
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        let mut w = IoText {
+            out: std::io::BufWriter::with_capacity(64 << 10, out),
+            error: None,
+        };
+        pretty(self, 0, &mut w);
+        match w.error {
+            Some(e) => Err(e),
+            None => w.out.flush(),
+        }
+    }
+}
+
+/// Text written to an [`std::io::Write`], keeping its first error (later writes are skipped).
+struct IoText<W: std::io::Write> {
+    out: std::io::BufWriter<W>,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> std::fmt::Write for IoText<W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.error.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            std::fmt::Error
+        })
     }
 }
 
@@ -170,6 +206,16 @@ mod tests {
         out
     }
 
+    fn method(id: u32, name: &str) -> MethodEntry {
+        MethodEntry {
+            id,
+            name: name.into(),
+            module: "a::b".into(),
+            file: "src/x \"y\".rs".into(),
+            line: id,
+        }
+    }
+
     #[test]
     fn indent_lays_out_and_leaves_strings_alone() {
         let compact = r#"{"a":[1,2],"b":{},"c":"x,{\"y\":[]}","d":[]}"#;
@@ -182,13 +228,6 @@ mod tests {
     /// not), numbers (integers, negative, floats, NaN as null), nulls and empty containers.
     #[test]
     fn json_is_the_compact_text_laid_out() {
-        let method = |id: u32, name: &str| MethodEntry {
-            id,
-            name: name.into(),
-            module: "a::b".into(),
-            file: "src/x \"y\".rs".into(),
-            line: id,
-        };
         let d = ReportData {
             schema: crate::report::SCHEMA.into(),
             methods: vec![
@@ -253,5 +292,48 @@ mod tests {
         pretty(&d, 0, &mut laid_out);
         assert_eq!(laid_out, reference);
         assert_eq!(d.json(), reference);
+        let mut written = Vec::new();
+        d.write_json(&mut written).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), reference);
+    }
+
+    /// A writer's error comes back, and the writing stops there.
+    #[test]
+    fn write_json_returns_the_writers_error() {
+        /// Takes `room` bytes, then fails.
+        struct Full {
+            room: usize,
+            tries: usize,
+        }
+        impl std::io::Write for Full {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.tries += 1;
+                if self.room == 0 {
+                    return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"));
+                }
+                let n = buf.len().min(self.room);
+                self.room -= n;
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let d = ReportData {
+            methods: (1..5000).map(|i| method(i, "m")).collect(),
+            ..ReportData::default()
+        };
+        let mut full = Full {
+            room: 1000,
+            tries: 0,
+        };
+        let e = d.write_json(&mut full).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+        assert!(full.tries <= 3, "{} writes after the error", full.tries);
+        let mut room = Full {
+            room: usize::MAX,
+            tries: 0,
+        };
+        d.write_json(&mut room).unwrap();
     }
 }
