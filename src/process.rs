@@ -121,7 +121,8 @@ extern "C" fn write_report_at_exit() {
             .output
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&p.output, report.json()))
+            .and_then(|()| std::fs::File::create(&p.output))
+            .and_then(|f| report.write_json(f))
             .and_then(|()| std::fs::write(&tables, report.text(TEXT_ROWS)));
         match written {
             Ok(()) => eprintln!(
@@ -333,8 +334,9 @@ impl Drop for TestProfile {
         let report = self.take();
         let dir = output_dir().join(binary_name());
         let path = dir.join(format!("{}.json", self.thread.replace("::", "-")));
-        let written =
-            std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, report.json()));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::File::create(&path))
+            .and_then(|f| report.write_json(f));
         if let Err(e) = written {
             eprintln!("cabprof: could not write {}: {e}", path.display());
         }

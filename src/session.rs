@@ -318,7 +318,7 @@ impl Session {
         let output = self.output.clone();
         let report = self.finish();
         if let Some(path) = output {
-            std::fs::write(path, report.json())?;
+            report.write_json(std::fs::File::create(path)?)?;
         }
         Ok(report)
     }
@@ -334,7 +334,7 @@ impl Session {
         self.inner.on_ctrlc(move |r| {
             let report = Report::new(r);
             if let Some(path) = output {
-                if let Err(e) = std::fs::write(&path, report.json()) {
+                if let Err(e) = std::fs::File::create(&path).and_then(|f| report.write_json(f)) {
                     eprintln!("cabprof: could not write {}: {e}", path.display());
                 }
             }

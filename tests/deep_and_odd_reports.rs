@@ -49,8 +49,11 @@ fn reset_peak() -> u64 {
 
 /// What [`deep_recursion`] measured.
 struct Deep {
-    /// How far the peak RSS rose above the resident set right after the recursion returned.
+    /// How far the peak RSS rose above the resident set right after the recursion returned,
+    /// through `finish()` and every format written (each output dropped once checked).
     peak: u64,
+    /// The same, after the JSON file was read back too (its text and the report it makes).
+    peak_read_back: u64,
     /// Bytes of the JSON report.
     json: usize,
 }
@@ -134,26 +137,6 @@ fn deep_recursion(depth: u32) -> Deep {
         "the recursion's blocks count once inclusively"
     );
 
-    let json = d.json();
-    assert!(
-        json.len() < 800 * depth as usize,
-        "JSON of {} bytes",
-        json.len()
-    );
-    let back = ReportData::from_json(&json).unwrap();
-    assert_eq!(back.call_tree, d.call_tree, "the JSON reads back");
-    assert_eq!(back.allocations, d.allocations);
-    let bt = back.time.as_ref().unwrap();
-    assert_eq!(bt.contexts.len(), t.contexts.len());
-    for (x, y) in bt.contexts.iter().zip(&t.contexts) {
-        // The JSON library's float text round-trips to within an ulp or so.
-        assert_eq!(
-            (x.id, x.parent, x.method, x.calls, x.timed),
-            (y.id, y.parent, y.method, y.calls, y.timed)
-        );
-        assert!((x.inclusive_ns - y.inclusive_ns).abs() <= 1e-9 * y.inclusive_ns);
-    }
-
     // Every context has one call: rows in context order, the deepest last.
     let top = if depth <= 10_000 { usize::MAX } else { 5 };
     let text = d.text(top);
@@ -209,6 +192,8 @@ fn deep_recursion(depth: u32) -> Deep {
         );
     }
     assert!(text.lines().all(|l| l.len() < 400), "bounded rows");
+    // Each output is dropped once checked, as a program writing it to a file would.
+    drop(text);
 
     let folded = d.folded();
     let mut total = 0;
@@ -227,6 +212,7 @@ fn deep_recursion(depth: u32) -> Deep {
         "folded output of {} bytes",
         folded.len()
     );
+    drop(folded);
 
     // Weighted by time: the same bounds; the widths are the self times, which add up to
     // the outermost call's inclusive time.
@@ -253,6 +239,7 @@ fn deep_recursion(depth: u32) -> Deep {
     );
     let svg = d.svg_by(Weight::Time);
     assert!(svg.contains("ns") && svg.len() < 2_000_000);
+    drop((folded, svg));
 
     // Weighted by bytes allocated: the same bounds; the widths add up to every block's
     // bytes and what the root (the test harness's other threads) allocated meanwhile.
@@ -275,6 +262,7 @@ fn deep_recursion(depth: u32) -> Deep {
     );
     let svg = d.svg_by(Weight::AllocBytes);
     assert!(svg.contains("bytes") && svg.len() < 2_000_000);
+    drop((folded, svg));
 
     let svg = d.svg();
     // inferno groups digits by thousands.
@@ -290,11 +278,45 @@ fn deep_recursion(depth: u32) -> Deep {
         "{callgrind}"
     );
     assert!(callgrind.len() < 10_000);
+    drop((svg, pprof, callgrind));
+
+    // The JSON report, written to a file as `Session::finish_and_write` writes it.
+    let path =
+        std::env::temp_dir().join(format!("cabprof-deep-{}-{depth}.json", std::process::id()));
+    d.write_json(std::fs::File::create(&path).unwrap()).unwrap();
     let peak = peak_rss();
     eprintln!("peak {} MB after every format", peak >> 20);
+    let json = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        json.len() < 800 * depth as usize,
+        "JSON of {} bytes",
+        json.len()
+    );
+    // Reading it back needs its text and the report it makes: not part of the figure.
+    let back = ReportData::from_json(&json).unwrap();
+    let json = json.len();
+    assert_eq!(back.call_tree, d.call_tree, "the JSON reads back");
+    assert_eq!(back.allocations, d.allocations);
+    let bt = back.time.as_ref().unwrap();
+    assert_eq!(bt.contexts.len(), t.contexts.len());
+    for (x, y) in bt.contexts.iter().zip(&t.contexts) {
+        // The JSON library's float text round-trips to within an ulp or so.
+        assert_eq!(
+            (x.id, x.parent, x.method, x.calls, x.timed),
+            (y.id, y.parent, y.method, y.calls, y.timed)
+        );
+        assert!((x.inclusive_ns - y.inclusive_ns).abs() <= 1e-9 * y.inclusive_ns);
+    }
+    let peak_read_back = peak_rss();
+    eprintln!(
+        "peak {} MB after reading the JSON back",
+        peak_read_back >> 20
+    );
     Deep {
         peak: peak.saturating_sub(base),
-        json: json.len(),
+        peak_read_back: peak_read_back.saturating_sub(base),
+        json,
     }
 }
 
@@ -322,21 +344,27 @@ fn report_grows_linearly_with_depth() {
     );
 }
 
-/// The 100,000-deep case (run it with `--ignored`; prints the peak RSS).
+/// The 100,000-deep case (run it with `--ignored`; prints the peak RSS): 30 to 35 MB in
+/// release and debug builds alike. The JSON text alone is 56 MB: written to its file
+/// through `write_json`, it is never held whole until it is read back (the read-back check
+/// holds it, the report it makes and the report: printed, not part of the bound). The
+/// figures are the process' RSS: run it alone (`--ignored`), not beside the other tests.
 #[test]
 #[ignore = "heavy: 100,000-deep recursion"]
 fn deeper_recursion_stays_small() {
     let start = std::time::Instant::now();
-    let peak = deep_recursion(100_000).peak;
+    let deep = deep_recursion(100_000);
     eprintln!(
-        "100,000-deep recursion: finish() and the reports took {} MB, {:.2} s",
-        peak >> 20,
+        "100,000-deep recursion: finish() and the reports took {} MB ({} MB with the JSON \
+         read back), {:.2} s",
+        deep.peak >> 20,
+        deep.peak_read_back >> 20,
         start.elapsed().as_secs_f64()
     );
     assert!(
-        peak < 100 << 20,
+        deep.peak < 70 << 20,
         "finish() and the reports took {} MB",
-        peak >> 20
+        deep.peak >> 20
     );
 }
 

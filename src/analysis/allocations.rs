@@ -60,30 +60,34 @@ impl AnalysisDescriptor for Descriptor {
         let mut active: Vec<bool> = nodes.iter().map(|c| !c.counts.is_empty()).collect();
         let mut subtree: Vec<u64> = nodes.iter().map(|c| c.counts.bytes).collect();
         // Each node's place in the list (nodes come in index order, each after its parent).
-        let mut at = vec![usize::MAX; nodes.last().map_or(0, |n| n.node as usize + 1)];
+        let mut at = vec![u32::MAX; nodes.last().map_or(0, |n| n.node as usize + 1)];
         for (i, n) in nodes.iter().enumerate() {
-            at[n.node as usize] = i;
+            at[n.node as usize] = i as u32;
         }
         for i in (0..nodes.len()).rev() {
             if nodes[i].parent != 0 {
-                let p = at[nodes[i].parent as usize];
+                let p = at[nodes[i].parent as usize] as usize;
                 active[p] |= active[i];
                 subtree[p] = subtree[p].saturating_add(subtree[i]);
             }
         }
-        let kept: Vec<usize> = (0..nodes.len()).filter(|&i| active[i]).collect();
+        drop(at);
+        let kept: Vec<u32> = (0..nodes.len() as u32)
+            .filter(|&i| active[i as usize])
+            .collect();
+        drop(active);
         let links: Vec<(u32, u32)> = kept
             .iter()
-            .map(|&i| (nodes[i].node, nodes[i].parent))
+            .map(|&i| (nodes[i as usize].node, nodes[i as usize].parent))
             .collect();
         let contexts: Vec<AllocContextEntry> = depth_first(&links, |k| {
-            let i = kept[k];
+            let i = kept[k] as usize;
             (std::cmp::Reverse(subtree[i]), nodes[i].method.get())
         })
         .into_iter()
         .enumerate()
         .map(|(k, (j, parent))| {
-            let c = &nodes[kept[j]];
+            let c = &nodes[kept[j as usize] as usize];
             AllocContextEntry {
                 id: k as u32 + 1,
                 parent,

@@ -131,8 +131,8 @@ fn context_nodes(tree: &CallingContextTree) -> Vec<ContextEntry> {
         .map(|(k, (i, parent))| ContextEntry {
             id: k as u32 + 1,
             parent,
-            method: nodes[i].2.get(),
-            count: nodes[i].3,
+            method: nodes[i as usize].2.get(),
+            count: nodes[i as usize].3,
             estimated: None,
         })
         .collect()

@@ -5,35 +5,65 @@
 use crate::model::{context_depths, parent_indices, ContextNode, MethodNames};
 
 /// The report order of a tree's nodes, given as `(node, parent)` indices of the analysis'
-/// tree (the root is 0 and is not listed; a parent that is not listed counts as the root): a
-/// depth-first walk, the children of a node ordered by `key` (of their positions in `nodes`).
-/// Returns, in report order, each node's position in `nodes` and its parent's report id (0: the
-/// root), the report id of the `k`-th entry being `k + 1`. So the ids do not depend on the
-/// order the analysis made its nodes in. Linear in the number of nodes (plus sorting siblings).
+/// tree (the root is 0 and is not listed; a parent that is not listed counts as the root;
+/// indices are those of the analysis' arena, so at most its length): a depth-first walk, the
+/// children of a node ordered by `key` (of their positions in `nodes`). Returns, in report
+/// order, each node's position in `nodes` and its parent's report id (0: the root), the report
+/// id of the `k`-th entry being `k + 1`. So the ids do not depend on the order the analysis
+/// made its nodes in. Linear in the number of nodes (plus sorting siblings), with a few `u32`
+/// per node: the children lists share one array.
 pub(crate) fn depth_first<K: Ord>(
     nodes: &[(u32, u32)],
     key: impl Fn(usize) -> K,
-) -> Vec<(usize, u32)> {
-    // Node index of the tree → position in `nodes`; children lists by position.
-    let at: std::collections::HashMap<u32, usize> =
-        nodes.iter().enumerate().map(|(i, n)| (n.0, i)).collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut roots = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        match at.get(&n.1) {
-            Some(&p) => children[p].push(i),
-            None => roots.push(i),
+) -> Vec<(u32, u32)> {
+    const NONE: u32 = u32::MAX;
+    let n = nodes.len();
+    // Each node's children, as positions in `nodes`: those of the node at position `p` are
+    // `children[first[p]..first[p + 1]]`, the roots' (children of position `n`) last.
+    let mut first = vec![0u32; n + 2];
+    let mut children = vec![0u32; n];
+    {
+        // Node index of the tree → position in `nodes`.
+        let top = nodes.iter().map(|x| x.0 as usize + 1).max().unwrap_or(0);
+        let mut at = vec![NONE; top];
+        for (i, &(node, _)) in nodes.iter().enumerate() {
+            at[node as usize] = i as u32;
+        }
+        let parent: Vec<u32> = nodes
+            .iter()
+            .map(|&(_, p)| match at.get(p as usize) {
+                Some(&q) if q != NONE => q,
+                _ => n as u32,
+            })
+            .collect();
+        drop(at);
+        for &p in &parent {
+            first[p as usize] += 1;
+        }
+        // Running sums: `first[p]` is now where the lists up to `p`'s end.
+        for p in 1..=n {
+            first[p] += first[p - 1];
+        }
+        first[n + 1] = n as u32;
+        // Filled from the back, so each list keeps position order and `first[p]` ends up at
+        // its start.
+        for i in (0..n).rev() {
+            let p = parent[i] as usize;
+            first[p] -= 1;
+            children[first[p] as usize] = i as u32;
         }
     }
-    roots.sort_by_key(|&i| key(i));
-    children.iter_mut().for_each(|c| c.sort_by_key(|&i| key(i)));
-    let mut out = Vec::with_capacity(nodes.len());
+    for p in 0..=n {
+        children[first[p] as usize..first[p + 1] as usize].sort_by_key(|&i| key(i as usize));
+    }
+    let below = |p: usize| &children[first[p] as usize..first[p + 1] as usize];
+    let mut out = Vec::with_capacity(n);
     // (position in `nodes`, id of its parent in the report)
-    let mut todo: Vec<(usize, u32)> = roots.iter().rev().map(|&r| (r, 0)).collect();
+    let mut todo: Vec<(u32, u32)> = below(n).iter().rev().map(|&r| (r, 0)).collect();
     while let Some((i, parent)) = todo.pop() {
         out.push((i, parent));
         let id = out.len() as u32;
-        todo.extend(children[i].iter().rev().map(|&c| (c, id)));
+        todo.extend(below(i as usize).iter().rev().map(|&c| (c, id)));
     }
     out
 }

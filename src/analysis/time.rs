@@ -133,7 +133,7 @@ impl AnalysisDescriptor for Descriptor {
         .into_iter()
         .enumerate()
         .map(|(k, (i, parent))| {
-            let c = &nodes[i];
+            let c = &nodes[i as usize];
             ContextTimeEntry {
                 id: k as u32 + 1,
                 parent,

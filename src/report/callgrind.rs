@@ -191,13 +191,18 @@ fn edge_costs(ct: &CallTreeData, edges: &mut BTreeMap<(u32, u32), (u64, u64)>) {
     };
     // Calls in each context's subtree (parents precede their children).
     let mut subtree: Vec<u64> = ct.contexts.iter().map(|c| c.count).collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // Each context's children as a list through `next` (`NONE` ends it), starting at
+    // `first`: two indices per context, not a vector each.
+    const NONE: u32 = u32::MAX;
+    let mut first = vec![NONE; n];
+    let mut next = vec![NONE; n];
     let mut roots = Vec::new();
     for i in (0..n).rev() {
         match parents[i] {
             Some(p) => {
                 subtree[p] = subtree[p].saturating_add(subtree[i]);
-                children[p].push(i);
+                next[i] = first[p];
+                first[p] = i as u32;
             }
             None => roots.push(i),
         }
@@ -221,7 +226,11 @@ fn edge_costs(ct: &CallTreeData, edges: &mut BTreeMap<(u32, u32), (u64, u64)>) {
         }
         *k += 1;
         todo.push((i, false));
-        todo.extend(children[i].iter().map(|&c| (c, true)));
+        let mut c = first[i];
+        while c != NONE {
+            todo.push((c as usize, true));
+            c = next[c as usize];
+        }
     }
 }
 

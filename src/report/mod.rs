@@ -172,6 +172,12 @@ impl Report {
         self.data.json()
     }
 
+    /// The JSON report written to `out` without holding its whole text (see
+    /// [`ReportData::write_json`]).
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        self.data.write_json(out)
+    }
+
     /// Folded stacks of the calling-context tree (`root;a;b count` lines).
     pub fn folded(&self) -> String {
         self.data.folded()

@@ -78,7 +78,8 @@ impl<A> RingEntry<A> {
 
 /// What one analyzer hands back.
 pub(super) struct AnalyzerOutput<A> {
-    pub(super) analysis: A,
+    /// `None`: no ring's results (at `finish`, an analyzer that never retired a ring).
+    pub(super) analysis: Option<A>,
     pub(super) threads: Vec<ThreadStats>,
     pub(super) in_flight: u64,
 }
@@ -168,7 +169,7 @@ pub(super) fn spawn<A: RingAnalysis>(
     });
     let analyzer = Analyzer {
         shared: shared.clone(),
-        done: factory(),
+        done: None,
         factory,
         rings: Vec::new(),
         threads: Vec::new(),
@@ -202,7 +203,9 @@ struct Analyzer<A> {
     shared: Arc<AnalyzerShared<A>>,
     factory: Arc<dyn Fn() -> A + Send + Sync>,
     rings: Vec<RingEntry<A>>,
-    done: A,
+    /// The merged results of retired rings; `None` until the first retires, whose instance
+    /// is then taken as it is rather than copied into an empty one by `merge`.
+    done: Option<A>,
     threads: Vec<ThreadStats>,
     adaptive: Option<f64>,
     /// Sampling mode: back off with [`Backoff::patient`].
@@ -274,7 +277,7 @@ impl<A: RingAnalysis> Analyzer<A> {
         tracing::error!(%msg, "cabprof analysis panicked; this analyzer now discards events");
         *self.shared.failure.lock() = Some(msg);
         self.failed = true;
-        self.done = (self.factory)();
+        self.done = None;
         for entry in &mut self.rings {
             entry.analysis = (self.factory)();
             entry.discarded += entry.consumer.stats().delivered;
@@ -363,7 +366,7 @@ impl<A: RingAnalysis> Analyzer<A> {
             tracing::debug!(thread = %stats.thread, blocks = stats.blocks, blocked = ?stats.blocked, "cabprof producer blocked");
         }
         push_thread(&mut self.threads, stats);
-        self.done.merge(entry.analysis);
+        super::session::merge_into(&mut self.done, Some(entry.analysis));
         self.shared.rings.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -421,7 +424,7 @@ impl<A: RingAnalysis> Analyzer<A> {
         }
         tracing::debug!("cabprof analyzer stopped");
         AnalyzerOutput {
-            analysis: std::mem::replace(&mut self.done, (self.factory)()),
+            analysis: self.done.take(),
             threads: std::mem::take(&mut self.threads),
             in_flight: 0,
         }
@@ -435,7 +438,10 @@ impl<A: RingAnalysis> Analyzer<A> {
             return;
         }
         let clone = self.shared.clone_fn.expect("snapshot requires Clone");
-        let mut analysis = clone(&self.done);
+        let mut analysis = match &self.done {
+            Some(done) => clone(done),
+            None => (self.factory)(),
+        };
         let mut threads = self.threads.clone();
         let mut in_flight = 0;
         for entry in &mut self.rings {
@@ -449,7 +455,7 @@ impl<A: RingAnalysis> Analyzer<A> {
             push_thread(&mut threads, s);
         }
         *self.shared.snapshot_out.lock() = Some(AnalyzerOutput {
-            analysis,
+            analysis: Some(analysis),
             threads,
             in_flight,
         });

@@ -115,13 +115,21 @@ struct InlineRegistry<A> {
     next_id: u64,
 }
 
+/// Fold `other`'s results (if any) into `acc`'s. The first results are taken as they are,
+/// not merged into an empty instance: that would copy them, and for a deep calling-context
+/// tree double the analysis' memory at `finish`.
+pub(super) fn merge_into<A: RingAnalysis>(acc: &mut Option<A>, other: Option<A>) {
+    match (acc.as_mut(), other) {
+        (Some(a), Some(o)) => a.merge(o),
+        (None, o) => *acc = o,
+        (Some(_), None) => {}
+    }
+}
+
 impl<A: RingAnalysis> InlineRegistry<A> {
     fn merge(&mut self, state: InlineState<A>) {
         push_thread(&mut self.threads, state.stats());
-        match &mut self.merged {
-            Some(a) => a.merge(state.analysis),
-            None => self.merged = Some(state.analysis),
-        }
+        merge_into(&mut self.merged, Some(state.analysis));
     }
 
     /// Merge every live thread's results now; their later events are not counted.
@@ -454,7 +462,9 @@ impl<A: RingAnalysis + Clone> Core<A> {
                 std::thread::sleep(Duration::from_micros(100));
             }
             if let Some(out) = a.snapshot_out.lock().take() {
-                analysis.merge(out.analysis);
+                if let Some(part) = out.analysis {
+                    analysis.merge(part);
+                }
                 for t in out.threads {
                     push_thread(&mut threads, t);
                 }
@@ -618,7 +628,9 @@ impl<A: RingAnalysis> Core<A> {
             a.stop.store(true, Ordering::Release);
             a.wake();
         }
-        let mut analysis = (self.factory)();
+        // Each analyzer's results are merged into the first's (taken as it is, not copied
+        // into an empty instance).
+        let mut analysis: Option<A> = None;
         let mut threads = Vec::new();
         for (i, a) in self.analyzers.iter().enumerate() {
             if let Some(msg) = a.failure.lock().take() {
@@ -630,7 +642,7 @@ impl<A: RingAnalysis> Core<A> {
         for (i, h) in self.handles.lock().drain(..).enumerate() {
             match h.join() {
                 Ok(out) => {
-                    analysis.merge(out.analysis);
+                    merge_into(&mut analysis, out.analysis);
                     for t in out.threads {
                         push_thread(&mut threads, t);
                     }
@@ -649,14 +661,13 @@ impl<A: RingAnalysis> Core<A> {
         {
             let mut reg = self.inline.state.lock();
             reg.take_live();
-            if let Some(a) = reg.merged.take() {
-                analysis.merge(a);
-            }
+            merge_into(&mut analysis, reg.merged.take());
             for t in reg.threads.drain(..) {
                 push_thread(&mut threads, t);
             }
         }
         tracing::info!("cabprof session finished");
+        let analysis = analysis.unwrap_or_else(|| (self.factory)());
         let mut r = self.report(analysis, threads);
         r.in_flight = unpublished;
         Some(r)

@@ -1,0 +1,189 @@
+//! The heap a deep report takes, phase by phase, measured by a counting global allocator: at
+//! 2,000 and 8,000 levels of recursion (call tree, call graph, time, allocations), `finish()`
+//! and each rendering must cost a bounded number of bytes per calling context, the same at
+//! both depths: a copy of the tree, a copied stack per context or text built twice shows up
+//! here without the heavy 100,000-deep run (`deep_and_odd_reports.rs`, ignored).
+//!
+//! Alone in its binary: the counts are process-wide, so no other test may run beside it.
+
+use cabprof::report::Weight;
+use cabprof::{profile, Analysis, Session};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Bytes allocated and not yet freed, over every thread.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+/// The largest `LIVE` since it was last reset.
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+fn grew(by: isize) {
+    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+/// The system allocator, counting live bytes and their peak.
+#[derive(Debug)]
+struct Counting;
+
+// SAFETY: every call is forwarded unchanged to `System`; the counting only reads sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size() as isize);
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size() as isize);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this layout, as the caller guarantees.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // Counted as the new block before the old one goes: the peak of a moving resize.
+        grew(new_size as isize);
+        // SAFETY: the caller's block, layout and size, as `GlobalAlloc::realloc` requires.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: cabprof::alloc::Tracked<Counting> = cabprof::alloc::Tracked::new(Counting);
+
+/// `n` levels deep, each holding one heap block across the call below.
+#[profile]
+fn recurse(n: u32) -> u64 {
+    let level = std::hint::black_box(Box::new(n));
+    if *level <= 1 {
+        1
+    } else {
+        1 + recurse(*level - 1)
+    }
+}
+
+/// How far the live heap rose above where it was when `f` started.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let out = f();
+    (out, (PEAK.load(Ordering::Relaxed) - before).max(0) as usize)
+}
+
+/// The peak heap of each phase of a `depth`-deep recursion's report, in report order.
+fn phases(depth: u32) -> Vec<(&'static str, usize)> {
+    let run = move || {
+        let session = Session::builder()
+            .analyses(&[
+                Analysis::CallTree,
+                Analysis::CallGraph,
+                Analysis::Time,
+                Analysis::Allocations,
+            ])
+            .pin(false)
+            .start()
+            .unwrap();
+        assert_eq!(recurse(depth), depth as u64);
+        // `finish()` also drains the events the analyzer has not taken yet: their tree is
+        // part of the figure.
+        peak_of(|| session.finish().data)
+    };
+    let (d, finish) = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(d.call_tree.as_ref().unwrap().contexts.len(), depth as usize);
+    let mut out = vec![("finish", finish)];
+    let mut phase = |name, f: &dyn Fn() -> usize| {
+        let (len, peak) = peak_of(f);
+        assert!(len > 0, "{name} wrote nothing");
+        out.push((name, peak));
+    };
+    phase("text(5)", &|| d.text(5).len());
+    phase("write_json", &|| {
+        let mut sink = Count(0);
+        d.write_json(&mut sink).unwrap();
+        sink.0
+    });
+    phase("folded", &|| d.folded().len());
+    phase("folded_by(Time)", &|| d.folded_by(Weight::Time).len());
+    phase("folded_by(AllocBytes)", &|| {
+        d.folded_by(Weight::AllocBytes).len()
+    });
+    phase("svg", &|| d.svg().len());
+    phase("svg_by(Time)", &|| d.svg_by(Weight::Time).len());
+    phase("pprof", &|| d.pprof().len());
+    phase("callgrind", &|| d.callgrind().len());
+    // The whole text in one string: its size and no more than a few bytes per context.
+    let (json_len, json_peak) = peak_of(|| d.json().len());
+    out.push(("json() beyond its text", json_peak.saturating_sub(json_len)));
+    out
+}
+
+/// Counts the bytes written to it.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes per added context each phase may take at its peak: 1.3 to 3 times what each took
+/// when written (release and debug alike), far below a copied tree or copied stacks.
+fn budget(phase: &str) -> usize {
+    match phase {
+        // The analyses' trees grow by the events still to drain, then each becomes report
+        // nodes: about 530 bytes per context when written.
+        "finish" => 700,
+        // Written through a buffer of fixed size, whatever the depth.
+        "write_json" => 0,
+        // Parent and depth indices of one analysis' contexts at a time: 67 bytes (text),
+        // 47 (folded), 33 (SVG), 56 (callgrind; 104 when it kept a vector of children per
+        // context), 3 (pprof), 0 (json() beyond its text; 853 when it made a compact copy).
+        _ => 100,
+    }
+}
+
+/// Every phase of a deep report's making costs a bounded number of bytes per context: what
+/// it takes beyond the 2,000-deep run's peak at 8,000 levels, per added context (so a cost
+/// growing with the depth, like a stack copied per context, fails), and at 2,000 levels
+/// nothing but that and a fixed allowance.
+#[test]
+fn deep_report_memory_is_linear_in_contexts() {
+    // What does not grow with the depth (buffers, names, the SVG's fixed parts).
+    const FIXED: usize = 512 << 10;
+    let (small, large) = (2_000usize, 8_000usize);
+    let (at_small, at_large) = (phases(small as u32), phases(large as u32));
+    for ((phase, p_small), (_, p_large)) in at_small.into_iter().zip(at_large) {
+        let per_context = p_large.saturating_sub(p_small) / (large - small);
+        eprintln!(
+            "{phase}: peak {p_small} bytes at depth {small}, {p_large} at {large}: \
+             {per_context} per added context"
+        );
+        assert!(
+            per_context <= budget(phase),
+            "{phase}: peak {p_small} bytes at depth {small}, {p_large} at {large}: \
+             {per_context} per added context (at most {} allowed)",
+            budget(phase)
+        );
+        assert!(
+            p_small <= FIXED + small * budget(phase),
+            "{phase}: peak {p_small} bytes at depth {small}"
+        );
+    }
+}
