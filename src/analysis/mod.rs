@@ -137,7 +137,11 @@ macro_rules! register {
 
         /// Every configured analysis over one stream; what the runtime runs per ring (or per
         /// thread in sequential mode). Built by [`AnalysisPlan::build`]; a field is `None`
-        /// when its analysis does not run.
+        /// when its analysis does not run. One exception: with `time` chosen too,
+        /// `method_count` is `None` while events are analyzed (the time analysis counts every
+        /// call, so each call is not counted twice), and a report's set
+        /// ([`Report::runtime`](crate::report::Report)) has it filled in from the time
+        /// analysis' counts, which are the same numbers.
         #[derive(Clone, Debug, Default)]
         pub struct AnalysisSet {
             $(
@@ -172,9 +176,13 @@ macro_rules! register {
                         <$module::Descriptor as AnalysisDescriptor>::report(state, data, methods);
                     }
                 )+
-                if let (true, Some(time)) = (self.counts_from_time, &self.time) {
-                    let counts = time.call_counts();
-                    <method_count::Descriptor as AnalysisDescriptor>::report(&counts, data, methods);
+            }
+
+            /// Fill in `method_count` from the time analysis' counts if it was left to them
+            /// (see the type's docs); the set then reads as if both had run.
+            pub(crate) fn complete_counts(&mut self) {
+                if std::mem::take(&mut self.counts_from_time) {
+                    self.method_count = self.time.as_ref().map(|t| t.call_counts());
                 }
             }
         }

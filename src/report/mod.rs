@@ -155,9 +155,10 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(runtime: runtime::Report<AnalysisSet>) -> Report {
+    pub(crate) fn new(mut runtime: runtime::Report<AnalysisSet>) -> Report {
         // Building the report is the runtime's own work (a snapshot builds one mid-session).
         let _work = runtime::runtime_work();
+        runtime.analysis.complete_counts();
         let data = ReportData::from_runtime(&runtime);
         Report { runtime, data }
     }
