@@ -462,9 +462,14 @@ fn method_counts_with_time_equal_method_counts_alone() {
             assert_eq!(*c, want, "{mode}: {n}");
         }
     }
-    // Sampling: a sample, but the two tables agree on it.
-    counts(
+    // Sampling: a sample of the calls (the two tables agree on it, checked in `counts`), each
+    // function seen at most as often as it was called.
+    let sampled = counts(
         Session::builder().sampling(0.5),
         &[Analysis::MethodCount, Analysis::Time],
     );
+    for (n, c) in &sampled {
+        let called = if outer(n) { 5_000 } else { 11_000 } * THREADS;
+        assert!(*c <= called, "sampling: {n} {c} > {called}");
+    }
 }

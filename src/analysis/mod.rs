@@ -179,8 +179,9 @@ macro_rules! register {
             }
 
             /// Fill in `method_count` from the time analysis' counts if it was left to them
-            /// (see the type's docs); the set then reads as if both had run.
-            pub(crate) fn complete_counts(&mut self) {
+            /// (see the type's docs); the set then reads as if both had run. A report's set has
+            /// had this done; call it on a set driven by hand before reading `method_count`.
+            pub fn complete_counts(&mut self) {
                 if std::mem::take(&mut self.counts_from_time) {
                     self.method_count = self.time.as_ref().map(|t| t.call_counts());
                 }

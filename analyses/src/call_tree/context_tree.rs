@@ -284,7 +284,7 @@ impl CallingContextTree {
     /// seen before (on other threads of this stream) collected.
     fn place(&mut self, key: TaskKey, node: u32) -> u32 {
         match self.tasks.get(&key).copied() {
-            Some(t) if !t.placed => {
+            Some(t) if !t.placed && t.node != node => {
                 let mut moved = HashMap::new();
                 if self.tree.graft(t.node, node, &mut moved) {
                     moved.insert(t.node, node);

@@ -203,8 +203,10 @@ struct Analyzer<A> {
     shared: Arc<AnalyzerShared<A>>,
     factory: Arc<dyn Fn() -> A + Send + Sync>,
     rings: Vec<RingEntry<A>>,
-    /// The merged results of retired rings; `None` until the first retires, whose instance
-    /// is then taken as it is rather than copied into an empty one by `merge`.
+    /// The merged results of retired rings; `None` until the first retires. While the
+    /// session runs, rings are merged into an empty instance (a ring's in-flight state, such
+    /// as a reuse-distance table, is not kept for the rest of the session and copied by every
+    /// snapshot); at `finish`, the first is taken as it is (no copy of a deep tree).
     done: Option<A>,
     threads: Vec<ThreadStats>,
     adaptive: Option<f64>,
@@ -306,7 +308,7 @@ impl<A: RingAnalysis> Analyzer<A> {
             }
             if closed {
                 let entry = self.rings.swap_remove(i);
-                self.retire(entry);
+                self.retire(entry, false);
                 worked = true;
             } else {
                 i += 1;
@@ -347,7 +349,7 @@ impl<A: RingAnalysis> Analyzer<A> {
             }
             if closed {
                 let entry = self.rings.swap_remove(i);
-                self.retire(entry);
+                self.retire(entry, false);
                 worked = true;
             } else {
                 i += 1;
@@ -356,7 +358,8 @@ impl<A: RingAnalysis> Analyzer<A> {
         worked
     }
 
-    fn retire(&mut self, entry: RingEntry<A>) {
+    /// A ring closed (`last`: at `finish`, nothing more to analyze): fold its results in.
+    fn retire(&mut self, entry: RingEntry<A>, last: bool) {
         let stats = entry.stats();
         tracing::debug!(thread = %stats.thread, events = stats.events, "cabprof ring drained");
         if stats.chunks_lapped > 0 {
@@ -366,7 +369,14 @@ impl<A: RingAnalysis> Analyzer<A> {
             tracing::debug!(thread = %stats.thread, blocks = stats.blocks, blocked = ?stats.blocked, "cabprof producer blocked");
         }
         push_thread(&mut self.threads, stats);
-        super::session::merge_into(&mut self.done, Some(entry.analysis));
+        if last {
+            super::session::merge_into(&mut self.done, Some(entry.analysis));
+        } else {
+            let factory = &self.factory;
+            self.done
+                .get_or_insert_with(|| factory())
+                .merge(entry.analysis);
+        }
         self.shared.rings.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -420,7 +430,7 @@ impl<A: RingAnalysis> Analyzer<A> {
             {
                 self.fail("analysis panicked while draining at finish".into());
             }
-            self.retire(entry);
+            self.retire(entry, true);
         }
         tracing::debug!("cabprof analyzer stopped");
         AnalyzerOutput {
