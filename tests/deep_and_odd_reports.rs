@@ -4,11 +4,13 @@
 //! `u64::MAX` read from a file (sums do not wrap), and method names holding the folded
 //! format's separators (escaped).
 
+#[path = "support/deep.rs"]
+mod deep;
 use cabprof::report::{
     context_depths, folded_frame, AllocCountsEntry, CacheData, CallTreeData, LevelEntry,
     MethodCountEntry, MethodEntry, Weight, ELIDED_FRAME,
 };
-use cabprof::{profile, Analysis, ReportData, Session};
+use cabprof::ReportData;
 use std::sync::Mutex;
 
 #[global_allocator]
@@ -16,17 +18,6 @@ static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
 
 /// One session at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// `n` levels deep, each holding one 4-byte heap block across the call below.
-#[profile]
-fn recurse(n: u32) -> u64 {
-    let level = std::hint::black_box(Box::new(n));
-    if *level <= 1 {
-        1
-    } else {
-        1 + recurse(*level - 1)
-    }
-}
 
 /// A figure of `/proc/self/status` in bytes: `VmHWM` (the peak resident set) or `VmRSS`.
 fn status(field: &str) -> u64 {
@@ -66,17 +57,8 @@ struct Deep {
 fn deep_recursion(depth: u32) -> Deep {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let run = move || {
-        let session = Session::builder()
-            .analyses(&[
-                Analysis::CallTree,
-                Analysis::CallGraph,
-                Analysis::Time,
-                Analysis::Allocations,
-            ])
-            .pin(false)
-            .start()
-            .unwrap();
-        assert_eq!(recurse(depth), depth as u64);
+        let session = deep::session();
+        assert_eq!(deep::recurse(depth), depth as u64);
         let base = reset_peak();
         (base, session.finish().data)
     };

@@ -6,8 +6,9 @@
 //!
 //! Alone in its binary: the counts are process-wide, so no other test may run beside it.
 
+#[path = "support/deep.rs"]
+mod deep;
 use cabprof::report::Weight;
-use cabprof::{profile, Analysis, Session};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -58,17 +59,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: cabprof::alloc::Tracked<Counting> = cabprof::alloc::Tracked::new(Counting);
 
-/// `n` levels deep, each holding one heap block across the call below.
-#[profile]
-fn recurse(n: u32) -> u64 {
-    let level = std::hint::black_box(Box::new(n));
-    if *level <= 1 {
-        1
-    } else {
-        1 + recurse(*level - 1)
-    }
-}
-
 /// How far the live heap rose above where it was when `f` started.
 fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let before = LIVE.load(Ordering::Relaxed);
@@ -80,17 +70,8 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
 /// The peak heap of each phase of a `depth`-deep recursion's report, in report order.
 fn phases(depth: u32) -> Vec<(&'static str, usize)> {
     let run = move || {
-        let session = Session::builder()
-            .analyses(&[
-                Analysis::CallTree,
-                Analysis::CallGraph,
-                Analysis::Time,
-                Analysis::Allocations,
-            ])
-            .pin(false)
-            .start()
-            .unwrap();
-        assert_eq!(recurse(depth), depth as u64);
+        let session = deep::session();
+        assert_eq!(deep::recurse(depth), depth as u64);
         // `finish()` also drains the events the analyzer has not taken yet: their tree is
         // part of the figure.
         peak_of(|| session.finish().data)
