@@ -100,17 +100,17 @@ fn a_plan_builds_exactly_its_analyses() {
     let all = AnalysisPlan::with_analyses(&Analysis::ALL).build();
     assert!(all.call_graph.is_some() && all.paths.is_some());
     assert!(all.cache.is_some() && all.time.is_some());
-    // With time, calls are counted by the time analysis alone (a report fills the method
-    // counts in from it: tests/time.rs).
+    // With the call graph or time, calls are counted by them alone (a report fills the
+    // method counts in from theirs: tests/time.rs).
     assert!(all.method_count.is_none());
-    let no_time: Vec<Analysis> = Analysis::ALL
-        .into_iter()
-        .filter(|&a| a != Analysis::Time)
-        .collect();
-    assert!(AnalysisPlan::with_analyses(&no_time)
-        .build()
-        .method_count
-        .is_some());
+    for (with, counted) in [
+        (Analysis::CallGraph, false),
+        (Analysis::Time, false),
+        (Analysis::CallTree, true),
+    ] {
+        let set = AnalysisPlan::with_analyses(&[Analysis::MethodCount, with]).build();
+        assert_eq!(set.method_count.is_some(), counted, "{with}");
+    }
 }
 
 #[test]

@@ -396,8 +396,8 @@ fn counted_outer(i: u64) -> u64 {
     counted_leaf(i) ^ counted_leaf(i + 1)
 }
 
-/// Method counts asked for with time come from the time analysis (which counts every call
-/// anyway): they must be what method counting alone reports. By hand: 4 threads, each calling
+/// Method counts asked for with time or the call graph come from them (they count every call
+/// anyway): they must be what method counting reports when it counts. By hand: 4 threads, each calling
 /// `counted_outer` 5,000 times (2 leaves each) and `counted_leaf` 1,000 times more.
 #[test]
 fn method_counts_with_time_equal_method_counts_alone() {
@@ -453,9 +453,14 @@ fn method_counts_with_time_equal_method_counts_alone() {
         ("exhaustive", Session::builder().mode(RunMode::Exhaustive)),
         ("sequential", Session::builder().sequential()),
     ] {
-        let alone = counts(builder.clone(), &[Analysis::MethodCount]);
-        let with_time = counts(builder, &[Analysis::MethodCount, Analysis::Time]);
+        let alone = counts(
+            builder.clone(),
+            &[Analysis::MethodCount, Analysis::CallTree],
+        );
+        let with_time = counts(builder.clone(), &[Analysis::MethodCount, Analysis::Time]);
         assert_eq!(alone, with_time, "{mode}");
+        let with_graph = counts(builder, &[Analysis::MethodCount, Analysis::CallGraph]);
+        assert_eq!(alone, with_graph, "{mode}, with the call graph");
         assert_eq!(alone.len(), 2, "{mode}: {alone:?}");
         for (n, c) in &alone {
             let want = if outer(n) { 5_000 } else { 11_000 } * THREADS;

@@ -126,6 +126,17 @@ impl CallGraph {
             .map_or(0, |&s| self.counts[s as usize])
     }
 
+    /// Calls per function, as [`MethodCount`](crate::MethodCount) counts them from the same
+    /// stream (every `Call` is one edge): a session running both takes its method counts
+    /// from here rather than counting every call twice.
+    pub fn call_counts(&self) -> crate::MethodCount {
+        let mut mc = crate::MethodCount::new();
+        for ((_, callee), n) in self.edges() {
+            mc.record_calls(callee, n);
+        }
+        mc
+    }
+
     /// The callees of `caller` with their counts, in increasing callee id order.
     pub fn callees_of(&self, caller: MethodId) -> Vec<(MethodId, u64)> {
         let mut out: Vec<(MethodId, u64)> = self

@@ -94,3 +94,42 @@ fn counts_match_a_plain_map_with_many_colliding_edges() {
     assert_eq!(a, whole);
     assert_eq!(whole.total(), calls.len() as u64);
 }
+
+/// The call graph's calls per callee are what method counting counts on the same words (calls
+/// among returns, stamps and calls of the root), whole and merged from two halves: a session
+/// running both takes its method counts from the call graph.
+#[test]
+fn calls_per_callee_equal_method_counts() {
+    use cabprof_analyses::MethodCount;
+    use cabprof_cab::event::Event;
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let words: Vec<u64> = (0..100_000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (c, d) = ((x >> 8) as u32 % 40, (x >> 20) as u32 % 40);
+            match i % 5 {
+                3 => Event::ret(MethodId::new(d.max(1)).unwrap()).word(),
+                4 => Event::time(x >> 40).word(),
+                _ => call(c, d),
+            }
+        })
+        .collect();
+    let sorted = |mc: &MethodCount| {
+        let mut v: Vec<(MethodId, u64)> = mc.iter().filter(|e| e.1 > 0).collect();
+        v.sort();
+        v
+    };
+    let mut mc = MethodCount::new();
+    mc.consume(&words);
+    let mut whole = CallGraph::new();
+    whole.consume(&words);
+    let (mut a, mut b) = (CallGraph::new(), CallGraph::new());
+    a.consume(&words[..words.len() / 2]);
+    b.consume(&words[words.len() / 2..]);
+    a.merge(b);
+    assert!(sorted(&mc).len() > 30);
+    assert_eq!(sorted(&whole.call_counts()), sorted(&mc));
+    assert_eq!(sorted(&a.call_counts()), sorted(&mc));
+}

@@ -137,20 +137,21 @@ macro_rules! register {
 
         /// Every configured analysis over one stream; what the runtime runs per ring (or per
         /// thread in sequential mode). Built by [`AnalysisPlan::build`]; a field is `None`
-        /// when its analysis does not run. One exception: with `time` chosen too,
-        /// `method_count` is `None` while events are analyzed (the time analysis counts every
-        /// call, so each call is not counted twice), and a report's set
-        /// ([`Report::runtime`](crate::report::Report)) has it filled in from the time
-        /// analysis' counts, which are the same numbers.
+        /// when its analysis does not run. One exception: with `call-graph` or `time` chosen
+        /// too, `method_count` is `None` while events are analyzed (either counts every call,
+        /// so each call is not counted twice), and a report's set
+        /// ([`Report::runtime`](crate::report::Report)) has it filled in from that analysis'
+        /// counts, which are the same numbers; [`complete_counts`](Self::complete_counts)
+        /// does it for a set driven by hand.
         #[derive(Clone, Debug, Default)]
         pub struct AnalysisSet {
             $(
                 $(#[doc = $doc])+
                 pub $module: Option<$state>,
             )+
-            /// Method counting was asked for with time: the time analysis counts every call
-            /// too, so `method_count` is `None` and the counts are taken from `time`'s.
-            counts_from_time: bool,
+            /// Method counting was asked for with the call graph or time, which count every
+            /// call too: `method_count` is `None` and the counts are taken from theirs.
+            counts_elsewhere: bool,
         }
 
         impl AnalysisSet {
@@ -159,11 +160,13 @@ macro_rules! register {
                     $( $module: plan.kinds.contains(&Analysis::$variant).then(|| {
                         <$module::Descriptor as AnalysisDescriptor>::build(plan)
                     }), )+
-                    counts_from_time: false,
+                    counts_elsewhere: false,
                 };
-                if set.method_count.is_some() && set.time.is_some() {
+                if set.method_count.is_some()
+                    && (set.call_graph.is_some() || set.time.is_some())
+                {
                     set.method_count = None;
-                    set.counts_from_time = true;
+                    set.counts_elsewhere = true;
                 }
                 set
             }
@@ -178,12 +181,17 @@ macro_rules! register {
                 )+
             }
 
-            /// Fill in `method_count` from the time analysis' counts if it was left to them
-            /// (see the type's docs); the set then reads as if both had run. A report's set has
-            /// had this done; call it on a set driven by hand before reading `method_count`.
+            /// Fill in `method_count` from the call graph's or the time analysis' counts if it
+            /// was left to them (see the type's docs); the set then reads as if both had run.
+            /// A report's set has had this done; call it on a set driven by hand before
+            /// reading `method_count`.
             pub fn complete_counts(&mut self) {
-                if std::mem::take(&mut self.counts_from_time) {
-                    self.method_count = self.time.as_ref().map(|t| t.call_counts());
+                if std::mem::take(&mut self.counts_elsewhere) {
+                    self.method_count = match (&self.call_graph, &self.time) {
+                        (Some(g), _) => Some(g.call_counts()),
+                        (None, Some(t)) => Some(t.call_counts()),
+                        (None, None) => None,
+                    };
                 }
             }
         }
@@ -199,7 +207,7 @@ macro_rules! register {
 
             fn merge(&mut self, other: AnalysisSet) {
                 $( merge_one(&mut self.$module, other.$module); )+
-                self.counts_from_time |= other.counts_from_time;
+                self.counts_elsewhere |= other.counts_elsewhere;
             }
         }
 
