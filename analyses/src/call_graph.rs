@@ -130,11 +130,7 @@ impl CallGraph {
     /// stream (every `Call` is one edge): a session running both takes its method counts
     /// from here rather than counting every call twice.
     pub fn call_counts(&self) -> crate::MethodCount {
-        let mut mc = crate::MethodCount::new();
-        for ((_, callee), n) in self.edges() {
-            mc.record_calls(callee, n);
-        }
-        mc
+        self.edges().map(|((_, callee), n)| (callee, n)).collect()
     }
 
     /// The callees of `caller` with their counts, in increasing callee id order.

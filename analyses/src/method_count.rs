@@ -43,11 +43,6 @@ impl MethodCount {
         self.record_n(method.get(), 1);
     }
 
-    /// Count `n` more calls of `method`.
-    pub fn record_calls(&mut self, method: MethodId, n: u64) {
-        self.record_n(method.get(), n);
-    }
-
     /// Count `n` calls of method `id` (a raw id from an event word).
     #[inline(always)]
     fn record_n(&mut self, id: u32, n: u64) {
@@ -108,6 +103,18 @@ impl MethodCount {
     /// The profile as a map, e.g. for [`crate::sampling::error_rate`].
     pub fn to_map(&self) -> HashMap<MethodId, u64> {
         self.iter().collect()
+    }
+}
+
+/// Counts `(method, calls)`, a method met more than once adding up: method counts from another
+/// analysis that counts every call.
+impl FromIterator<(MethodId, u64)> for MethodCount {
+    fn from_iter<I: IntoIterator<Item = (MethodId, u64)>>(calls: I) -> MethodCount {
+        let mut mc = MethodCount::new();
+        for (m, n) in calls {
+            mc.record_n(m.get(), n);
+        }
+        mc
     }
 }
 

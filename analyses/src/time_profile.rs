@@ -513,13 +513,13 @@ impl TimeProfile {
     /// stream (every `Call` once, lost words or not): a session running both analyses takes
     /// its method counts from here rather than counting every call twice.
     pub fn call_counts(&self) -> crate::MethodCount {
-        let mut mc = crate::MethodCount::new();
-        for n in self.tree.nodes.iter().skip(1) {
-            if n.count > 0 {
-                mc.record_calls(n.method, n.count);
-            }
-        }
-        mc
+        self.tree
+            .nodes
+            .iter()
+            .skip(1)
+            .filter(|n| n.count > 0)
+            .map(|n| (n.method, n.count))
+            .collect()
     }
 
     fn function(&mut self, m: u32) -> &mut FunctionTime {
@@ -530,7 +530,6 @@ impl TimeProfile {
         self.functions[i].get_or_insert_with(FunctionTime::default)
     }
 
-    /// A context node's calls, timed calls and ticks.
     /// For each node, whether it is reported: below the root (not a detached root's) and with
     /// calls or time at it or below it. Grafts of a lossy stream can leave empty nodes (made
     /// where the path was missing, their counts moved on), and which they leave depends on the
@@ -551,6 +550,7 @@ impl TimeProfile {
         keep
     }
 
+    /// A context node's calls, timed calls and ticks.
     fn timed_at(&self, n: usize) -> Timed {
         let t = self.node_time.get(n).copied().unwrap_or_default();
         Timed {
@@ -1786,9 +1786,6 @@ mod tests {
         assert_eq!(p.context_nodes().len(), 2 * DEPTH as usize - 1);
     }
 
-    /// Future `fut` is called by `main` and polled first on thread 1, then polled to the end on
-    /// thread 2, each thread in its own instance: after merging (in either order), its time and
-    /// what its second poll called are under main → fut.
     /// A poll whose future returned and which then made a call that lost its `Return` (a
     /// sampled ring's loss): the call's frame closes with the poll, so later calls of the
     /// same function on the thread are still outermost.
@@ -1881,6 +1878,9 @@ mod tests {
         assert!(p.is_approximate());
     }
 
+    /// Future `fut` is called by `main` and polled first on thread 1, then polled to the end on
+    /// thread 2, each thread in its own instance: after merging (in either order), its time and
+    /// what its second poll called are under main → fut.
     #[test]
     fn a_future_that_moved_threads_is_grafted_under_its_first_poll() {
         let (main, fut, leaf) = (m(1), m(2), m(3));

@@ -38,7 +38,7 @@ mod plan;
 pub use plan::AnalysisPlan;
 
 use crate::model::ReportData;
-use cabprof_cab::runtime::RingAnalysis;
+use cabprof_cab::runtime::{self, RingAnalysis};
 use cabprof_cab::ConfigError;
 use std::collections::BTreeSet;
 
@@ -82,15 +82,6 @@ pub(crate) fn top_of(top: usize, len: usize) -> String {
         format!("all {len}")
     } else {
         format!("top {top} of {len}")
-    }
-}
-
-/// Fold `other` into `mine`, either possibly absent.
-fn merge_one<S: cabprof_analyses::EventAnalysis>(mine: &mut Option<S>, other: Option<S>) {
-    match (mine.as_mut(), other) {
-        (Some(a), Some(b)) => a.merge(b),
-        (None, Some(b)) => *mine = Some(b),
-        (_, None) => {}
     }
 }
 
@@ -206,7 +197,11 @@ macro_rules! register {
             }
 
             fn merge(&mut self, other: AnalysisSet) {
-                $( merge_one(&mut self.$module, other.$module); )+
+                $( runtime::merge_options(
+                    &mut self.$module,
+                    other.$module,
+                    cabprof_analyses::EventAnalysis::merge,
+                ); )+
                 self.counts_elsewhere |= other.counts_elsewhere;
             }
         }

@@ -99,7 +99,7 @@ pub use analyzer::{drain, Backoff};
 pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT};
 pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
-pub use session::{Finisher, Session, Snapshotter};
+pub use session::{merge_options, Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
 pub use tls::{
     active, activity, activity_of, emit, emit_with, flush_current_thread, in_runtime_work,
