@@ -76,9 +76,38 @@ const SPINS_BEFORE_BACKOFF: u32 = if cfg!(loom) { 2 } else { 1 << 10 };
 /// part of any L1d, so the lines are still there when they are cleared.
 const CLEAR_BLOCK: usize = 512;
 
+/// Sampling: how far ahead of its cursor the producer asks for the line it will write, in
+/// slots (1 KiB, 16 cache lines). Without it, a line the analyzer has read is shared when the
+/// producer comes back to it a lap later (a sampling ring fits in the producer's L2), and the
+/// producer's store waits for the analyzer's copy to be invalidated; `prefetchw` starts that
+/// invalidation about 40 calls early. Measured with the per_call bench, sampling mc+cg, 6
+/// alternating rounds: 4.06 ns/call over plain without it, 2.94 with it; 4 KiB ahead gave the
+/// same (2.96). Not in exhaustive mode: there the consumer may be reading just ahead of a
+/// producer on a full ring, and taking its lines made mc+cg slower (3.21 -> 4.18).
+pub(crate) const PREFETCH_AHEAD: usize = 128;
+
+/// Ask for the cache line at `at` in a writable state (x86-64 `prefetchw`, which decodes as a
+/// no-op on CPUs older than the instruction). A hint only: it never faults and changes no
+/// memory. Elsewhere, and under loom, nothing.
+#[inline(always)]
+fn prefetch_for_write(at: *const AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: a prefetch reads and writes no memory and cannot fault on any address.
+    unsafe {
+        std::arch::asm!(
+            "prefetchw [{}]",
+            in(reg) at,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = at;
+}
+
 /// State both halves see.
 struct Shared {
-    /// `capacity` event slots followed by one `MAGIC` slot.
+    /// `capacity` event slots followed by one `MAGIC` slot (and, in sampling mode,
+    /// [`PREFETCH_AHEAD`] padding slots that only the producer's prefetch touches).
     slots: Slots,
     /// Sampling: one word per chunk. When the producer arms a chunk's start it first moves the
     /// event there into that chunk's word here, so arming never loses an unread event. Empty in
@@ -152,7 +181,10 @@ fn make<const SAMPLING: bool>(
     config.validate()?;
     let capacity = config.slots();
     let chunk = config.chunk_slots();
-    let slots = Slots::zeroed(capacity + 1)?;
+    // A sampling ring has PREFETCH_AHEAD slots past its MAGIC slot, never read or written,
+    // so the producer's prefetch never takes a line of other memory.
+    let pad = if SAMPLING { PREFETCH_AHEAD } else { 0 };
+    let slots = Slots::zeroed(capacity + 1 + pad)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
     let firsts = if SAMPLING {
         // Arm the first chunk's start; from there the producer arms each next one itself.
@@ -239,6 +271,10 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         // capacity, because the MAGIC slot at `capacity` never reads as CLEAR and is never
         // written) and is reset to `base` on MAGIC. The Arc keeps the slots alive.
         let slot = unsafe { &*self.cursor };
+        if SAMPLING {
+            // Inside the ring's own memory: `make` pads a sampling ring by PREFETCH_AHEAD.
+            prefetch_for_write(self.cursor.wrapping_add(PREFETCH_AHEAD));
+        }
         let seen = slot.load(Ordering::Acquire);
         let free = if SAMPLING {
             seen != MAGIC
@@ -782,5 +818,36 @@ impl Transport for CabSampling {
     type Consumer = Consumer;
     fn channel(config: &RingConfig) -> Result<(Producer<true>, Consumer), ConfigError> {
         sampling_channel(config)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The producer prefetches `PREFETCH_AHEAD` slots past its cursor, which runs up to the
+    /// MAGIC slot at `capacity`: a sampling ring's own memory must reach that far, whatever
+    /// the sizes, so the hint never takes a line of someone else's data.
+    #[test]
+    fn the_sampling_prefetch_stays_inside_the_ring() {
+        for (buffer, chunk) in [
+            (4096, 1024),
+            (8192, 2048),
+            (1 << 16, 1 << 12),
+            (96 << 10, 24 << 10),
+        ] {
+            let config = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(0.5));
+            let (producer, _consumer) = sampling_channel(&config).unwrap();
+            let sh = &producer.shared;
+            let last = sh.capacity + PREFETCH_AHEAD;
+            assert!(
+                last < sh.slots.len(),
+                "{buffer}/{chunk}: prefetch reaches slot {last} of {}",
+                sh.slots.len()
+            );
+            // Exhaustive rings do not prefetch and are not padded.
+            let (producer, _consumer) = channel(&RingConfig::new(buffer, chunk)).unwrap();
+            assert_eq!(producer.shared.slots.len(), producer.shared.capacity + 1);
+        }
     }
 }
