@@ -28,7 +28,9 @@
 //!   producer two chunks past it, and counts the chunk as lapped exactly when a beacon shows
 //!   the producer entered it again by the time the chunk has been read, never by comparing
 //!   words (see `Consumer::sample`). Chunks the producer overwrote first are counted in
-//!   [`ConsumerStats::chunks_lapped`]; `CLEAR` and `MAGIC` are never delivered.
+//!   [`ConsumerStats::chunks_lapped`]; `CLEAR` and `MAGIC` are never delivered. The sampling
+//!   fast path also prefetches for writing the line `PREFETCH_AHEAD` slots ahead, into padding
+//!   past the `MAGIC` slot near the end of the ring: a hint, never a store.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
