@@ -340,6 +340,25 @@ impl super::CallEvents for CallingContextTree {
     fn on_return(&mut self, callee: MethodId) {
         CallingContextTree::on_return(self, callee);
     }
+    /// The leaf's context is counted; nothing is pushed or popped. On a caller that is not
+    /// on top, the resynchronising path.
+    #[inline]
+    fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
+        let top = self
+            .threads
+            .current
+            .stack
+            .last()
+            .copied()
+            .unwrap_or(ROOT_NODE);
+        if self.tree.nodes[top as usize].method != caller {
+            CallingContextTree::on_call(self, caller, callee);
+            CallingContextTree::on_return(self, callee);
+            return;
+        }
+        let c = self.tree.child(top, callee);
+        self.tree.nodes[c as usize].count += 1;
+    }
     fn on_thread(&mut self, id: u64) {
         self.threads.switch_to(id);
     }

@@ -42,12 +42,20 @@ pub(crate) mod trie;
 pub use context_tree::CallingContextTree;
 pub use subtree_profile::CallTreeProfile;
 
-use cabprof_cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{self, decode, EventKind, MethodId};
 
 /// What a call-tree analysis does with the words it reads; every other word is skipped.
 trait CallEvents {
     fn on_call(&mut self, caller: MethodId, callee: MethodId);
     fn on_return(&mut self, callee: MethodId);
+    /// A `Call` directly followed by its callee's `Return` (or `TimedReturn`): a leaf
+    /// invocation. Exactly `on_call` then `on_return`; an analysis overrides it to skip the
+    /// frame it would push and pop at once.
+    #[inline]
+    fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
+        self.on_call(caller, callee);
+        self.on_return(callee);
+    }
     fn on_thread(&mut self, id: u64);
     fn on_poll(&mut self, method: MethodId, task: u32, first: bool);
     fn on_poll_end(&mut self, task: u32, poll: u32, done: bool);
@@ -65,6 +73,11 @@ impl<P: CallEvents, T: CallEvents> CallEvents for (&mut P, &mut T) {
         self.0.on_return(callee);
         self.1.on_return(callee);
     }
+    #[inline]
+    fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
+        self.0.on_leaf(caller, callee);
+        self.1.on_leaf(caller, callee);
+    }
     fn on_thread(&mut self, id: u64) {
         self.0.on_thread(id);
         self.1.on_thread(id);
@@ -79,12 +92,26 @@ impl<P: CallEvents, T: CallEvents> CallEvents for (&mut P, &mut T) {
     }
 }
 
-/// Decode `words` and dispatch the call-tree events to `a`.
+/// Decode `words` and dispatch the call-tree events to `a`. A `Call` whose next word in
+/// `words` returns from it goes to `on_leaf` (at least half of all invocations in any call
+/// tree are leaves); a pair cut by a chunk boundary goes through `on_call` and `on_return`,
+/// which is the same (the chunk-boundary tests feed streams one word at a time).
 #[inline]
 fn feed(a: &mut impl CallEvents, words: &[u64]) {
-    for &w in words {
+    let mut rest = words;
+    while let Some((&w, tail)) = rest.split_first() {
+        rest = tail;
         match decode(w) {
-            Some(EventKind::Call { caller, callee }) => a.on_call(caller, callee),
+            Some(EventKind::Call { caller, callee }) => {
+                if let Some((&next, tail)) = rest.split_first() {
+                    if returns_from(next) == Some(callee.get()) {
+                        rest = tail;
+                        a.on_leaf(caller, callee);
+                        continue;
+                    }
+                }
+                a.on_call(caller, callee)
+            }
             Some(EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }) => {
                 a.on_return(callee)
             }
@@ -98,6 +125,12 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
             _ => {}
         }
     }
+}
+
+/// The callee id of a `Return` or `TimedReturn` word (the words `decode` takes as either).
+#[inline(always)]
+fn returns_from(word: u64) -> Option<u32> {
+    event::as_return(word).or_else(|| event::as_timed_return(word).map(|(callee, _)| callee))
 }
 
 /// Feed `words` to both call-tree analyses in one pass (one decode per word): the same

@@ -476,6 +476,25 @@ impl super::CallEvents for CallTreeProfile {
     fn on_return(&mut self, callee: MethodId) {
         CallTreeProfile::on_return(self, callee);
     }
+    /// The leaf joins its caller's callee list and is counted as a leaf; no frame is pushed.
+    /// On a caller that is not on top, the resynchronising path.
+    #[inline]
+    fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
+        let open = &mut self.threads.current;
+        match open.frames.last_mut() {
+            Some(parent) if parent.method == caller => {
+                parent.hash = step(parent.hash, callee);
+                open.callees.push(callee);
+            }
+            None if caller == MethodId::ROOT => {}
+            _ => {
+                CallTreeProfile::on_call(self, caller, callee);
+                CallTreeProfile::on_return(self, callee);
+                return;
+            }
+        }
+        self.leaves.record(callee);
+    }
     fn on_thread(&mut self, id: u64) {
         self.threads.switch_to(id);
     }
