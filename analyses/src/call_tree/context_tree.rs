@@ -175,15 +175,20 @@ impl CallingContextTree {
         todo.extend(self.tree.children_of(n).map(|c| (c, len)));
     }
 
+    /// The node of the current thread's innermost open frame (the root if none).
     #[inline]
-    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let current = self
-            .threads
+    fn top(&self) -> u32 {
+        self.threads
             .current
             .stack
             .last()
             .copied()
-            .unwrap_or(ROOT_NODE);
+            .unwrap_or(ROOT_NODE)
+    }
+
+    #[inline]
+    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
+        let current = self.top();
         let current = if self.tree.nodes[current as usize].method == caller {
             current
         } else {
@@ -344,13 +349,7 @@ impl super::CallEvents for CallingContextTree {
     /// on top, the resynchronising path.
     #[inline]
     fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
-        let top = self
-            .threads
-            .current
-            .stack
-            .last()
-            .copied()
-            .unwrap_or(ROOT_NODE);
+        let top = self.top();
         if self.tree.nodes[top as usize].method != caller {
             CallingContextTree::on_call(self, caller, callee);
             CallingContextTree::on_return(self, callee);
