@@ -749,6 +749,39 @@ impl TimeProfile {
         }
     }
 
+    /// A `Call` of `callee` directly followed by its untimed `Return`, when the caller's frame
+    /// has the callee's context at hand (see [`on_call`](Self::on_call)): the same state as
+    /// `on_call` then `on_return`, without the frame pushed and popped. `false`, having done
+    /// nothing, where it cannot tell that cheaply: the caller then takes the two words one by
+    /// one.
+    #[inline(always)]
+    fn on_leaf(&mut self, caller: u32, callee: u32) -> bool {
+        if callee == 0 || self.uncached() {
+            return false;
+        }
+        let st = &mut self.threads.current;
+        let (last, last_outer) = match st.stack.open.last() {
+            Some(f) if f.method == caller => (f.last, f.state & LAST_OUTER),
+            None if caller == 0 => (st.root_last, st.root_last_outer),
+            _ => return false,
+        };
+        let depth = st.stack.open.len();
+        // `on_return` would close the frame out of line: a poll's first frame, or a stamp.
+        if last.method != callee
+            || (depth == 0 && !st.polls.is_empty())
+            || st.stack.has_stamp(depth)
+        {
+            return false;
+        }
+        st.just_opened = false;
+        st.pending_end = NO_STAMP;
+        self.tree.nodes[last.node as usize].count += 1;
+        if last_outer == 0 {
+            self.count_nested(callee);
+        }
+        true
+    }
+
     /// Whether every call goes through [`call_uncached`](Self::call_uncached) (tests compare
     /// it with the cached path).
     #[inline(always)]
@@ -1313,9 +1346,19 @@ fn elapsed(start: u64, end: u64) -> u64 {
 
 impl EventAnalysis for TimeProfile {
     fn consume(&mut self, words: &[u64]) {
-        for &w in words {
-            // The three words of a timed call first, without building an `EventKind`.
+        let mut rest = words;
+        while let Some((&w, tail)) = rest.split_first() {
+            rest = tail;
+            // The words of a call first, without building an `EventKind`.
             if let Some((caller, callee)) = event::as_call(w) {
+                // An untimed leaf: its `Return` is the next word (in this slice; a pair cut
+                // by a chunk boundary goes the long way, to the same state).
+                if let Some((&next, tail)) = rest.split_first() {
+                    if event::as_return(next) == Some(callee) && self.on_leaf(caller, callee) {
+                        rest = tail;
+                        continue;
+                    }
+                }
                 self.on_call(caller, callee);
                 continue;
             }
@@ -2125,20 +2168,20 @@ mod tests {
         )
     }
 
-    /// The time analysis with every call through the table (the slow path) against the one
-    /// that reuses a caller's last call: every output equal, on random programs with
-    /// recursion, futures moving threads and lost words, in one stream and merged from one
-    /// instance per thread. (A lazier table that did not forget a resumed future's last call
-    /// gave other outermost counts on some of these.)
-    #[test]
-    fn cached_and_uncached_calls_agree() {
-        let run = |streams: &[&[u64]], uncached: bool| {
+    /// The seeds of the random programs below on which feeding each thread's words with
+    /// `feed_a` and with `feed_b` gives different outputs, one stream or merged from one
+    /// instance per thread: 300 seeds, and those that found a bug in 20,000 (791: a graft
+    /// below itself; 3086: a frame left open after a future returned; 3296: empty nodes a
+    /// merge's grafts left).
+    fn seeds_where_feeds_differ(
+        feed_a: impl Fn(&mut TimeProfile, &[u64]),
+        feed_b: impl Fn(&mut TimeProfile, &[u64]),
+    ) -> Vec<u64> {
+        let run = |streams: &[&[u64]], feed: &dyn Fn(&mut TimeProfile, &[u64])| {
             let mut all = TimeProfile::new();
             for (i, w) in streams.iter().enumerate() {
                 let mut p = TimeProfile::new();
-                p.test_uncached = uncached;
-                p.consume(&w[..w.len() / 2]);
-                p.consume(&w[w.len() / 2..]);
+                feed(&mut p, w);
                 if i == 0 {
                     all = p;
                 } else {
@@ -2148,18 +2191,65 @@ mod tests {
             outputs(&all)
         };
         let mut differ = Vec::new();
-        // 300 seeds, and those that found a bug in 20,000 (791: a graft below itself; 3086:
-        // a frame left open after a future returned; 3296: empty nodes a merge's grafts left).
         for seed in (0..300).chain([791, 3086, 3296]) {
             let threads = random_program(seed, seed % 3 == 2);
             let merged: Vec<&[u64]> = threads.iter().map(|w| &w[..]).collect();
             let one: Vec<u64> = threads.concat();
             for streams in [vec![&one[..]], merged] {
-                if run(&streams, false) != run(&streams, true) {
+                if run(&streams, &feed_a) != run(&streams, &feed_b) {
                     differ.push(seed);
                 }
             }
         }
+        differ
+    }
+
+    /// Untimed leaves taken as one (a `Call` and its `Return` side by side in a slice)
+    /// against the same streams fed one word at a time, which never pairs them: every output
+    /// equal.
+    #[test]
+    fn leaves_whole_or_word_by_word_agree() {
+        let leaves: usize = (0..300)
+            .map(|seed| {
+                let one = random_program(seed, seed % 3 == 2).concat();
+                one.windows(2)
+                    .filter(|p| {
+                        matches!(
+                            (event::as_call(p[0]), event::as_return(p[1])),
+                            (Some((_, c)), Some(r)) if c == r
+                        )
+                    })
+                    .count()
+            })
+            .sum();
+        assert!(leaves > 1000, "the programs have few leaf pairs: {leaves}");
+        let differ = seeds_where_feeds_differ(
+            |p, w| p.consume(w),
+            |p, w| {
+                for word in w {
+                    p.consume(std::slice::from_ref(word));
+                }
+            },
+        );
+        assert!(
+            differ.is_empty(),
+            "whole and word-by-word differ on seeds {differ:?}"
+        );
+    }
+
+    /// The time analysis with every call through the table (the slow path) against the one
+    /// that reuses a caller's last call: every output equal. (A lazier table that did not
+    /// forget a resumed future's last call gave other outermost counts on some of these.)
+    #[test]
+    fn cached_and_uncached_calls_agree() {
+        let halves = |uncached: bool| {
+            move |p: &mut TimeProfile, w: &[u64]| {
+                p.test_uncached = uncached;
+                p.consume(&w[..w.len() / 2]);
+                p.consume(&w[w.len() / 2..]);
+            }
+        };
+        let differ = seeds_where_feeds_differ(halves(false), halves(true));
         assert!(
             differ.is_empty(),
             "cached and uncached differ on seeds {differ:?}"
