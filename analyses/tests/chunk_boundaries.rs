@@ -145,3 +145,140 @@ proptest! {
         prop_assert_eq!(t, t1);
     }
 }
+
+/// A well-formed async run driven by `actions`, over a few threads: leaf invocations (returned
+/// plainly or timed), open calls and returns, `async fn` calls whose first poll follows their
+/// `Call`, suspensions (`PollEnd`, not done, after closing the poll's own frames), resumptions
+/// of a suspended future on any thread (`Poll`, not first), futures that finish (their
+/// `Return`, then a leaf of the root while the poll is still open, then `PollEnd` done), polls
+/// nested inside polls, and thread switches. Ids collide on purpose (sync and async methods
+/// share `0..6`, `0` being the root) so recursion and callers equal to callees occur.
+fn async_run(actions: &[u8]) -> Vec<u64> {
+    use cabprof_cab::event::Event;
+    /// A context: the thread's own (`task` None) or a poll in progress.
+    struct Ctx {
+        task: Option<(u32, u32, u32)>,
+        stack: Vec<u32>,
+    }
+    let mut words = Vec::new();
+    let mut threads: Vec<Vec<Ctx>> = (0..3)
+        .map(|_| {
+            vec![Ctx {
+                task: None,
+                stack: Vec::new(),
+            }]
+        })
+        .collect();
+    let mut cur = 0usize;
+    let mut suspended: Vec<(u32, u32, u32)> = Vec::new();
+    let mut next_task = 0u32;
+    for &a in actions {
+        let id = u32::from(a >> 4) % 6;
+        let ctxs = &mut threads[cur];
+        let ctx = ctxs
+            .last_mut()
+            .expect("a thread always has its own context");
+        let top = ctx.stack.last().copied().unwrap_or(0);
+        match a % 11 {
+            0..=2 => {
+                words.push(call(top, id));
+                words.push(if a & 0x80 != 0 {
+                    Event::timed_return(m(id), u64::from(a)).word()
+                } else {
+                    ret(id)
+                });
+            }
+            3 | 4 => {
+                words.push(call(top, id));
+                ctx.stack.push(id);
+            }
+            5 => match (ctx.task, ctx.stack.len()) {
+                (Some((f, t, poll)), 1) => {
+                    // The future returns; the root runs a leaf before the poll ends.
+                    words.push(ret(f));
+                    words.push(call(0, id));
+                    words.push(ret(id));
+                    words.push(Event::poll_end(t, poll, true).word());
+                    ctxs.pop();
+                }
+                (_, 0) => {}
+                _ => words.push(ret(ctx.stack.pop().expect("non-empty"))),
+            },
+            6 | 7 => {
+                let t = next_task;
+                next_task += 1;
+                words.push(call(top, id));
+                words.push(Event::poll(m(id), t, true).word());
+                ctxs.push(Ctx {
+                    task: Some((id, t, 0)),
+                    stack: vec![id],
+                });
+            }
+            8 => {
+                if let Some((f, t, poll)) = ctx.task {
+                    while ctx.stack.len() > 1 {
+                        words.push(ret(ctx.stack.pop().expect("non-empty")));
+                    }
+                    words.push(Event::poll_end(t, poll, false).word());
+                    suspended.push((f, t, poll + 1));
+                    ctxs.pop();
+                }
+            }
+            9 => {
+                if !suspended.is_empty() {
+                    let (f, t, poll) = suspended.swap_remove(usize::from(a >> 4) % suspended.len());
+                    words.push(Event::poll(m(f), t, false).word());
+                    ctxs.push(Ctx {
+                        task: Some((f, t, poll)),
+                        stack: vec![f],
+                    });
+                }
+            }
+            _ => {
+                cur = usize::from(a >> 4) % 3;
+                words.push(thread(cur as u64));
+            }
+        }
+    }
+    words
+}
+
+/// Whole runs from [`async_run`], and the same runs with words lost (as sampling loses them),
+/// which resynchronise inside polls, end polls whose `Poll` was lost and so on.
+fn async_words() -> impl Strategy<Value = Vec<u64>> {
+    (
+        prop::collection::vec(any::<u8>(), 0..300),
+        prop::collection::vec(any::<usize>(), 0..4),
+    )
+        .prop_map(|(actions, lost)| {
+            let mut words = async_run(&actions);
+            for l in lost {
+                if !words.is_empty() {
+                    words.remove(l % words.len());
+                }
+            }
+            words
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// As `leaf_pairs_whole_or_word_by_word`, on well-formed async runs: leaves inside polls
+    /// (under the future's own frame and under calls it made), after the future returned,
+    /// across first and later polls of futures recorded whole, with and without lost words.
+    #[test]
+    fn leaf_pairs_in_async_runs_whole_or_word_by_word(words in async_words()) {
+        same_word_by_word(&CallTreeProfile::new(), &words)?;
+        same_word_by_word(&CallingContextTree::new(), &words)?;
+        let (mut p, mut t) = (CallTreeProfile::new(), CallingContextTree::new());
+        cabprof_analyses::call_tree::consume_both(&mut p, &mut t, &words);
+        let (mut p1, mut t1) = (CallTreeProfile::new(), CallingContextTree::new());
+        for w in &words {
+            p1.consume(std::slice::from_ref(w));
+            t1.consume(std::slice::from_ref(w));
+        }
+        prop_assert_eq!(p, p1);
+        prop_assert_eq!(t, t1);
+    }
+}

@@ -82,11 +82,15 @@ const CLEAR_BLOCK: usize = 512;
 /// slots (1 KiB, 16 cache lines). Without it, a line the analyzer has read is shared when the
 /// producer comes back to it a lap later (a sampling ring fits in the producer's L2), and the
 /// producer's store waits for the analyzer's copy to be invalidated; `prefetchw` starts that
-/// invalidation about 40 calls early. Measured with the per_call bench, sampling mc+cg, 6
-/// alternating rounds: 4.06 ns/call over plain without it, 2.94 with it; 4 KiB ahead gave the
-/// same (2.96). Not in exhaustive mode: there the consumer may be reading just ahead of a
-/// producer on a full ring, and taking its lines made mc+cg slower (3.21 -> 4.18).
+/// invalidation 64 calls early (a `Call` and a `Return` word each). Measured with the
+/// per_call bench, sampling mc+cg, 6 alternating rounds: 4.06 ns/call over plain without it,
+/// 2.94 with it; 4 KiB ahead gave the same (2.96). Not in exhaustive mode: there the consumer
+/// may be reading just ahead of a producer on a full ring, and taking its lines made mc+cg
+/// slower (3.21 -> 4.18).
 pub(crate) const PREFETCH_AHEAD: usize = 128;
+
+/// Slots in a 64-byte cache line.
+const LINE_SLOTS: usize = 64 / std::mem::size_of::<u64>();
 
 /// Ask for the cache line at `at` in a writable state (x86-64 `prefetchw`, which decodes as a
 /// no-op on CPUs older than the instruction). A hint only: it never faults and changes no
@@ -108,8 +112,9 @@ fn prefetch_for_write(at: *const AtomicU64) {
 
 /// State both halves see.
 struct Shared {
-    /// `capacity` event slots followed by one `MAGIC` slot (and, in sampling mode,
-    /// [`PREFETCH_AHEAD`] padding slots that only the producer's prefetch touches).
+    /// `capacity` event slots followed by one `MAGIC` slot (and, in sampling mode, padding
+    /// that only the producer's prefetch touches: [`PREFETCH_AHEAD`] slots and a cache line's
+    /// worth less one).
     slots: Slots,
     /// Sampling: one word per chunk. When the producer arms a chunk's start it first moves the
     /// event there into that chunk's word here, so arming never loses an unread event. Empty in
@@ -184,8 +189,14 @@ fn make<const SAMPLING: bool>(
     let capacity = config.slots();
     let chunk = config.chunk_slots();
     // A sampling ring has PREFETCH_AHEAD slots past its MAGIC slot, never read or written,
-    // so the producer's prefetch never takes a line of other memory.
-    let pad = if SAMPLING { PREFETCH_AHEAD } else { 0 };
+    // and LINE_SLOTS - 1 more so that the whole line of the farthest one is the ring's own
+    // whatever the allocation's alignment (the global allocator's is only 8 bytes): the
+    // producer's prefetch never takes a line of other memory.
+    let pad = if SAMPLING {
+        PREFETCH_AHEAD + LINE_SLOTS - 1
+    } else {
+        0
+    };
     let slots = Slots::zeroed(capacity + 1 + pad)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
     let firsts = if SAMPLING {
@@ -317,7 +328,8 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             }
             if seen == CLEAR || SAMPLING {
                 slot.store(word, Ordering::Release);
-                // SAFETY: `seen` was not MAGIC, so this is an event slot; +1 stays in bounds.
+                // SAFETY: not the end-of-ring MAGIC slot (handled above; a sampling chunk
+                // start may hold MAGIC too), so this is an event slot; +1 stays in bounds.
                 self.cursor = unsafe { self.cursor.add(1) };
                 return;
             }
@@ -827,9 +839,10 @@ impl Transport for CabSampling {
 mod tests {
     use super::*;
 
-    /// The producer prefetches `PREFETCH_AHEAD` slots past its cursor, which runs up to the
-    /// MAGIC slot at `capacity`: a sampling ring's own memory must reach that far, whatever
-    /// the sizes, so the hint never takes a line of someone else's data.
+    /// The producer prefetches the line of the slot `PREFETCH_AHEAD` past its cursor, which
+    /// runs up to the MAGIC slot at `capacity`: a sampling ring's own memory must hold that
+    /// whole line, whatever the sizes and the alignment, so the hint never takes a line of
+    /// someone else's data.
     #[test]
     fn the_sampling_prefetch_stays_inside_the_ring() {
         for (buffer, chunk) in [
@@ -841,7 +854,9 @@ mod tests {
             let config = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(0.5));
             let (producer, _consumer) = sampling_channel(&config).unwrap();
             let sh = &producer.shared;
-            let last = sh.capacity + PREFETCH_AHEAD;
+            // The line of slot `capacity + PREFETCH_AHEAD` reaches at most LINE_SLOTS - 1
+            // slots past it (when that slot starts the line).
+            let last = sh.capacity + PREFETCH_AHEAD + LINE_SLOTS - 1;
             assert!(
                 last < sh.slots.len(),
                 "{buffer}/{chunk}: prefetch reaches slot {last} of {}",
