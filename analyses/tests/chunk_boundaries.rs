@@ -126,23 +126,29 @@ fn same_word_by_word<A: EventAnalysis + Clone + PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+/// Both call-tree analyses, alone and run together as the facade runs them, fed `words` whole
+/// and one word at a time: the same state.
+fn call_trees_same_word_by_word(words: &[u64]) -> Result<(), TestCaseError> {
+    same_word_by_word(&CallTreeProfile::new(), words)?;
+    same_word_by_word(&CallingContextTree::new(), words)?;
+    let (mut p, mut t) = (CallTreeProfile::new(), CallingContextTree::new());
+    cabprof_analyses::call_tree::consume_both(&mut p, &mut t, words);
+    let (mut p1, mut t1) = (CallTreeProfile::new(), CallingContextTree::new());
+    for w in words {
+        p1.consume(std::slice::from_ref(w));
+        t1.consume(std::slice::from_ref(w));
+    }
+    prop_assert_eq!(p, p1);
+    prop_assert_eq!(t, t1);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
 
     #[test]
     fn leaf_pairs_whole_or_word_by_word(words in leafy_words()) {
-        same_word_by_word(&CallTreeProfile::new(), &words)?;
-        same_word_by_word(&CallingContextTree::new(), &words)?;
-        // Both at once, as the facade's call-tree analysis runs them.
-        let (mut p, mut t) = (CallTreeProfile::new(), CallingContextTree::new());
-        cabprof_analyses::call_tree::consume_both(&mut p, &mut t, &words);
-        let (mut p1, mut t1) = (CallTreeProfile::new(), CallingContextTree::new());
-        for w in &words {
-            p1.consume(std::slice::from_ref(w));
-            t1.consume(std::slice::from_ref(w));
-        }
-        prop_assert_eq!(p, p1);
-        prop_assert_eq!(t, t1);
+        call_trees_same_word_by_word(&words)?;
     }
 }
 
@@ -269,16 +275,6 @@ proptest! {
     /// across first and later polls of futures recorded whole, with and without lost words.
     #[test]
     fn leaf_pairs_in_async_runs_whole_or_word_by_word(words in async_words()) {
-        same_word_by_word(&CallTreeProfile::new(), &words)?;
-        same_word_by_word(&CallingContextTree::new(), &words)?;
-        let (mut p, mut t) = (CallTreeProfile::new(), CallingContextTree::new());
-        cabprof_analyses::call_tree::consume_both(&mut p, &mut t, &words);
-        let (mut p1, mut t1) = (CallTreeProfile::new(), CallingContextTree::new());
-        for w in &words {
-            p1.consume(std::slice::from_ref(w));
-            t1.consume(std::slice::from_ref(w));
-        }
-        prop_assert_eq!(p, p1);
-        prop_assert_eq!(t, t1);
+        call_trees_same_word_by_word(&words)?;
     }
 }
