@@ -719,14 +719,22 @@ impl TimeProfile {
         self.nested[i] += 1;
     }
 
+    /// What the frame of `caller` (on top of the current thread, or the root) remembers of
+    /// its last call: the callee and its context node, and whether that call was outermost
+    /// ([`LAST_OUTER`]). Nothing (method 0) if `caller` is not on top.
     #[inline(always)]
-    fn on_call(&mut self, caller: u32, callee: u32) {
-        let st = &mut self.threads.current;
-        let (last, last_outer) = match st.stack.open.last() {
+    fn last_call(&self, caller: u32) -> (Callee, u8) {
+        let st = &self.threads.current;
+        match st.stack.open.last() {
             Some(f) if f.method == caller => (f.last, f.state & LAST_OUTER),
             None if caller == 0 => (st.root_last, st.root_last_outer),
             _ => (Callee::default(), 0),
-        };
+        }
+    }
+
+    #[inline(always)]
+    fn on_call(&mut self, caller: u32, callee: u32) {
+        let (last, last_outer) = self.last_call(caller);
         // A repeat of the caller's last call: the same context, and the same answer to
         // "outermost" (what is open below the caller has not changed), not yet in the table.
         let (node, state) = if last.method == callee && callee != 0 && !self.uncached() {
@@ -759,12 +767,8 @@ impl TimeProfile {
         if callee == 0 || self.uncached() {
             return false;
         }
+        let (last, last_outer) = self.last_call(caller);
         let st = &mut self.threads.current;
-        let (last, last_outer) = match st.stack.open.last() {
-            Some(f) if f.method == caller => (f.last, f.state & LAST_OUTER),
-            None if caller == 0 => (st.root_last, st.root_last_outer),
-            _ => return false,
-        };
         let depth = st.stack.open.len();
         // `on_return` would close the frame out of line: a poll's first frame, or a stamp.
         if last.method != callee

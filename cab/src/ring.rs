@@ -61,7 +61,7 @@
 //! assert_eq!(seen, [Event::call(MethodId::ROOT, f).word(), Event::ret(f).word()]);
 //! ```
 
-use crate::config::{ConfigError, Mode, RingConfig};
+use crate::config::{ConfigError, Mode, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR, MAGIC};
 use crate::slots::Slots;
 use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
@@ -89,8 +89,8 @@ const CLEAR_BLOCK: usize = 512;
 /// slower (3.21 -> 4.18).
 pub(crate) const PREFETCH_AHEAD: usize = 128;
 
-/// Slots in a 64-byte cache line.
-const LINE_SLOTS: usize = 64 / std::mem::size_of::<u64>();
+/// Slots in a cache line (the smallest chunk, one 64-byte line).
+const LINE_SLOTS: usize = MIN_CHUNK_BYTES / WORD_BYTES;
 
 /// Ask for the cache line at `at` in a writable state (x86-64 `prefetchw`, which decodes as a
 /// no-op on CPUs older than the instruction). A hint only: it never faults and changes no
