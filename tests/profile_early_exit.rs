@@ -127,3 +127,66 @@ fn unwinding_panics_close_every_frame() {
     let (_, ev) = record(|| inner(1));
     assert_eq!(calls(&ev), ["+root>inner", "-inner"]);
 }
+
+/// A value whose drop calls an instrumented function: it shows in the event stream where the
+/// drop ran, inside or outside the frame of the function that made it.
+struct Noisy(u32);
+
+impl Noisy {
+    fn get(&self) -> u32 {
+        self.0
+    }
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        cleanup();
+    }
+}
+
+#[profile]
+fn cleanup() {}
+
+/// A temporary in the tail expression: in edition 2021 (this crate's) it is dropped after
+/// the function's locals, so a frame guard that is a plain local would close first.
+#[profile]
+fn tail_temporary() -> u32 {
+    Noisy(3).get()
+}
+
+/// The same in a tail `match` on a temporary, and in a `return` with one.
+#[profile]
+fn tail_match(x: u32) -> u32 {
+    if x == 0 {
+        return Noisy(1).get();
+    }
+    match Noisy(x).get() {
+        0 => 0,
+        n => n + 1,
+    }
+}
+
+#[test]
+fn tail_temporaries_drop_inside_the_frame() {
+    let _g = serial();
+    let (r, ev) = record(|| (tail_temporary(), tail_match(0), tail_match(4)));
+    assert_eq!(r, (3, 1, 5));
+    assert_balanced(&ev);
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>tail_temporary",
+            "+tail_temporary>cleanup",
+            "-cleanup",
+            "-tail_temporary",
+            "+root>tail_match",
+            "+tail_match>cleanup",
+            "-cleanup",
+            "-tail_match",
+            "+root>tail_match",
+            "+tail_match>cleanup",
+            "-cleanup",
+            "-tail_match",
+        ]
+    );
+}

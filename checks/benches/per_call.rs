@@ -15,6 +15,10 @@
 //! - `timed`: exhaustive method count + time analysis, every call timed (two `Time` words per
 //!   call, one plain `rdtsc` each); `timed-1/K`: one call in K timed (`time_sample(K)`), the
 //!   rest counted.
+//! - `two-reads`: not a profiler but the floor under `timed`: the plain function with the same
+//!   two clock reads (`cabprof_cab::clock::now`, one plain `rdtsc` each on x86-64) around its
+//!   body and their difference kept, as a timed call does. `timed` over it is what cabprof
+//!   itself adds to the clock reads.
 //!
 //! Every cabprof session pins the application thread to core 0 and its analyzer to the other
 //! core (`pin(true).pin_application(true)`), the ring modes' setting; the plain and peer
@@ -68,7 +72,7 @@ const K: u32 = 16;
 const BATCH: u64 = 1000;
 
 /// (name for `PER_CALL_ONLY` and the child, row label)
-const VARIANTS: [(&str, &str); 14] = [
+const VARIANTS: [(&str, &str); 15] = [
     ("plain", "plain"),
     ("no-session", "cabprof, no session"),
     ("mc", "cabprof mc"),
@@ -78,6 +82,7 @@ const VARIANTS: [(&str, &str); 14] = [
     ("sequential", "cabprof sequential mc+cg"),
     ("timed", "cabprof timed"),
     ("timed-1/K", "cabprof timed 1/K"),
+    ("two-reads", "two clock reads (floor)"),
     ("hotpath", "hotpath"),
     ("tracing", "tracing"),
     ("fastrace", "fastrace"),
@@ -108,6 +113,16 @@ fn plain(x: u64) -> u64 {
 #[inline(never)]
 fn with_cabprof(x: u64) -> u64 {
     work(x)
+}
+
+/// The plain function between two clock reads, their difference kept: what timing a call costs
+/// before any profiler's own work.
+#[inline(never)]
+fn with_two_reads(x: u64) -> u64 {
+    let start = cabprof_cab::clock::now();
+    let r = work(x);
+    black_box(cabprof_cab::clock::now().saturating_sub(start));
+    r
 }
 
 #[hotpath::measure]
@@ -273,6 +288,7 @@ fn child(variant: &str) -> Measured {
         "sequential" => cabprof_session(b().analyses(&mc_cg).sequential(), true),
         "timed" => cabprof_session(b().analyses(&timed).time_sample(1), true),
         "timed-1/K" => cabprof_session(b().analyses(&timed).time_sample(K), true),
+        "two-reads" => peer(median_ns(with_two_reads)),
         "hotpath" => {
             let _g = hotpath::HotpathGuardBuilder::new("per_call")
                 .output_path("/dev/null")
@@ -462,6 +478,14 @@ fn main() {
         println!(
             "timed every call / hotpath: {r:.3} (target <= 0.333): {}",
             verdict(r <= 1.0 / 3.0)
+        );
+    }
+    if let (Some(t), Some(f), Some(h)) = (timed, over("two-reads"), over("hotpath")) {
+        println!(
+            "timed every call: {t:.2} ns/call over plain, {f:.2} of them the two clock reads \
+             ({:.2} cabprof's own); the clock reads alone are {:.3} of hotpath",
+            t - f,
+            f / h
         );
     }
     if let (Some(s), Some(m)) = (over("timed-1/K"), mc) {

@@ -7,10 +7,14 @@
 //!     fn __cabprof_here() {}                      // its type name is the function's path
 //!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), paths);
 //!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
-//!     let __cabprof_frame = ::cabprof::__private::enter(&__CABPROF_SITE);
-//!     <the original statements, instrumented for paths / memory>
+//!     match ::cabprof::__private::enter(&__CABPROF_SITE) {   // enter_paths with `paths`
+//!         ref mut __cabprof_frame => { <the original statements, instrumented for paths / memory> }
+//!     }
 //! }
 //! ```
+//!
+//! The guard is a temporary of the function's tail, so it is dropped last, after the
+//! temporaries of the body's own tail expression (see `function`).
 //!
 //! An `async fn` keeps its signature too; its body becomes
 //! `instrument::<Ret, _>(&__CABPROF_SITE, async move { <statements> }).await`, so the frame is
@@ -288,36 +292,36 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
             ReturnType::Type(_, ty) if has_impl_trait(ty) => quote!(_),
             ReturnType::Type(_, ty) => ty.to_token_stream(),
         };
-        let register = frame_args.map(|(n, hashed)| {
-            quote! {
-                #[allow(unused_mut)]
-                let mut __cabprof_frame =
-                    ::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed);
-            }
-        });
-        quote! {
-            #site
-            ::cabprof::__private::instrument::<#ret, _>(&__CABPROF_SITE, async move {
-                #register
-                #(#stmts)*
-            })
-            .await
-        }
-    } else {
-        let guard = match frame_args {
+        let body = match frame_args {
             Some((n, hashed)) => quote! {
-                #[allow(unused_mut)]
-                let mut __cabprof_frame =
-                    ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed);
+                match ::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed) {
+                    ref mut __cabprof_frame => { #(#stmts)* }
+                }
             },
-            None => quote! {
-                let __cabprof_frame = ::cabprof::__private::enter(&__CABPROF_SITE);
-            },
+            None => quote!(#(#stmts)*),
         };
         quote! {
             #site
-            #guard
-            #(#stmts)*
+            ::cabprof::__private::instrument::<#ret, _>(&__CABPROF_SITE, async move { #body })
+            .await
+        }
+    } else {
+        // The guard is the scrutinee of the body's `match`, not a `let`: a temporary of the
+        // function's tail, it is dropped after everything the body makes, the temporaries of its
+        // own tail expression included (which edition 2021 drops after the locals). A `let`
+        // guard closed the frame first, and the profiler's exit ran while the tail still held,
+        // say, a lock guard, and the drops that ran after it were attributed to the caller.
+        let guard = match frame_args {
+            Some((n, hashed)) => quote! {
+                ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed)
+            },
+            None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
+        };
+        quote! {
+            #site
+            match #guard {
+                ref mut __cabprof_frame => { #(#stmts)* }
+            }
         }
     };
     *block = syn::parse2(quote!({ #body }))?;

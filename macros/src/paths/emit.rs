@@ -2,7 +2,7 @@
 //!
 //! Two kinds of code come out of this module. Inside the body, at the sites the
 //! [`builder`](super::builder) chose while walking it: `__cabprof_frame.add(V)` at the start of
-//! a block, `branch(c, &mut frame, T, F)` around a boolean operand, `try_branch(e, &mut frame,
+//! a block, `branch(c, &mut *frame, T, F)` around a boolean operand, `try_branch(e, &mut *frame,
 //! OK, ERR)` inside a `?`, and `frame.back_edge(END, RESTART)` at a back edge or split point.
 //! Each `V`, `T`, `F`, ... is `__CABPROF_EDGES[k]`, a constant index into one array. Beside the
 //! body, once the [`numbering`](super::numbering) is known: that `const __CABPROF_EDGES` array
@@ -32,14 +32,14 @@ pub(super) fn add_stmt(site: usize) -> Stmt {
 /// A boolean operand `inner` that adds the value at `on_true` or at `on_false`.
 pub(super) fn branch(inner: Expr, on_true: usize, on_false: usize) -> Expr {
     let (vt, vf) = (edge_value(on_true), edge_value(on_false));
-    parse_quote!(::cabprof::__private::branch(#inner, &mut __cabprof_frame, #vt, #vf))
+    parse_quote!(::cabprof::__private::branch(#inner, &mut *__cabprof_frame, #vt, #vf))
 }
 
 /// The operand `inner` of a `?`, adding the value at `ok` or at `err` (the `?` stays outside).
 pub(super) fn try_branch(inner: &Expr, ok: usize, err: usize) -> Expr {
     let (ok_v, err_v) = (edge_value(ok), edge_value(err));
     parse_quote!(::cabprof::__private::try_branch(
-        #inner, &mut __cabprof_frame, #ok_v, #err_v
+        #inner, &mut *__cabprof_frame, #ok_v, #err_v
     ))
 }
 
