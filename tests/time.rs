@@ -139,6 +139,56 @@ fn nested_spins_sequential() {
     check_exact(&data, o, i, 3);
 }
 
+thread_local! {
+    /// Nanoseconds `SlowDrop`'s drops spun, by `Instant`.
+    static TAIL_DROP: Cell<f64> = const { Cell::new(0.0) };
+}
+
+/// Spins for 3 ms when dropped.
+struct SlowDrop;
+
+impl SlowDrop {
+    fn value(&self) -> u64 {
+        7
+    }
+}
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        let ns = spin(Duration::from_millis(3));
+        TAIL_DROP.with(|c| c.set(c.get() + ns));
+    }
+}
+
+/// Its tail expression's temporary is dropped after its locals (edition 2021): still inside
+/// the call, so inside its time.
+#[profile]
+fn tail_drop() -> u64 {
+    SlowDrop.value()
+}
+
+#[test]
+fn a_tail_temporarys_drop_is_in_the_functions_time() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    TAIL_DROP.with(|c| c.set(0.0));
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::Time])
+        .pin(false)
+        .start()
+        .expect("session starts");
+    let sum: u64 = (0..3).map(|_| tail_drop()).sum();
+    let data = session.finish().data;
+    assert_eq!(sum, 21);
+    let t = time_of(&data, "tail_drop");
+    assert_eq!((t.calls, t.timed), (3, 3));
+    close(
+        t.inclusive_ns,
+        TAIL_DROP.with(Cell::get),
+        3.0,
+        "tail_drop inclusive",
+    );
+}
+
 #[test]
 fn nested_spins_sampling_mode_estimates() {
     // Ring sampling analyzes a fraction of the chunks: the calls it saw are timed exactly
