@@ -190,3 +190,91 @@ fn tail_temporaries_drop_inside_the_frame() {
         ]
     );
 }
+
+impl Noisy {
+    fn nonzero(&self) -> Option<u32> {
+        (self.0 != 0).then_some(self.0)
+    }
+
+    fn explode(&self) -> u32 {
+        panic!("boom {}", self.0)
+    }
+}
+
+/// A tail temporary when the function returns an `impl Trait` directly (the body is then a
+/// `return` operand, not a `match` arm: see the expansion's `tail_needs_return`).
+#[profile]
+fn tail_opaque() -> impl Into<u64> {
+    Noisy(3).get()
+}
+
+/// The same with the path frame.
+#[profile(paths)]
+fn tail_opaque_paths(x: u32) -> impl Into<u64> {
+    if x > 1 {
+        Noisy(x).get()
+    } else {
+        Noisy(0).get()
+    }
+}
+
+/// A temporary of a `?` that leaves early, and one of the tail when it does not.
+#[profile]
+fn tried(x: u32) -> Option<u32> {
+    let v = Noisy(x).nonzero()?;
+    Some(Noisy(v).get())
+}
+
+/// A tail temporary dropped by unwinding.
+#[profile]
+fn tail_panics() -> u32 {
+    Noisy(2).explode()
+}
+
+#[test]
+fn every_way_out_drops_temporaries_inside_the_frame() {
+    let _g = serial();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let (r, ev) = record(|| {
+        (
+            tail_opaque().into(),
+            tail_opaque_paths(5).into(),
+            tail_opaque_paths(0).into(),
+            tried(0),
+            tried(4),
+            std::panic::catch_unwind(tail_panics).is_err(),
+        )
+    });
+    std::panic::set_hook(hook);
+    assert_eq!(r, (3u64, 5u64, 0u64, None, Some(4), true));
+    assert_balanced(&ev);
+    let once = |f: &str| {
+        [
+            format!("+root>{f}"),
+            format!("+{f}>cleanup"),
+            "-cleanup".into(),
+            format!("-{f}"),
+        ]
+    };
+    let mut want = Vec::new();
+    for f in [
+        "tail_opaque",
+        "tail_opaque_paths",
+        "tail_opaque_paths",
+        "tried",
+    ] {
+        want.extend(once(f));
+    }
+    // `tried(4)`: the `?`'s temporary, then the tail's, both inside.
+    want.extend([
+        "+root>tried".into(),
+        "+tried>cleanup".into(),
+        "-cleanup".into(),
+        "+tried>cleanup".into(),
+        "-cleanup".into(),
+        "-tried".into(),
+    ]);
+    want.extend(once("tail_panics"));
+    assert_eq!(calls(&ev), want);
+}

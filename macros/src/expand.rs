@@ -14,7 +14,11 @@
 //! ```
 //!
 //! The guard is a temporary of the function's tail, so it is dropped last, after the
-//! temporaries of the body's own tail expression (see `function`).
+//! temporaries of the body's own tail expression (see `function`). A function that returns an
+//! `impl Trait` directly and ends in a tail expression gets
+//! `let __cabprof_frame = &mut enter(..); return { <statements> };` instead, so that the tail is
+//! still checked against the return type (see `tail_needs_return`); the guard, an extended
+//! temporary, is again dropped after the `return` statement's temporaries.
 //!
 //! An `async fn` keeps its signature too; its body becomes
 //! `instrument::<Ret, _>(&__CABPROF_SITE, async move { <statements> }).await`, so the frame is
@@ -30,7 +34,7 @@ use crate::{memory, paths};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::visit_mut::VisitMut;
-use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, TraitItem, Type};
+use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, Stmt, TraitItem, Type};
 
 /// The attribute: parse `attr`, then instrument `item`, or (not `enabled`) hand it back
 /// unchanged. A bad option is an error next to the unchanged item, enabled or not.
@@ -257,9 +261,37 @@ fn has_impl_trait(ty: &Type) -> bool {
     f.0
 }
 
+/// Whether the body's value must be checked against the return type as a `return` operand,
+/// not as a `match` arm: the function returns an `impl Trait` directly (in the body an inference
+/// variable, which a `match` does not pass on to its arms, so a closure `|s| s.len()` returned
+/// as `impl Fn(&str) -> usize` would lose its parameter types, E0282), and the body ends in a
+/// tail expression that can be that value. Tails that diverge as written (a macro such as
+/// `todo!()`, `return`, `loop`) keep the `match`: after them, the `return` would be unreachable
+/// code, a warning in the user's crate.
+fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
+    let mut ty = match &sig.output {
+        ReturnType::Type(_, ty) => &**ty,
+        ReturnType::Default => return false,
+    };
+    while let Type::Paren(syn::TypeParen { elem, .. }) | Type::Group(syn::TypeGroup { elem, .. }) =
+        ty
+    {
+        ty = elem;
+    }
+    matches!(ty, Type::ImplTrait(_))
+        && matches!(
+            block.stmts.last(),
+            Some(Stmt::Expr(e, None)) if !matches!(
+                e,
+                Expr::Macro(_) | Expr::Return(_) | Expr::Loop(_) | Expr::Break(_) | Expr::Continue(_)
+            )
+        )
+}
+
 /// Instrument one function body in place.
 fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Result<()> {
     let is_async = sig.asyncness.is_some();
+    let by_return = tail_needs_return(sig, block);
     let mut items = TokenStream::new();
     let mut paths_arg = quote!(::core::option::Option::None);
     let mut frame_args = None;
@@ -311,16 +343,27 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
         // own tail expression included (which edition 2021 drops after the locals). A `let`
         // guard closed the frame first, and the profiler's exit ran while the tail still held,
         // say, a lock guard, and the drops that ran after it were attributed to the caller.
+        // When the arm would lose the expected type (see `tail_needs_return`), the statements
+        // are a `return` operand instead, checked like a tail: their temporaries belong to that
+        // statement and are dropped before the locals, the guard (an extended temporary) last.
         let guard = match frame_args {
             Some((n, hashed)) => quote! {
                 ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed)
             },
             None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
         };
-        quote! {
-            #site
-            match #guard {
-                ref mut __cabprof_frame => { #(#stmts)* }
+        if by_return {
+            quote! {
+                #site
+                let __cabprof_frame = &mut #guard;
+                return { #(#stmts)* };
+            }
+        } else {
+            quote! {
+                #site
+                match #guard {
+                    ref mut __cabprof_frame => { #(#stmts)* }
+                }
             }
         }
     };
