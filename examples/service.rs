@@ -16,7 +16,19 @@
 //! `load done` and the throughput), `--snapshot-every SECS` (2), `--out DIR`
 //! (`target/cabprof/service`), `--rate R` (sampling rate, 0.05), `--plain` (serve with the
 //! uninstrumented copy of the handlers and no session: the baseline for the overhead figure),
-//! `--exit-after-load` (finish and exit once the load is done instead of waiting for Ctrl-C).
+//! `--exit-after-load` (finish and exit once the load is done instead of waiting for Ctrl-C),
+//! `--compare ROUNDS` (measure what sampling costs this server, see below).
+//!
+//! `--compare ROUNDS --requests N` runs this program again, `ROUNDS` times each as the plain
+//! server, profiled in sampling mode, and plain again (an A/A control: two runs of the same
+//! binary), the three in a rotated order each round, one at a time, each with the built-in load
+//! of N requests and `--exit-after-load`. It prints every run's throughput, then the median over
+//! the rounds of the sampling run's throughput over the mean of the round's two plain ones, and of
+//! the second plain over the first, each with a 95 % bootstrap interval:
+//!
+//! ```text
+//! cargo run --release --example service -- --compare 17 --requests 20000000
+//! ```
 
 use cabprof::{Analysis, Session};
 use clap::Parser;
@@ -129,6 +141,9 @@ struct Options {
     /// Finish and exit once the load is done instead of waiting for Ctrl-C.
     #[arg(long)]
     exit_after_load: bool,
+    /// Compare sampling with plain over ROUNDS rounds (with `--requests`; see the module docs).
+    #[arg(long, value_name = "ROUNDS")]
+    compare: Option<usize>,
 }
 
 /// A duration in seconds (fractions allowed).
@@ -190,8 +205,87 @@ fn load(port: u16, requests: u64) -> (u64, Duration) {
     (total, start.elapsed())
 }
 
+/// One run of this program as a server under its own load (`plain` or sampling at `rate`):
+/// its throughput in requests/s.
+fn one_run(o: &Options, plain: bool) -> f64 {
+    // Write back what earlier runs left dirty now, not during this run (best effort).
+    let _ = std::process::Command::new("sync").status();
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
+    cmd.args(["--requests", &o.requests.to_string(), "--exit-after-load"])
+        .args(["--workers", &o.workers.to_string()])
+        .arg("--out")
+        .arg(o.out.join("compare"));
+    if plain {
+        cmd.arg("--plain");
+    } else {
+        cmd.args(["--rate", &o.rate.to_string()]);
+    }
+    let out = cmd.output().expect("run the server");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("load done: ")?
+                .split(" = ")
+                .nth(1)?
+                .split(' ')
+                .next()
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            eprintln!(
+                "service: a run printed no throughput\n{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::process::exit(1)
+        })
+}
+
+/// `--compare ROUNDS`: see the module docs.
+fn compare(o: &Options, rounds: usize) {
+    use cabprof::cab::stats::{median_interval, MIN_ROUNDS, RESAMPLES, SEED};
+    if rounds < MIN_ROUNDS {
+        eprintln!("service: --compare must be at least {MIN_ROUNDS} rounds (got {rounds})");
+        std::process::exit(2);
+    }
+    if o.requests == 0 {
+        eprintln!("service: --compare needs --requests N (N >= 1)");
+        std::process::exit(2);
+    }
+    let names = ["plain", "sampling", "plain again"];
+    let (mut sampling, mut control) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut got = [0.0; 3];
+        for k in 0..3 {
+            let which = (r + k) % 3;
+            got[which] = one_run(o, which != 1);
+            println!(
+                "round {} {}: {:.0} requests/s",
+                r + 1,
+                names[which],
+                got[which]
+            );
+        }
+        sampling.push(2.0 * got[1] / (got[0] + got[2]));
+        control.push(got[2] / got[0]);
+    }
+    for (what, v) in [
+        ("sampling over plain", &sampling),
+        ("plain again over plain (A/A control)", &control),
+    ] {
+        let ci = median_interval(v, 0.95, RESAMPLES, SEED);
+        println!(
+            "{what}: median {:.3}, 95 % interval [{:.3}, {:.3}] over {rounds} rounds",
+            ci.median, ci.lo, ci.hi
+        );
+    }
+}
+
 fn main() {
     let o = options();
+    if let Some(rounds) = o.compare {
+        compare(&o, rounds);
+        return;
+    }
     std::fs::create_dir_all(&o.out).expect("create the output directory");
     let session = (!o.plain).then(|| {
         let s = Session::builder()

@@ -212,3 +212,68 @@ fn minimal_under_cabprof_writes_its_report_at_exit() {
         .contains("minimal::fib"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn service_compares_sampling_with_plain_over_rotated_rounds() {
+    let dir = std::env::temp_dir().join(format!("cabprof-compare-{}", std::process::id()));
+    let out = run(
+        "service",
+        &[
+            "--compare",
+            "9",
+            "--requests",
+            "2000",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // 9 rounds of three runs, each run once per round, the order rotated.
+    let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("round ")).collect();
+    assert_eq!(runs.len(), 27, "{out}");
+    for r in 1..=9 {
+        let this: Vec<&str> = runs
+            .iter()
+            .filter_map(|l| l.strip_prefix(&format!("round {r} ")))
+            .map(|l| l.split(':').next().unwrap())
+            .collect();
+        let mut sorted = this.clone();
+        sorted.sort();
+        assert_eq!(sorted, ["plain", "plain again", "sampling"], "{out}");
+        if r > 1 {
+            let prev: Vec<&str> = runs
+                .iter()
+                .filter_map(|l| l.strip_prefix(&format!("round {} ", r - 1)))
+                .map(|l| l.split(':').next().unwrap())
+                .collect();
+            assert_eq!(this[0], prev[1], "rotated: {out}");
+        }
+    }
+    for what in [
+        "sampling over plain",
+        "plain again over plain (A/A control)",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("{what}: {out}"));
+        let median: f64 = line
+            .split("median ")
+            .nth(1)
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(median > 0.0 && median.is_finite(), "{line}");
+    }
+    // Too few rounds for a 95 % interval: refused, naming the option and the range.
+    let bad = Command::new(examples_dir().join("service"))
+        .args(["--compare", "3", "--requests", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--compare must be at least 9 rounds (got 3)"),
+        "{err}"
+    );
+}
