@@ -213,6 +213,10 @@ fn one_run(o: &Options, plain: bool) -> f64 {
     let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
     cmd.args(["--requests", &o.requests.to_string(), "--exit-after-load"])
         .args(["--workers", &o.workers.to_string()])
+        .args([
+            "--snapshot-every",
+            &o.snapshot_every.as_secs_f64().to_string(),
+        ])
         .arg("--out")
         .arg(o.out.join("compare"));
     if plain {
