@@ -20,11 +20,12 @@
 //! `--compare ROUNDS` (measure what sampling costs this server, see below).
 //!
 //! `--compare ROUNDS --requests N` runs this program again, `ROUNDS` times each as the plain
-//! server, profiled in sampling mode, and plain again (an A/A control: two runs of the same
-//! binary), the three in a rotated order each round, one at a time, each with the built-in load
-//! of N requests and `--exit-after-load`. It prints every run's throughput, then the median over
-//! the rounds of the sampling run's throughput over the mean of the round's two plain ones, and of
-//! the second plain over the first, each with a 95 % bootstrap interval:
+//! server (`plain A`), profiled in sampling mode, and plain again (`plain B`: an A/A control, two
+//! runs of the same binary), the three one at a time in an order rotated each round (A, S, B;
+//! S, B, A; B, A, S; ...), each with the built-in load of N requests and `--exit-after-load`.
+//! It prints every run's throughput, then the median over the rounds of the sampling run's
+//! throughput over the mean of the round's two plain ones, and of `plain B` over `plain A`, each
+//! with a 95 % bootstrap interval:
 //!
 //! ```text
 //! cargo run --release --example service -- --compare 17 --requests 20000000
@@ -226,6 +227,14 @@ fn one_run(o: &Options, plain: bool) -> f64 {
     }
     let out = cmd.output().expect("run the server");
     let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        eprintln!(
+            "service: a --compare run failed ({})\n{text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::process::exit(1);
+    }
     text.lines()
         .find_map(|l| {
             l.strip_prefix("load done: ")?
@@ -251,11 +260,15 @@ fn compare(o: &Options, rounds: usize) {
         eprintln!("service: --compare must be at least {MIN_ROUNDS} rounds (got {rounds})");
         std::process::exit(2);
     }
-    if o.requests == 0 {
-        eprintln!("service: --compare needs --requests N (N >= 1)");
+    // The load sends `requests / 4` over each of its 4 connections.
+    if o.requests < 4 {
+        eprintln!(
+            "service: --compare needs --requests N with N >= 4 (got {})",
+            o.requests
+        );
         std::process::exit(2);
     }
-    let names = ["plain", "sampling", "plain again"];
+    let names = ["plain A", "sampling", "plain B"];
     let (mut sampling, mut control) = (Vec::new(), Vec::new());
     for r in 0..rounds {
         let mut got = [0.0; 3];
@@ -274,7 +287,7 @@ fn compare(o: &Options, rounds: usize) {
     }
     for (what, v) in [
         ("sampling over plain", &sampling),
-        ("plain again over plain (A/A control)", &control),
+        ("plain B over plain A (A/A control)", &control),
     ] {
         let ci = median_interval(v, 0.95, RESAMPLES, SEED);
         println!(

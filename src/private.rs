@@ -3,7 +3,8 @@
 //! # Calls and returns
 //!
 //! [`enter`] runs at the top of an instrumented function and returns a [`FrameGuard`] that lives
-//! to the end of the body. Entering emits `Call { caller, callee }`; dropping the guard emits
+//! until everything the body made is dropped, the temporaries of its tail expression included
+//! (the guard is the scrutinee of a `match` around the body). Entering emits `Call { caller, callee }`; dropping the guard emits
 //! `Return { callee }`, so early `return`, `?` and unwinding panics all close the frame.
 //!
 //! The caller comes from a shadow stack that lives in the guards themselves: one thread-local

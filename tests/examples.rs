@@ -228,52 +228,81 @@ fn service_compares_sampling_with_plain_over_rotated_rounds() {
         ],
     );
     let _ = std::fs::remove_dir_all(&dir);
-    // 9 rounds of three runs, each run once per round, the order rotated.
-    let runs: Vec<&str> = out.lines().filter(|l| l.starts_with("round ")).collect();
-    assert_eq!(runs.len(), 27, "{out}");
-    for r in 1..=9 {
-        let this: Vec<&str> = runs
-            .iter()
-            .filter_map(|l| l.strip_prefix(&format!("round {r} ")))
-            .map(|l| l.split(':').next().unwrap())
-            .collect();
-        let mut sorted = this.clone();
-        sorted.sort();
-        assert_eq!(sorted, ["plain", "plain again", "sampling"], "{out}");
-        if r > 1 {
-            let prev: Vec<&str> = runs
-                .iter()
-                .filter_map(|l| l.strip_prefix(&format!("round {} ", r - 1)))
-                .map(|l| l.split(':').next().unwrap())
-                .collect();
-            assert_eq!(this[0], prev[1], "rotated: {out}");
-        }
+    // 9 rounds of three runs: `round R NAME: X requests/s`.
+    let mut rounds: Vec<Vec<(String, f64)>> = vec![Vec::new(); 9];
+    for l in out.lines().filter_map(|l| l.strip_prefix("round ")) {
+        let (r, rest) = l.split_once(' ').unwrap();
+        let (name, x) = rest.split_once(": ").unwrap();
+        let x: f64 = x.strip_suffix(" requests/s").unwrap().parse().unwrap();
+        rounds[r.parse::<usize>().unwrap() - 1].push((name.to_owned(), x));
     }
-    for what in [
-        "sampling over plain",
-        "plain again over plain (A/A control)",
+    let order = |r: &Vec<(String, f64)>| r.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        order(&rounds[0]),
+        ["plain A", "sampling", "plain B"],
+        "{out}"
+    );
+    for r in 1..9 {
+        // Each kind once per round, the order rotated by one from the round before.
+        let (prev, this) = (order(&rounds[r - 1]), order(&rounds[r]));
+        assert_eq!(
+            this,
+            [prev[1].clone(), prev[2].clone(), prev[0].clone()],
+            "round {}: {out}",
+            r + 1
+        );
+    }
+    // The summaries are the medians of the per-round ratios the runs give.
+    let of = |r: &Vec<(String, f64)>, n: &str| r.iter().find(|(k, _)| k == n).unwrap().1;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let sampling = median(
+        rounds
+            .iter()
+            .map(|r| 2.0 * of(r, "sampling") / (of(r, "plain A") + of(r, "plain B")))
+            .collect(),
+    );
+    let control = median(
+        rounds
+            .iter()
+            .map(|r| of(r, "plain B") / of(r, "plain A"))
+            .collect(),
+    );
+    for (what, want) in [
+        ("sampling over plain", sampling),
+        ("plain B over plain A (A/A control)", control),
     ] {
         let line = out
             .lines()
             .find(|l| l.starts_with(what))
             .unwrap_or_else(|| panic!("{what}: {out}"));
-        let median: f64 = line
+        let got: f64 = line
             .split("median ")
             .nth(1)
             .and_then(|v| v.split(',').next())
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{line}"));
-        assert!(median > 0.0 && median.is_finite(), "{line}");
+        assert!((got - want).abs() < 2e-3, "{line}: recomputed {want}");
     }
-    // Too few rounds for a 95 % interval: refused, naming the option and the range.
-    let bad = Command::new(examples_dir().join("service"))
-        .args(["--compare", "3", "--requests", "10"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        err.contains("--compare must be at least 9 rounds (got 3)"),
-        "{err}"
-    );
+    // Bad values: refused, naming the option and the range.
+    for (args, msg) in [
+        (
+            ["--compare", "3", "--requests", "10"],
+            "--compare must be at least 9 rounds (got 3)",
+        ),
+        (
+            ["--compare", "9", "--requests", "3"],
+            "--requests N with N >= 4 (got 3)",
+        ),
+    ] {
+        let bad = Command::new(examples_dir().join("service"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains(msg), "{err}");
+    }
 }

@@ -17,8 +17,9 @@
 //!   rest counted.
 //! - `two-reads`: not a profiler but the floor under `timed`: the plain function with the same
 //!   two clock reads (`cabprof_cab::clock::now`, one plain `rdtsc` each on x86-64) around its
-//!   body and their difference kept, as a timed call does. `timed` over it is what cabprof
-//!   itself adds to the clock reads.
+//!   body and their difference kept, as a timed call does. `timed` minus it is what cabprof
+//!   itself adds to the clock reads (this row's process is not pinned, as `plain` is not;
+//!   `timed`'s is, as every cabprof session here).
 //!
 //! Every cabprof session pins the application thread to core 0 and its analyzer to the other
 //! core (`pin(true).pin_application(true)`), the ring modes' setting; the plain and peer
