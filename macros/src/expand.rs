@@ -14,8 +14,8 @@
 //! ```
 //!
 //! The guard is a temporary of the function's tail, so it is dropped last, after the
-//! temporaries of the body's own tail expression (see `function`). A function that returns an
-//! `impl Trait` directly and ends in a tail expression gets
+//! temporaries of the body's own tail expression (see `function`). A function whose return type
+//! mentions an `impl Trait` and that ends in a tail expression gets
 //! `let __cabprof_frame = &mut enter(..); return { <statements> };` instead, so that the tail is
 //! still checked against the return type (see `tail_needs_return`); the guard, an extended
 //! temporary, is again dropped after the `return` statement's temporaries.
@@ -262,23 +262,14 @@ fn has_impl_trait(ty: &Type) -> bool {
 }
 
 /// Whether the body's value must be checked against the return type as a `return` operand,
-/// not as a `match` arm: the function returns an `impl Trait` directly (in the body an inference
+/// not as a `match` arm: the return type mentions an `impl Trait` (in the body an inference
 /// variable, which a `match` does not pass on to its arms, so a closure `|s| s.len()` returned
 /// as `impl Fn(&str) -> usize` would lose its parameter types, E0282), and the body ends in a
 /// tail expression that can be that value. Tails that diverge as written (a macro such as
 /// `todo!()`, `return`, `loop`) keep the `match`: after them, the `return` would be unreachable
 /// code, a warning in the user's crate.
 fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
-    let mut ty = match &sig.output {
-        ReturnType::Type(_, ty) => &**ty,
-        ReturnType::Default => return false,
-    };
-    while let Type::Paren(syn::TypeParen { elem, .. }) | Type::Group(syn::TypeGroup { elem, .. }) =
-        ty
-    {
-        ty = elem;
-    }
-    matches!(ty, Type::ImplTrait(_))
+    matches!(&sig.output, ReturnType::Type(_, ty) if has_impl_trait(ty))
         && matches!(
             block.stmts.last(),
             Some(Stmt::Expr(e, None)) if !matches!(
