@@ -143,7 +143,7 @@ struct Options {
     #[arg(long)]
     exit_after_load: bool,
     /// Compare sampling with plain over ROUNDS rounds (with `--requests`; see the module docs).
-    #[arg(long, value_name = "ROUNDS")]
+    #[arg(long, value_name = "ROUNDS", conflicts_with = "plain")]
     compare: Option<usize>,
 }
 

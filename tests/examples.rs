@@ -289,12 +289,17 @@ fn service_compares_sampling_with_plain_over_rotated_rounds() {
     // Bad values: refused, naming the option and the range.
     for (args, msg) in [
         (
-            ["--compare", "3", "--requests", "10"],
+            &["--compare", "3", "--requests", "10"][..],
             "--compare must be at least 9 rounds (got 3)",
         ),
         (
-            ["--compare", "9", "--requests", "3"],
+            &["--compare", "9", "--requests", "3"][..],
             "--requests N with N >= 4 (got 3)",
+        ),
+        // `--compare` runs plain and sampling itself: `--plain` beside it is a mistake.
+        (
+            &["--compare", "9", "--plain", "--requests", "10"][..],
+            "cannot be used with '--plain'",
         ),
     ] {
         let bad = Command::new(examples_dir().join("service"))

@@ -418,12 +418,14 @@ fn main() {
             runs[i].rss.extend(field(&text, "RSS_MB"));
         }
     }
-    let med = |key: &str| {
+    // A variant's ns/call, one per round (none if it did not run).
+    let samples = |key: &str| {
         chosen
             .iter()
             .position(|(k, _)| *k == key)
-            .and_then(|i| median(&runs[i].ns))
+            .map_or(&[][..], |i| &runs[i].ns[..])
     };
+    let med = |key: &str| median(samples(key));
     let plain = med("plain").expect("plain always runs");
     let over = |key: &str| med(key).map(|ns| ns - plain);
     let mc = over("mc");
@@ -478,11 +480,7 @@ fn main() {
         let r = t / h;
         // The same ratio within each round (each over that round's plain), for its spread: the
         // verdict is on the medians, and a spread across the target says it is not settled.
-        let ns = |key: &str| {
-            let i = chosen.iter().position(|(k, _)| *k == key);
-            i.map(|i| runs[i].ns.clone()).unwrap_or_default()
-        };
-        let (p, tr, hr) = (ns("plain"), ns("timed"), ns("hotpath"));
+        let (p, tr, hr) = (samples("plain"), samples("timed"), samples("hotpath"));
         let per_round: Vec<f64> = (0..rounds)
             .map(|i| (tr[i] - p[i]) / (hr[i] - p[i]))
             .collect();
