@@ -176,6 +176,14 @@ impl SessionBuilder {
         self
     }
 
+    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on; see
+    /// [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
+    /// per 2 MiB instead of 512, and its first event commits the ring's first 2 MiB.
+    pub fn huge_pages(mut self, on: bool) -> Self {
+        self.runtime.huge_pages = on;
+        self
+    }
+
     /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
     pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
         self.output = Some(path.into());

@@ -125,7 +125,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     }
     config.validate_power_of_two()?;
     let n = config.slots();
-    let slots = crate::slots::Slots::zeroed(n)?;
+    let slots = crate::slots::Slots::zeroed(n, config.huge_pages)?;
     let shared = Arc::new(Shared {
         slots,
         mask: n - 1,

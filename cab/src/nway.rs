@@ -110,7 +110,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
     let total = config.slots();
     let chunk = config.chunk_slots();
     let count = total / chunk;
-    let slots = crate::slots::Slots::zeroed(total)?;
+    let slots = crate::slots::Slots::zeroed(total, config.huge_pages)?;
     let subs: Box<[CachePadded<SubBuffer>]> = (0..count)
         .map(|k| {
             CachePadded::new(SubBuffer {

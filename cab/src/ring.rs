@@ -197,7 +197,7 @@ fn make<const SAMPLING: bool>(
     } else {
         0
     };
-    let slots = Slots::zeroed(capacity + 1 + pad)?;
+    let slots = Slots::zeroed(capacity + 1 + pad, config.huge_pages)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
     let firsts = if SAMPLING {
         // Arm the first chunk's start; from there the producer arms each next one itself.

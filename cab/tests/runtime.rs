@@ -304,6 +304,7 @@ fn environment_variables_are_validated_by_name() {
         ("CABPROF_ANALYZERS", "0", "1..=64"),
         ("CABPROF_PIN", "maybe", "0, 1, true or false"),
         ("CABPROF_ADAPTIVE", "2", "0, 1, true or false"),
+        ("CABPROF_HUGE_PAGES", "big", "0, 1, true or false"),
     ] {
         let err = env(&[(var, val)]).unwrap_err();
         assert_eq!(err.field, var);
@@ -319,6 +320,10 @@ fn environment_variables_are_validated_by_name() {
     .unwrap();
     let cfg = b.ring_config().unwrap();
     assert_eq!((cfg.buffer_bytes, cfg.chunk_bytes), (2 << 20, 128 << 10));
+    assert!(cfg.huge_pages, "huge pages are on by default");
+    let off = env(&[("CABPROF_HUGE_PAGES", "0")]).unwrap();
+    assert!(!off.huge_pages);
+    assert!(!off.ring_config().unwrap().huge_pages);
     assert_eq!(
         cfg.mode,
         cabprof_cab::Mode::Sampling {

@@ -6,7 +6,13 @@
 //! ```text
 //! cargo run --profile eval -p cabprof-workloads --example design_ab -- WORKLOAD
 //!     [--size small|full|smoke] [--analysis paths|call-graph] [--rounds N] [--events N]
+//!     [--compare designs|pages]
 //! ```
+//!
+//! `--compare pages` races the ring's memory instead: CAB with its rings on transparent huge
+//! pages (the default), CAB on 4 KiB pages, and the same analysis run sequentially (inline, no
+//! ring). With `--events 1` each run is one run of the workload in a fresh session, as in the
+//! evaluation, where a thread's first lap of its new ring is part of the time.
 //!
 //! Each round runs the workload's instrumented variant once per design (exhaustive, 2 MB ring
 //! of 128 KB chunks, analyzer pinned, as in the evaluation), in an order shuffled afresh each
@@ -20,7 +26,7 @@
 //! header gives the events per run and the repetitions.
 
 use cabprof::cab::stats;
-use cabprof::{Analysis, BufferDesign, Session};
+use cabprof::{Analysis, BufferDesign, Session, SessionBuilder};
 use cabprof_workloads::{Size, Variant};
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::hint::black_box;
@@ -33,6 +39,15 @@ enum Stream {
     Paths,
     /// Call-graph profiling.
     CallGraph,
+}
+
+/// What a round races.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Compare {
+    /// CAB, N-way buffering and FastForward.
+    Designs,
+    /// CAB on huge pages, CAB on 4 KiB pages, and sequential (inline) analysis.
+    Pages,
 }
 
 /// CAB, FastForward and N-way buffering, alternated, on one workload's stream.
@@ -55,6 +70,17 @@ struct Args {
     /// reaches this many (at least 1).
     #[arg(long, value_name = "N", default_value_t = 100_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     events: u64,
+    /// What to race: the buffer designs, or huge against 4 KiB ring pages (and sequential).
+    #[arg(long, value_enum, default_value = "designs")]
+    compare: Compare,
+}
+
+/// An exhaustive session on a `design` ring of the evaluation's size (2 MB of 128 KB chunks).
+fn ring(design: BufferDesign) -> SessionBuilder {
+    Session::builder()
+        .buffer_bytes(2 << 20)
+        .chunk_bytes(128 << 10)
+        .buffer_design(design)
 }
 
 fn workload(name: &str) -> Result<String, String> {
@@ -83,23 +109,29 @@ fn main() {
             .exit();
     }
     let variant = Variant::for_analysis(analysis);
-    let designs = [
-        ("CAB", BufferDesign::Cab),
-        ("N-way", BufferDesign::NWay),
-        ("FastForward", BufferDesign::FastForward),
-    ];
-    let session = |design| {
-        Session::builder()
+    // Each candidate: its label and the session it runs in (CAB on huge pages first: the
+    // reference every other is divided by).
+    let designs: Vec<(&str, SessionBuilder)> = match args.compare {
+        Compare::Designs => vec![
+            ("CAB", ring(BufferDesign::Cab)),
+            ("N-way", ring(BufferDesign::NWay)),
+            ("FastForward", ring(BufferDesign::FastForward)),
+        ],
+        Compare::Pages => vec![
+            ("CAB", ring(BufferDesign::Cab)),
+            ("CAB 4K pages", ring(BufferDesign::Cab).huge_pages(false)),
+            ("sequential", Session::builder().sequential()),
+        ],
+    };
+    let session = |b: &SessionBuilder| {
+        b.clone()
             .analyses(&[analysis])
-            .buffer_bytes(2 << 20)
-            .chunk_bytes(128 << 10)
-            .buffer_design(design)
             .start()
             .expect("start a session")
     };
     // Warm-up (page faults, allocator, the session's pinning of this thread), which also
     // counts one run's events: the workload repeats until a run reaches `--events`.
-    let s = session(BufferDesign::Cab);
+    let s = session(&designs[0].1);
     black_box(w.run_variant(variant, size));
     let once = s.finish().data.totals.events.max(1);
     let repeats = args.events.div_ceil(once);
@@ -111,7 +143,7 @@ fn main() {
         rng.shuffle(&mut order);
         for &i in &order {
             let t = Instant::now();
-            let s = session(designs[i].1);
+            let s = session(&designs[i].1);
             for _ in 0..repeats {
                 black_box(w.run_variant(variant, size));
             }
@@ -123,7 +155,7 @@ fn main() {
     let (few, many) = stats::min_max(&events);
     println!(
         "{name} ({}) x {repeats} per run, {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, \
-         each design once per round in a shuffled order",
+         each candidate once per round in a shuffled order",
         size.name(),
         variant.name(),
         few / 1e6,
@@ -131,7 +163,7 @@ fn main() {
     );
     println!(
         "  {:<12} {:>18}   ratio to CAB in the same round: median [95% CI]",
-        "design", "median / min ms"
+        "candidate", "median / min ms"
     );
     for ((label, _), v) in designs.iter().zip(&times) {
         let (min, _) = stats::min_max(v);

@@ -35,6 +35,9 @@ pub struct RuntimeConfig {
     /// (default off). Threads it spawns afterwards inherit that affinity, so leave this off
     /// for multi-threaded programs.
     pub pin_application: bool,
+    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on): see
+    /// [`RingConfig::huge_pages`].
+    pub huge_pages: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -48,6 +51,7 @@ impl Default for RuntimeConfig {
             analyzers: 1,
             pin: true,
             pin_application: false,
+            huge_pages: true,
         }
     }
 }
@@ -78,6 +82,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
     ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
+    (
+        "CABPROF_HUGE_PAGES",
+        "back rings of 2 MiB or more with huge pages (Linux): 0 | 1 | true | false",
+    ),
     ("CABPROF_BUFFER_DESIGN", "cab | fastforward | nway"),
 ];
 
@@ -182,6 +190,9 @@ impl RuntimeConfig {
         if let Some(v) = get("CABPROF_PIN") {
             self.pin = parse_bool("CABPROF_PIN", &v)?;
         }
+        if let Some(v) = get("CABPROF_HUGE_PAGES") {
+            self.huge_pages = parse_bool("CABPROF_HUGE_PAGES", &v)?;
+        }
         Ok(())
     }
 
@@ -258,7 +269,9 @@ impl RuntimeConfig {
             } => Mode::Sampling { rate, burst_words },
             _ => Mode::Exhaustive,
         };
-        let cfg = RingConfig::new(buffer, chunk).with_mode(mode);
+        let cfg = RingConfig::new(buffer, chunk)
+            .with_mode(mode)
+            .with_huge_pages(self.huge_pages);
         self.design.validate(&cfg)?;
         Ok(cfg)
     }
