@@ -168,25 +168,6 @@ fn join_or(names: &[&str]) -> String {
     }
 }
 
-/// `RunMode::InstrumentOnly`'s "producer": every event overwrites one word, nothing more.
-#[derive(Debug, Default)]
-pub(super) struct WordSink(u64);
-
-impl EventProducer for WordSink {
-    #[inline(always)]
-    fn push(&mut self, event: Event) {
-        // Volatile so the store, the whole point of this mode, is not optimized away.
-        let word: *mut u64 = &mut self.0;
-        // SAFETY: `word` comes from a live `&mut u64`, so it is valid, aligned and unaliased.
-        unsafe { std::ptr::write_volatile(word, event.word()) };
-    }
-    fn flush(&mut self) {}
-    fn close(&mut self) {}
-    fn stats(&self) -> ProducerStats {
-        ProducerStats::default()
-    }
-}
-
 /// The push function of a producer of type `P`, behind a type-erased pointer. The runtime's
 /// one dynamic producer dispatch: [`ThreadProducer::push`] and `tls`'s fast path call it.
 ///

@@ -141,8 +141,10 @@ pub enum RunMode {
     },
     /// No ring: the analysis runs inline in the application thread.
     Sequential,
-    /// Overhead breakdown (the paper's Figure 8), first bar: each event is only written to one
-    /// thread-local word. Nothing is analyzed.
+    /// Overhead breakdown (the paper's Figure 8), first bar: each event is appended to the
+    /// thread's buffer as in sequential mode (the same inline code), and a full buffer is
+    /// emptied unread. What sequential and concurrent analysis both pay besides their own
+    /// part (the analysis inline, or the ring). Nothing is analyzed.
     InstrumentOnly,
     /// Overhead breakdown, second bar: events go into a ring that no analyzer reads (a
     /// sampling-mode producer, which wraps without blocking). Nothing is analyzed.

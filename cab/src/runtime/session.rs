@@ -6,7 +6,7 @@ use super::affinity::{online_cores, pin_to};
 use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingEntry};
 use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
-use super::design::{BufferDesign, ThreadProducer, WordSink};
+use super::design::{BufferDesign, ThreadProducer};
 use super::pending::{self, Pending};
 use super::report::{push_thread, Report, ThreadStats};
 use super::tls::{self, Hub, InlineSink, HUB};
@@ -151,6 +151,21 @@ impl<A: RingAnalysis> InlineRegistry<A> {
     }
 }
 
+/// An instrument-only thread's buffer: appended to as in sequential mode, emptied unread.
+struct Discard(Pending);
+
+impl InlineSink for Discard {
+    fn consume(&mut self, _words: &[u64]) {
+        self.0.reset();
+    }
+
+    fn pending(&self) -> &Pending {
+        &self.0
+    }
+
+    fn retire(self: Box<Self>) {}
+}
+
 impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
     fn consume(&mut self, words: &[u64]) {
         // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
@@ -193,16 +208,12 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_ring(&self, thread: String) -> ThreadProducer {
-        match self.mode {
-            RunMode::InstrumentOnly => return ThreadProducer::new(WordSink::default()),
-            RunMode::EnqueueOnly => {
-                let cfg = self.ring.with_mode(Mode::sampling(1.0));
-                return match ring::sampling_channel(&cfg) {
-                    Ok((p, _no_analyzer)) => ThreadProducer::new(p),
-                    Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
-                };
-            }
-            _ => {}
+        if self.mode == RunMode::EnqueueOnly {
+            let cfg = self.ring.with_mode(Mode::sampling(1.0));
+            return match ring::sampling_channel(&cfg) {
+                Ok((p, _no_analyzer)) => ThreadProducer::new(p),
+                Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
+            };
         }
         // Exhaustive producers may wait for ring memory (while an analyzer lives to free
         // it, and not past the finish); sampling producers never wait.
@@ -242,6 +253,9 @@ impl<A: RingAnalysis> Hub for Core<A> {
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {
+        if self.mode == RunMode::InstrumentOnly {
+            return Box::new(Discard(Pending::new(Pending::CAPACITY)));
+        }
         let pending = Arc::new(Pending::new(Pending::CAPACITY));
         let slot = Arc::new(Mutex::new(Some(InlineState {
             analysis: (self.factory)(),

@@ -6,12 +6,11 @@
 //! (the kind). CAB producers, the hot design, are pushed inline; every other design through
 //! its `push_erased` function, cached next to the producer pointer.
 
-use super::design::{push_nothing, ThreadProducer, WordSink};
+use super::design::{push_nothing, ThreadProducer};
 use super::pending::Pending;
 use super::{BufferDesign, RunMode};
 use crate::event::Event;
 use crate::ring::Producer;
-use crate::transport::EventProducer;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,8 +29,6 @@ const KIND_SEQUENTIAL: u64 = 1;
 const KIND_CAB: u64 = 2;
 /// The producer is a CAB `Producer<true>` (sampling and enqueue-only sessions).
 const KIND_CAB_SAMPLING: u64 = 3;
-/// The producer is a [`WordSink`] (instrument-only sessions).
-const KIND_WORD: u64 = 4;
 /// Any other design: pushed through the cached `push_erased`.
 const KIND_ERASED: u64 = 5;
 const KIND_MASK: u64 = 7;
@@ -45,8 +42,8 @@ static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
 /// validated: only CAB samples).
 pub(super) fn new_session_key(mode: RunMode, design: BufferDesign) -> u64 {
     let kind = match mode {
-        RunMode::Sequential => KIND_SEQUENTIAL,
-        RunMode::InstrumentOnly => KIND_WORD,
+        // Instrument-only sessions append to the same buffer, whose inline sink discards it.
+        RunMode::Sequential | RunMode::InstrumentOnly => KIND_SEQUENTIAL,
         RunMode::Sampling { .. } | RunMode::EnqueueOnly => KIND_CAB_SAMPLING,
         RunMode::Exhaustive if design == BufferDesign::Cab => KIND_CAB,
         RunMode::Exhaustive => KIND_ERASED,
@@ -92,7 +89,6 @@ fn kind_matches(key: u64, producer: &ThreadProducer) -> bool {
     match key & KIND_MASK {
         KIND_CAB => producer.is::<Producer<false>>(),
         KIND_CAB_SAMPLING => producer.is::<Producer<true>>(),
-        KIND_WORD => producer.is::<WordSink>(),
         KIND_ERASED => true,
         _ => false,
     }
@@ -314,27 +310,19 @@ fn emit_to(key: u64, event: Event) {
                 emit_slow(key, event);
             }
         } else {
-            emit_rare(kind, ring, push, event);
+            emit_erased(ring, push, event);
         }
     }
 }
 
-/// `emit_to` for the kinds measured only in benches: instrument-only and the erased
-/// (FastForward, N-way) producers.
+/// `emit_to` for the erased (FastForward, N-way) producers, measured only in benches.
 ///
 /// # Safety
-/// As in `emit_to`: `ring` is this thread's live producer of the type `kind` names (or the
-/// one `push` was made for), not borrowed elsewhere.
+/// As in `emit_to`: `ring` is the live producer `push` was made for, not borrowed elsewhere.
 #[inline(never)]
-unsafe fn emit_rare(kind: u64, ring: *mut (), push: unsafe fn(*mut (), Event), event: Event) {
+unsafe fn emit_erased(ring: *mut (), push: unsafe fn(*mut (), Event), event: Event) {
     // SAFETY: the caller's guarantee.
-    unsafe {
-        if kind == KIND_WORD {
-            (*ring.cast::<WordSink>()).push(event);
-        } else {
-            push(ring, event);
-        }
-    }
+    unsafe { push(ring, event) }
 }
 
 /// First event of a thread in this session, sequential mode, or a thread being torn down.

@@ -73,7 +73,8 @@ impl Design {
 pub enum Cfg {
     /// The uninstrumented twin, no session: `A`.
     Plain,
-    /// `RunMode::InstrumentOnly`: each event written to one thread-local word.
+    /// `RunMode::InstrumentOnly`: each event appended to the thread's sequential-mode buffer,
+    /// which is emptied unread.
     Instrument(Variant),
     /// `RunMode::EnqueueOnly`: events into a ring nobody reads.
     Enqueue(Variant),
