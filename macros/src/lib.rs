@@ -67,7 +67,11 @@ use proc_macro::TokenStream;
 ///   early `return`, `?` and unwinding panics close the frame; the caller comes from a
 ///   thread-local shadow stack. The function's id is assigned by the runtime at its first call.
 /// - `async fn`: the frame is the body's future, from its first poll to its completion (or to
-///   being dropped unfinished); during each poll it is the innermost frame.
+///   being dropped unfinished); during each poll it is the innermost frame. The body runs in
+///   an `async` block, which Rust gives no expected type: an `async fn` returning
+///   `impl Trait` whose tail is a closure with untyped parameters
+///   (`async fn f() -> impl Fn(&str) -> usize { |s| s.len() }`) fails to infer them (E0282);
+///   write the parameter types (`|s: &str| s.len()`).
 /// - With `paths`: `Path { method, path }` at every loop back edge and at exit, numbered after
 ///   Ball & Larus, "Efficient Path Profiling" (MICRO 1996). Control flow inside macro
 ///   invocations, closures and `async` blocks in the body is not numbered.
