@@ -13,7 +13,8 @@
 //! **Huge pages** (Linux, on by default: [`RingConfig::huge_pages`](crate::config::RingConfig)).
 //! A ring of at least [`HUGE_PAGE`] bytes is mapped at a huge-page boundary and advised
 //! `MADV_HUGEPAGE`, so the kernel backs it with transparent huge pages where it can: the
-//! producer's first lap takes one page fault per 2 MiB instead of one per 4 KiB. Measured
+//! producer's first lap takes one page fault per 2 MiB instead of two per 4 KiB page (it reads
+//! a slot before writing it: one fault maps the zero page, the next copies it). Measured
 //! here on the evaluation's worker-pool workload (four threads, a 2 MiB ring each, one run of
 //! the workload per session), those 4 KiB faults made the concurrent run take as long again as
 //! the program. The cost is memory: the first event commits the ring's whole first 2 MiB,
