@@ -53,8 +53,9 @@ unsafe impl Send for Slots {}
 unsafe impl Sync for Slots {}
 
 impl Slots {
-    /// `n` words, all 0, or an error if the memory cannot be had. `huge`: ask for huge pages
-    /// (see the module docs; ignored below [`HUGE_PAGE`] bytes and off Linux).
+    /// `n` words, all 0, or an error if the memory cannot be had. `huge`: ask for huge pages,
+    /// or keep the words off them (see the module docs; both only from [`HUGE_PAGE`] bytes
+    /// and on Linux).
     pub(crate) fn zeroed(n: usize, huge: bool) -> Result<Slots, ConfigError> {
         let bytes = n.checked_mul(std::mem::size_of::<AtomicU64>());
         let refused = || {
@@ -88,8 +89,9 @@ impl Slots {
     }
 }
 
-/// `bytes` (non-zero) of zeroed memory aligned for `AtomicU64`, or `None`; `huge`: at a
-/// [`HUGE_PAGE`] boundary, advised `MADV_HUGEPAGE` (Linux, `bytes >= HUGE_PAGE`).
+/// `bytes` (non-zero) of zeroed memory aligned for `AtomicU64`, or `None`. On Linux, from
+/// [`HUGE_PAGE`] bytes: with `huge`, at a [`HUGE_PAGE`] boundary and advised `MADV_HUGEPAGE`
+/// (where that mapping fails, a plain one); without, advised `MADV_NOHUGEPAGE`.
 #[cfg(all(unix, not(loom)))]
 fn map_zeroed(bytes: usize, huge: bool) -> Option<std::ptr::NonNull<AtomicU64>> {
     #[cfg(target_os = "linux")]
