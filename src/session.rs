@@ -178,7 +178,8 @@ impl SessionBuilder {
 
     /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on; see
     /// [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
-    /// per 2 MiB instead of 512, and its first event commits the ring's first 2 MiB.
+    /// per 2 MiB instead of two per 4 KiB page (1,024), and its first event commits the ring's
+    /// first 2 MiB. Off, rings are kept in 4 KiB pages whatever the kernel's THP mode.
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.runtime.huge_pages = on;
         self

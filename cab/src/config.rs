@@ -45,9 +45,10 @@ pub struct RingConfig {
     pub chunk_bytes: usize,
     /// Exhaustive or sampling.
     pub mode: Mode,
-    /// Ask for transparent huge pages for a ring of at least 2 MiB (Linux; default on). See
-    /// the `slots` module docs: one page fault per 2 MiB on the producer's first lap instead of
-    /// one per 4 KiB, at the price of committing the ring's first 2 MiB at its first event.
+    /// Ask for transparent huge pages for a ring of at least 2 MiB (Linux; default on): one
+    /// page fault per 2 MiB on the producer's first lap instead of two per 4 KiB page, at the
+    /// price of committing the ring's first 2 MiB at its first event. Off, such a ring is
+    /// advised against huge pages, so it is in 4 KiB pages whatever the kernel's THP mode.
     pub huge_pages: bool,
 }
 

@@ -13,14 +13,17 @@
 //! **Huge pages** (Linux, on by default: [`RingConfig::huge_pages`](crate::config::RingConfig)).
 //! A ring of at least [`HUGE_PAGE`] bytes is mapped at a huge-page boundary and advised
 //! `MADV_HUGEPAGE`, so the kernel backs it with transparent huge pages where it can: the
-//! producer's first lap takes one page fault per 2 MiB instead of one per 4 KiB. Measured
+//! producer's first lap takes one page fault per 2 MiB instead of two per 4 KiB page (it reads
+//! a slot before writing it: one fault maps the zero page, the next copies it). Measured
 //! here on the evaluation's worker-pool workload (four threads, a 2 MiB ring each, one run of
 //! the workload per session), those 4 KiB faults made the concurrent run take as long again as
 //! the program. The cost is memory: the first event commits the ring's whole first 2 MiB,
 //! where 4 KiB pages commit only what the producer has reached; the rings' total stays under
 //! the session's ring budget either way. With transparent huge pages off in the kernel
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `never`) the advice is ignored and the
-//! ring behaves as with 4 KiB pages.
+//! ring behaves as with 4 KiB pages. With `huge_pages` off, a ring of that size is advised
+//! `MADV_NOHUGEPAGE` instead, so it is in 4 KiB pages whatever the kernel's mode (`always`
+//! would otherwise back any 2 MiB-aligned part of it with a huge page).
 
 use crate::config::ConfigError;
 use crate::sync::AtomicU64;
@@ -50,8 +53,9 @@ unsafe impl Send for Slots {}
 unsafe impl Sync for Slots {}
 
 impl Slots {
-    /// `n` words, all 0, or an error if the memory cannot be had. `huge`: ask for huge pages
-    /// (see the module docs; ignored below [`HUGE_PAGE`] bytes and off Linux).
+    /// `n` words, all 0, or an error if the memory cannot be had. `huge`: ask for huge pages,
+    /// or keep the words off them (see the module docs; both only from [`HUGE_PAGE`] bytes
+    /// and on Linux).
     pub(crate) fn zeroed(n: usize, huge: bool) -> Result<Slots, ConfigError> {
         let bytes = n.checked_mul(std::mem::size_of::<AtomicU64>());
         let refused = || {
@@ -85,14 +89,24 @@ impl Slots {
     }
 }
 
-/// `bytes` (non-zero) of zeroed memory aligned for `AtomicU64`, or `None`; `huge`: at a
-/// [`HUGE_PAGE`] boundary, advised `MADV_HUGEPAGE` (Linux, `bytes >= HUGE_PAGE`).
+/// `bytes` (non-zero) of zeroed memory aligned for `AtomicU64`, or `None`. On Linux, from
+/// [`HUGE_PAGE`] bytes: with `huge`, at a [`HUGE_PAGE`] boundary and advised `MADV_HUGEPAGE`
+/// (where that mapping fails, a plain one); without, advised `MADV_NOHUGEPAGE`.
 #[cfg(all(unix, not(loom)))]
 fn map_zeroed(bytes: usize, huge: bool) -> Option<std::ptr::NonNull<AtomicU64>> {
     #[cfg(target_os = "linux")]
-    if huge && bytes >= HUGE_PAGE {
-        if let Some(p) = map_huge(bytes) {
-            return Some(p);
+    if bytes >= HUGE_PAGE {
+        if huge {
+            if let Some(p) = map_huge(bytes) {
+                return Some(p);
+            }
+        } else {
+            let p = map_anonymous(bytes)?;
+            // SAFETY: `[p, p + bytes)` is the mapping just made; advice changes no contents.
+            // Advice only: refused (a kernel without transparent huge pages), it has no huge
+            // pages to keep out.
+            unsafe { libc::madvise(p.as_ptr(), bytes, libc::MADV_NOHUGEPAGE) };
+            return Some(p.cast());
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -125,30 +139,49 @@ fn map_anonymous(bytes: usize) -> Option<std::ptr::NonNull<libc::c_void>> {
 
 /// `bytes` (at least [`HUGE_PAGE`]) of zeroed memory starting at a [`HUGE_PAGE`] boundary and
 /// advised `MADV_HUGEPAGE`: [`HUGE_PAGE`] bytes more are mapped and the unaligned ends given
-/// back, so exactly `bytes` stay mapped (what `Drop` unmaps). `None` if the mapping fails.
+/// back, so exactly the pages of `[start, start + bytes)` stay mapped (what `Drop` unmaps).
+/// `None` if the mapping fails, or if giving back an end fails (then none of it stays mapped).
 #[cfg(all(target_os = "linux", not(loom)))]
 fn map_huge(bytes: usize) -> Option<std::ptr::NonNull<AtomicU64>> {
     let span = bytes.checked_add(HUGE_PAGE)?;
     let p = map_anonymous(span)?.as_ptr() as usize;
-    let start = p.next_multiple_of(HUGE_PAGE);
-    let end = start + bytes;
-    // SAFETY: `[p, p + span)` is the mapping just made and nothing else uses it. `p <= start`
-    // and `end <= p + span` (`start - p < HUGE_PAGE`), so both ranges given back lie inside
-    // it, and both start page-aligned (`p`, and `end` rounded up to a page), so the pages
-    // that hold `[start, end)` stay mapped: the pages `Drop`'s `munmap(start, bytes)` removes.
+    let (start, head, tail) = huge_trim(p, bytes, page_size());
+    // SAFETY: `[p, p + span)` is the mapping just made and nothing else uses it. `head` and
+    // `tail` lie inside it and start page-aligned, and the pages that hold `[start, start +
+    // bytes)` lie between them (`huge_trim`), so those stay mapped: the pages `Drop`'s
+    // `munmap(start, bytes)` removes. On failure the whole span is unmapped, parts of it
+    // perhaps already (which `munmap` allows), and nothing was handed out.
     unsafe {
-        if start > p {
-            libc::munmap(p as *mut libc::c_void, start - p);
-        }
-        let tail = end.next_multiple_of(page_size());
-        if p + span > tail {
-            libc::munmap(tail as *mut libc::c_void, p + span - tail);
+        let give_back = |r: std::ops::Range<usize>| {
+            r.is_empty() || libc::munmap(r.start as *mut libc::c_void, r.len()) == 0
+        };
+        if !(give_back(head) && give_back(tail)) {
+            libc::munmap(p as *mut libc::c_void, span);
+            return None;
         }
         // Advice only: refused (a kernel without transparent huge pages), the mapping is
         // an ordinary one.
         libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
     }
     std::ptr::NonNull::new(start as *mut AtomicU64)
+}
+
+/// Of a mapping of `bytes + HUGE_PAGE` bytes at `p` (page-aligned): where the `bytes` start
+/// (`p` rounded up to [`HUGE_PAGE`]), and the two ranges to give back so that exactly the
+/// pages holding `[start, start + bytes)` stay mapped. Both ranges start page-aligned; the
+/// tail's end is the span's, which `munmap` rounds up to the page the mapping ends on.
+#[cfg(all(target_os = "linux", not(loom)))]
+fn huge_trim(
+    p: usize,
+    bytes: usize,
+    page: usize,
+) -> (usize, std::ops::Range<usize>, std::ops::Range<usize>) {
+    // No overflow: the mapping `[p, p + bytes + HUGE_PAGE)` exists, and `start - p <
+    // HUGE_PAGE`, so `start + bytes` and its rounding up to a page stay within the span's end
+    // rounded up to a page.
+    let start = p.next_multiple_of(HUGE_PAGE);
+    let end = (start + bytes).next_multiple_of(page);
+    (start, p..start, end..p + bytes + HUGE_PAGE)
 }
 
 /// The system's page size.
@@ -177,8 +210,9 @@ impl Drop for Slots {
             let bytes = self.len * std::mem::size_of::<AtomicU64>();
             #[cfg(unix)]
             {
-                // SAFETY: `ptr` is the start of a mapping of exactly `bytes` made by
-                // `map_zeroed`, unmapped only here; nothing borrows it any more (`&mut self`).
+                // SAFETY: `ptr` starts the pages of `[ptr, ptr + bytes)` that `map_zeroed`
+                // left mapped (a mapping of `bytes`, or what `map_huge` kept of a larger one),
+                // unmapped only here; nothing borrows them any more (`&mut self`).
                 unsafe { libc::munmap(self.ptr.as_ptr().cast(), bytes) };
             }
             #[cfg(not(unix))]
@@ -213,39 +247,87 @@ impl Deref for Slots {
 #[cfg(all(test, target_os = "linux", not(loom)))]
 mod tests {
     use super::*;
+    use std::ops::Range;
     use std::sync::atomic::Ordering;
 
-    /// The `AnonHugePages` of the mapping that holds `addr`, in KiB, from `/proc/self/smaps`
-    /// (`None`: no such mapping). The kernel may have merged the ring's mapping with a
-    /// neighbour made with the same flags: then it is the pair's.
-    fn anon_huge_kib(addr: usize) -> Option<u64> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let mut lines = smaps.lines();
-        while let Some(line) = lines.next() {
-            let range = line.split(' ').next().unwrap_or("");
-            let Some((lo, hi)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
-            else {
-                continue;
-            };
-            if !(lo..hi).contains(&addr) {
-                continue;
-            }
-            for field in lines.by_ref() {
-                if let Some(v) = field.strip_prefix("AnonHugePages:") {
-                    return v.trim().trim_end_matches("kB").trim().parse().ok();
-                }
-            }
-        }
-        None
+    /// The mapping of `/proc/self/smaps` that holds an address.
+    struct Vma {
+        range: Range<usize>,
+        /// `AnonHugePages`, KiB.
+        anon_huge_kib: u64,
+        /// `VmFlags`: `hg` advised `MADV_HUGEPAGE`, `nh` advised `MADV_NOHUGEPAGE`.
+        flags: Vec<String>,
     }
 
-    /// Whether the kernel hands out transparent huge pages to regions that ask.
-    fn thp_available() -> bool {
-        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .is_ok_and(|s| !s.contains("[never]"))
+    impl Vma {
+        fn has(&self, flag: &str) -> bool {
+            self.flags.iter().any(|f| f == flag)
+        }
+    }
+
+    /// The mapping that holds `addr` (`None`: none does). The kernel may have merged the ring's
+    /// mapping with an adjacent one made with the same flags: then it is the pair's.
+    fn vma(addr: usize) -> Option<Vma> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut found: Option<Vma> = None;
+        for line in smaps.lines() {
+            if let Some(range) = header(line) {
+                if found.is_some() {
+                    break;
+                }
+                if range.contains(&addr) {
+                    found = Some(Vma {
+                        range,
+                        anon_huge_kib: 0,
+                        flags: Vec::new(),
+                    });
+                }
+                continue;
+            }
+            let Some(v) = found.as_mut() else { continue };
+            if let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                v.anon_huge_kib = kib.trim().trim_end_matches("kB").trim().parse().unwrap();
+            } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+                v.flags = flags.split_whitespace().map(String::from).collect();
+            }
+        }
+        found
+    }
+
+    /// The address range of an smaps header line (`lo-hi perms ...`), `None` for other lines.
+    fn header(line: &str) -> Option<Range<usize>> {
+        let (lo, hi) = line.split(' ').next()?.split_once('-')?;
+        Some(usize::from_str_radix(lo, 16).ok()?..usize::from_str_radix(hi, 16).ok()?)
+    }
+
+    /// Whether this kernel takes huge-page advice at all (built with transparent huge pages).
+    fn advice_taken() -> bool {
+        let p = map_anonymous(page_size()).unwrap().as_ptr();
+        // SAFETY: `p` is a fresh page-sized mapping of ours, advised and then unmapped.
+        unsafe {
+            let taken = libc::madvise(p, page_size(), libc::MADV_HUGEPAGE) == 0;
+            libc::munmap(p, page_size());
+            taken
+        }
+    }
+
+    /// Whether the kernel grants a transparent huge page right now to a 2 MiB-aligned region
+    /// advised `MADV_HUGEPAGE`. Not when they are off (`never`, a process or container with
+    /// them disabled) or none can be had (fragmented memory): a ring cannot get one either.
+    fn huge_page_granted() -> bool {
+        let span = 2 * HUGE_PAGE;
+        let p = map_anonymous(span).unwrap().as_ptr() as usize;
+        let start = p.next_multiple_of(HUGE_PAGE);
+        // SAFETY: `[start, start + HUGE_PAGE)` lies in `[p, p + span)`, a fresh mapping of
+        // ours, written once and then unmapped whole.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, HUGE_PAGE, libc::MADV_HUGEPAGE);
+            std::ptr::write_volatile(start as *mut u8, 1);
+        }
+        let kib = vma(start).map_or(0, |v| v.anon_huge_kib);
+        // SAFETY: as above.
+        unsafe { libc::munmap(p as *mut libc::c_void, span) };
+        kib >= 2048
     }
 
     #[test]
@@ -264,31 +346,79 @@ mod tests {
             n as u64,
             "the last word is usable"
         );
-        if thp_available() {
-            let kib = anon_huge_kib(addr).expect("the ring is mapped");
+        let v = vma(addr).expect("the ring is mapped");
+        // The extra 2 MiB was given back: the mapping ends with the ring's last page (no
+        // ring starts there, a page past a 2 MiB boundary, to have merged with it).
+        assert_eq!(
+            v.range.end,
+            addr + HUGE_PAGE + page_size(),
+            "the ring's own pages"
+        );
+        if advice_taken() {
+            assert!(v.has("hg"), "advised MADV_HUGEPAGE: VmFlags {:?}", v.flags);
+        }
+        if v.anon_huge_kib < 2048 {
             assert!(
-                kib >= 2048,
-                "the ring's first 2 MiB are a transparent huge page: {kib} KiB of them"
+                !huge_page_granted(),
+                "the kernel grants huge pages, yet the ring's first 2 MiB has {} KiB of them",
+                v.anon_huge_kib
             );
-        } else {
-            eprintln!("transparent huge pages are off in this kernel: alignment checked only");
+            eprintln!("no transparent huge page to be had here: alignment and advice checked");
         }
     }
 
     #[test]
-    fn without_huge_pages_or_below_their_size_the_ring_is_plain() {
+    fn without_huge_pages_a_large_ring_is_kept_off_them_and_a_small_one_is_plain() {
         let s = Slots::zeroed(HUGE_PAGE / 8 + 1, false).unwrap();
         let addr = s.as_ptr() as usize;
         for w in s.iter() {
             w.store(1, Ordering::Relaxed);
         }
-        // Not advised: whatever the alignment, the kernel (in `madvise` mode) gives it no
-        // huge page. With `always` it might, so only check when the mode is `madvise`.
-        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
-        if mode.is_ok_and(|m| m.contains("[madvise]")) {
-            assert_eq!(anon_huge_kib(addr), Some(0));
+        let v = vma(addr).expect("the ring is mapped");
+        // Advised MADV_NOHUGEPAGE, so in 4 KiB pages even where the kernel's mode is
+        // `always` (which would back a 2 MiB-aligned part of it with a huge page).
+        if advice_taken() {
+            assert!(
+                v.has("nh"),
+                "advised MADV_NOHUGEPAGE: VmFlags {:?}",
+                v.flags
+            );
         }
+        assert_eq!(v.anon_huge_kib, 0);
         let small = Slots::zeroed(1024, true).unwrap();
         assert!(small.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+        assert!(!vma(small.as_ptr() as usize).expect("mapped").has("hg"));
+    }
+
+    /// The ranges `map_huge` gives back, for a start already on a 2 MiB boundary or not, and
+    /// sizes that are a multiple of 2 MiB, of a page, or neither (the CAB ring's extra word,
+    /// the sampling ring's padding).
+    #[test]
+    fn the_trim_keeps_exactly_the_pages_of_the_ring() {
+        let page = 4096;
+        for p in [0x7f00_0000_0000, 0x7f00_0000_1000, 0x7f00_001f_f000] {
+            for bytes in [
+                HUGE_PAGE,
+                2 * HUGE_PAGE,
+                HUGE_PAGE + 8,
+                HUGE_PAGE + 8 * 137,
+                3 * HUGE_PAGE + page,
+            ] {
+                let (start, head, tail) = huge_trim(p, bytes, page);
+                let mapped = p..(p + bytes + HUGE_PAGE).next_multiple_of(page);
+                let kept = start..(start + bytes).next_multiple_of(page);
+                assert_eq!(start % HUGE_PAGE, 0);
+                assert!(start - p < HUGE_PAGE, "{p:#x} {bytes}");
+                // head, kept and tail (its end rounded up by `munmap`) tile the mapping.
+                assert_eq!(head, mapped.start..kept.start, "{p:#x} {bytes}");
+                assert_eq!(tail.start, kept.end, "{p:#x} {bytes}");
+                assert_eq!(
+                    tail.end.next_multiple_of(page),
+                    mapped.end,
+                    "{p:#x} {bytes}"
+                );
+                assert!(tail.start < tail.end && tail.start % page == 0);
+            }
+        }
     }
 }

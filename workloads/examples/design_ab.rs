@@ -14,12 +14,13 @@
 //! ring). With `--events 1` each run is one run of the workload in a fresh session, as in the
 //! evaluation, where a thread's first lap of its new ring is part of the time.
 //!
-//! Each round runs the workload's instrumented variant once per design (exhaustive, 2 MB ring
-//! of 128 KB chunks, analyzer pinned, as in the evaluation), in an order shuffled afresh each
-//! round (fixed seed). Each design's time is divided by CAB's *of the same round*; the output
-//! is each design's median and minimum time and the median of its per-round ratios to CAB
-//! with a 95 % percentile-bootstrap interval (`cabprof::cab::stats::median_interval`), and a
-//! verdict: `faster` or `slower` than CAB when the whole interval is below or above 1,
+//! Each round runs the workload's instrumented variant once per candidate (rings exhaustive,
+//! 2 MB of 128 KB chunks, analyzer pinned, as in the evaluation), in an order shuffled afresh
+//! each round (fixed seed). Each candidate's time is divided by the reference's (CAB, on huge
+//! pages: the first row) *of the same round*; the output is each candidate's median and
+//! minimum time and the median of its per-round ratios to the reference with a 95 %
+//! percentile-bootstrap interval (`cabprof::cab::stats::median_interval`), and a verdict:
+//! `faster` or `slower` than the reference when the whole interval is below or above 1,
 //! `unresolved` when it contains 1. A run is long enough that start-up and a short stall of the
 //! shared machine are small against it: the workload runs as many times inside one session as
 //! it takes to reach `--events` events (default 100M; the warm-up run counts them), and the
@@ -50,7 +51,8 @@ enum Compare {
     Pages,
 }
 
-/// CAB, FastForward and N-way buffering, alternated, on one workload's stream.
+/// CAB against FastForward and N-way buffering (or against CAB on 4 KiB pages and sequential
+/// analysis), alternated, on one workload's stream.
 #[derive(Parser, Debug)]
 #[command(name = "design_ab")]
 struct Args {
@@ -63,7 +65,7 @@ struct Args {
     /// The stream: paths or call-graph.
     #[arg(long, value_enum, default_value = "paths")]
     analysis: Stream,
-    /// Rounds (at least 9); each design runs once per round.
+    /// Rounds (at least 9); each candidate runs once per round.
     #[arg(long, value_name = "N", default_value_t = stats::ROUNDS as u64, value_parser = clap::value_parser!(u64).range(stats::MIN_ROUNDS as u64..))]
     rounds: u64,
     /// Events per run, at least: the workload is repeated inside one session until a run
@@ -118,7 +120,7 @@ fn main() {
             ("FastForward", ring(BufferDesign::FastForward)),
         ],
         Compare::Pages => vec![
-            ("CAB", ring(BufferDesign::Cab)),
+            ("CAB huge pages", ring(BufferDesign::Cab)),
             ("CAB 4K pages", ring(BufferDesign::Cab).huge_pages(false)),
             ("sequential", Session::builder().sequential()),
         ],
@@ -162,13 +164,13 @@ fn main() {
         many / 1e6,
     );
     println!(
-        "  {:<12} {:>18}   ratio to CAB in the same round: median [95% CI]",
-        "candidate", "median / min ms"
+        "  {:<14} {:>18}   ratio to {} in the same round: median [95% CI]",
+        "candidate", "median / min ms", designs[0].0
     );
     for ((label, _), v) in designs.iter().zip(&times) {
         let (min, _) = stats::min_max(v);
         let head = format!(
-            "  {label:<12} {:>8.1} / {:>8.1}",
+            "  {label:<14} {:>8.1} / {:>8.1}",
             stats::median(v) * 1e3,
             min * 1e3
         );

@@ -319,8 +319,10 @@ impl<A: RingAnalysis> Session<A> {
         let ring = b.ring_config()?;
         if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
             // Make (and free) one ring now, so a size the allocator refuses is an error here
-            // rather than a thread without a ring later. Pages are mapped lazily: cheap.
-            drop(b.design.channel(&ring)?);
+            // rather than a thread without a ring later. Pages are mapped lazily: cheap, but
+            // only in 4 KiB pages (a sampling ring writes its first slot, which on a huge
+            // page would zero 2 MiB); a huge-page mapping that fails falls back to those.
+            drop(b.design.channel(&ring.with_huge_pages(false))?);
         }
         let budget = RingBudget::new(b.ring_memory_for(&ring));
         let mut global = claim_global()?;
