@@ -465,6 +465,17 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
 impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
     fn drop(&mut self) {
         self.close();
+        // What this ring's memory can hold besides zeros, so that keeping it for the next
+        // ring zeroes that alone: the slots this producer reached (all of them once it has
+        // wrapped), plus, sampling, the chunk start it armed ahead; and the `MAGIC` slot and
+        // the padding after it.
+        let sh = &self.shared;
+        let reached = if self.wraps > 0 {
+            sh.capacity
+        } else {
+            self.index() + 1 + if SAMPLING { sh.chunk } else { 0 }
+        };
+        sh.slots.written(reached.min(sh.capacity), sh.capacity);
     }
 }
 

@@ -24,15 +24,63 @@
 //! ring behaves as with 4 KiB pages. With `huge_pages` off, a ring of that size is advised
 //! `MADV_NOHUGEPAGE` instead, so it is in 4 KiB pages whatever the kernel's mode (`always`
 //! would otherwise back any 2 MiB-aligned part of it with a huge page).
+//!
+//! **Freed rings are kept for the next ones** (Unix): a freed ring is zeroed by the thread that
+//! frees it (an analyzer, which drains and frees the rings of exited threads, or `finish`) and
+//! kept, up to [`POOL_RINGS`] rings and [`POOL_BYTES`] bytes, for the next ring of the same
+//! length and page kind, which then costs its thread no page faults and no zeroing. Without it,
+//! every new thread of a program that starts many (a test harness runs each test on a new
+//! thread) paid for a fresh ring's first touch: on huge pages, zeroing 2 MiB at its first event
+//! (about 0.3 ms measured here). When the table is full of rings of other lengths, a request
+//! unmaps one of them, so the kept rings follow the current configuration. What is kept is
+//! bounded by construction and counted by no session's ring budget.
 
 use crate::config::ConfigError;
 use crate::sync::AtomicU64;
+#[cfg(not(loom))]
+use std::cell::Cell;
 use std::ops::Deref;
 
 /// The huge-page size asked for (the x86-64 and 4 KiB-granule AArch64 PMD size): rings at least
 /// this large are mapped at a multiple of it (see the module docs).
 #[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// Set inside [`without_reuse`].
+    static NO_REUSE: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Slots {
+    /// Only the words below `below` and from `from` on can have been written (the ring's
+    /// owner knows, when its producer is done): keeping the ring for reuse zeroes those alone,
+    /// not pages nothing touched (zeroing them would fault them in).
+    pub(crate) fn written(&self, below: usize, from: usize) {
+        #[cfg(not(loom))]
+        {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            *w = (below.min(self.len), from.min(self.len));
+        }
+        #[cfg(loom)]
+        let _ = (below, from);
+    }
+}
+
+/// Run `f` with the rings it makes neither taken from the kept ones nor kept when freed: for
+/// a ring made only to see that one can be (a session's start), whose untouched pages
+/// keeping would have to zero, that is fault in.
+pub(crate) fn without_reuse<T>(f: impl FnOnce() -> T) -> T {
+    #[cfg(not(loom))]
+    {
+        let was = NO_REUSE.with(|c| c.replace(true));
+        let out = f();
+        NO_REUSE.with(|c| c.set(was));
+        out
+    }
+    #[cfg(loom)]
+    f()
+}
 
 /// `len` atomic words, zero-initialized. Derefs to the slice.
 pub(crate) struct Slots {
@@ -42,6 +90,16 @@ pub(crate) struct Slots {
     ptr: std::ptr::NonNull<AtomicU64>,
     #[cfg(not(loom))]
     len: usize,
+    /// Mapped for huge pages (`map_zeroed`'s `huge`): what a ring kept for reuse must match.
+    #[cfg(not(loom))]
+    huge: bool,
+    /// Kept for reuse when freed (not for rings made inside [`without_reuse`]).
+    #[cfg(not(loom))]
+    reuse: bool,
+    /// What keeping must zero: the words below the first and from the second on (see
+    /// [`Slots::written`]; until told, all of them).
+    #[cfg(not(loom))]
+    written: std::sync::Mutex<(usize, usize)>,
     #[cfg(loom)]
     words: Box<[AtomicU64]>,
 }
@@ -77,14 +135,34 @@ impl Slots {
             let bytes = bytes
                 .filter(|&b| b <= isize::MAX as usize)
                 .ok_or_else(refused)?;
+            let reuse = !NO_REUSE.with(Cell::get);
             if bytes == 0 {
                 return Ok(Slots {
                     ptr: std::ptr::NonNull::dangling(),
                     len: 0,
+                    huge,
+                    reuse,
+                    written: std::sync::Mutex::new((0, 0)),
+                });
+            }
+            #[cfg(unix)]
+            if let Some(ptr) = reuse.then(|| pool::take(n, huge)).flatten() {
+                return Ok(Slots {
+                    ptr,
+                    len: n,
+                    huge,
+                    reuse,
+                    written: std::sync::Mutex::new((n, n)),
                 });
             }
             let ptr = map_zeroed(bytes, huge).ok_or_else(refused)?;
-            Ok(Slots { ptr, len: n })
+            Ok(Slots {
+                ptr,
+                len: n,
+                huge,
+                reuse,
+                written: std::sync::Mutex::new((n, n)),
+            })
         }
     }
 }
@@ -207,16 +285,23 @@ impl Drop for Slots {
             if self.len == 0 {
                 return;
             }
-            let bytes = self.len * std::mem::size_of::<AtomicU64>();
             #[cfg(unix)]
             {
-                // SAFETY: `ptr` starts the pages of `[ptr, ptr + bytes)` that `map_zeroed`
-                // left mapped (a mapping of `bytes`, or what `map_huge` kept of a larger one),
-                // unmapped only here; nothing borrows them any more (`&mut self`).
-                unsafe { libc::munmap(self.ptr.as_ptr().cast(), bytes) };
+                let written = *self.written.get_mut().unwrap_or_else(|p| p.into_inner());
+                // SAFETY: `ptr` holds `len` words that nothing borrows any more (`&mut self`),
+                // zero outside `written` (the ring's producer said where it wrote).
+                let kept =
+                    self.reuse && unsafe { pool::give(self.ptr, self.len, self.huge, written) };
+                if kept {
+                    return;
+                }
+                // SAFETY: as in `unmap`'s contract: the words `map_zeroed` mapped, whose last
+                // owner this is (`give` did not keep them).
+                unsafe { unmap(self.ptr, self.len) };
             }
             #[cfg(not(unix))]
             {
+                let bytes = self.len * std::mem::size_of::<AtomicU64>();
                 let layout =
                     std::alloc::Layout::from_size_align(bytes, std::mem::align_of::<AtomicU64>())
                         .expect("the layout it was allocated with");
@@ -224,6 +309,128 @@ impl Drop for Slots {
                 unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
             }
         }
+    }
+}
+
+/// Unmap `len` words at `ptr`.
+///
+/// # Safety
+/// `ptr` starts the pages of `len` words that `map_zeroed` left mapped (a mapping of that
+/// size, or what `map_huge` kept of a larger one), which nothing uses any more and nothing
+/// unmaps again.
+#[cfg(all(unix, not(loom)))]
+unsafe fn unmap(ptr: std::ptr::NonNull<AtomicU64>, len: usize) {
+    let bytes = len * std::mem::size_of::<AtomicU64>();
+    // SAFETY: the caller's contract.
+    unsafe { libc::munmap(ptr.as_ptr().cast(), bytes) };
+}
+
+/// Most rings kept for reuse (see the module docs).
+#[cfg(not(loom))]
+pub(crate) const POOL_RINGS: usize = 4;
+/// Most bytes of rings kept for reuse.
+#[cfg(not(loom))]
+pub(crate) const POOL_BYTES: usize = 16 << 20;
+
+/// The rings kept for reuse: a fixed table under a lock taken only when a ring is made or
+/// freed, which never allocates (rings are made while an allocation-tracking allocator may be
+/// running).
+#[cfg(all(unix, not(loom)))]
+mod pool {
+    use super::{unmap, AtomicU64, POOL_BYTES, POOL_RINGS};
+    use std::ptr::NonNull;
+    use std::sync::Mutex;
+
+    /// A kept ring: `len` zeroed words at `ptr`, mapped as `huge` says.
+    #[derive(Clone, Copy)]
+    struct Kept {
+        ptr: NonNull<AtomicU64>,
+        len: usize,
+        huge: bool,
+    }
+
+    /// The table (`Kept` is a pointer, so it needs saying that it may move between threads:
+    /// it owns its words exclusively, as `Slots` does).
+    struct Table([Option<Kept>; POOL_RINGS]);
+    // SAFETY: a kept ring's words are owned by the table alone until `take` hands them out.
+    unsafe impl Send for Table {}
+
+    static TABLE: Mutex<Table> = Mutex::new(Table([None; POOL_RINGS]));
+
+    fn table() -> std::sync::MutexGuard<'static, Table> {
+        // A panic while holding the lock leaves the table consistent (every change is one
+        // assignment), so a poisoned lock is used as is.
+        TABLE.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bytes(len: usize) -> usize {
+        len * std::mem::size_of::<AtomicU64>()
+    }
+
+    /// A kept ring of `len` words mapped as `huge`, all zero, now the caller's; or `None`.
+    /// When none fits and the table is full of rings of other kinds, one of them is unmapped
+    /// (the configuration changed: its place goes to the new one's rings when they are freed).
+    pub(super) fn take(len: usize, huge: bool) -> Option<NonNull<AtomicU64>> {
+        let mut t = table();
+        if let Some(slot) =
+            t.0.iter_mut()
+                .find(|k| matches!(k, Some(k) if k.len == len && k.huge == huge))
+        {
+            return slot.take().map(|k| k.ptr);
+        }
+        // Full of rings of another kind: make room for the current one's.
+        let stale = if t.0.iter().all(Option::is_some) {
+            t.0[0].take()
+        } else {
+            None
+        };
+        drop(t);
+        if let Some(k) = stale {
+            // SAFETY: a kept ring is a whole `Slots` mapping that only the table owned, and it
+            // has just left the table.
+            unsafe { unmap(k.ptr, k.len) };
+        }
+        None
+    }
+
+    /// Keep `len` words at `ptr` (mapped as `huge`) for reuse, zeroing first the words below
+    /// `written.0` and from `written.1` on (all that can be non-zero); `false` if there is no
+    /// room, and then the caller still owns them.
+    ///
+    /// # Safety
+    /// `ptr` holds `len` words of a `Slots` mapping, which nothing uses any more, zero outside
+    /// the `written` ranges, and which becomes the table's if this returns `true`.
+    pub(super) unsafe fn give(
+        ptr: NonNull<AtomicU64>,
+        len: usize,
+        huge: bool,
+        written: (usize, usize),
+    ) -> bool {
+        let room = |t: &Table| {
+            let used: usize = t.0.iter().flatten().map(|k| bytes(k.len)).sum();
+            t.0.iter().any(Option::is_none) && used + bytes(len) <= POOL_BYTES
+        };
+        if !room(&table()) {
+            return false;
+        }
+        // Zero outside the lock (a 2 MiB ring takes some 100 µs); if the room went meanwhile,
+        // the work was wasted and the caller unmaps.
+        let (below, from) = (written.0.min(len), written.1.min(len));
+        // SAFETY: `ptr` is valid for `len` words that nothing else uses (the contract), and
+        // both ranges lie within them; zero bytes are a valid `AtomicU64`.
+        unsafe {
+            std::ptr::write_bytes(ptr.as_ptr(), 0, below);
+            std::ptr::write_bytes(ptr.as_ptr().add(from), 0, len - from);
+        }
+        let mut t = table();
+        if !room(&t) {
+            return false;
+        }
+        if let Some(slot) = t.0.iter_mut().find(|k| k.is_none()) {
+            *slot = Some(Kept { ptr, len, huge });
+            return true;
+        }
+        false
     }
 }
 

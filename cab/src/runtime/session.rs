@@ -322,7 +322,9 @@ impl<A: RingAnalysis> Session<A> {
             // rather than a thread without a ring later. Pages are mapped lazily: cheap, but
             // only in 4 KiB pages (a sampling ring writes its first slot, which on a huge
             // page would zero 2 MiB); a huge-page mapping that fails falls back to those.
-            drop(b.design.channel(&ring.with_huge_pages(false))?);
+            // Neither taken from nor kept among the freed rings (keeping zeroes, which would
+            // fault in every page).
+            crate::slots::without_reuse(|| b.design.channel(&ring.with_huge_pages(false)))?;
         }
         let budget = RingBudget::new(b.ring_memory_for(&ring));
         let mut global = claim_global()?;
