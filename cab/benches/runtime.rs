@@ -4,6 +4,11 @@
 //!    counting analysis (2-core machine: the 4 producers share one core with each other).
 //! 2. Idle cost: a session whose threads have rings but emit nothing; the process's CPU time
 //!    over a few seconds of wall time (the analyzer must back off, not spin a core).
+//! 3. New threads: what a thread's ring costs it, on huge and on 4 KiB pages, alternated
+//!    round by round. (a) Thread churn, as a test harness makes it: 300 threads one after
+//!    another, each emitting 200 events and exiting; the kept rings of exited threads serve
+//!    the next ones. (b) A fresh ring's first lap: one thread emitting one ring's worth of
+//!    events into a ring of a size no earlier round used, so none is kept for it.
 //!
 //! `cargo bench -p cabprof-cab --bench runtime`
 
@@ -82,6 +87,60 @@ fn raw_ring() -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// A session of the default configuration with huge pages `huge` and ring size `buffer`.
+fn session_with(huge: bool, buffer: Option<usize>) -> Session<Count> {
+    let config = RuntimeConfig {
+        huge_pages: huge,
+        buffer_bytes: buffer,
+        chunk_bytes: buffer.map(|b| b / 16),
+        ..RuntimeConfig::default()
+    };
+    Session::start(config, Count::default).unwrap()
+}
+
+/// Section 3a: microseconds per thread of 300 threads made one after another, each emitting
+/// 200 events and exiting.
+fn churn(huge: bool) -> f64 {
+    const THREADS: u64 = 300;
+    let session = session_with(huge, None);
+    let start = Instant::now();
+    for _ in 0..THREADS {
+        std::thread::spawn(|| {
+            for v in 1..=200 {
+                emit(Event::marker(v).unwrap());
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    let el = start.elapsed();
+    assert_eq!(session.finish().analysis.0, THREADS * 200);
+    el.as_secs_f64() * 1e6 / THREADS as f64
+}
+
+/// Section 3b: milliseconds a new thread takes to emit one lap of a fresh ring of `buffer`
+/// bytes, from its first event.
+fn first_lap(huge: bool, buffer: usize) -> f64 {
+    let session = session_with(huge, Some(buffer));
+    let words = (buffer / 8) as u64;
+    let ms = std::thread::spawn(move || {
+        let start = Instant::now();
+        for v in 1..=words {
+            emit(Event::marker(v).unwrap());
+        }
+        start.elapsed().as_secs_f64() * 1e3
+    })
+    .join()
+    .unwrap();
+    assert_eq!(session.finish().analysis.0, words);
+    ms
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return;
@@ -136,4 +195,44 @@ fn main() {
             100.0 * (b - a).as_secs_f64() / wall.as_secs_f64()
         );
     }
+
+    // 3. New threads, huge against 4 KiB pages, alternated; 9 rounds.
+    let (mut churn_huge, mut churn_small, mut lap_huge, mut lap_small) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..9 {
+        // A ring size of its own per round and kind (4 MiB and up, by 128 KiB chunks' worth),
+        // so the first-lap threads never find a kept ring.
+        let fresh = |k: usize| (4 << 20) + (2 * round + k) * (256 << 10);
+        let order = if round % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for huge in order {
+            let c = churn(huge);
+            let l = first_lap(huge, fresh(usize::from(huge)));
+            if huge {
+                churn_huge.push(c);
+                lap_huge.push(l);
+            } else {
+                churn_small.push(c);
+                lap_small.push(l);
+            }
+        }
+    }
+    let (ch, cs, lh, ls) = (
+        median(churn_huge),
+        median(churn_small),
+        median(lap_huge),
+        median(lap_small),
+    );
+    println!("new threads, huge / 4 KiB pages, median of 9 alternated rounds:");
+    println!(
+        "  thread churn (300 threads x 200 events, kept rings reused): {ch:.1} / {cs:.1} us per thread ({:.2}x)",
+        ch / cs
+    );
+    println!(
+        "  a fresh 4+ MiB ring's first lap: {lh:.2} / {ls:.2} ms ({:.2}x)",
+        lh / ls
+    );
 }
