@@ -467,8 +467,10 @@ impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
         self.close();
         // What this ring's memory can hold besides zeros, so that keeping it for the next
         // ring zeroes that alone: the slots this producer reached (all of them once it has
-        // wrapped), plus, sampling, the chunk start it armed ahead; and the `MAGIC` slot and
-        // the padding after it.
+        // wrapped), plus, sampling, the chunk start it armed ahead (at most a chunk past the
+        // cursor; left in place, it would lie inside a chunk of a next owner with longer
+        // chunks, which would take it for a chunk start); and the `MAGIC` slot and the
+        // padding after it.
         let sh = &self.shared;
         let reached = if self.wraps > 0 {
             sh.capacity

@@ -28,12 +28,18 @@
 //! **Freed rings are kept for the next ones** (Unix): a freed ring is zeroed by the thread that
 //! frees it (an analyzer, which drains and frees the rings of exited threads, or `finish`) and
 //! kept, up to [`POOL_RINGS`] rings and [`POOL_BYTES`] bytes, for the next ring of the same
-//! length and page kind, which then costs its thread no page faults and no zeroing. Without it,
+//! length and page kind, which then costs its thread no zeroing and no page faults where its
+//! earlier owners wrote. Zeroed is only what a CAB producer can have written (it says how far
+//! it got when dropped: see [`Slots::written`] and `Producer`'s `Drop`), so untouched pages
+//! stay untouched; other designs' rings are zeroed whole. Without it,
 //! every new thread of a program that starts many (a test harness runs each test on a new
 //! thread) paid for a fresh ring's first touch: on huge pages, zeroing 2 MiB at its first event
-//! (about 0.3 ms measured here). When the table is full of rings of other lengths, a request
-//! unmaps one of them, so the kept rings follow the current configuration. What is kept is
-//! bounded by construction and counted by no session's ring budget.
+//! (about 0.3 ms measured here). A ring made with none of its length and page kind kept, and no
+//! room to keep it later (no place, or not the bytes), unmaps kept rings of other kinds until
+//! there is: the kept rings follow the current configuration. What is kept is bounded by
+//! construction and counted by no session's ring budget (a ring is one word more than its
+//! `buffer_bytes`, so of 4 MiB rings 3 are kept). A child of `fork` neither takes nor keeps
+//! rings: its copy of the table's lock may be held by a thread it does not have.
 
 use crate::config::ConfigError;
 use crate::sync::AtomicU64;
@@ -92,13 +98,16 @@ pub(crate) struct Slots {
     len: usize,
     /// Mapped for huge pages (`map_zeroed`'s `huge`): what a ring kept for reuse must match.
     #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))]
     huge: bool,
     /// Kept for reuse when freed (not for rings made inside [`without_reuse`]).
     #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))]
     reuse: bool,
     /// What keeping must zero: the words below the first and from the second on (see
     /// [`Slots::written`]; until told, all of them).
     #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))]
     written: std::sync::Mutex<(usize, usize)>,
     #[cfg(loom)]
     words: Box<[AtomicU64]>,
@@ -327,9 +336,11 @@ unsafe fn unmap(ptr: std::ptr::NonNull<AtomicU64>, len: usize) {
 
 /// Most rings kept for reuse (see the module docs).
 #[cfg(not(loom))]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) const POOL_RINGS: usize = 4;
 /// Most bytes of rings kept for reuse.
 #[cfg(not(loom))]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) const POOL_BYTES: usize = 16 << 20;
 
 /// The rings kept for reuse: a fixed table under a lock taken only when a ring is made or
@@ -339,53 +350,107 @@ pub(crate) const POOL_BYTES: usize = 16 << 20;
 mod pool {
     use super::{unmap, AtomicU64, POOL_BYTES, POOL_RINGS};
     use std::ptr::NonNull;
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Mutex, MutexGuard};
 
-    /// A kept ring: `len` zeroed words at `ptr`, mapped as `huge` says.
-    #[derive(Clone, Copy)]
-    struct Kept {
-        ptr: NonNull<AtomicU64>,
-        len: usize,
-        huge: bool,
+    /// A kept ring: `len` zeroed words at `ptr`, mapped as `huge`.
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Kept {
+        pub(super) ptr: NonNull<AtomicU64>,
+        pub(super) len: usize,
+        pub(super) huge: bool,
     }
 
     /// The table (`Kept` is a pointer, so it needs saying that it may move between threads:
     /// it owns its words exclusively, as `Slots` does).
-    struct Table([Option<Kept>; POOL_RINGS]);
+    pub(super) struct Table(pub(super) [Option<Kept>; POOL_RINGS]);
     // SAFETY: a kept ring's words are owned by the table alone until `take` hands them out.
     unsafe impl Send for Table {}
 
     static TABLE: Mutex<Table> = Mutex::new(Table([None; POOL_RINGS]));
 
-    fn table() -> std::sync::MutexGuard<'static, Table> {
+    /// The process that uses [`TABLE`] (0 until one does). A child of `fork` has a copy of
+    /// the table and of its lock, which a thread the child does not have may have held: it
+    /// neither takes nor keeps rings (they are few there: profiling is off after a fork).
+    static OWNER: AtomicU32 = AtomicU32::new(0);
+
+    /// The table, locked; `None` in a child forked since the table was first used.
+    fn table() -> Option<MutexGuard<'static, Table>> {
+        let me = std::process::id();
+        // Recorded before the lock is first taken, so a child forked while any thread held
+        // it finds its parent's id here.
+        let owner = match OWNER.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => me,
+            Err(owner) => owner,
+        };
         // A panic while holding the lock leaves the table consistent (every change is one
         // assignment), so a poisoned lock is used as is.
-        TABLE.lock().unwrap_or_else(|p| p.into_inner())
+        (owner == me).then(|| TABLE.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn bytes(len: usize) -> usize {
         len * std::mem::size_of::<AtomicU64>()
     }
 
-    /// A kept ring of `len` words mapped as `huge`, all zero, now the caller's; or `None`.
-    /// When none fits and the table is full of rings of other kinds, one of them is unmapped
-    /// (the configuration changed: its place goes to the new one's rings when they are freed).
-    pub(super) fn take(len: usize, huge: bool) -> Option<NonNull<AtomicU64>> {
-        let mut t = table();
-        if let Some(slot) =
-            t.0.iter_mut()
-                .find(|k| matches!(k, Some(k) if k.len == len && k.huge == huge))
-        {
-            return slot.take().map(|k| k.ptr);
+    impl Table {
+        /// Whether a ring of `len` words can be kept now: a free place, and bytes for it.
+        pub(super) fn room(&self, len: usize) -> bool {
+            let used: usize = self.0.iter().flatten().map(|k| bytes(k.len)).sum();
+            self.0.iter().any(Option::is_none) && used + bytes(len) <= POOL_BYTES
         }
-        // Full of rings of another kind: make room for the current one's.
-        let stale = if t.0.iter().all(Option::is_some) {
-            t.0[0].take()
-        } else {
-            None
-        };
+
+        /// Take out a kept ring of `len` words mapped as `huge`.
+        pub(super) fn take(&mut self, len: usize, huge: bool) -> Option<Kept> {
+            self.0
+                .iter_mut()
+                .find(|k| matches!(k, Some(k) if k.len == len && k.huge == huge))
+                .and_then(Option::take)
+        }
+
+        /// No kept ring is of the kind of a ring of `len` words being made: take out rings
+        /// (of other kinds, then) until there is room to keep that one when it is freed, for
+        /// the caller to unmap. The configuration changed, and the kept rings follow it, even
+        /// when what leaves no room is their bytes, not their number. Nothing, for a ring
+        /// too large ever to be kept.
+        pub(super) fn make_room(&mut self, len: usize) -> [Option<Kept>; POOL_RINGS] {
+            let mut out = [None; POOL_RINGS];
+            if bytes(len) <= POOL_BYTES {
+                for (i, o) in out.iter_mut().enumerate() {
+                    if self.room(len) {
+                        break;
+                    }
+                    *o = self.0[i].take();
+                }
+            }
+            out
+        }
+
+        /// Keep `k` if there is room.
+        pub(super) fn put(&mut self, k: Kept) -> bool {
+            if !self.room(k.len) {
+                return false;
+            }
+            match self.0.iter_mut().find(|s| s.is_none()) {
+                Some(slot) => {
+                    *slot = Some(k);
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+
+    /// A kept ring of `len` words mapped as `huge`, all zero, now the caller's; or `None`.
+    /// When none fits and there is no room to keep one (see [`Table::make_room`]), rings of
+    /// other kinds are unmapped.
+    pub(super) fn take(len: usize, huge: bool) -> Option<NonNull<AtomicU64>> {
+        let mut t = table()?;
+        if let Some(k) = t.take(len, huge) {
+            return Some(k.ptr);
+        }
+        let stale = t.make_room(len);
         drop(t);
-        if let Some(k) = stale {
+        for k in stale.into_iter().flatten() {
             // SAFETY: a kept ring is a whole `Slots` mapping that only the table owned, and it
             // has just left the table.
             unsafe { unmap(k.ptr, k.len) };
@@ -406,11 +471,7 @@ mod pool {
         huge: bool,
         written: (usize, usize),
     ) -> bool {
-        let room = |t: &Table| {
-            let used: usize = t.0.iter().flatten().map(|k| bytes(k.len)).sum();
-            t.0.iter().any(Option::is_none) && used + bytes(len) <= POOL_BYTES
-        };
-        if !room(&table()) {
+        if !table().is_some_and(|t| t.room(len)) {
             return false;
         }
         // Zero outside the lock (a 2 MiB ring takes some 100 µs); if the room went meanwhile,
@@ -422,15 +483,13 @@ mod pool {
             std::ptr::write_bytes(ptr.as_ptr(), 0, below);
             std::ptr::write_bytes(ptr.as_ptr().add(from), 0, len - from);
         }
-        let mut t = table();
-        if !room(&t) {
-            return false;
-        }
-        if let Some(slot) = t.0.iter_mut().find(|k| k.is_none()) {
-            *slot = Some(Kept { ptr, len, huge });
-            return true;
-        }
-        false
+        table().is_some_and(|mut t| t.put(Kept { ptr, len, huge }))
+    }
+
+    /// Hold the table's lock (tests: to fork while it is held).
+    #[cfg(test)]
+    pub(super) fn lock_for_test() -> Option<MutexGuard<'static, Table>> {
+        table()
     }
 }
 
@@ -595,6 +654,76 @@ mod tests {
         let small = Slots::zeroed(1024, true).unwrap();
         assert!(small.iter().all(|w| w.load(Ordering::Relaxed) == 0));
         assert!(!vma(small.as_ptr() as usize).expect("mapped").has("hg"));
+    }
+
+    /// The kept rings follow the configuration: a ring that finds none of its kind and no
+    /// room to be kept later makes room, whether what is short is places or bytes.
+    #[test]
+    fn a_ring_of_a_new_kind_makes_room_among_the_kept_ones() {
+        use pool::{Kept, Table};
+        let ring = |mib: usize, huge: bool| Kept {
+            ptr: std::ptr::NonNull::dangling(),
+            len: (mib << 20) / 8 + 1,
+            huge,
+        };
+        let len = |mib: usize| ring(mib, false).len;
+        // Places to spare, but not the bytes: 12 MiB kept, a 5 MiB ring made.
+        let mut t = Table([Some(ring(6, false)), Some(ring(6, false)), None, None]);
+        assert!(t.take(len(5), false).is_none());
+        assert!(!t.room(len(5)));
+        assert_eq!(t.make_room(len(5)).iter().flatten().count(), 1);
+        assert!(t.room(len(5)) && t.put(ring(5, false)), "kept when freed");
+        assert!(t.take(len(5), false).is_some(), "and found by the next");
+        // No place: one ring goes.
+        let mut t = Table([Some(ring(1, true)); POOL_RINGS]);
+        assert!(t.take(len(1), false).is_none(), "another page kind");
+        assert_eq!(t.make_room(len(1)).iter().flatten().count(), 1);
+        assert!(t.put(ring(1, false)));
+        // A ring too large ever to be kept takes none out; the table never exceeds its bytes.
+        let mut t = Table([Some(ring(1, false)), None, None, None]);
+        assert!(t.make_room(len(16)).iter().all(Option::is_none));
+        assert!(!t.put(ring(16, false)));
+        assert!(t.put(ring(8, false)) && !t.put(ring(8, false)));
+    }
+
+    /// A child of `fork` has a copy of the table's lock, perhaps held by a thread of the parent
+    /// that the child does not have: making and freeing a ring there must not wait for it.
+    #[test]
+    fn a_forked_child_makes_and_frees_rings_without_the_kept_ones() {
+        // Held by this thread across the fork, as any thread of the parent may hold it.
+        let held = pool::lock_for_test().expect("the parent's table");
+        // SAFETY: the child only makes and frees a ring (system calls, no allocation, no lock
+        // but the table's) and leaves with `_exit`.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            let ok = Slots::zeroed(1024, false).is_ok_and(|s| {
+                s[0].store(1, Ordering::Relaxed);
+                true
+            });
+            // SAFETY: ends the child at once, running nothing of the parent's.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        drop(held);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut status = 0;
+        loop {
+            // SAFETY: waits for our own child, writing its status into a local.
+            let r = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+            if r == child {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                // SAFETY: our own child, killed and reaped.
+                unsafe {
+                    libc::kill(child, libc::SIGKILL);
+                    libc::waitpid(child, &mut status, 0);
+                }
+                panic!("the forked child waited for the kept rings' lock");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
 
     /// The ranges `map_huge` gives back, for a start already on a 2 MiB boundary or not, and

@@ -1,12 +1,20 @@
 //! Freed rings are kept, zeroed, for the next ring of the same size (Unix): a new thread's
 //! ring then costs it no page faults, and none of the last owner's words reach the new
-//! consumer. One test in its own binary, because the kept rings are process-wide.
+//! consumer. Tests in their own binary, one at a time, because the kept rings are
+//! process-wide: each test then knows which rings are kept when it starts one.
 
 #![cfg(unix)]
 
 use cabprof_cab::event::{decode, Event, EventKind};
 use cabprof_cab::ring;
 use cabprof_cab::{Mode, Poll, RingConfig};
+use std::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// This thread's minor page faults so far (Linux), or `None`.
 fn thread_minor_faults() -> Option<u64> {
@@ -38,12 +46,20 @@ fn fill(base: u64) -> (Option<u64>, ring::Producer, ring::Consumer) {
 
 #[test]
 fn a_freed_ring_is_reused_zeroed_and_costs_no_faults() {
+    let _g = serial();
     // First owner: writes half the ring and goes away with nothing read.
     let (first_faults, p, c) = fill(1_000_000);
     drop(p);
     drop(c);
-    // Next owner: the same size.
-    let (second_faults, mut p, mut c) = fill(1);
+    // Next owner: the same size. On its own thread: a producer that finds a stale word where
+    // it expects a free slot waits for a consumer that never reads.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(fill(1));
+    });
+    let (second_faults, mut p, mut c) = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the next owner's producer hung on a stale word");
     p.close();
     let mut seen = Vec::new();
     c.drain_live(|words| {
@@ -112,6 +128,7 @@ fn round(cfg: &RingConfig, base: u64, events: u64, finish: bool) -> Vec<u64> {
 /// exactly the next owner's events, over more than a lap.
 #[test]
 fn reused_rings_hold_nothing_of_their_last_owner() {
+    let _g = serial();
     // Sizes of their own, so these never share a kept ring with the other test.
     let words = (512u64 << 10) / 8;
     for cfg in [
@@ -142,5 +159,68 @@ fn reused_rings_hold_nothing_of_their_last_owner() {
                 cfg.mode
             );
         }
+    }
+}
+
+/// A sampling producer arms the start of the chunk after the one it is in (`MAGIC`), ahead of
+/// its cursor. Left in a kept ring, such a word is harmless to a next owner of the same chunk
+/// size (it arms that slot itself before reaching it), but not to one of the same ring size
+/// with longer chunks: there it lies inside a chunk, and the producer takes it for an armed
+/// chunk start, lap after lap, moving a word of the chunk after into that chunk's side slot,
+/// where the consumer looks for the chunk's first event. So a consumer a little less than a
+/// lap behind reads the wrong first event, and no lap is counted.
+#[test]
+fn a_reused_sampling_ring_keeps_no_chunk_start_armed_ahead() {
+    let _g = serial();
+    // 32,768 slots; a size of its own, so no other test's ring is kept for it.
+    let buffer = 256 << 10;
+    let short = RingConfig::new(buffer, 32 << 10).with_mode(Mode::sampling(1.0));
+    let long = RingConfig::new(buffer, 64 << 10).with_mode(Mode::sampling(1.0));
+    let (cap, chunk) = (buffer as u64 / 8, (64 << 10) / 8);
+    // First owner, 4,096-slot chunks: in chunk 2, so chunk 3's start (slot 12,288) is armed.
+    {
+        let (mut p, _c) = ring::sampling_channel(&short).unwrap();
+        for i in 0..2 * 4096 + 100 {
+            p.push(Event::marker(1_000_000 + i).unwrap());
+        }
+    }
+    // Next owner, 8,192-slot chunks: slot 12,288 lies inside chunk 1 (and, lap after lap,
+    // a stale `MAGIC` there would be carried a chunk on: to slot 4,096 of the next lap).
+    let (mut p, mut c) = ring::sampling_channel(&long).unwrap();
+    let before = thread_minor_faults();
+    for i in 0..chunk {
+        p.push(Event::marker(i).unwrap());
+    }
+    let faults = thread_minor_faults().zip(before).map(|(a, b)| a - b);
+    // Into chunk 2: chunk 0 is ready; read it.
+    for i in chunk..2 * chunk + 1 {
+        p.push(Event::marker(i).unwrap());
+    }
+    let mut seen = Vec::new();
+    assert!(matches!(
+        c.poll_with(|ws| marker_values(ws, &mut seen)),
+        Poll::Consumed(_)
+    ));
+    assert_eq!(seen, (0..chunk).collect::<Vec<_>>());
+    // On through the wrap, past slot 4,096 of the next lap: chunk 1 of the first lap is
+    // still whole but for its start, armed again, whose event is in the side slot.
+    for i in 2 * chunk + 1..cap + 4096 + 1 {
+        p.push(Event::marker(i).unwrap());
+    }
+    seen.clear();
+    assert!(matches!(
+        c.poll_with(|ws| marker_values(ws, &mut seen)),
+        Poll::Consumed(_)
+    ));
+    assert_eq!(c.stats().chunks_lapped, 0, "chunk 1 was not overwritten");
+    assert_eq!(
+        seen,
+        (chunk..2 * chunk).collect::<Vec<_>>(),
+        "chunk 1 of the first lap, read almost a lap later"
+    );
+    // The ring was the kept one (else this proves nothing): the 64 KiB the first owner
+    // wrote took no faults, where a fresh ring takes two per 4 KiB page.
+    if let Some(f) = faults {
+        assert!(f <= 8, "the ring was not the kept one: {f} faults");
     }
 }
