@@ -200,8 +200,9 @@ fn main() {
     let (mut churn_huge, mut churn_small, mut lap_huge, mut lap_small) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..9 {
-        // A ring size of its own per round and kind (4 MiB and up, by 128 KiB chunks' worth),
-        // so the first-lap threads never find a kept ring.
+        // A ring size of its own per round and kind (4 MiB and up, in steps of 256 KiB), so
+        // the first-lap threads never find a kept ring. (Making one may unmap kept rings of
+        // other kinds to make room: part of the cost of a new kind's first ring.)
         let fresh = |k: usize| (4 << 20) + (2 * round + k) * (256 << 10);
         let order = if round % 2 == 0 {
             [true, false]
