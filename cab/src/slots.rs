@@ -16,8 +16,8 @@
 //! producer's first lap takes one page fault per 2 MiB instead of two per 4 KiB page (it reads
 //! a slot before writing it: one fault maps the zero page, the next copies it). Measured
 //! here on the evaluation's worker-pool workload (four threads, a 2 MiB ring each, one run of
-//! the workload per session), those 4 KiB faults made the concurrent run take as long again as
-//! the program. The cost is memory: the first event commits the ring's whole first 2 MiB,
+//! the workload per session; `design_ab --compare pages`), the run took 1.79× as long on
+//! 4 KiB pages. The cost is memory: the first event commits the ring's whole first 2 MiB,
 //! where 4 KiB pages commit only what the producer has reached; the rings' total stays under
 //! the session's ring budget either way. With transparent huge pages off in the kernel
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `never`) the advice is ignored and the
@@ -34,7 +34,7 @@
 //! stay untouched; other designs' rings are zeroed whole. Without it,
 //! every new thread of a program that starts many (a test harness runs each test on a new
 //! thread) paid for a fresh ring's first touch: on huge pages, zeroing 2 MiB at its first event
-//! (about 0.3 ms measured here). A ring made with none of its length and page kind kept, and no
+//! (`cargo bench -p cabprof-cab --bench runtime`, section 3, measures both). A ring made with none of its length and page kind kept, and no
 //! room to keep it later (no place, or not the bytes), unmaps kept rings of other kinds until
 //! there is: the kept rings follow the current configuration. What is kept is bounded by
 //! construction and counted by no session's ring budget (a ring is one word more than its
@@ -46,6 +46,8 @@ use crate::sync::AtomicU64;
 #[cfg(not(loom))]
 use std::cell::Cell;
 use std::ops::Deref;
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// The huge-page size asked for (the x86-64 and 4 KiB-granule AArch64 PMD size): rings at least
 /// this large are mapped at a multiple of it (see the module docs).
@@ -65,8 +67,9 @@ impl Slots {
     pub(crate) fn written(&self, below: usize, from: usize) {
         #[cfg(not(loom))]
         {
-            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            *w = (below.min(self.len), from.min(self.len));
+            // Relaxed: read only by `Drop`, which the last `Arc` holder's drop orders after.
+            self.written_below.store(below.min(self.len), Relaxed);
+            self.written_from.store(from.min(self.len), Relaxed);
         }
         #[cfg(loom)]
         let _ = (below, from);
@@ -104,11 +107,14 @@ pub(crate) struct Slots {
     #[cfg(not(loom))]
     #[cfg_attr(not(unix), allow(dead_code))]
     reuse: bool,
-    /// What keeping must zero: the words below the first and from the second on (see
-    /// [`Slots::written`]; until told, all of them).
+    /// What keeping must zero: the words below `written_below` and from `written_from` on
+    /// (see [`Slots::written`]; until told, all of them).
     #[cfg(not(loom))]
     #[cfg_attr(not(unix), allow(dead_code))]
-    written: std::sync::Mutex<(usize, usize)>,
+    written_below: AtomicUsize,
+    #[cfg(not(loom))]
+    #[cfg_attr(not(unix), allow(dead_code))]
+    written_from: AtomicUsize,
     #[cfg(loom)]
     words: Box<[AtomicU64]>,
 }
@@ -145,32 +151,25 @@ impl Slots {
                 .filter(|&b| b <= isize::MAX as usize)
                 .ok_or_else(refused)?;
             let reuse = !NO_REUSE.with(Cell::get);
-            if bytes == 0 {
-                return Ok(Slots {
-                    ptr: std::ptr::NonNull::dangling(),
-                    len: 0,
-                    huge,
-                    reuse,
-                    written: std::sync::Mutex::new((0, 0)),
-                });
-            }
-            #[cfg(unix)]
-            if let Some(ptr) = reuse.then(|| pool::take(n, huge)).flatten() {
-                return Ok(Slots {
-                    ptr,
-                    len: n,
-                    huge,
-                    reuse,
-                    written: std::sync::Mutex::new((n, n)),
-                });
-            }
-            let ptr = map_zeroed(bytes, huge).ok_or_else(refused)?;
+            let ptr = if bytes == 0 {
+                std::ptr::NonNull::dangling()
+            } else {
+                #[cfg(unix)]
+                let kept = reuse.then(|| pool::take(n, huge)).flatten();
+                #[cfg(not(unix))]
+                let kept = None;
+                match kept {
+                    Some(ptr) => ptr,
+                    None => map_zeroed(bytes, huge).ok_or_else(refused)?,
+                }
+            };
             Ok(Slots {
                 ptr,
                 len: n,
                 huge,
                 reuse,
-                written: std::sync::Mutex::new((n, n)),
+                written_below: AtomicUsize::new(n),
+                written_from: AtomicUsize::new(n),
             })
         }
     }
@@ -296,7 +295,7 @@ impl Drop for Slots {
             }
             #[cfg(unix)]
             {
-                let written = *self.written.get_mut().unwrap_or_else(|p| p.into_inner());
+                let written = (*self.written_below.get_mut(), *self.written_from.get_mut());
                 // SAFETY: `ptr` holds `len` words that nothing borrows any more (`&mut self`),
                 // zero outside `written` (the ring's producer said where it wrote).
                 let kept =
