@@ -1,0 +1,195 @@
+//! What reading a clock costs on this machine, and whether other work hides under the reads.
+//!
+//! The per-call race (`per_call`) times every call with two plain `rdtsc` reads and prints
+//! how much of `cabprof timed` they are. This bench says why the rest cannot shrink by
+//! overlapping with them: it measures, per call of the same ~2 ns body as `per_call`,
+//!
+//! - one read of each clock a profiler could use: `rdtsc` (`cabprof_cab::clock::now`, what a
+//!   timed call reads), `rdtscp`, and `std::time::Instant::now` (what hotpath and tracing
+//!   layers read);
+//! - the body between two `rdtsc` reads, their difference kept (the `two clock reads (floor)`
+//!   row of `per_call`);
+//! - the same two functions with `N` extra single-slot instructions (`nop`s) after the body,
+//!   for `N` = 32 and 64: what `N` instructions cost with and without the reads around them.
+//!   If the reads' latency hid other work, the extra instructions would cost less between
+//!   them than alone.
+//!
+//! All variants run in one process, interleaved: each round runs each variant once (`CALLS`
+//! calls) in a freshly shuffled order; the table gives the median over rounds and its spread.
+//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (default
+//! 7) sets the rounds. x86-64 only (it reads the time-stamp counter directly).
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    const CALLS: u64 = 10_000_000;
+
+    /// A variant: its name in the table, and the function it calls.
+    type Variant = (&'static str, fn(u64) -> u64);
+
+    /// The body of `per_call`: a short dependent chain of multiplies.
+    #[inline(always)]
+    fn work(x: u64) -> u64 {
+        let mut h = x;
+        for _ in 0..3 {
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (h >> 29);
+        }
+        h
+    }
+
+    /// `N` one-byte `nop`s: `N` issue slots, no data dependence, no memory.
+    #[inline(always)]
+    fn nops<const N: usize>() {
+        if N > 0 {
+            // SAFETY: `nop`s touch no register, flag or memory.
+            unsafe {
+                std::arch::asm!(".rept {n}", "nop", ".endr", n = const N, options(nomem, nostack, preserves_flags));
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn plain<const N: usize>(x: u64) -> u64 {
+        let r = work(x);
+        nops::<N>();
+        r
+    }
+
+    #[inline(never)]
+    fn two_reads<const N: usize>(x: u64) -> u64 {
+        let start = cabprof_cab::clock::now();
+        let r = work(x);
+        black_box(cabprof_cab::clock::now().saturating_sub(start));
+        nops::<N>();
+        r
+    }
+
+    #[inline(never)]
+    fn one_rdtsc(x: u64) -> u64 {
+        black_box(cabprof_cab::clock::now());
+        work(x)
+    }
+
+    #[inline(never)]
+    fn one_rdtscp(x: u64) -> u64 {
+        let mut aux = 0u32;
+        // SAFETY: only run where CPUID reports `rdtscp` (checked in `run`).
+        black_box(unsafe { core::arch::x86_64::__rdtscp(&mut aux) });
+        work(x)
+    }
+
+    #[inline(never)]
+    fn one_instant(x: u64) -> u64 {
+        black_box(Instant::now());
+        work(x)
+    }
+
+    /// ns per call of `CALLS` calls of `f`.
+    fn once(f: fn(u64) -> u64) -> f64 {
+        let t = Instant::now();
+        let mut acc = 0u64;
+        for i in 0..CALLS {
+            acc = acc.wrapping_add(f(black_box(i)));
+        }
+        black_box(acc);
+        t.elapsed().as_nanos() as f64 / CALLS as f64
+    }
+
+    fn median(v: &mut [f64]) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    pub(crate) fn run() {
+        let rounds: usize = match std::env::var("CLOCK_COST_ROUNDS") {
+            Ok(v) => match v.parse() {
+                Ok(n) if n >= 1 => n,
+                _ => panic!("CLOCK_COST_ROUNDS: {v:?} is not a whole number of rounds (1 or more)"),
+            },
+            Err(_) => 7,
+        };
+        let mut variants: Vec<Variant> = vec![
+            ("plain", plain::<0>),
+            ("one rdtsc", one_rdtsc),
+            ("one Instant::now", one_instant),
+            ("two rdtsc (timed-call floor)", two_reads::<0>),
+            ("plain + 32 nops", plain::<32>),
+            ("two rdtsc + 32 nops", two_reads::<32>),
+            ("plain + 64 nops", plain::<64>),
+            ("two rdtsc + 64 nops", two_reads::<64>),
+        ];
+        // CPUID leaf 0x8000_0001, EDX bit 27: the CPU has `rdtscp`.
+        // SAFETY: `cpuid` is part of the x86-64 baseline; leaf 0x8000_0001 exists on every
+        // x86-64 CPU (long mode is reported there). (Safe to call from Rust 1.87 on; the
+        // block is for older compilers.)
+        #[allow(unused_unsafe)]
+        let has_rdtscp = unsafe { core::arch::x86_64::__cpuid(0x8000_0001) }.edx & (1 << 27) != 0;
+        if has_rdtscp {
+            variants.insert(2, ("one rdtscp", one_rdtscp));
+        }
+        let mut samples = vec![Vec::new(); variants.len()];
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for f in &variants {
+            once(f.1); // warm up
+        }
+        for _ in 0..rounds {
+            // Fisher-Yates with xorshift64: a fresh order each round.
+            for i in (1..order.len()).rev() {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                order.swap(i, (rng % (i as u64 + 1)) as usize);
+            }
+            for &i in &order {
+                samples[i].push(once(variants[i].1));
+            }
+        }
+        let med: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
+        let plain_ns = med[0];
+        println!("clock_cost: {CALLS} calls per variant and round, median of {rounds} rounds");
+        println!(
+            "{:32} {:>8} {:>13} {:>11}",
+            "", "ns/call", "spread", "over plain"
+        );
+        for (i, (name, _)) in variants.iter().enumerate() {
+            let lo = samples[i].first().copied().unwrap_or(f64::NAN);
+            let hi = samples[i].last().copied().unwrap_or(f64::NAN);
+            println!(
+                "{name:32} {:>8.2} {:>13} {:>11.2}",
+                med[i],
+                format!("{lo:.2}-{hi:.2}"),
+                med[i] - plain_ns
+            );
+        }
+        let at = |name: &str| {
+            variants
+                .iter()
+                .position(|(n, _)| *n == name)
+                .map(|i| med[i])
+                .expect("variant")
+        };
+        let alone = (at("plain + 64 nops") - plain_ns) / 64.0;
+        let between = (at("two rdtsc + 64 nops") - at("two rdtsc (timed-call floor)")) / 64.0;
+        println!();
+        println!(
+            "an extra instruction costs {alone:.3} ns alone and {between:.3} ns next to two rdtsc \
+             reads (ratio {:.2}; below 1 if the reads hid some of it)",
+            between / alone
+        );
+        println!(
+            "one rdtsc read: {:.2} ns; Instant::now: {:.2} ns",
+            at("one rdtsc") - plain_ns,
+            at("one Instant::now") - plain_ns
+        );
+    }
+}
+
+fn main() {
+    #[cfg(target_arch = "x86_64")]
+    x86::run();
+    #[cfg(not(target_arch = "x86_64"))]
+    println!("clock_cost: x86-64 only (it reads the time-stamp counter directly)");
+}
