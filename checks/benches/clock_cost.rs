@@ -16,8 +16,8 @@
 //!
 //! All variants run in one process, interleaved: each round runs each variant once (`CALLS`
 //! calls) in a freshly shuffled order; the table gives the median over rounds and its spread.
-//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (default
-//! 7) sets the rounds. x86-64 only (it reads the time-stamp counter directly).
+//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (1 to
+//! 1000, default 7) sets the rounds. x86-64 only (it reads the time-stamp counter directly).
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -25,6 +25,10 @@ mod x86 {
     use std::time::Instant;
 
     const CALLS: u64 = 10_000_000;
+    /// Rounds when `CLOCK_COST_ROUNDS` is unset.
+    const ROUNDS_DEFAULT: usize = 7;
+    /// The most rounds `CLOCK_COST_ROUNDS` may ask for (a round takes about a second).
+    const ROUNDS_MAX: usize = 1000;
 
     /// A variant: its name in the table, and the function it calls.
     type Variant = (&'static str, fn(u64) -> u64);
@@ -102,14 +106,36 @@ mod x86 {
         v[v.len() / 2]
     }
 
-    pub(crate) fn run() {
-        let rounds: usize = match std::env::var("CLOCK_COST_ROUNDS") {
-            Ok(v) => match v.parse() {
-                Ok(n) if n >= 1 => n,
-                _ => panic!("CLOCK_COST_ROUNDS: {v:?} is not a whole number of rounds (1 or more)"),
-            },
-            Err(_) => 7,
+    /// `CLOCK_COST_ROUNDS`: the rounds to run, [`ROUNDS_DEFAULT`] when unset.
+    fn rounds() -> Result<usize, cabprof_cab::ConfigError> {
+        let bad = |value: &std::ffi::OsStr| {
+            cabprof_cab::ConfigError::new(
+                "CLOCK_COST_ROUNDS",
+                format!("{value:?}"),
+                format!(
+                    "a whole number of rounds from 1 to {ROUNDS_MAX} (unset: {ROUNDS_DEFAULT})"
+                ),
+            )
         };
+        match std::env::var_os("CLOCK_COST_ROUNDS") {
+            None => Ok(ROUNDS_DEFAULT),
+            Some(raw) => {
+                let n = raw
+                    .to_str()
+                    .and_then(|text| text.trim().parse::<usize>().ok());
+                match n {
+                    Some(n) if (1..=ROUNDS_MAX).contains(&n) => Ok(n),
+                    _ => Err(bad(&raw)),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn run() {
+        let rounds = rounds().unwrap_or_else(|e| {
+            eprintln!("clock_cost: {e}");
+            std::process::exit(2);
+        });
         let mut variants: Vec<Variant> = vec![
             ("plain", plain::<0>),
             ("one rdtsc", one_rdtsc),
