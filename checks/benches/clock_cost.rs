@@ -49,7 +49,13 @@ mod x86 {
         if N > 0 {
             // SAFETY: `nop`s touch no register, flag or memory.
             unsafe {
-                std::arch::asm!(".rept {n}", "nop", ".endr", n = const N, options(nomem, nostack, preserves_flags));
+                std::arch::asm!(
+                    ".rept {n}",
+                    "nop",
+                    ".endr",
+                    n = const N,
+                    options(nomem, nostack, preserves_flags),
+                );
             }
         }
     }
@@ -148,8 +154,8 @@ mod x86 {
         ];
         // CPUID leaf 0x8000_0001, EDX bit 27: the CPU has `rdtscp`.
         // SAFETY: `cpuid` is part of the x86-64 baseline; leaf 0x8000_0001 exists on every
-        // x86-64 CPU (long mode is reported there). (Safe to call from Rust 1.87 on; the
-        // block is for older compilers.)
+        // x86-64 CPU (long mode is reported there). `__cpuid` is an `unsafe fn` on the
+        // workspace's MSRV (1.88) and a safe one on later compilers, hence the `allow`.
         #[allow(unused_unsafe)]
         let has_rdtscp = unsafe { core::arch::x86_64::__cpuid(0x8000_0001) }.edx & (1 << 27) != 0;
         if has_rdtscp {
