@@ -15,7 +15,9 @@
 //!   them than alone.
 //!
 //! All variants run in one process, interleaved: each round runs each variant once (`CALLS`
-//! calls) in a freshly shuffled order; the table gives the median over rounds and its spread.
+//! calls) in a freshly shuffled order; the table gives the median over rounds and its spread
+//! (min-max). The cost of one extra `nop`, alone and next to the reads, is computed from the
+//! medians and, for its spread, within each round (both terms of a difference from one round).
 //! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (1 to
 //! 1000, default 7) sets the rounds. x86-64 only (it reads the time-stamp counter directly).
 
@@ -107,9 +109,12 @@ mod x86 {
         t.elapsed().as_nanos() as f64 / CALLS as f64
     }
 
-    fn median(v: &mut [f64]) -> f64 {
+    /// The median of `v` (the upper of the two middle values for an even count), its minimum
+    /// and its maximum; `v` keeps its order (round by round).
+    fn summary(v: &[f64]) -> (f64, f64, f64) {
+        let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        (v[v.len() / 2], v[0], v[v.len() - 1])
     }
 
     /// `CLOCK_COST_ROUNDS`: the rounds to run, [`ROUNDS_DEFAULT`] when unset.
@@ -179,36 +184,49 @@ mod x86 {
                 samples[i].push(once(variants[i].1));
             }
         }
-        let med: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
-        let plain_ns = med[0];
+        let stats: Vec<(f64, f64, f64)> = samples.iter().map(|s| summary(s)).collect();
+        let plain_ns = stats[0].0;
         println!("clock_cost: {CALLS} calls per variant and round, median of {rounds} rounds");
         println!(
             "{:32} {:>8} {:>13} {:>11}",
             "", "ns/call", "spread", "over plain"
         );
-        for (i, (name, _)) in variants.iter().enumerate() {
-            let lo = samples[i].first().copied().unwrap_or(f64::NAN);
-            let hi = samples[i].last().copied().unwrap_or(f64::NAN);
+        for ((name, _), &(med, lo, hi)) in variants.iter().zip(&stats) {
             println!(
-                "{name:32} {:>8.2} {:>13} {:>11.2}",
-                med[i],
+                "{name:32} {med:>8.2} {:>13} {:>11.2}",
                 format!("{lo:.2}-{hi:.2}"),
-                med[i] - plain_ns
+                med - plain_ns
             );
         }
-        let at = |name: &str| {
+        let index = |name: &str| {
             variants
                 .iter()
                 .position(|(n, _)| *n == name)
-                .map(|i| med[i])
                 .expect("variant")
         };
+        let at = |name: &str| stats[index(name)].0;
         let alone = (at("plain + 64 nops") - plain_ns) / 64.0;
         let between = (at("two rdtsc + 64 nops") - at("two rdtsc (timed-call floor)")) / 64.0;
+        // The same per-`nop` costs within each round (both variants of a difference ran in the
+        // same round), for their spread.
+        let per_round = |with: &str, without: &str| -> Vec<f64> {
+            let (w, o) = (&samples[index(with)], &samples[index(without)]);
+            w.iter().zip(o).map(|(w, o)| (w - o) / 64.0).collect()
+        };
+        let alone_r = per_round("plain + 64 nops", "plain");
+        let between_r = per_round("two rdtsc + 64 nops", "two rdtsc (timed-call floor)");
+        let ratio_r: Vec<f64> = between_r.iter().zip(&alone_r).map(|(b, a)| b / a).collect();
+        let (_, alone_lo, alone_hi) = summary(&alone_r);
+        let (_, between_lo, between_hi) = summary(&between_r);
+        let (_, ratio_lo, ratio_hi) = summary(&ratio_r);
         println!();
         println!(
-            "an extra instruction costs {alone:.3} ns alone and {between:.3} ns next to two rdtsc \
-             reads (ratio {:.2}; below 1 if the reads hid some of it)",
+            "an extra nop costs {alone:.3} ns alone (per round {alone_lo:.3}-{alone_hi:.3}) and \
+             {between:.3} ns next to two rdtsc reads (per round {between_lo:.3}-{between_hi:.3})"
+        );
+        println!(
+            "ratio {:.2} (per round {ratio_lo:.2}-{ratio_hi:.2}); below 1 if the reads hid some \
+             of it",
             between / alone
         );
         println!(
