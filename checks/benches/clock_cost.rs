@@ -1,7 +1,7 @@
 //! What reading a clock costs on this machine, and whether other work hides under the reads.
 //!
 //! The per-call race (`per_call`) times every call with two plain `rdtsc` reads and prints
-//! how much of `cabprof timed` they are. This bench says why the rest cannot shrink by
+//! how much of `cabprof timed` they are. This bench asks whether the rest could shrink by
 //! overlapping with them: it measures, per call of the same ~2 ns body as `per_call`,
 //!
 //! - one read of each clock a profiler could use: `rdtsc` (`cabprof_cab::clock::now`, what a
@@ -11,24 +11,32 @@
 //!   row of `per_call`);
 //! - the same two functions with `N` extra single-slot instructions (`nop`s) after the body,
 //!   for `N` = 32 and 64: what `N` instructions cost with and without the reads around them.
-//!   If the reads' latency hid other work, the extra instructions would cost less between
+//!   If the reads' latency hid other work, the extra instructions would cost less next to
 //!   them than alone.
 //!
 //! All variants run in one process, interleaved: each round runs each variant once (`CALLS`
 //! calls) in a freshly shuffled order; the table gives the median over rounds and its spread
 //! (min-max). The cost of one extra `nop`, alone and next to the reads, is computed from the
 //! medians and, for its spread, within each round (both terms of a difference from one round).
-//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (1 to
-//! 1000, default 7) sets the rounds. x86-64 only (it reads the time-stamp counter directly).
+//! Their ratio (next to the reads / alone) is, as for every comparison in this project, the
+//! median of the per-round ratios with a 95 % bootstrap interval
+//! (`cabprof_cab::stats::median_interval`, fixed seed): below 1 only if the whole interval is.
+//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (9 to
+//! 1000, default 17: `cabprof_cab::stats::MIN_ROUNDS` and `ROUNDS`) sets the rounds. x86-64
+//! only (it reads the time-stamp counter directly).
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use cabprof_cab::stats::{self, Side};
     use std::hint::black_box;
     use std::time::Instant;
 
     const CALLS: u64 = 10_000_000;
-    /// Rounds when `CLOCK_COST_ROUNDS` is unset.
-    const ROUNDS_DEFAULT: usize = 7;
+    /// Rounds when `CLOCK_COST_ROUNDS` is unset (the project's paired comparisons' default).
+    const ROUNDS_DEFAULT: usize = stats::ROUNDS;
+    /// The fewest rounds `CLOCK_COST_ROUNDS` may ask for: below it the bootstrap interval of
+    /// the ratio's median is far too narrow for 95 %.
+    const ROUNDS_MIN: usize = stats::MIN_ROUNDS;
     /// The most rounds `CLOCK_COST_ROUNDS` may ask for (a round takes about a second).
     const ROUNDS_MAX: usize = 1000;
 
@@ -109,14 +117,6 @@ mod x86 {
         t.elapsed().as_nanos() as f64 / CALLS as f64
     }
 
-    /// The median of `v` (the upper of the two middle values for an even count), its minimum
-    /// and its maximum; `v` keeps its order (round by round).
-    fn summary(v: &[f64]) -> (f64, f64, f64) {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        (v[v.len() / 2], v[0], v[v.len() - 1])
-    }
-
     /// `CLOCK_COST_ROUNDS`: the rounds to run, [`ROUNDS_DEFAULT`] when unset.
     fn rounds() -> Result<usize, cabprof_cab::ConfigError> {
         let bad = |value: &std::ffi::OsStr| {
@@ -124,7 +124,8 @@ mod x86 {
                 "CLOCK_COST_ROUNDS",
                 format!("{value:?}"),
                 format!(
-                    "a whole number of rounds from 1 to {ROUNDS_MAX} (unset: {ROUNDS_DEFAULT})"
+                    "a whole number of rounds from {ROUNDS_MIN} to {ROUNDS_MAX} (unset: \
+                     {ROUNDS_DEFAULT})"
                 ),
             )
         };
@@ -135,7 +136,7 @@ mod x86 {
                     .to_str()
                     .and_then(|text| text.trim().parse::<usize>().ok());
                 match n {
-                    Some(n) if (1..=ROUNDS_MAX).contains(&n) => Ok(n),
+                    Some(n) if (ROUNDS_MIN..=ROUNDS_MAX).contains(&n) => Ok(n),
                     _ => Err(bad(&raw)),
                 }
             }
@@ -184,14 +185,15 @@ mod x86 {
                 samples[i].push(once(variants[i].1));
             }
         }
-        let stats: Vec<(f64, f64, f64)> = samples.iter().map(|s| summary(s)).collect();
-        let plain_ns = stats[0].0;
+        let med: Vec<f64> = samples.iter().map(|s| stats::median(s)).collect();
+        let plain_ns = med[0];
         println!("clock_cost: {CALLS} calls per variant and round, median of {rounds} rounds");
         println!(
             "{:32} {:>8} {:>13} {:>11}",
             "", "ns/call", "spread", "over plain"
         );
-        for ((name, _), &(med, lo, hi)) in variants.iter().zip(&stats) {
+        for (((name, _), s), med) in variants.iter().zip(&samples).zip(&med) {
+            let (lo, hi) = stats::min_max(s);
             println!(
                 "{name:32} {med:>8.2} {:>13} {:>11.2}",
                 format!("{lo:.2}-{hi:.2}"),
@@ -204,7 +206,7 @@ mod x86 {
                 .position(|(n, _)| *n == name)
                 .expect("variant")
         };
-        let at = |name: &str| stats[index(name)].0;
+        let at = |name: &str| med[index(name)];
         let alone = (at("plain + 64 nops") - plain_ns) / 64.0;
         let between = (at("two rdtsc + 64 nops") - at("two rdtsc (timed-call floor)")) / 64.0;
         // The same per-`nop` costs within each round (both variants of a difference ran in the
@@ -215,19 +217,28 @@ mod x86 {
         };
         let alone_r = per_round("plain + 64 nops", "plain");
         let between_r = per_round("two rdtsc + 64 nops", "two rdtsc (timed-call floor)");
-        let ratio_r: Vec<f64> = between_r.iter().zip(&alone_r).map(|(b, a)| b / a).collect();
-        let (_, alone_lo, alone_hi) = summary(&alone_r);
-        let (_, between_lo, between_hi) = summary(&between_r);
-        let (_, ratio_lo, ratio_hi) = summary(&ratio_r);
+        let ratio = stats::median_interval(
+            &stats::paired_ratios(&between_r, &alone_r),
+            0.95,
+            stats::RESAMPLES,
+            stats::SEED,
+        );
+        let (alone_lo, alone_hi) = stats::min_max(&alone_r);
+        let (between_lo, between_hi) = stats::min_max(&between_r);
         println!();
         println!(
             "an extra nop costs {alone:.3} ns alone (per round {alone_lo:.3}-{alone_hi:.3}) and \
              {between:.3} ns next to two rdtsc reads (per round {between_lo:.3}-{between_hi:.3})"
         );
+        let verdict = match ratio.side_of(1.0) {
+            Side::Below => "below 1: the reads hid some of it",
+            Side::Above => "above 1: the reads made it dearer",
+            Side::Contains => "contains 1: no difference resolved",
+        };
         println!(
-            "ratio {:.2} (per round {ratio_lo:.2}-{ratio_hi:.2}); below 1 if the reads hid some \
-             of it",
-            between / alone
+            "next to the reads / alone, median of the per-round ratios: {:.2} [{:.2}, {:.2}] \
+             (95 % bootstrap), {verdict}",
+            ratio.median, ratio.lo, ratio.hi
         );
         println!(
             "one rdtsc read: {:.2} ns; Instant::now: {:.2} ns",
