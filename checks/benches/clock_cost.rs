@@ -25,6 +25,10 @@
 //! 1000, default 17: `cabprof_cab::stats::MIN_ROUNDS` and `ROUNDS`) sets the rounds. x86-64
 //! only (it reads the time-stamp counter directly).
 
+/// The body `per_call` times.
+#[cfg(target_arch = "x86_64")]
+mod body;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use cabprof_cab::stats::{self, Side};
@@ -43,15 +47,7 @@ mod x86 {
     /// A variant: its name in the table, and the function it calls.
     type Variant = (&'static str, fn(u64) -> u64);
 
-    /// The body of `per_call`: a short dependent chain of multiplies.
-    #[inline(always)]
-    fn work(x: u64) -> u64 {
-        let mut h = x;
-        for _ in 0..3 {
-            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (h >> 29);
-        }
-        h
-    }
+    use crate::body::work;
 
     /// `N` one-byte `nop`s: `N` issue slots, no data dependence, no memory.
     #[inline(always)]

@@ -94,16 +94,9 @@ const VARIANTS: [(&str, &str); 15] = [
 /// The rows that are peers (get the peer/timed column).
 const PEERS: [&str; 5] = ["hotpath", "tracing", "fastrace", "puffin", "tracy"];
 
-/// The body every variant times: a short dependent chain of multiplies, about 2 ns with the
-/// call.
-#[inline(always)]
-fn work(x: u64) -> u64 {
-    let mut h = x;
-    for _ in 0..3 {
-        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (h >> 29);
-    }
-    h
-}
+/// The body every variant times (shared with `clock_cost`).
+mod body;
+use body::work;
 
 #[inline(never)]
 fn plain(x: u64) -> u64 {
