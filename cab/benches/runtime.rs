@@ -14,6 +14,7 @@
 
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::stats::median;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -136,11 +137,6 @@ fn first_lap(huge: bool, buffer: usize) -> f64 {
     ms
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return;
@@ -222,10 +218,10 @@ fn main() {
         }
     }
     let (ch, cs, lh, ls) = (
-        median(churn_huge),
-        median(churn_small),
-        median(lap_huge),
-        median(lap_small),
+        median(&churn_huge),
+        median(&churn_small),
+        median(&lap_huge),
+        median(&lap_small),
     );
     println!("new threads, huge / 4 KiB pages, median of 9 alternated rounds:");
     println!(

@@ -15,8 +15,8 @@
 //!   them than alone.
 //!
 //! All variants run in one process, interleaved: each round runs each variant once (`CALLS`
-//! calls) in a freshly shuffled order; the table gives the median over rounds and its spread
-//! (min-max). The cost of one extra `nop`, alone and next to the reads, is computed from the
+//! calls) in a freshly shuffled order (fixed seed); the table gives the median over rounds
+//! and its spread (min-max). The cost of one extra `nop`, alone and next to the reads, is computed from the
 //! medians and, for its spread, within each round (both terms of a difference from one round).
 //! Their ratio (next to the reads / alone) is, as for every comparison in this project, the
 //! median of the per-round ratios with a 95 % bootstrap interval
@@ -165,18 +165,12 @@ mod x86 {
         }
         let mut samples = vec![Vec::new(); variants.len()];
         let mut order: Vec<usize> = (0..variants.len()).collect();
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = fastrand::Rng::with_seed(stats::SEED);
         for f in &variants {
             once(f.1); // warm up
         }
         for _ in 0..rounds {
-            // Fisher-Yates with xorshift64: a fresh order each round.
-            for i in (1..order.len()).rev() {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                order.swap(i, (rng % (i as u64 + 1)) as usize);
-            }
+            rng.shuffle(&mut order); // a fresh order each round (fixed seed)
             for &i in &order {
                 samples[i].push(once(variants[i].1));
             }
