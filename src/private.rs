@@ -320,21 +320,91 @@ pub struct FrameGuard {
 const UNTIMED: u64 = u64::MAX;
 
 /// Enter the function of `site`: with no session, one load and one branch.
+///
+/// Only that load and branch are inlined into the instrumented function; the work of a
+/// recorded call is one out-of-line call ([`enter_recorded`]). Inlined, that work (shadow
+/// stack, ring push, timing decision: about a hundred instructions) made every annotated
+/// function too big for the compiler to inline into its callers, so an accessor marked
+/// through its `impl` became a real call even with no session running (a recursive-descent
+/// parser of small accessors ran 7.8 times slower idle; `cargo bench -p cabprof-checks
+/// --bench idle_cost`).
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
-    let key = recording_key();
+    let key = session_key();
+    let e = if key == 0 {
+        Entry::IDLE
+    } else {
+        enter_recorded(site, key)
+    };
+    FrameGuard {
+        callee: e.callee(),
+        caller: e.caller(),
+        start: e.start,
+    }
+}
+
+/// What entering a function left for its exit: a [`FrameGuard`]'s fields, without its drop.
+/// Two words, so that [`enter_recorded`] returns it in two registers (a struct of three
+/// fields is returned through memory).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Entry {
+    /// `callee | caller << 32`.
+    ids: u64,
+    start: u64,
+}
+
+impl Entry {
+    /// Nothing recorded: the exit does nothing.
+    const IDLE: Entry = Entry {
+        ids: 0,
+        start: UNTIMED,
+    };
+
+    #[inline(always)]
+    fn callee(self) -> u32 {
+        self.ids as u32
+    }
+
+    #[inline(always)]
+    fn caller(self) -> u32 {
+        (self.ids >> 32) as u32
+    }
+}
+
+/// The entry of `site`'s function with a session running or undecided (`key`, non-zero):
+/// the `Call`, and the clock if this call is timed. Returned in two registers.
+///
+/// `extern "C"`, with any panic contained: a function that cannot unwind needs no landing
+/// pad in its callers, and an instrumented function whose body calls nothing else then has
+/// none at all, which keeps it small enough to inline.
+#[inline(never)]
+#[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
+extern "C" fn enter_recorded(site: &'static Site, key: u64) -> Entry {
+    contained(|| enter_recorded_inner(site, key), Entry::IDLE)
+}
+
+/// Run `f`; if it panics, return `or` instead of unwinding into the instrumented function (a
+/// bug in cabprof then loses an event, never the program's own control flow).
+#[inline(always)]
+fn contained<R>(f: impl FnOnce() -> R, or: R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(or)
+}
+
+#[inline(always)]
+fn enter_recorded_inner(site: &'static Site, key: u64) -> Entry {
+    let key = match activity_of(key) {
+        Activity::Recording => key,
+        Activity::Undecided => decided_key(),
+        Activity::Idle => 0,
+    };
     if key == 0 {
-        return FrameGuard {
-            callee: 0,
-            caller: 0,
-            start: UNTIMED,
-        };
+        return Entry::IDLE;
     }
     let (callee, caller) = call(site, key);
     let start = if timed(callee) { clock::now() } else { UNTIMED };
-    FrameGuard {
-        callee,
-        caller,
+    Entry {
+        ids: u64::from(callee) | u64::from(caller) << 32,
         start,
     }
 }
@@ -351,9 +421,15 @@ impl Drop for FrameGuard {
 /// The `Return` of a frame entered while a session ran; a timed one (`start` read at entry)
 /// returns with its duration in one `TimedReturn` word. Out of line so that the guard's drop
 /// stays one compare: the compiler inlines a small drop into every instrumented function, and
-/// calls a large one, which was most of the no-session cost.
+/// calls a large one, which was most of the no-session cost. `extern "C"` with panics
+/// contained, as [`enter_recorded`]: no landing pad in the caller.
 #[inline(never)]
-fn leave(callee: u32, caller: u32, start: u64) {
+extern "C" fn leave(callee: u32, caller: u32, start: u64) {
+    contained(|| leave_inner(callee, caller, start), ());
+}
+
+#[inline(always)]
+fn leave_inner(callee: u32, caller: u32, start: u64) {
     if start == UNTIMED {
         ret(callee, caller);
     } else {
@@ -392,20 +468,19 @@ pub struct PathGuard<const CALLS: bool> {
 /// Enter the function of `site`, instrumented with `paths`.
 #[inline(always)]
 pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<true> {
-    let key = recording_key();
-    let (method, caller) = if key != 0 { call(site, key) } else { (0, 0) };
-    let start = if method != 0 && timed(method) {
-        clock::now()
+    let key = session_key();
+    let e = if key == 0 {
+        Entry::IDLE
     } else {
-        UNTIMED
+        enter_recorded(site, key)
     };
     PathGuard {
-        method,
-        caller,
+        method: e.callee(),
+        caller: e.caller(),
         register: 0,
         unwound: num_paths,
         hashed,
-        start,
+        start: e.start,
     }
 }
 
@@ -465,8 +540,15 @@ fn emit_path(method_id: u32, path: u64, hashed: bool) {
 }
 
 /// Exit of a [`PathGuard`]: the last path (marked if unwinding), then the `Return` if `calls`.
+/// Cannot unwind, as [`leave`].
 #[inline(never)]
-fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
+#[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
+extern "C" fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
+    contained(|| exit_paths_inner(guard), ());
+}
+
+#[inline(always)]
+fn exit_paths_inner<const CALLS: bool>(guard: &PathGuard<CALLS>) {
     let (method_id, caller, hashed) = (guard.method, guard.caller, guard.hashed);
     let mut path = guard.register;
     if !hashed && std::thread::panicking() {
@@ -474,7 +556,7 @@ fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
     }
     emit_path(method_id, path, hashed);
     if CALLS {
-        leave(method_id, caller, guard.start);
+        leave_inner(method_id, caller, guard.start);
     }
 }
 

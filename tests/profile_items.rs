@@ -1,6 +1,7 @@
 //! `#[profile]` on `impl` blocks (every method), traits (default bodies), inline modules (every
-//! fn, recursively) and methods; `#[profile(skip)]` opts an item out. The registry names each
-//! function with its type and reports file and line.
+//! fn, recursively) and methods; `#[profile(skip)]` opts an item out; small functions are left
+//! alone unless `#[profile(all)]` asks for them. The registry names each function with its type
+//! and reports file and line.
 
 mod support;
 
@@ -12,7 +13,7 @@ struct Stack<T> {
     items: Vec<T>,
 }
 
-#[profile]
+#[profile(all)]
 impl<T: Clone> Stack<T> {
     fn new() -> Self {
         Stack { items: Vec::new() }
@@ -41,7 +42,7 @@ trait Shape {
     fn describe(&self) -> String;
 }
 
-#[profile]
+#[profile(all)]
 trait Greeter {
     fn name(&self) -> String;
 
@@ -69,7 +70,7 @@ impl Greeter for Square {
     }
 }
 
-#[profile]
+#[profile(all)]
 mod geometry {
     pub(crate) fn double(x: u32) -> u32 {
         helpers::twice(x)
@@ -81,6 +82,102 @@ mod geometry {
             x * 2
         }
     }
+}
+
+/// A scanner shaped like a parser's: accessors the compiler inlines, and methods with loops.
+struct Scanner<'a> {
+    src: &'a [u8],
+    pos: usize,
+}
+
+#[profile]
+impl Scanner<'_> {
+    fn is_eof(&self) -> bool {
+        self.pos >= self.src.len()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn bump(&mut self) {
+        self.pos += 1;
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.bump();
+        }
+    }
+
+    fn word(&mut self) -> usize {
+        self.skip_spaces();
+        let start = self.pos;
+        while !self.is_eof() && self.peek() != Some(b' ') {
+            self.bump();
+        }
+        self.pos - start
+    }
+
+    fn describe(&self) -> String {
+        format!("at {}", self.pos)
+    }
+}
+
+/// The same accessors with `all`: every method instrumented.
+struct AllScanner<'a>(Scanner<'a>);
+
+#[profile(all)]
+impl AllScanner<'_> {
+    fn is_eof(&self) -> bool {
+        self.0.pos >= self.0.src.len()
+    }
+
+    fn bump(&mut self) {
+        self.0.pos += 1;
+    }
+}
+
+#[test]
+fn small_functions_are_left_alone_unless_all() {
+    let _g = serial();
+    let (n, ev) = record(|| {
+        let mut s = Scanner {
+            src: b"  ab",
+            pos: 0,
+        };
+        (s.word(), s.describe())
+    });
+    assert_eq!(n, (2, "at 4".to_string()));
+    assert_balanced(&ev);
+    // `is_eof`, `peek` and `bump` are accessors: left alone. `word` and `skip_spaces` have
+    // loops, `describe` a macro call: instrumented.
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>Scanner<'_>::word",
+            "+Scanner<'_>::word>Scanner<'_>::skip_spaces",
+            "-Scanner<'_>::skip_spaces",
+            "-Scanner<'_>::word",
+            "+root>Scanner<'_>::describe",
+            "-Scanner<'_>::describe",
+        ]
+    );
+    let (eof, ev) = record(|| {
+        let mut s = AllScanner(Scanner { src: b"a", pos: 0 });
+        s.bump();
+        s.is_eof()
+    });
+    assert!(eof);
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>AllScanner<'_>::bump",
+            "-AllScanner<'_>::bump",
+            "+root>AllScanner<'_>::is_eof",
+            "-AllScanner<'_>::is_eof",
+        ]
+    );
 }
 
 #[test]

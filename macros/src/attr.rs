@@ -8,6 +8,7 @@ mod kw {
     syn::custom_keyword!(memory);
     syn::custom_keyword!(skip);
     syn::custom_keyword!(max_paths);
+    syn::custom_keyword!(all);
 }
 
 /// The largest `num_paths` a function may have: completed paths are numbered `0..num_paths` and
@@ -24,6 +25,9 @@ pub(crate) struct Options {
     pub(crate) memory: bool,
     /// Leave this item alone (inside a profiled `impl` or module).
     pub(crate) skip: bool,
+    /// On an `impl`, trait or module: instrument small functions too (see
+    /// `expand::left_alone_as_small`).
+    pub(crate) all: bool,
     /// Split paths so that the function has at most this many (default [`PATH_LIMIT`]).
     pub(crate) max_paths: Option<u64>,
     /// `crate = path`: the path the `cabprof` crate is reachable under, for crates that
@@ -64,6 +68,10 @@ impl Parse for Options {
                 let k: kw::skip = input.parse()?;
                 once("skip", k.span)?;
                 opts.skip = true;
+            } else if look.peek(kw::all) {
+                let k: kw::all = input.parse()?;
+                once("all", k.span)?;
+                opts.all = true;
             } else if look.peek(kw::max_paths) {
                 let k: kw::max_paths = input.parse()?;
                 once("max_paths", k.span)?;
@@ -95,7 +103,7 @@ impl Parse for Options {
                     id.span(),
                     format!(
                         "unknown option `{id}`; expected `paths`, `memory`, `max_paths = N`, \
-                         `crate = path` or `skip`"
+                         `all`, `crate = path` or `skip`"
                     ),
                 ));
             } else {

@@ -195,16 +195,24 @@ fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> sy
 }
 
 /// An item inside a profiled `impl`, trait or module. Functions that cannot be instrumented
-/// (`const fn`, methods without a body) and items with their own `#[profile]` are left alone.
+/// (`const fn`, methods without a body), small ones (see [`left_alone_as_small`]) and items
+/// with their own `#[profile]` are left alone.
 fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
     match item {
-        Item::Fn(f) if f.sig.constness.is_none() && !has_profile(&f.attrs) => {
+        Item::Fn(f)
+            if f.sig.constness.is_none()
+                && !has_profile(&f.attrs)
+                && !left_alone_as_small(opts, &f.sig, &f.block) =>
+        {
             collect(function(opts, &mut f.sig, &mut f.block), errors);
         }
         Item::Impl(i) if !has_profile(&i.attrs) => {
             for it in &mut i.items {
                 if let ImplItem::Fn(f) = it {
-                    if f.sig.constness.is_none() && !has_profile(&f.attrs) {
+                    if f.sig.constness.is_none()
+                        && !has_profile(&f.attrs)
+                        && !left_alone_as_small(opts, &f.sig, &f.block)
+                    {
                         collect(function(opts, &mut f.sig, &mut f.block), errors);
                     }
                 }
@@ -213,9 +221,15 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
         Item::Trait(t) if !has_profile(&t.attrs) => {
             for it in &mut t.items {
                 if let TraitItem::Fn(f) = it {
-                    if let (Some(block), None, false) =
-                        (&mut f.default, &f.sig.constness, has_profile(&f.attrs))
-                    {
+                    let instrument = match &f.default {
+                        Some(block) => {
+                            f.sig.constness.is_none()
+                                && !has_profile(&f.attrs)
+                                && !left_alone_as_small(opts, &f.sig, block)
+                        }
+                        None => false,
+                    };
+                    if let (true, Some(block)) = (instrument, &mut f.default) {
                         collect(function(opts, &mut f.sig, block), errors);
                     }
                 }
@@ -230,6 +244,66 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
         }
         _ => {}
     }
+}
+
+/// Bodies of fewer tokens than this, without a loop or a macro call, are "small" (see
+/// [`left_alone_as_small`]). An accessor such as `fn is_eof(&self) -> bool { self.pos >=
+/// self.src.len() }` has 10 (`>=` is two, delimiters are none); in regex-syntax's parser,
+/// `char`, `peek`, `offset` and `is_eof` are below the limit, `bump` (which moves the
+/// position, line and column) and `bump_space` (a loop) are not.
+pub(crate) const SMALL_TOKENS: usize = 48;
+
+/// Whether a function met inside a profiled `impl`, trait or module is left alone because it
+/// is small: no `all` option, plain `#[profile]` (with `paths` or `memory` every function
+/// counts: an accessor's loads are the cache simulator's input), not `async`, a body of fewer
+/// than [`SMALL_TOKENS`] tokens, no loop and no macro call (whose expansion may be anything). Such functions are the accessors that the
+/// compiler inlines into their callers; instrumented, each call would pay a session check at
+/// entry and exit, in the caller's inner loops, however cheap the check (a parser of small
+/// accessors ran 4.4 times slower with no session running; `cargo bench -p cabprof-checks
+/// --bench idle_cost`). `#[profile]` on the function itself, or `#[profile(all)]` on the
+/// block, instruments them.
+fn left_alone_as_small(opts: &Options, sig: &Signature, block: &Block) -> bool {
+    !opts.all
+        && !opts.paths
+        && !opts.memory
+        && sig.asyncness.is_none()
+        && token_count(block.to_token_stream()) < SMALL_TOKENS
+        && !has_loop_or_macro(block)
+}
+
+/// Leaf tokens in `tokens`, groups' delimiters not counted.
+fn token_count(tokens: TokenStream) -> usize {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            proc_macro2::TokenTree::Group(g) => token_count(g.stream()),
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Whether `block` holds a `loop`, `while`, `for` or a macro call, anywhere (closures
+/// included): any of them makes a body more than an accessor.
+fn has_loop_or_macro(block: &Block) -> bool {
+    struct Find(bool);
+    impl VisitMut for Find {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            if matches!(
+                e,
+                Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Macro(_)
+            ) {
+                self.0 = true;
+            } else {
+                syn::visit_mut::visit_expr_mut(self, e);
+            }
+        }
+        fn visit_stmt_macro_mut(&mut self, _: &mut syn::StmtMacro) {
+            self.0 = true;
+        }
+    }
+    let mut f = Find(false);
+    f.visit_block_mut(&mut block.clone());
+    f.0
 }
 
 fn collect(r: syn::Result<()>, errors: &mut Vec<syn::Error>) {
@@ -365,7 +439,7 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
 #[cfg(test)]
 mod tests {
     use super::entry;
-    use quote::quote;
+    use quote::{quote, ToTokens};
 
     /// Not `enabled`: the output is the input, token for token.
     #[test]
@@ -373,7 +447,7 @@ mod tests {
         let items = [
             quote! { #[inline] pub fn f(x: u32) -> u32 { if x > 1 { x } else { 0 } } },
             quote! { impl S { fn a(&self) {} const fn b() {} async fn c() -> u8 { 1 } } },
-            quote! { mod m { pub fn g<T: Clone>(t: &T) -> T { t.clone() } } },
+            quote! { mod m { pub fn g<T: Clone>(t: &T) -> T { for _ in 0..1 {} t.clone() } } },
         ];
         for attr in [
             quote!(),
@@ -391,6 +465,49 @@ mod tests {
         // A bad option is still an error.
         let out = entry(false, quote!(pathz), items[0].clone());
         assert!(out.to_string().contains("compile_error"), "{out}");
+    }
+
+    /// Inside a profiled block, small bodies without loops or macro calls are left alone,
+    /// unless `all`, `paths` or `memory` is asked for, or the fn is `async`.
+    #[test]
+    fn small_functions_in_a_block_are_left_alone() {
+        use super::{left_alone_as_small, token_count, SMALL_TOKENS};
+        use crate::attr::Options;
+        let f = |tokens: proc_macro2::TokenStream| syn::parse2::<syn::ItemFn>(tokens).unwrap();
+        let is_eof = f(quote! { fn is_eof(&self) -> bool { self.pos >= self.src.len() } });
+        assert_eq!(token_count(quote! { self.pos >= self.src.len() }), 10);
+        let plain = Options::default();
+        assert!(left_alone_as_small(&plain, &is_eof.sig, &is_eof.block));
+        for opts in ["all", "paths", "memory"] {
+            let o: Options = syn::parse_str(opts).unwrap();
+            assert!(
+                !left_alone_as_small(&o, &is_eof.sig, &is_eof.block),
+                "{opts}"
+            );
+        }
+        let asynch = f(quote! { async fn get(&self) -> u8 { self.0 } });
+        assert!(!left_alone_as_small(&plain, &asynch.sig, &asynch.block));
+        let looped =
+            f(quote! { fn skip(&mut self) { while self.peek() == b' ' { self.bump(); } } });
+        assert!(!left_alone_as_small(&plain, &looped.sig, &looped.block));
+        let macroed = f(quote! { fn greet(&self) -> String { format!("hi {}", self.0) } });
+        assert!(!left_alone_as_small(&plain, &macroed.sig, &macroed.block));
+        let stmt_macro = f(quote! { fn check(&self) { debug_assert!(self.ok()); } });
+        assert!(!left_alone_as_small(
+            &plain,
+            &stmt_macro.sig,
+            &stmt_macro.block
+        ));
+        // One token short of the limit is small; at the limit it is not.
+        let body = |n: usize| {
+            let adds = std::iter::repeat_n(quote!(+ 1), (n - 1) / 2);
+            f(quote! { fn sum() -> u32 { 1 #(#adds)* } })
+        };
+        let under = body(SMALL_TOKENS - 1);
+        assert_eq!(token_count(under.block.to_token_stream()), SMALL_TOKENS - 1);
+        assert!(left_alone_as_small(&plain, &under.sig, &under.block));
+        let at = body(SMALL_TOKENS + 1);
+        assert!(!left_alone_as_small(&plain, &at.sig, &at.block));
     }
 
     /// `crate = path` sends every generated call to that path, and nothing else changes.
