@@ -87,6 +87,14 @@ pub use cabprof_cab::registry::{
     PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
 };
 
+/// `std::any::type_name_of_val`, for the generated `Site` (see `Site::new`): called here, in
+/// cabprof's crate, so that the user's crate, whatever its `rust-version`, expands no std API
+/// newer than its own (clippy's `incompatible_msrv` would point at the attribute).
+#[inline]
+pub fn type_name_of<T: ?Sized>(_: &T) -> &'static str {
+    std::any::type_name::<T>()
+}
+
 thread_local! {
     /// Id of the innermost instrumented frame of this thread entered while a session ran
     /// (0 = none: the root).

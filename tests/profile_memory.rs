@@ -94,7 +94,7 @@ fn borrow_and_compare(a: &[String], b: &mut [u8]) -> bool {
 }
 
 #[profile(memory)]
-fn units(a: &[()]) -> () {
+fn units(a: &[()]) {
     a[0]
 }
 

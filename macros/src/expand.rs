@@ -374,7 +374,7 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
     let site = quote! {
         fn __cabprof_here() {}
         static __CABPROF_SITE: ::cabprof::__private::Site = ::cabprof::__private::Site::new(
-            || ::core::any::type_name_of_val(&__cabprof_here),
+            || ::cabprof::__private::type_name_of(&__cabprof_here),
             ::core::module_path!(),
             ::core::file!(),
             #line,
@@ -390,11 +390,11 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
             ReturnType::Type(_, ty) => ty.to_token_stream(),
         };
         let body = match frame_args {
-            Some((n, hashed)) => quote! {
-                match ::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed) {
-                    ref mut __cabprof_frame => { #(#stmts)* }
-                }
-            },
+            Some((n, hashed)) => user_match(
+                block,
+                quote!(::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed)),
+                &stmts,
+            ),
             None => quote!(#(#stmts)*),
         };
         quote! {
@@ -424,16 +424,39 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
                 return { #(#stmts)* };
             }
         } else {
+            let wrapped = user_match(block, guard, &stmts);
             quote! {
                 #site
-                match #guard {
-                    ref mut __cabprof_frame => { #(#stmts)* }
-                }
+                #wrapped
             }
         }
     };
-    *block = syn::parse2(quote!({ #body }))?;
+    // The user's braces stay: the fn item's span ends at its closing brace, and a
+    // macro-generated brace there would make the whole item look expanded, so that lints on
+    // the fn (`new_without_default`, `result_large_err`, ...) would skip it.
+    block.stmts = syn::parse::Parser::parse2(Block::parse_within, body)?;
     Ok(())
+}
+
+/// `match guard { ref mut __cabprof_frame => { stmts } }`, its `match`, arm and braces spanned
+/// at the user's body (`block`'s braces), the guard and the binding's name at the call site.
+///
+/// Clippy decides much from the expressions around the user's: whether a `&x` at the tail is
+/// needless depends on where its value goes, and the walk up to there gives up at a parent from
+/// another expansion than the expression's. With the match and its arm in the user's context,
+/// the tail's value flows out as it did in the plain body. The match itself is not linted as
+/// the user's: clippy's `match` lints check that the source text at its span starts with
+/// `match`, and the user's body starts with `{`.
+fn user_match(block: &Block, guard: TokenStream, stmts: &[Stmt]) -> TokenStream {
+    use proc_macro2::{Delimiter, Group};
+    let at = block.brace_token.span.join();
+    let mut arm = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
+    arm.set_span(at);
+    let by_ref = quote_spanned!(at=> ref mut);
+    let mut arms = Group::new(Delimiter::Brace, quote!(#by_ref __cabprof_frame => #arm));
+    arms.set_span(at);
+    let kw = quote_spanned!(at=> match);
+    quote!(#kw #guard #arms)
 }
 
 #[cfg(test)]

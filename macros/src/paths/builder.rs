@@ -593,25 +593,30 @@ impl<'a> Builder<'a> {
             if i + 1 < n {
                 self.edge(test, next, None, None);
             }
-            let s = self.site();
+            // The last arm without a guard is its test's only edge (value 0): no code, so an
+            // arm such as `_ => {}` stays empty (clippy's `single_match` looks for that).
+            let last = i + 1 == n && arm.guard.is_none();
+            let s = (!last).then(|| self.site());
             let kind = Kind::Arm(i as u32);
             let body = self.node();
             match &mut arm.guard {
                 Some((_, g)) => {
                     let ng = self.node();
-                    self.edge(test, ng, Some(s), step(ln, kind, text));
+                    self.edge(test, ng, s, step(ln, kind, text));
                     let (t, f) = self.cond(g, ng, Kind::Guard);
                     self.connect(t, body);
                     self.connect(f, next);
-                    emit::prepend(g, emit::add_stmt(s));
+                    if let Some(s) = s {
+                        emit::prepend(g, emit::add_stmt(s));
+                    }
                 }
                 None => {
-                    self.edge(test, body, Some(s), step(ln, kind, text));
+                    self.edge(test, body, s, step(ln, kind, text));
                 }
             }
             let end = self.expr(&mut arm.body, body);
             self.flow(end, join);
-            if arm.guard.is_none() {
+            if let (None, Some(s)) = (&arm.guard, s) {
                 emit::prepend(&mut arm.body, emit::add_stmt(s));
             }
             test = next;
