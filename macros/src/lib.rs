@@ -51,6 +51,7 @@ use proc_macro::TokenStream;
 ///
 /// `paths`, `memory`, `max_paths = N` (with `paths`: split paths so that a function has at most
 /// `N`; default 2^29), `skip` (inside a profiled `impl`, trait or module: leave this item alone),
+/// `all` (on an `impl`, trait or module: instrument its small functions too, see below),
 /// `crate = path` (where the `cabprof` crate is, if not at `::cabprof`).
 ///
 /// # What it accepts
@@ -103,6 +104,13 @@ use proc_macro::TokenStream;
 ///   `impl Stack { my_getters!(len, cap); }`). An attribute sees the block's tokens before the
 ///   invocation is expanded, so the functions it will generate do not exist yet. To profile
 ///   them, put `#[cabprof::profile]` on the functions inside the macro's definition.
+/// - **Small functions**, under plain `#[profile]` (no `paths`, `memory` or `all`): a body of
+///   fewer than 48 tokens with no loop and no macro call, not `async`. These are the accessors
+///   (`fn is_eof(&self) -> bool { self.pos >= self.src.len() }`) that the compiler inlines
+///   into their callers' loops; instrumented, each call would pay a session check at entry and
+///   exit even with no session running, more than the accessor itself costs. `#[profile]` on
+///   the function, or `#[profile(all)]` on the block, instruments them; their callers'
+///   counts and times include them either way.
 /// - Trait methods without a default body (profile their implementations instead).
 /// - Items that carry their own `#[profile(...)]`: that attribute decides (`#[profile(skip)]`
 ///   leaves the item alone).

@@ -40,7 +40,7 @@ pub struct Parser {
     name: &'static str,
 }
 
-#[cabprof::profile]
+#[cabprof::profile(all)] // `all`: the small methods too, so their lints are checked under instrumentation
 impl Parser {
     pub fn new() -> Parser {
         // new_without_default
