@@ -59,6 +59,7 @@
 //! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
+use cabprof_cab::stats::min_max;
 use std::hint::black_box;
 use std::process::Command;
 use std::time::Instant;
@@ -149,14 +150,22 @@ fn with_tracy(x: u64) -> u64 {
     work(x)
 }
 
-/// Median ns/call of `f` over `REPS` runs.
-fn median_ns(f: fn(u64) -> u64) -> f64 {
+/// What one child measured of a function: the first run of the process, and the median of
+/// the `REPS` runs after it (the steady state).
+#[derive(Clone, Copy)]
+struct Timing {
+    first: f64,
+    steady: f64,
+}
+
+/// [`Timing`] of `f`, ns/call.
+fn median_ns(f: fn(u64) -> u64) -> Timing {
     median_ns_batched(f, CALLS, |calls| calls())
 }
 
-/// Median ns/call of `f` over `REPS` runs, each batch of `batch` calls run by `around` (which
-/// opens a tracer's per-request root span or per-frame scope around them), its cost included.
-fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnMut())) -> f64 {
+/// [`Timing`] of `f`, ns/call, each batch of `batch` calls run by `around` (which opens a
+/// tracer's per-request root span or per-frame scope around them), its cost included.
+fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnMut())) -> Timing {
     let run = || {
         let t = Instant::now();
         let mut acc = 0u64;
@@ -170,10 +179,15 @@ fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnM
         black_box(acc);
         t.elapsed().as_nanos() as f64 / CALLS as f64
     };
-    run(); // warm up
+    // The process's first run: what a short program or a test suite meets (rings and tables
+    // not yet touched, code not yet in the caches).
+    let first = run();
     let mut v: Vec<f64> = (0..REPS).map(|_| run()).collect();
     v.sort_by(f64::total_cmp);
-    v[REPS / 2]
+    Timing {
+        first,
+        steady: v[REPS / 2],
+    }
 }
 
 /// A minimal timing layer: each span's time between enter and exit, summed per span name.
@@ -225,7 +239,7 @@ impl fastrace::collector::Reporter for DropSpans {
 
 /// What one child measured.
 struct Measured {
-    ns: f64,
+    ns: Timing,
     /// Share of the measuring time the application spent blocked on a full ring (cabprof's
     /// ring modes only).
     blocked: Option<f64>,
@@ -262,7 +276,7 @@ fn cabprof_session(b: cabprof::SessionBuilder, exact: bool) -> Measured {
 /// Run one variant in this process.
 fn child(variant: &str) -> Measured {
     use cabprof::{Analysis, Session};
-    let peer = |ns| Measured { ns, blocked: None };
+    let peer = |ns: Timing| Measured { ns, blocked: None };
     let mc = [Analysis::MethodCount];
     let mc_cg = [Analysis::MethodCount, Analysis::CallGraph];
     let mc_cg_ct = [
@@ -345,6 +359,7 @@ fn peak_rss_mb() -> Option<f64> {
 #[derive(Clone, Default)]
 struct Rounds {
     ns: Vec<f64>,
+    first: Vec<f64>,
     blocked: Vec<f64>,
     rss: Vec<f64>,
 }
@@ -353,6 +368,61 @@ fn median(v: &[f64]) -> Option<f64> {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
+}
+
+/// The suffix of a row run from the release-profile build.
+const RELEASE: &str = "@release";
+
+/// The variants also run from the release-profile build.
+const RELEASE_ROWS: [&str; 5] = ["plain", "no-session", "mc", "mc+cg", "sampling"];
+
+/// This bench built with the `release` profile, as a crate depending on cabprof builds by
+/// default; `None` (with a note) when `PER_CALL_RELEASE=0` or when it cannot be built.
+fn release_build() -> Option<std::path::PathBuf> {
+    if std::env::var("PER_CALL_RELEASE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "bench",
+            "--profile",
+            "release",
+            "-p",
+            "cabprof-checks",
+            "--bench",
+            "per_call",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exe = text
+        .lines()
+        .filter(|l| l.contains("\"per_call\""))
+        .find_map(|l| {
+            let at = l.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = l[at..].find('"')?;
+            Some(std::path::PathBuf::from(&l[at..at + end]))
+        });
+    if exe.is_none() {
+        eprintln!("per_call: no release build of the bench; the (release) rows are left out");
+    }
+    exe
+}
+
+/// The CPU's model name (Linux), for the table's header.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// A field of a child's output, `NAME value`.
@@ -365,7 +435,8 @@ fn field(text: &str, name: &str) -> Option<f64> {
 fn main() {
     if let Ok(v) = std::env::var("PER_CALL_VARIANT") {
         let m = child(&v);
-        println!("NS_PER_CALL {}", m.ns);
+        println!("NS_PER_CALL {}", m.ns.steady);
+        println!("FIRST_NS_PER_CALL {}", m.ns.first);
         if let Some(b) = m.blocked {
             println!("BLOCKED {b}");
         }
@@ -395,11 +466,29 @@ fn main() {
         .filter(|(k, _)| *k == "plain" || only.as_ref().is_none_or(|o| o.iter().any(|n| n == k)))
         .collect();
     let exe = std::env::current_exe().expect("own path");
+    // The same bench built as a crate that depends on cabprof builds by default
+    // (`cargo build --release`: no LTO, 16 codegen units), for the `(release)` rows.
+    let release = release_build();
+    let mut chosen: Vec<(String, String)> = chosen
+        .iter()
+        .map(|(k, l)| (k.to_string(), l.to_string()))
+        .collect();
+    if release.is_some() {
+        for (k, l) in VARIANTS {
+            if RELEASE_ROWS.contains(&k) && chosen.iter().any(|(c, _)| c == k) {
+                chosen.push((format!("{k}{RELEASE}"), format!("{l} (release)")));
+            }
+        }
+    }
     let mut runs = vec![Rounds::default(); chosen.len()];
     for _ in 0..rounds {
         for (i, (key, _)) in chosen.iter().enumerate() {
-            let out = Command::new(&exe)
-                .env("PER_CALL_VARIANT", key)
+            let (bin, variant) = match key.strip_suffix(RELEASE) {
+                Some(v) => (release.as_deref().expect("built"), v),
+                None => (exe.as_path(), key.as_str()),
+            };
+            let out = Command::new(bin)
+                .env("PER_CALL_VARIANT", variant)
                 .output()
                 .expect("child runs");
             let text = String::from_utf8_lossy(&out.stdout);
@@ -407,49 +496,88 @@ fn main() {
                 panic!("{key}: {text}\n{}", String::from_utf8_lossy(&out.stderr))
             });
             runs[i].ns.push(ns);
+            runs[i].first.extend(field(&text, "FIRST_NS_PER_CALL"));
             runs[i].blocked.extend(field(&text, "BLOCKED"));
             runs[i].rss.extend(field(&text, "RSS_MB"));
         }
     }
-    // A variant's ns/call, one per round (none if it did not run).
-    let samples = |key: &str| {
+    // A variant's ns/call (or first-run ns/call), one per round (none if it did not run).
+    let pick = |key: &str, first: bool| {
         chosen
             .iter()
             .position(|(k, _)| *k == key)
-            .map_or(&[][..], |i| &runs[i].ns[..])
+            .map_or(&[][..], |i| {
+                if first {
+                    &runs[i].first[..]
+                } else {
+                    &runs[i].ns[..]
+                }
+            })
     };
+    let samples = |key: &str| pick(key, false);
     let med = |key: &str| median(samples(key));
+    // The plain row of a key's build.
+    let plain_of = |key: &str| {
+        if key.ends_with(RELEASE) {
+            format!("plain{RELEASE}")
+        } else {
+            "plain".to_owned()
+        }
+    };
+    let over = |key: &str| Some(med(key)? - med(&plain_of(key))?);
+    // The first run's cost over plain's first run, as a multiple of the steady cost.
+    let first_x = |key: &str| {
+        let first = median(pick(key, true))? - median(pick(&plain_of(key), true))?;
+        Some(first / over(key)?)
+    };
     let plain = med("plain").expect("plain always runs");
-    let over = |key: &str| med(key).map(|ns| ns - plain);
     let mc = over("mc");
     let timed = over("timed");
     let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |v| format!("{v:.prec$}"));
 
     println!(
-        "per_call: {CALLS} calls x {REPS} runs per process (median), median of {rounds} rounds, \
-         K = {K}, {BATCH} calls per fastrace root / puffin frame"
+        "per_call: {CALLS} calls x {REPS} runs per process (median; the first run apart), median \
+         of {rounds} rounds, K = {K}, {BATCH} calls per fastrace root / puffin frame; CPU: {}",
+        cpu_model()
     );
     println!(
-        "{:<26} {:>9} {:>17} {:>10} {:>8} {:>11} {:>9} {:>10}",
-        "", "ns/call", "spread", "over plain", "x mc", "peer/timed", "blocked", "peak RSS"
+        "{:<34} {:>8} {:>13} {:>7} {:>6} {:>6} {:>8} {:>9} {:>8} {:>8}",
+        "",
+        "ns/call",
+        "spread",
+        "over",
+        "x mc",
+        "peer/",
+        "first",
+        "first run",
+        "blocked",
+        "peak RSS"
+    );
+    println!(
+        "{:<34} {:>8} {:>13} {:>7} {:>6} {:>6} {:>8} {:>9} {:>8} {:>8}",
+        "", "", "", "plain", "", "timed", "ns/call", "x steady", "", ""
     );
     for ((key, label), r) in chosen.iter().zip(&runs) {
         let ns = median(&r.ns).expect("one round at least");
-        let lo = r.ns.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = r.ns.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let cost = ns - plain;
-        let x_mc = mc.filter(|_| *key != "plain").map(|m| cost / m);
-        let x_timed = timed.filter(|_| PEERS.contains(key)).map(|t| cost / t);
+        let (lo, hi) = min_max(&r.ns);
+        let cost = over(key).unwrap_or(0.0);
+        let is_plain = key.starts_with("plain");
+        let x_mc = mc.filter(|_| !is_plain).map(|m| cost / m);
+        let x_timed = timed
+            .filter(|_| PEERS.contains(&key.as_str()))
+            .map(|t| cost / t);
         let blocked = median(&r.blocked).map(|b| format!("{:.1} %", b * 100.0));
         let rss = median(&r.rss).map(|m| format!("{m:.0} MB"));
         println!(
-            "{:<26} {:>9.2} {:>17} {:>10.2} {:>8} {:>11} {:>9} {:>10}",
+            "{:<34} {:>8.2} {:>13} {:>7.2} {:>6} {:>6} {:>8} {:>9} {:>8} {:>8}",
             label,
             ns,
             format!("{lo:.2}-{hi:.2}"),
             cost,
             opt(x_mc, 2),
             opt(x_timed, 2),
+            opt(median(&r.first), 2),
+            opt(first_x(key).filter(|_| !is_plain), 2),
             blocked.unwrap_or("-".to_owned()),
             rss.unwrap_or("-".to_owned()),
         );
@@ -466,32 +594,64 @@ fn main() {
         }
     };
     target_over("no-session", "no session", 0.5);
+    target_over(
+        &format!("no-session{RELEASE}"),
+        "no session, release build",
+        0.5,
+    );
     target_over("mc+cg", "exhaustive mc+cg", 5.0);
     target_over("sampling", "sampling mc+cg", 3.0);
     target_over("sequential", "sequential mc+cg", 8.0);
+    for suffix in ["", RELEASE] {
+        let build = if suffix.is_empty() {
+            ""
+        } else {
+            ", release build"
+        };
+        if let (Some(sm), Some(ex)) = (
+            over(&format!("sampling{suffix}")),
+            over(&format!("mc+cg{suffix}")),
+        ) {
+            println!(
+                "sampling / exhaustive mc+cg{build}: {:.2} (target <= 1): {}",
+                sm / ex,
+                verdict(sm <= ex)
+            );
+        }
+        for key in ["mc+cg", "sampling"] {
+            if let Some(x) = first_x(&format!("{key}{suffix}")) {
+                println!(
+                    "{key}{build}, first run / steady state (cost over plain): {x:.2} \
+                     (target <= 1.5): {}",
+                    verdict(x <= 1.5)
+                );
+            }
+        }
+    }
+    if let (Some(t), Some(f), Some(m)) = (timed, over("two-reads"), mc) {
+        // The clock reads sit on the hardware's floor; what cabprof adds to them is compared
+        // with what an untimed call costs.
+        let own = t - f;
+        println!(
+            "timed every call: {t:.2} ns/call over plain, {f:.2} of them the two clock reads; \
+             cabprof's own part {own:.2} = {:.2} x an untimed exhaustive call (mc) (target <= \
+             1.15): {}",
+            own / m,
+            verdict(own <= 1.15 * m)
+        );
+    }
     if let (Some(t), Some(h)) = (timed, over("hotpath")) {
-        let r = t / h;
-        // The same ratio within each round (each over that round's plain), for its spread: the
-        // verdict is on the medians, and a spread across the target says it is not settled.
         let (p, tr, hr) = (samples("plain"), samples("timed"), samples("hotpath"));
         let per_round: Vec<f64> = (0..rounds)
             .map(|i| (tr[i] - p[i]) / (hr[i] - p[i]))
             .collect();
-        let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = min_max(&per_round);
         println!(
-            "timed every call / hotpath: {r:.3} (per round {lo:.3}-{hi:.3}; target <= 0.333): {}",
-            verdict(r <= 1.0 / 3.0)
+            "timed every call / hotpath: {:.3} (per round {lo:.3}-{hi:.3})",
+            t / h
         );
     }
-    if let (Some(t), Some(f), Some(h)) = (timed, over("two-reads"), over("hotpath")) {
-        println!(
-            "timed every call: {t:.2} ns/call over plain, {f:.2} of them the two clock reads \
-             ({:.2} cabprof's own); the clock reads alone are {:.3} of hotpath",
-            t - f,
-            f / h
-        );
-    }
+    let _ = plain;
     if let (Some(s), Some(m)) = (over("timed-1/K"), mc) {
         let r = s / m;
         println!(

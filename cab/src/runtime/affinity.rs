@@ -39,10 +39,56 @@ fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     Some(out)
 }
 
+/// The index (into [`online_cores`]) of the core the calling thread runs on now, if the
+/// system says.
+pub(super) fn current_core() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `sched_getcpu` takes no arguments and only reads the calling thread's state.
+        let cpu = unsafe { libc::sched_getcpu() };
+        let cpu = usize::try_from(cpu).ok()?;
+        online_cores().iter().position(|c| c.id == cpu)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// The core (index into [`online_cores`], of `cores > 1`) for analyzer `i`: the last cores,
+/// counting down, skipping `app_core`, the application's.
+pub(super) fn analyzer_core(i: usize, cores: usize, app_core: usize) -> usize {
+    let app_core = app_core % cores;
+    // The cores other than the application's, from the last down: the k-th of them.
+    let k = i % (cores - 1);
+    let c = cores - 1 - k;
+    if c <= app_core {
+        c - 1
+    } else {
+        c
+    }
+}
+
 /// Pin the calling thread to online core `core` (modulo the number of cores).
 pub(super) fn pin_to(core: usize) {
     let ids = online_cores();
     if let Some(id) = ids.get(core % ids.len().max(1)) {
         core_affinity::set_for_current(*id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::analyzer_core;
+
+    #[test]
+    fn analyzers_avoid_the_application_core() {
+        // Two cores: the analyzer takes the one the application is not on.
+        assert_eq!(analyzer_core(0, 2, 0), 1);
+        assert_eq!(analyzer_core(0, 2, 1), 0);
+        // Four cores, application on core 2: analyzers take 3, 1, 0, then 3 again.
+        let got: Vec<usize> = (0..4).map(|i| analyzer_core(i, 4, 2)).collect();
+        assert_eq!(got, [3, 1, 0, 3]);
+        // Application on core 0, as `pin_application` puts it: the last cores, down to 1.
+        let got: Vec<usize> = (0..3).map(|i| analyzer_core(i, 4, 0)).collect();
+        assert_eq!(got, [3, 2, 1]);
     }
 }

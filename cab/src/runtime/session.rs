@@ -2,7 +2,7 @@
 //! `emit`), attaching threads to analyzers, [`snapshot`](Session::snapshot) and
 //! [`finish`](Session::finish) (stop, drain, join, merge).
 
-use super::affinity::{online_cores, pin_to};
+use super::affinity::{analyzer_core, current_core, online_cores, pin_to};
 use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingEntry};
 use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
@@ -343,13 +343,21 @@ impl<A: RingAnalysis> Session<A> {
         if b.pin_application && cores > 1 {
             pin_to(0);
         }
+        // The core the application is on: analyzers go elsewhere. Pinned to the core the
+        // unpinned application happened to run on, an analyzer shared it with the application
+        // until the scheduler moved one of them, and an exhaustive producer waited on an
+        // analyzer that could not run (the first run of a fresh process paid for it).
+        let app_core = if b.pin_application {
+            0
+        } else {
+            current_core().unwrap_or(0)
+        };
         let mut analyzers = Vec::new();
         let mut handles = Vec::new();
         if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
             for i in 0..b.analyzers {
-                // Analyzers take the last cores, counting down, and never core 0 (where the
-                // OS starts, and `pin_application` pins, the app).
-                let pin_core = (b.pin && cores > 1).then(|| cores - 1 - i % (cores - 1));
+                // Analyzers take the last cores, counting down, and never the application's.
+                let pin_core = (b.pin && cores > 1).then(|| analyzer_core(i, cores, app_core));
                 let (shared, handle) =
                     analyzer::spawn(i, factory.clone(), clone_fn, adaptive, patient, pin_core)
                         .map_err(SessionError::Spawn)?;
