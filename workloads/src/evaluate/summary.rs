@@ -10,6 +10,7 @@ use super::figures::{
 };
 use super::measure::{results_key, WorkloadResults};
 use super::Options;
+use crate::Variant;
 use cabprof::cab::stats::{mean, median};
 use cabprof::Analysis;
 use std::fmt::Write as _;
@@ -49,15 +50,20 @@ pub(crate) fn summary(res: &[WorkloadResults], o: &Options, header: &str) -> Str
     s
 }
 
-/// Target 1: the concurrent exhaustive overhead against the sequential one, per analysis.
+/// Target 1: the analysis cost that concurrency moves off the application. Both modes pay the
+/// instrumentation itself (`A_i`: each event through an out-of-line call into a one-word sink,
+/// the instrument-only cell), which no design can take away; the target compares what is
+/// left: `(E_c - A - A_i) / (E_s - A - A_i)`, with `E_c - A - A_i` the concurrent run's time
+/// over the instrument-only run's, per workload, averaged over the suite (a ratio of means).
+/// The older form, concurrent overhead over sequential overhead, is printed beside it.
 fn overhead_target(s: &mut String, res: &[WorkloadResults]) {
     let _ = writeln!(
         s,
-        "Target 1: concurrent exhaustive overhead at most half of sequential (call graph, call tree, paths), averaged over the suite"
+        "Target 1: the analysis cost moved off the application, (E_c - A - A_i) / (E_s - A - A_i), at most 0.5 (call graph, call tree, paths), averaged over the suite"
     );
     let _ = writeln!(
         s,
-        "  (overhead = time/A - 1; 'ratio of means' = mean concurrent overhead / mean sequential overhead)"
+        "  (A_i = instrument-only time - A; each term over A; 'overheads' = time/A - 1, their ratio of means beside it)"
     );
     for a in [
         Analysis::MethodCount,
@@ -81,6 +87,12 @@ fn overhead_target(s: &mut String, res: &[WorkloadResults]) {
             .iter()
             .map(|r| r.overhead(Cfg::sequential(a)))
             .collect();
+        let inst: Vec<f64> = rows
+            .iter()
+            .map(|r| r.overhead(Cfg::Instrument(Variant::for_analysis(a))))
+            .collect();
+        let moved = |o: &[f64]| mean(&o.iter().zip(&inst).map(|(x, i)| x - i).collect::<Vec<_>>());
+        let analysis_ratio = moved(&conc) / moved(&seq);
         let ratio = mean(&conc) / mean(&seq);
         let target = matches!(
             a,
@@ -88,14 +100,18 @@ fn overhead_target(s: &mut String, res: &[WorkloadResults]) {
         );
         let _ = writeln!(
             s,
-            "  {:<13} mean overhead concurrent {:>9}  sequential {:>9}  ratio of means {:.2}  ({} workloads){}",
+            "  {:<13} analysis cost concurrent {:>9}  sequential {:>9}  ratio {:.2}  (overheads {} / {}, ratio {:.2}; A_i {}; {} workloads){}",
             a.name(),
+            pct(moved(&conc)),
+            pct(moved(&seq)),
+            analysis_ratio,
             pct(mean(&conc)),
             pct(mean(&seq)),
             ratio,
+            pct(mean(&inst)),
             rows.len(),
             if target {
-                format!("  {}", pass(ratio <= 0.5))
+                format!("  {}", pass(analysis_ratio <= 0.5))
             } else {
                 "  (not a target)".into()
             }
