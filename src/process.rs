@@ -36,8 +36,8 @@ use crate::report::Report;
 use crate::session::SessionBuilder;
 use cabprof_cab::event::{Event, EventKind};
 use cabprof_cab::runtime::{
-    self, activity, emit, flush_current_thread, process_session_requested, settle_idle, Activity,
-    RingAnalysis, SessionError, PROCESS_VAR,
+    self, activity, emit, flush_current_thread, process_session_requested, settle_idle, with_room,
+    Activity, RingAnalysis, SessionError, PROCESS_VAR,
 };
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -68,13 +68,23 @@ pub(crate) fn decide() -> bool {
     static DECIDED: Once = Once::new();
     DECIDED.call_once(|| {
         if process_session_requested() {
-            if let Err(e) = start(true) {
-                eprintln!("cabprof: {PROCESS_VAR} is set, but the process-wide session did not start: {e}");
+            // Reading the environment, probing the host and spawning analyzers take more stack
+            // than the thread of a first event may have: with little left, a helper starts it.
+            match with_room(|| start(true).map_err(|e| e.to_string())) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) | Err(e) => not_started(&e),
             }
         }
         settle_idle();
     });
     activity() == Activity::Recording
+}
+
+/// Out of line: formatting takes stack, which the thread of a first event may lack.
+#[cold]
+#[inline(never)]
+fn not_started(e: &str) {
+    eprintln!("cabprof: {PROCESS_VAR} is set, but the process-wide session did not start: {e}");
 }
 
 /// Start the process-wide session if it is not running.
@@ -275,7 +285,9 @@ static NEXT_TEST: AtomicU32 = AtomicU32::new(0);
 /// If the process-wide session cannot start: a bad `CABPROF_*` variable, or another
 /// [`Session`](crate::Session) running in this process.
 pub fn test_profile() -> TestProfile {
-    if let Err(e) = start(process_session_requested()) {
+    // As in `decide`: a test may run on a thread with a small stack.
+    let started = with_room(|| start(process_session_requested()).map_err(|e| e.to_string()));
+    if let Ok(Err(e)) | Err(e) = started {
         panic!("cabprof::test_profile: the process-wide session did not start: {e}");
     }
     let id = NEXT_TEST.fetch_add(1, Ordering::Relaxed) & ID_MASK as u32;
@@ -310,20 +322,34 @@ impl TestProfile {
     /// End the profile and return its report.
     pub fn finish(mut self) -> Report {
         self.finished = true;
-        self.take()
+        self.end();
+        let (id, thread) = (self.id, self.thread.clone());
+        // Boxed: a report is kilobytes, copied through every frame of a debug build, and the
+        // test's thread may have little stack.
+        match with_room(move || Box::new(report_of(id, &thread))) {
+            Ok(report) => *report,
+            Err(e) => panic!("cabprof: the test's report could not be made: {e}"),
+        }
     }
 
-    fn take(&mut self) -> Report {
+    /// Mark the end of the test in this thread's events and hand them over.
+    fn end(&self) {
         mark(false, self.id);
         flush_current_thread();
-        let snapshot = process().as_ref().and_then(|p| p.session.snapshot());
-        let mut runtime = snapshot
-            .expect("the process-wide session runs until the process exits")
-            .map_analysis(|mut split| split.tests.remove(&self.id).unwrap_or_default());
-        runtime.threads.retain(|t| t.thread == self.thread);
-        runtime.finish_totals();
-        Report::new(runtime)
     }
+}
+
+/// The report of test `id`, whose thread is `thread`, once its end is marked and flushed.
+/// Snapshotting and building a report take more stack than a test's thread may have: run
+/// through [`with_room`].
+fn report_of(id: u32, thread: &str) -> Report {
+    let snapshot = process().as_ref().and_then(|p| p.session.snapshot());
+    let mut runtime = snapshot
+        .expect("the process-wide session runs until the process exits")
+        .map_analysis(|mut split| split.tests.remove(&id).unwrap_or_default());
+    runtime.threads.retain(|t| t.thread == thread);
+    runtime.finish_totals();
+    Report::new(runtime)
 }
 
 impl Drop for TestProfile {
@@ -331,14 +357,19 @@ impl Drop for TestProfile {
         if self.finished || std::thread::panicking() {
             return;
         }
-        let report = self.take();
-        let dir = output_dir().join(binary_name());
-        let path = dir.join(format!("{}.json", self.thread.replace("::", "-")));
-        let written = std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::File::create(&path))
-            .and_then(|f| report.write_json(f));
-        if let Err(e) = written {
-            eprintln!("cabprof: could not write {}: {e}", path.display());
+        self.end();
+        let (id, thread) = (self.id, self.thread.clone());
+        let written = with_room(move || {
+            let report = report_of(id, &thread);
+            let dir = output_dir().join(binary_name());
+            let path = dir.join(format!("{}.json", thread.replace("::", "-")));
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::File::create(&path))
+                .and_then(|f| report.write_json(f))
+                .map_err(|e| format!("could not write {}: {e}", path.display()))
+        });
+        if let Ok(Err(e)) | Err(e) = written {
+            eprintln!("cabprof: {e}");
         }
     }
 }

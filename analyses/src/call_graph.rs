@@ -38,7 +38,12 @@ impl Default for CallGraph {
             slots: HashMap::new(),
             keys: Vec::new(),
             counts: Vec::new(),
-            cache: Box::new([(EMPTY, 0); CACHE]),
+            // Made on the heap: `Box::new` of the array would build its 16 KiB on the stack
+            // first, on the thread making the instance (an application thread's first event).
+            cache: vec![(EMPTY, 0); CACHE]
+                .into_boxed_slice()
+                .try_into()
+                .expect("CACHE entries"),
         }
     }
 }

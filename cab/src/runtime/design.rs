@@ -222,6 +222,12 @@ pub(super) struct ThreadProducer {
     type_id: TypeId,
 }
 
+// SAFETY: a `ThreadProducer` owns its `P` (a `Box` given up to a raw pointer) and `P` is an
+// `EventProducer`, which is `Send`; the function pointers are plain data. Moving it moves the
+// `P`, which is used only through it or, once its thread published it, through that thread's
+// `FAST` cache.
+unsafe impl Send for ThreadProducer {}
+
 impl ThreadProducer {
     pub(super) fn new<P: EventProducer + 'static>(producer: P) -> ThreadProducer {
         ThreadProducer {

@@ -21,6 +21,10 @@
 //!   all in sampling mode; if it still gets none, or the allocator refuses its ring, it runs
 //!   on without one and its events are dropped and counted (the report's
 //!   "(threads without a ring)" entry). A ring size no ring can have is an error at start.
+//! - A thread's first event fits a small stack (16 KiB, `tests/small_stack.rs`): a thread with
+//!   less than [`ROOM`] bytes of stack left has its ring and analysis instance made on a
+//!   short-lived helper thread ([`with_room`]); if that fails, it runs without a ring. In
+//!   sequential mode such a thread's results are merged at `finish`, not at its exit.
 //! - After `fork`, the child runs with profiling off: `emit` does nothing there, and
 //!   `finish` in the child returns an empty report naming the fork. The parent's session is
 //!   unaffected.
@@ -75,6 +79,8 @@
 //! - `session`: the lifecycle: start, snapshot, finish.
 //! - `report`: [`Report`] and [`ThreadStats`].
 //! - `signal`: Ctrl-C.
+//! - `stack`: [`with_room`]: the one-off work of a thread's first event, on a helper thread
+//!   when the calling thread's stack is small.
 //! - `affinity`: CPU topology and pinning ([`online_cores`]).
 
 mod affinity;
@@ -92,6 +98,7 @@ mod pending;
 mod report;
 mod session;
 mod signal;
+mod stack;
 mod tls;
 
 pub use affinity::online_cores;
@@ -101,6 +108,7 @@ pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{merge_options, Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
+pub use stack::{with_room, ROOM};
 pub use tls::{
     active, activity, activity_of, emit, emit_with, flush_current_thread, in_runtime_work,
     process_session_requested, runtime_work, session_key, settle_idle, Activity, RuntimeWork,

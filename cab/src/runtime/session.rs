@@ -192,6 +192,13 @@ impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
 
     fn retire(mut self: Box<Self>) {
         self.consume(&[]);
+        // Merging moves analyses by value, more stack than a small thread may have left at
+        // its exit (this runs in its thread-local destructor, where no helper thread is
+        // spawned): then the results stay in their slot, which the session merges at finish
+        // and copies into snapshots as it does a live thread's.
+        if super::stack::stack_left().is_some_and(|left| left < super::stack::ROOM) {
+            return;
+        }
         let mut reg = self.shared.state.lock();
         if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
             reg.live.swap_remove(i);
@@ -250,6 +257,10 @@ impl<A: RingAnalysis> Hub for Core<A> {
             tracing::warn!(thread = %orphan.thread(), "cabprof: no live analyzer; events of this thread are dropped");
         }
         producer
+    }
+
+    fn ringless(&self) -> ThreadProducer {
+        ThreadProducer::new(CountingSink::new(self.ringless.clone()))
     }
 
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink> {

@@ -101,10 +101,13 @@ pub(super) trait Hub: Send + Sync {
     fn attach_ring(&self, thread: String) -> ThreadProducer;
     /// A sequential-mode inline analysis for a new thread.
     fn attach_inline(&self, thread: String) -> Box<dyn InlineSink>;
+    /// A sink that drops and counts, for a thread that could not attach.
+    fn ringless(&self) -> ThreadProducer;
 }
 
-/// A sequential-mode analysis instance living in a thread-local.
-pub(super) trait InlineSink {
+/// A sequential-mode analysis instance living in a thread-local. `Send`: it may be made on a
+/// helper thread (see `stack`).
+pub(super) trait InlineSink: Send {
     /// Analyze the thread's pending words, then `words`.
     fn consume(&mut self, words: &[u64]);
     /// The buffer the hot path appends to.
@@ -371,13 +374,46 @@ fn attach(local: &mut Local, key: u64) {
         .name()
         .map(str::to_owned)
         .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
-    if key & KIND_MASK == KIND_SEQUENTIAL {
-        local.inline = Some(hub.attach_inline(name));
-    } else {
-        local.producer = Some(hub.attach_ring(name));
+    let sequential = key & KIND_MASK == KIND_SEQUENTIAL;
+    // Making a ring and an analysis instance takes more stack than a small thread has (they
+    // are built by value): with little left, a helper thread makes them.
+    let made = super::stack::with_room({
+        let hub = hub.clone();
+        move || {
+            if sequential {
+                Sink::Inline(hub.attach_inline(name))
+            } else {
+                Sink::Ring(hub.attach_ring(name))
+            }
+        }
+    });
+    match made {
+        Ok(Sink::Inline(inline)) => local.inline = Some(inline),
+        Ok(Sink::Ring(producer)) => local.producer = Some(producer),
+        Err(e) => {
+            attach_failed(&e);
+            local.producer = Some(hub.ringless());
+        }
     }
     local.key = key;
     local.publish_fast();
+}
+
+/// What a thread attaches to the session with.
+enum Sink {
+    Ring(ThreadProducer),
+    Inline(Box<dyn InlineSink>),
+}
+
+/// Out of line: a `tracing` call's frame is large in a debug build, and the thread may have
+/// little stack.
+#[cold]
+#[inline(never)]
+fn attach_failed(e: &str) {
+    tracing::warn!(
+        error = e,
+        "cabprof: could not attach this thread to the session; its events are dropped and counted"
+    );
 }
 
 /// Hand the calling thread's buffered events to its analyzer now (for instance before a
