@@ -1,6 +1,8 @@
 //! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings — a
 //! text table for people, JSON for tools, folded stacks for flame graphs, DOT for the call
-//! graph and a flame-graph SVG (inferno).
+//! graph, callgrind, and two that need crates of their own, each behind a cargo feature that
+//! is off by default: a flame-graph SVG (inferno; feature `flamegraph`) and pprof's gzipped
+//! protobuf (prost and flate2; feature `pprof`). The `cli` feature turns both on.
 //!
 //! # JSON schema (`"schema": "cabprof-report/1"`)
 //!
@@ -115,8 +117,8 @@
 //! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
-//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs`, `pprof.rs` (pprof's `profile.proto`) and
-//!   `callgrind.rs` (the callgrind format).
+//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs` (feature `flamegraph`), `pprof.rs` (pprof's
+//!   `profile.proto`; feature `pprof`) and `callgrind.rs` (the callgrind format).
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
 //!   [`ReportData::results_json`]).
 
@@ -126,7 +128,9 @@ mod convert;
 mod dot;
 mod folded;
 mod json;
+#[cfg(feature = "pprof")]
 mod pprof;
+#[cfg(feature = "flamegraph")]
 mod svg;
 mod text;
 
@@ -190,6 +194,10 @@ impl Report {
     }
 
     /// A flame graph weighted by calls or by time, as SVG.
+    ///
+    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
+    /// [`folded_by`](Self::folded_by) gives the stacks any flame-graph tool draws.
+    #[cfg(feature = "flamegraph")]
     pub fn svg_by(&self, weight: Weight) -> String {
         self.data.svg_by(weight)
     }
@@ -200,11 +208,18 @@ impl Report {
     }
 
     /// A flame graph of the calling-context tree, as SVG.
+    ///
+    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
+    /// [`folded`](Self::folded) gives the stacks any flame-graph tool draws.
+    #[cfg(feature = "flamegraph")]
     pub fn svg(&self) -> String {
         self.data.svg()
     }
 
     /// pprof's gzipped `profile.proto`, for `go tool pprof` and continuous-profiling backends.
+    ///
+    /// Needs cabprof's `pprof` feature (off by default: it builds prost and flate2).
+    #[cfg(feature = "pprof")]
     pub fn pprof(&self) -> Vec<u8> {
         self.data.pprof()
     }
