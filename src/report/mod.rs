@@ -149,6 +149,10 @@ pub use folded::{folded_frame, Weight};
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
 
+/// The first line of the text report of a build without `#[profile]` instrumentation.
+pub(crate) const COMPILED_OUT: &str = "instrumentation compiled out: cabprof's `enabled` feature \
+     is off, so #[profile] functions record no calls (Report::instrumented() is false)";
+
 /// A finished (or snapshot) profile: the merged analyses and the session's counters.
 #[derive(Debug)]
 pub struct Report {
@@ -167,9 +171,26 @@ impl Report {
         Report { runtime, data }
     }
 
-    /// Text tables, `top` rows each.
+    /// Whether `#[profile]` instrumented this build: cabprof's `enabled` feature, on by
+    /// default. Without it the attribute leaves every function as written, so no function
+    /// call is recorded: the method count, call graph, call tree, paths and times are empty,
+    /// and only explicit events ([`mem`](crate::mem), the [`Tracked`](crate::alloc::Tracked)
+    /// allocator's) reach a session. Code that reads calls from a report, such as a test
+    /// asserting a count, checks this first (or reads counts with
+    /// [`ReportData::calls`], which gives 0 rather than panicking).
+    pub fn instrumented(&self) -> bool {
+        cfg!(feature = "enabled")
+    }
+
+    /// Text tables, `top` rows each. Without instrumentation (see
+    /// [`instrumented`](Self::instrumented)) they start with a line saying so.
     pub fn text(&self, top: usize) -> String {
-        self.data.text(top)
+        let tables = self.data.text(top);
+        if self.instrumented() {
+            tables
+        } else {
+            format!("{COMPILED_OUT}\n{tables}")
+        }
     }
 
     /// The JSON report (schema in the module docs).
