@@ -234,16 +234,14 @@ fn main() {
     std::fs::create_dir_all(dir).expect("create target/cabprof");
     std::fs::write(dir.join("hot_functions.json"), report.json()).expect("write JSON report");
     std::fs::write(dir.join("hot_functions.folded"), report.folded()).expect("write folded");
-    let mut written = vec!["hot_functions.json", "hot_functions.folded"];
+    println!(
+        "\nwrote {0}/hot_functions.json and {0}/hot_functions.folded",
+        dir.display()
+    );
     // The SVG needs the `flamegraph` feature (`--features flamegraph`).
     #[cfg(feature = "flamegraph")]
     {
         std::fs::write(dir.join("hot_functions.svg"), report.svg()).expect("write flame graph");
-        written.push("hot_functions.svg");
+        println!("wrote {}/hot_functions.svg", dir.display());
     }
-    let written: Vec<String> = written
-        .iter()
-        .map(|f| format!("{}/{f}", dir.display()))
-        .collect();
-    println!("\nwrote {}", written.join(", "));
 }
