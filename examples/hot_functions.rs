@@ -5,7 +5,8 @@
 //! `#[profile(paths)]` the tokenizer and evaluator (Ball-Larus paths), `#[profile(memory)]` the
 //! histogram and a table scan (cache simulation). The program prints method counts, the call
 //! graph, the call tree, the hottest paths decoded to source lines and the cache simulation,
-//! and writes `target/cabprof/hot_functions.json` and `target/cabprof/hot_functions.svg`.
+//! and writes `target/cabprof/hot_functions.json`, `.folded` and, with the `flamegraph` feature
+//! (`--features flamegraph`), the flame graph `target/cabprof/hot_functions.svg`.
 //!
 //! ```text
 //! cargo run --release --example hot_functions            # full run
@@ -232,10 +233,15 @@ fn main() {
     let dir = Path::new("target/cabprof");
     std::fs::create_dir_all(dir).expect("create target/cabprof");
     std::fs::write(dir.join("hot_functions.json"), report.json()).expect("write JSON report");
-    std::fs::write(dir.join("hot_functions.svg"), report.svg()).expect("write flame graph");
     std::fs::write(dir.join("hot_functions.folded"), report.folded()).expect("write folded");
     println!(
-        "\nwrote {0}/hot_functions.json, {0}/hot_functions.svg and {0}/hot_functions.folded",
+        "\nwrote {0}/hot_functions.json and {0}/hot_functions.folded",
         dir.display()
     );
+    // The SVG needs the `flamegraph` feature (`--features flamegraph`).
+    #[cfg(feature = "flamegraph")]
+    {
+        std::fs::write(dir.join("hot_functions.svg"), report.svg()).expect("write flame graph");
+        println!("wrote {}/hot_functions.svg", dir.display());
+    }
 }

@@ -30,12 +30,23 @@
 //!   a test binary without code, and per-test reports within it (`src/process.rs`).
 //! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
 //!   declared once in `src/analysis/` (one file per analysis, one registration list).
-//! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT, SVG).
+//! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT,
+//!   callgrind, and behind features, SVG and pprof).
 //! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
 //!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
+//!
+//! # Cargo features
+//!
+//! - `enabled` (default): `#[profile]` instruments. Without it the attribute returns the item
+//!   unchanged and the library builds no renderer, compressor or protocol crate; sessions and
+//!   [`test_profile`] still compile and run, and [`Report::instrumented`] says that no call
+//!   was recorded.
+//! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
+//! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
+//! - `cli`: the `cabprof` command-line tool; turns on `flamegraph` and `pprof`.
 
 pub use cabprof_analyses as analyses;
 pub use cabprof_cab as cab;

@@ -1126,6 +1126,29 @@ impl ReportData {
         }
     }
 
+    /// The calls of the functions named `name` or `<path>::name` (`"parse"` matches
+    /// `my_crate::parse` and `Parser::parse`, `"Parser::parse"` only the latter), summed, from
+    /// the method count: exact, or in a sampled session the estimates. 0 when no such function
+    /// was called, when method counting did not run, and when `#[profile]` is compiled out
+    /// (see [`Report::instrumented`](crate::Report::instrumented)).
+    pub fn calls(&self, name: &str) -> u64 {
+        let Some(counts) = &self.method_count else {
+            return 0;
+        };
+        let names = self.method_names();
+        counts
+            .iter()
+            .filter(|c| {
+                let full = names.name(c.method);
+                full == name
+                    || full
+                        .strip_suffix(name)
+                        .is_some_and(|path| path.ends_with("::"))
+            })
+            .map(|c| c.estimated.unwrap_or(c.count))
+            .sum()
+    }
+
     /// The estimated full count of a sampled `count` (`count` itself when not sampling).
     pub fn estimate(&self, count: u64) -> u64 {
         if self.is_sampled() {

@@ -10,8 +10,20 @@
 //! the hash cargo adds to test binaries (`tests/parser.rs` → `target/cabprof/parser.json`; a
 //! crate's unit tests are named after the crate). `target` is the directory cargo built the
 //! executable in (the ancestor of the executable with cargo's `CACHEDIR.TAG` or
-//! `.rustc_info.json`), else `./target`. A program that starts its own [`Session`] first keeps
-//! it: the process-wide session only starts when no session runs.
+//! `.rustc_info.json`), else `$CARGO_TARGET_DIR`, else the nearest `target` directory cargo made
+//! in or above the working directory, else `./target`. A doctest (rustdoc names every doctest
+//! binary `rust_out`) writes under `target/cabprof/doctest/<crate>/`: `doctest_<n>.json` for a
+//! merged doctest (edition 2024, `<n>` its number), `rust_out.json` otherwise. A program that
+//! starts its own [`Session`] first keeps it: the process-wide session only starts when no
+//! session runs.
+//!
+//! A report never replaces another process's of the same run: when the default file exists
+//! and was written since the run started, the report goes to `<binary>.<pid>.json` beside it
+//! (two processes of one binary, same-named test binaries of two packages, the doctests of
+//! a crate), and the exit message names both files. The run is the cargo command that
+//! started the process (its parent's start, on Linux, when `CARGO` is in the environment, as
+//! cargo sets it for `cargo test`, `cargo run` and doctests), else the process itself. An
+//! older file, from an earlier run, is replaced. `CABPROF_OUTPUT` names the file outright.
 //!
 //! The report is written from an `atexit` handler: after `main` returns or `exit` is called
 //! (a test binary ends that way, passing or failing), not when the process is killed or
@@ -40,10 +52,12 @@ use cabprof_cab::runtime::{
     Activity, RingAnalysis, SessionError, PROCESS_VAR,
 };
 use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
+use std::time::{Duration, SystemTime};
 
 /// The process-wide session, once started.
 struct Process {
@@ -107,9 +121,10 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
             libc::atexit(write_report_at_exit);
         }
     });
+    let _ = run_start();
     *slot = Some(Process {
         session,
-        output: output.unwrap_or_else(|| output_dir().join(format!("{}.json", binary_name()))),
+        output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
         write_at_exit,
     });
     Ok(())
@@ -126,20 +141,22 @@ extern "C" fn write_report_at_exit() {
         };
         let runtime = p.session.finish();
         let report = Report::new(runtime.map_analysis(|s| s.all));
-        let tables = p.output.with_extension("txt");
-        let written = p
-            .output
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::File::create(&p.output))
-            .and_then(|f| report.write_json(f))
-            .and_then(|()| std::fs::write(&tables, report.text(TEXT_ROWS)));
+        // `CABPROF_OUTPUT` names the file outright; the default name may be another
+        // process's of this run.
+        let explicit = std::env::var_os("CABPROF_OUTPUT").is_some_and(|v| !v.is_empty());
+        let written = create_report(&p.output, !explicit).and_then(|(file, claim)| {
+            report.write_json(file)?;
+            let tables = claim.path.with_extension("txt");
+            std::fs::write(&tables, report.text(TEXT_ROWS))?;
+            Ok((claim, tables))
+        });
         match written {
-            Ok(()) => eprintln!(
-                "cabprof: {} events, report written to {} (tables: {})",
+            Ok((claim, tables)) => eprintln!(
+                "cabprof: {} events, report written to {} (tables: {}){}",
                 report.data.totals.events,
-                p.output.display(),
-                tables.display()
+                claim.path.display(),
+                tables.display(),
+                claim.note()
             ),
             Err(e) => eprintln!("cabprof: could not write {}: {e}", p.output.display()),
         }
@@ -147,13 +164,28 @@ extern "C" fn write_report_at_exit() {
 }
 
 /// `target/cabprof`: under the directory cargo built this executable in (the ancestor holding
-/// one of the files cargo keeps at the top of its target directory), else under `./target`.
+/// one of the files cargo keeps at the top of its target directory). An executable built
+/// elsewhere (a doctest is built in a temporary directory) writes under `$CARGO_TARGET_DIR`
+/// if set, else under the nearest `target` directory cargo made in or above the working
+/// directory (a workspace's, for a member's doctests), else under `./target`.
 pub(crate) fn output_dir() -> PathBuf {
     let exe = std::env::current_exe().ok();
-    let target = exe
+    let built_in = exe
         .as_deref()
-        .and_then(|e| e.ancestors().find(|d| is_target_dir(d)))
-        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf);
+        .and_then(|e| e.ancestors().find(|d| is_target_dir(d)));
+    let target = match built_in {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::var_os("CARGO_TARGET_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                let cwd = std::env::current_dir().ok()?;
+                cwd.ancestors()
+                    .map(|d| d.join("target"))
+                    .find(|t| is_target_dir(t))
+            })
+            .unwrap_or_else(|| PathBuf::from("target")),
+    };
     target.join("cabprof")
 }
 
@@ -176,6 +208,218 @@ pub(crate) fn binary_name() -> String {
         }
         _ => stem,
     }
+}
+
+/// Set by rustdoc (edition 2024's merged doctests) in the environment of each doctest it runs:
+/// the test's number within the crate's doctests.
+const DOCTEST_NUMBER_VAR: &str = "RUSTDOC_DOCTEST_RUN_NB_TEST";
+
+/// Whether this process is a doctest: rustdoc runs every doctest of an edition before 2024 as
+/// `rust_out` in a directory `rustdoctest*`, and a merged one with [`DOCTEST_NUMBER_VAR`] set.
+fn is_doctest() -> bool {
+    if std::env::var_os(DOCTEST_NUMBER_VAR).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().ok();
+    exe.as_deref().is_some_and(|e| {
+        e.file_stem().is_some_and(|s| s == "rust_out")
+            && e.parent()
+                .and_then(Path::file_name)
+                .is_some_and(|d| d.to_string_lossy().starts_with("rustdoctest"))
+    })
+}
+
+/// The directory of this process's reports: `target/cabprof`, or for a doctest
+/// `target/cabprof/doctest/<crate>` (`CARGO_CRATE_NAME`, which cargo sets for rustdoc and
+/// its doctests).
+pub(crate) fn report_dir() -> PathBuf {
+    let dir = output_dir();
+    if !is_doctest() {
+        return dir;
+    }
+    let dir = dir.join("doctest");
+    match std::env::var("CARGO_CRATE_NAME") {
+        Ok(name) if !name.is_empty() => dir.join(file_name_part(&name)),
+        _ => dir,
+    }
+}
+
+/// The name of this process's report within [`report_dir`]: the binary's name, or for a
+/// merged doctest its number. Every doctest of an older edition is `rust_out`: the run rule
+/// of [`create_report`] gives each its own file.
+pub(crate) fn report_name() -> String {
+    match std::env::var(DOCTEST_NUMBER_VAR) {
+        Ok(n) if is_doctest() && !n.is_empty() => format!("doctest_{}", file_name_part(&n)),
+        _ => binary_name(),
+    }
+}
+
+/// `s` with every character that is not portable in a file name replaced by `_`.
+pub(crate) fn file_name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report files: one per process
+
+/// Where a report went, and whether its default name was taken.
+pub(crate) struct Claim {
+    /// The file written.
+    pub(crate) path: PathBuf,
+    /// The default name, when it held another process's report of this run.
+    pub(crate) displaced: Option<PathBuf>,
+}
+
+impl Claim {
+    /// What the exit message adds: nothing, or why the report has another name.
+    pub(crate) fn note(&self) -> String {
+        match &self.displaced {
+            Some(taken) => format!(
+                "; {} holds another process's report of this run",
+                taken.display()
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// Report files this process created: its own, to overwrite.
+static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// How long before the run's start a report still counts as of this run: a parent's start is
+/// read from clocks of 10 ms ticks, and a file's modification time lags the clock by up to one
+/// kernel tick (10 ms at worst). A report of an earlier run written this close to the start is
+/// kept too.
+const RUN_START_SLACK: Duration = Duration::from_millis(100);
+
+/// Create the report file `path` (and its directory). With `keep_others`, a file already
+/// there that another process wrote since this run started (see [`run_start`]) is kept, and
+/// the report goes to `<stem>.<pid>.<ext>` beside it: two processes of one binary, same-named
+/// test binaries of two packages, doctests. An older file, from an earlier run, is replaced,
+/// and so is one this process wrote itself.
+pub(crate) fn create_report(path: &Path, keep_others: bool) -> std::io::Result<(File, Claim)> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut created = CREATED.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = created.iter().any(|p| p == path);
+    if !keep_others || mine {
+        let file = File::create(path)?;
+        if !mine {
+            created.push(path.to_path_buf());
+        }
+        return Ok((
+            file,
+            Claim {
+                path: path.to_path_buf(),
+                displaced: None,
+            },
+        ));
+    }
+    let since = run_start().checked_sub(RUN_START_SLACK);
+    let of_this_run = |p: &Path| match (std::fs::metadata(p).and_then(|m| m.modified()), since) {
+        (Ok(modified), Some(since)) => modified >= since,
+        // No clock to compare with: whoever wrote it may be of this run.
+        (Ok(_), None) => true,
+        (Err(_), _) => false,
+    };
+    if !of_this_run(path) {
+        // An earlier run's report (or none): replace it. `create_new` below, not a plain
+        // create, so that of two processes that both found it old, one takes the name and
+        // the other moves aside.
+        let _ = std::fs::remove_file(path);
+    }
+    match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => {
+            created.push(path.to_path_buf());
+            Ok((
+                file,
+                Claim {
+                    path: path.to_path_buf(),
+                    displaced: None,
+                },
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let aside = with_pid(path);
+            let file = File::create(&aside)?;
+            created.push(aside.clone());
+            Ok((
+                file,
+                Claim {
+                    path: aside,
+                    displaced: Some(path.to_path_buf()),
+                },
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `dir/name.json` → `dir/name.<pid>.json`.
+fn with_pid(path: &Path) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let pid = std::process::id();
+    match path.extension() {
+        Some(ext) => path.with_file_name(format!("{stem}.{pid}.{}", ext.to_string_lossy())),
+        None => path.with_file_name(format!("{stem}.{pid}")),
+    }
+}
+
+/// When this run started. Under cargo (which sets `CARGO` in the environment of what it
+/// runs: `cargo test`, `cargo run`, rustdoc and its doctests) the run is the command that
+/// started this process: its parent's start (Linux; cargo, rustdoc, or the test that
+/// spawned this process). Otherwise, or where that cannot be read, the run is this process:
+/// from when it first needed a report (its process-wide session's start, or its first test
+/// profile).
+fn run_start() -> SystemTime {
+    static START: OnceLock<SystemTime> = OnceLock::new();
+    *START.get_or_init(|| {
+        let parent = if std::env::var_os("CARGO").is_some() {
+            parent_start()
+        } else {
+            None
+        };
+        parent.unwrap_or_else(SystemTime::now)
+    })
+}
+
+/// When the parent process started, from `/proc`: its start in clock ticks since boot,
+/// against the time since boot now.
+#[cfg(target_os = "linux")]
+fn parent_start() -> Option<SystemTime> {
+    let ppid = std::os::unix::process::parent_id();
+    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
+    // After the command name (in parentheses, which it may itself contain), the fields from
+    // the third on: `starttime` is the 22nd.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let started_ticks: u64 = fields.get(22 - 3)?.parse().ok()?;
+    // SAFETY: `sysconf` only reads a configuration value.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks_per_s <= 0 {
+        return None;
+    }
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let ago = uptime - started_ticks as f64 / ticks_per_s as f64;
+    SystemTime::now().checked_sub(Duration::try_from_secs_f64(ago.max(0.0)).ok()?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn parent_start() -> Option<SystemTime> {
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,11 +524,30 @@ static NEXT_TEST: AtomicU32 = AtomicU32::new(0);
 /// }
 /// ```
 ///
+/// # Without instrumentation
+///
+/// With cabprof's `enabled` feature off (`default-features = false`, the compile-time
+/// off switch), `#[profile]` functions record nothing and the report holds no calls:
+/// [`Report::instrumented`] is `false`, the text report's first line says so, and
+/// [`ReportData::calls`](crate::ReportData::calls) is 0. A test that asserts counts checks
+/// first:
+///
+/// ```no_run
+/// # fn parse(_: &str) {}
+/// let profile = cabprof::test_profile();
+/// parse("...");
+/// let report = profile.finish();
+/// if report.instrumented() {
+///     assert_eq!(report.data.calls("parse"), 1);
+/// }
+/// ```
+///
 /// # Panics
 ///
 /// If the process-wide session cannot start: a bad `CABPROF_*` variable, or another
 /// [`Session`](crate::Session) running in this process.
 pub fn test_profile() -> TestProfile {
+    let _ = run_start();
     // As in `decide`: a test may run on a thread with a small stack.
     let started = with_room(|| start(process_session_requested()).map_err(|e| e.to_string()));
     if let Ok(Err(e)) | Err(e) = started {
@@ -307,7 +570,10 @@ pub fn test_profile() -> TestProfile {
 /// those: not the events of other tests running in parallel, and not those of threads the test
 /// spawns. Its thread counters are that thread's since its first event. Dropped without
 /// `finish`, it writes its JSON report to `target/cabprof/<binary>/<thread>.json` (the thread
-/// of a `#[test]` is named after the test). It stays on its thread (`!Send`).
+/// of a `#[test]` is named after the test; a doctest's is `main`, in
+/// `target/cabprof/doctest/<crate>/<rust_out or doctest_n>/`), or to `<thread>.<pid>.json`
+/// when another process of this run wrote that file, as for the whole-process report. It
+/// stays on its thread (`!Send`).
 #[derive(Debug)]
 #[must_use = "the profile ends when this guard is dropped"]
 pub struct TestProfile {
@@ -319,7 +585,8 @@ pub struct TestProfile {
 }
 
 impl TestProfile {
-    /// End the profile and return its report.
+    /// End the profile and return its report. Its calls are empty when `#[profile]` is
+    /// compiled out: see [`Report::instrumented`].
     pub fn finish(mut self) -> Report {
         self.finished = true;
         self.end();
@@ -361,15 +628,26 @@ impl Drop for TestProfile {
         let (id, thread) = (self.id, self.thread.clone());
         let written = with_room(move || {
             let report = report_of(id, &thread);
-            let dir = output_dir().join(binary_name());
+            let dir = report_dir().join(report_name());
             let path = dir.join(format!("{}.json", thread.replace("::", "-")));
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::File::create(&path))
-                .and_then(|f| report.write_json(f))
-                .map_err(|e| format!("could not write {}: {e}", path.display()))
+            let written = create_report(&path, true).and_then(|(file, claim)| {
+                report.write_json(file)?;
+                Ok(claim)
+            });
+            match written {
+                Ok(claim) if claim.displaced.is_some() => Ok(Some(format!(
+                    "test profile written to {}{}",
+                    claim.path.display(),
+                    claim.note()
+                ))),
+                Ok(_) => Ok(None),
+                Err(e) => Err(format!("could not write {}: {e}", path.display())),
+            }
         });
-        if let Ok(Err(e)) | Err(e) = written {
-            eprintln!("cabprof: {e}");
+        match written {
+            Ok(Ok(Some(note))) => eprintln!("cabprof: {note}"),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) | Err(e) => eprintln!("cabprof: {e}"),
         }
     }
 }

@@ -140,6 +140,7 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// `go tool pprof -top` rows: function name → (flat, cum).
+#[cfg(feature = "pprof")]
 fn pprof_top(file: &Path, sample_index: &str) -> BTreeMap<String, (u64, u64)> {
     let text = run(Command::new("go")
         .args([
@@ -170,6 +171,7 @@ fn pprof_top(file: &Path, sample_index: &str) -> BTreeMap<String, (u64, u64)> {
     rows
 }
 
+#[cfg(feature = "pprof")]
 #[test]
 fn go_tool_pprof_reads_the_reports_totals_per_function() {
     if !available("go", &["version"], "golang-go") {
@@ -342,6 +344,7 @@ fn callgrind_annotate_reads_the_reports_totals_per_function() {
 }
 
 /// A running service's interval profile: a later snapshot minus an earlier one, read by pprof.
+#[cfg(feature = "pprof")]
 #[test]
 fn pprof_since_holds_what_happened_between_two_snapshots() {
     if !available("go", &["version"], "golang-go") {

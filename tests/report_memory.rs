@@ -100,8 +100,12 @@ fn phases(depth: u32) -> Vec<(&'static str, usize)> {
     phase("folded_by(AllocBytes)", &|| {
         d.folded_by(Weight::AllocBytes).len()
     });
-    phase("svg", &|| d.svg().len());
-    phase("svg_by(Time)", &|| d.svg_by(Weight::Time).len());
+    #[cfg(feature = "flamegraph")]
+    {
+        phase("svg", &|| d.svg().len());
+        phase("svg_by(Time)", &|| d.svg_by(Weight::Time).len());
+    }
+    #[cfg(feature = "pprof")]
     phase("pprof", &|| d.pprof().len());
     phase("callgrind", &|| d.callgrind().len());
     // The whole text in one string: its size and no more than a few bytes per context.

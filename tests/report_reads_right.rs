@@ -95,8 +95,8 @@ fn flame_graph_totals_are_the_calls_it_shows() {
         .filter(|(p, _)| p.matches(';').count() == 1)
         .collect();
     assert_eq!(roots.len(), 1, "root's only child is main: {roots:?}");
-    let svg = d.svg();
-    assert!(svg.contains("9 calls"), "the SVG's total is 9 calls");
+    #[cfg(feature = "flamegraph")]
+    assert!(d.svg().contains("9 calls"), "the SVG's total is 9 calls");
 }
 
 /// Regression: edges were sorted by id, so "top N" showed small edges and dropped large ones;
@@ -257,7 +257,10 @@ fn trait_methods_read_one_way() {
     let names: Vec<&str> = d.methods.iter().map(|m| m.name.as_str()).collect();
     assert!(names.contains(&"<Shown as Display>::fmt"), "{names:?}");
     assert!(names.contains(&"<Shown as Drop>::drop"), "{names:?}");
-    let svg = d.svg();
-    assert!(!svg.contains("_as_"), "the SVG keeps the spaces");
-    assert!(svg.contains("&lt;Shown as Display&gt;::fmt"));
+    #[cfg(feature = "flamegraph")]
+    {
+        let svg = d.svg();
+        assert!(!svg.contains("_as_"), "the SVG keeps the spaces");
+        assert!(svg.contains("&lt;Shown as Display&gt;::fmt"));
+    }
 }

@@ -1,6 +1,8 @@
 //! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings — a
 //! text table for people, JSON for tools, folded stacks for flame graphs, DOT for the call
-//! graph and a flame-graph SVG (inferno).
+//! graph, callgrind, and two that need crates of their own, each behind a cargo feature that
+//! is off by default: a flame-graph SVG (inferno; feature `flamegraph`) and pprof's gzipped
+//! protobuf (prost and flate2; feature `pprof`). The `cli` feature turns both on.
 //!
 //! # JSON schema (`"schema": "cabprof-report/1"`)
 //!
@@ -115,8 +117,8 @@
 //! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
-//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs`, `pprof.rs` (pprof's `profile.proto`) and
-//!   `callgrind.rs` (the callgrind format).
+//!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs` (feature `flamegraph`), `pprof.rs` (pprof's
+//!   `profile.proto`; feature `pprof`) and `callgrind.rs` (the callgrind format).
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
 //!   [`ReportData::results_json`]).
 
@@ -126,7 +128,9 @@ mod convert;
 mod dot;
 mod folded;
 mod json;
+#[cfg(feature = "pprof")]
 mod pprof;
+#[cfg(feature = "flamegraph")]
 mod svg;
 mod text;
 
@@ -144,6 +148,10 @@ pub use folded::{folded_frame, Weight};
 
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
+
+/// The first line of the text report of a build without `#[profile]` instrumentation.
+pub(crate) const COMPILED_OUT: &str = "instrumentation compiled out: cabprof's `enabled` feature \
+     is off, so #[profile] functions record no calls (Report::instrumented() is false)";
 
 /// A finished (or snapshot) profile: the merged analyses and the session's counters.
 #[derive(Debug)]
@@ -163,9 +171,26 @@ impl Report {
         Report { runtime, data }
     }
 
-    /// Text tables, `top` rows each.
+    /// Whether `#[profile]` instrumented this build: cabprof's `enabled` feature, on by
+    /// default. Without it the attribute leaves every function as written, so no function
+    /// call is recorded: the method count, call graph, call tree, paths and times are empty,
+    /// and only explicit events ([`mem`](crate::mem), the [`Tracked`](crate::alloc::Tracked)
+    /// allocator's) reach a session. Code that reads calls from a report, such as a test
+    /// asserting a count, checks this first (or reads counts with
+    /// [`ReportData::calls`], which gives 0 rather than panicking).
+    pub fn instrumented(&self) -> bool {
+        cfg!(feature = "enabled")
+    }
+
+    /// Text tables, `top` rows each. Without instrumentation (see
+    /// [`instrumented`](Self::instrumented)) they start with a line saying so.
     pub fn text(&self, top: usize) -> String {
-        self.data.text(top)
+        let tables = self.data.text(top);
+        if self.instrumented() {
+            tables
+        } else {
+            format!("{COMPILED_OUT}\n{tables}")
+        }
     }
 
     /// The JSON report (schema in the module docs).
@@ -190,6 +215,10 @@ impl Report {
     }
 
     /// A flame graph weighted by calls or by time, as SVG.
+    ///
+    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
+    /// [`folded_by`](Self::folded_by) gives the stacks any flame-graph tool draws.
+    #[cfg(feature = "flamegraph")]
     pub fn svg_by(&self, weight: Weight) -> String {
         self.data.svg_by(weight)
     }
@@ -200,11 +229,18 @@ impl Report {
     }
 
     /// A flame graph of the calling-context tree, as SVG.
+    ///
+    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
+    /// [`folded`](Self::folded) gives the stacks any flame-graph tool draws.
+    #[cfg(feature = "flamegraph")]
     pub fn svg(&self) -> String {
         self.data.svg()
     }
 
     /// pprof's gzipped `profile.proto`, for `go tool pprof` and continuous-profiling backends.
+    ///
+    /// Needs cabprof's `pprof` feature (off by default: it builds prost and flate2).
+    #[cfg(feature = "pprof")]
     pub fn pprof(&self) -> Vec<u8> {
         self.data.pprof()
     }

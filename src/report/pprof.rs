@@ -212,6 +212,9 @@ impl Builder<'_> {
 impl ReportData {
     /// The profile in pprof's format (gzipped `profile.proto`), for `go tool pprof` and
     /// continuous-profiling backends; see `src/report/pprof.rs` for what it holds.
+    ///
+    /// This and the other `pprof` methods need cabprof's `pprof` feature (off by default: it
+    /// builds prost and flate2).
     pub fn pprof(&self) -> Vec<u8> {
         self.pprof_labeled(&[])
     }

@@ -8,6 +8,9 @@ use crate::model::ReportData;
 impl ReportData {
     /// A flame graph SVG of the folded stacks, weighted by calls (inferno). Widths are call
     /// counts, not time: [`svg_by`](Self::svg_by) draws time.
+    ///
+    /// This and [`svg_by`](Self::svg_by) need cabprof's `flamegraph` feature (off by
+    /// default: it builds inferno); [`folded`](Self::folded) needs nothing.
     pub fn svg(&self) -> String {
         self.svg_by(Weight::Calls)
     }

@@ -1,0 +1,88 @@
+//! With `#[profile]` compiled out (`default-features = false`) cabprof builds no renderer,
+//! compressor or protocol crate, and the heavy renderers stay behind their own features. Reads
+//! the dependency tree with `cargo tree --offline` (the lock file is the repository's).
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// Crates a compiled-out build must not compile: inferno (`flamegraph`), prost and flate2
+/// (`pprof`), what they pull in, tempfile, and tracing's `#[instrument]` proc macro.
+const HEAVY: &[&str] = &[
+    "inferno",
+    "quick-xml",
+    "prost",
+    "prost-derive",
+    "flate2",
+    "miniz_oxide",
+    "tempfile",
+    "tracing-attributes",
+    "clap",
+];
+
+/// The names of the crates `cargo tree` lists for the facade's normal build with `features`.
+fn tree(features: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "cabprof",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}"])
+        .args(features)
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn heavy_in(crates: &BTreeSet<String>) -> Vec<&'static str> {
+    HEAVY
+        .iter()
+        .copied()
+        .filter(|h| crates.contains(*h))
+        .collect()
+}
+
+#[test]
+fn compiled_out_and_default_builds_pull_no_heavy_crate() {
+    let off = tree(&["--no-default-features"]);
+    assert!(off.contains("cabprof-macros"), "{off:?}");
+    assert_eq!(heavy_in(&off), Vec::<&str>::new(), "compiled out: {off:?}");
+    let default = tree(&[]);
+    assert_eq!(
+        heavy_in(&default),
+        Vec::<&str>::new(),
+        "default: {default:?}"
+    );
+}
+
+#[test]
+fn each_renderer_feature_brings_its_crates_only() {
+    let flame = tree(&["--features", "flamegraph"]);
+    assert!(flame.contains("inferno"), "{flame:?}");
+    assert!(
+        !flame.contains("prost") && !flame.contains("flate2"),
+        "{flame:?}"
+    );
+    let pprof = tree(&["--features", "pprof"]);
+    assert!(
+        pprof.contains("prost") && pprof.contains("flate2"),
+        "{pprof:?}"
+    );
+    assert!(!pprof.contains("inferno"), "{pprof:?}");
+}
