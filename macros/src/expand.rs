@@ -256,7 +256,8 @@ pub(crate) const SMALL_TOKENS: usize = 48;
 /// Whether a function met inside a profiled `impl`, trait or module is left alone because it
 /// is small: no `all` option, plain `#[profile]` (with `paths` or `memory` every function
 /// counts: an accessor's loads are the cache simulator's input), not `async`, a body of fewer
-/// than [`SMALL_TOKENS`] tokens, no loop and no macro call (whose expansion may be anything). Such functions are the accessors that the
+/// than [`SMALL_TOKENS`] tokens, no loop and no macro call (whose expansion may be anything)
+/// but the checks that only panic ([`CHECKS`]). Such functions are the accessors that the
 /// compiler inlines into their callers; instrumented, each call would pay a session check at
 /// entry and exit, in the caller's inner loops, however cheap the check (a parser of small
 /// accessors ran 4.4 times slower with no session running; `cargo bench -p cabprof-checks
@@ -282,23 +283,43 @@ fn token_count(tokens: TokenStream) -> usize {
         .sum()
 }
 
-/// Whether `block` holds a `loop`, `while`, `for` or a macro call, anywhere (closures
-/// included): any of them makes a body more than an accessor.
+/// Macros that only check or give up (`panic!`, `assert!`, ...): on the path an accessor
+/// normally takes they do nothing, so they do not make a body more than an accessor.
+const CHECKS: [&str; 10] = [
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+];
+
+/// Whether `block` holds a `loop`, `while`, `for` or a macro call other than [`CHECKS`],
+/// anywhere (closures included): any of them makes a body more than an accessor.
 fn has_loop_or_macro(block: &Block) -> bool {
+    fn does_work(m: &syn::Macro) -> bool {
+        !m.path
+            .segments
+            .last()
+            .is_some_and(|s| CHECKS.iter().any(|c| s.ident == c))
+    }
     struct Find(bool);
     impl VisitMut for Find {
         fn visit_expr_mut(&mut self, e: &mut Expr) {
-            if matches!(
-                e,
-                Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) | Expr::Macro(_)
-            ) {
-                self.0 = true;
-            } else {
-                syn::visit_mut::visit_expr_mut(self, e);
+            match e {
+                Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => self.0 = true,
+                Expr::Macro(m) if does_work(&m.mac) => self.0 = true,
+                _ => syn::visit_mut::visit_expr_mut(self, e),
             }
         }
-        fn visit_stmt_macro_mut(&mut self, _: &mut syn::StmtMacro) {
-            self.0 = true;
+        fn visit_stmt_macro_mut(&mut self, m: &mut syn::StmtMacro) {
+            if does_work(&m.mac) {
+                self.0 = true;
+            }
         }
     }
     let mut f = Find(false);
@@ -515,7 +536,18 @@ mod tests {
         assert!(!left_alone_as_small(&plain, &looped.sig, &looped.block));
         let macroed = f(quote! { fn greet(&self) -> String { format!("hi {}", self.0) } });
         assert!(!left_alone_as_small(&plain, &macroed.sig, &macroed.block));
-        let stmt_macro = f(quote! { fn check(&self) { debug_assert!(self.ok()); } });
+        // Checks that only panic do not count: regex-syntax's `char_at`.
+        let checked = f(quote! {
+            fn char_at(&self, i: usize) -> char {
+                debug_assert!(i <= self.pattern().len());
+                self.pattern()[i..]
+                    .chars()
+                    .next()
+                    .unwrap_or_else(|| panic!("expected char at offset {i}"))
+            }
+        });
+        assert!(left_alone_as_small(&plain, &checked.sig, &checked.block));
+        let stmt_macro = f(quote! { fn log(&self) { eprintln!("{}", self.0); } });
         assert!(!left_alone_as_small(
             &plain,
             &stmt_macro.sig,
