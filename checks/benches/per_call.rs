@@ -525,10 +525,11 @@ fn main() {
         }
     };
     let over = |key: &str| Some(med(key)? - med(&plain_of(key))?);
-    // The first run's cost over plain's first run, as a multiple of the steady cost.
+    // The first run's cost over plain's first run, as a multiple of the steady cost (none for
+    // a steady cost under half a nanosecond, whose multiple is noise over noise).
     let first_x = |key: &str| {
         let first = median(pick(key, true))? - median(pick(&plain_of(key), true))?;
-        Some(first / over(key)?)
+        Some(first / over(key).filter(|c| *c >= 0.5)?)
     };
     let plain = med("plain").expect("plain always runs");
     let mc = over("mc");
