@@ -173,8 +173,9 @@ fn the_first_event_of_the_process_starts_the_session_on_a_small_stack() {
     if std::env::var_os(SCENARIO).is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let output = dir.path().join("report.json");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("small_stack");
+    std::fs::create_dir_all(&dir).unwrap();
+    let output = dir.join(format!("report-{}.json", std::process::id()));
     run_child(
         "process",
         &[
