@@ -16,14 +16,14 @@
 //!
 //! With no session running, [`enter`] does one load and one branch and returns an inactive
 //! guard; the shadow stack is not touched, so it always holds the innermost frame entered
-//! while a session ran. Entry is inlined; the `Return` is out of line (the guard's drop
-//! calls `leave`), because a drop that big is not inlined: every instrumented function then
-//! called it, also with no session, and that call was most of the no-session cost (1.3 to
-//! 3.3 ns of 1.5 to 3.8; 0.25 to 0.5 ns without it, interleaved runs of
-//! `benches/profile_overhead.rs`). Inlined, the guard's compare folds away on the idle path,
-//! which is then a load, a branch and the saves of the registers the active path uses. An
-//! experiment with the entry's active work out of line as well measured about 5 ns per call
-//! slower with a session.
+//! while a session ran. Only that load and branch are inlined into the instrumented
+//! function: a recorded entry is one out-of-line call, and so is the exit (the guard's drop
+//! calls `leave` when the entry recorded). Inlined, the recorded path (about a hundred
+//! instructions) kept annotated accessors from being inlined into their callers. Both calls
+//! are `extern "C"` with panics contained, so they cannot unwind and the instrumented
+//! function needs no landing pad for them. With a session the call then costs one call and
+//! return more than an inlined entry would; `cargo bench -p cabprof-checks --bench per_call`
+//! measures it.
 //!
 //! # `async fn`
 //!
@@ -155,15 +155,6 @@ fn decided_key() -> u64 {
         Activity::Recording => key,
         _ => 0,
     }
-}
-
-/// Entry of `site`'s function while the session `key` runs: push it and emit the `Call`.
-#[inline(always)]
-fn call(site: &'static Site, key: u64) -> (u32, u32) {
-    let callee = site.id();
-    let caller = push(callee);
-    emit_with(key, Event::call(method(caller), method(callee)));
-    (callee, caller)
 }
 
 /// Exit of `callee`, whose caller was `caller`.
@@ -389,7 +380,41 @@ impl Entry {
 #[inline(never)]
 #[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
 extern "C" fn enter_recorded(site: &'static Site, key: u64) -> Entry {
-    contained(|| enter_recorded_inner(site, key), Entry::IDLE)
+    // Which session records, and this function's id (its first call registers it): a panic
+    // here records nothing and leaves the shadow stack as it was.
+    let recorded = contained(
+        || {
+            let key = match activity_of(key) {
+                Activity::Recording => key,
+                Activity::Undecided => decided_key(),
+                Activity::Idle => 0,
+            };
+            (key != 0).then(|| (key, site.id()))
+        },
+        None,
+    );
+    let Some((key, callee)) = recorded else {
+        return Entry::IDLE;
+    };
+    let caller = push(callee);
+    // The frame is on the shadow stack now: whatever happens below, the exit must pop it, so a
+    // panic here still returns the ids (its `Return` may then close a frame whose `Call` was
+    // not emitted; every later frame still names the right caller).
+    let start = contained(
+        || {
+            emit_with(key, Event::call(method(caller), method(callee)));
+            if timed(callee) {
+                clock::now()
+            } else {
+                UNTIMED
+            }
+        },
+        UNTIMED,
+    );
+    Entry {
+        ids: u64::from(callee) | u64::from(caller) << 32,
+        start,
+    }
 }
 
 /// Run `f`; if it panics, return `or` instead of unwinding into the instrumented function (a
@@ -397,24 +422,6 @@ extern "C" fn enter_recorded(site: &'static Site, key: u64) -> Entry {
 #[inline(always)]
 fn contained<R>(f: impl FnOnce() -> R, or: R) -> R {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(or)
-}
-
-#[inline(always)]
-fn enter_recorded_inner(site: &'static Site, key: u64) -> Entry {
-    let key = match activity_of(key) {
-        Activity::Recording => key,
-        Activity::Undecided => decided_key(),
-        Activity::Idle => 0,
-    };
-    if key == 0 {
-        return Entry::IDLE;
-    }
-    let (callee, caller) = call(site, key);
-    let start = if timed(callee) { clock::now() } else { UNTIMED };
-    Entry {
-        ids: u64::from(callee) | u64::from(caller) << 32,
-        start,
-    }
 }
 
 impl Drop for FrameGuard {
@@ -552,19 +559,20 @@ fn emit_path(method_id: u32, path: u64, hashed: bool) {
 #[inline(never)]
 #[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
 extern "C" fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
-    contained(|| exit_paths_inner(guard), ());
-}
-
-#[inline(always)]
-fn exit_paths_inner<const CALLS: bool>(guard: &PathGuard<CALLS>) {
     let (method_id, caller, hashed) = (guard.method, guard.caller, guard.hashed);
-    let mut path = guard.register;
-    if !hashed && std::thread::panicking() {
-        path = path.wrapping_add(guard.unwound);
-    }
-    emit_path(method_id, path, hashed);
+    // Contained apart, so that the frame is popped and closed even if the path's word fails.
+    contained(
+        || {
+            let mut path = guard.register;
+            if !hashed && std::thread::panicking() {
+                path = path.wrapping_add(guard.unwound);
+            }
+            emit_path(method_id, path, hashed);
+        },
+        (),
+    );
     if CALLS {
-        leave_inner(method_id, caller, guard.start);
+        contained(|| leave_inner(method_id, caller, guard.start), ());
     }
 }
 

@@ -324,6 +324,9 @@ pub(crate) fn create_report(path: &Path, keep_others: bool) -> std::io::Result<(
             },
         ));
     }
+    // Held from the age check to the creation: of two processes that both found an old file,
+    // the second must not remove the first one's new report.
+    let _lock = DirLock::take(path.parent().unwrap_or(Path::new(".")));
     let since = run_start().checked_sub(RUN_START_SLACK);
     let of_this_run = |p: &Path| match (std::fs::metadata(p).and_then(|m| m.modified()), since) {
         (Ok(modified), Some(since)) => modified >= since,
@@ -361,6 +364,41 @@ pub(crate) fn create_report(path: &Path, keep_others: bool) -> std::io::Result<(
             ))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// An exclusive advisory lock (`flock`) on `dir/.cabprof.lock`, released when dropped (the
+/// file is closed). Where it cannot be taken, nothing is held: the reports are then as safe
+/// as `create_new` alone makes them.
+struct DirLock {
+    _file: Option<File>,
+}
+
+impl DirLock {
+    fn take(dir: &Path) -> DirLock {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let Ok(file) = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".cabprof.lock"))
+        else {
+            return DirLock { _file: None };
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: `flock` on a descriptor this function owns; it blocks until the lock is
+            // free and touches no memory of ours.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return DirLock { _file: None };
+            }
+        }
+        DirLock { _file: Some(file) }
     }
 }
 

@@ -468,7 +468,11 @@ fn main() {
     let exe = std::env::current_exe().expect("own path");
     // The same bench built as a crate that depends on cabprof builds by default
     // (`cargo build --release`: no LTO, 16 codegen units), for the `(release)` rows.
-    let release = release_build();
+    let release = if chosen.iter().any(|(k, _)| RELEASE_ROWS.contains(k)) {
+        release_build()
+    } else {
+        None
+    };
     let mut chosen: Vec<(String, String)> = chosen
         .iter()
         .map(|(k, l)| (k.to_string(), l.to_string()))
@@ -531,7 +535,6 @@ fn main() {
         let first = median(pick(key, true))? - median(pick(&plain_of(key), true))?;
         Some(first / over(key).filter(|c| *c >= 0.5)?)
     };
-    let plain = med("plain").expect("plain always runs");
     let mc = over("mc");
     let timed = over("timed");
     let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |v| format!("{v:.prec$}"));
@@ -652,7 +655,6 @@ fn main() {
             t / h
         );
     }
-    let _ = plain;
     if let (Some(s), Some(m)) = (over("timed-1/K"), mc) {
         let r = s / m;
         println!(

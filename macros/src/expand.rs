@@ -256,8 +256,8 @@ pub(crate) const SMALL_TOKENS: usize = 48;
 /// Whether a function met inside a profiled `impl`, trait or module is left alone because it
 /// is small: no `all` option, plain `#[profile]` (with `paths` or `memory` every function
 /// counts: an accessor's loads are the cache simulator's input), not `async`, a body of fewer
-/// than [`SMALL_TOKENS`] tokens, no loop and no macro call (whose expansion may be anything)
-/// but the checks that only panic ([`CHECKS`]). Such functions are the accessors that the
+/// than [`SMALL_TOKENS`] tokens that does no work beyond an accessor's (see [`does_work`]:
+/// no loop, closure, recursion or macro call but the checks that only panic). Such functions are the accessors that the
 /// compiler inlines into their callers; instrumented, each call would pay a session check at
 /// entry and exit, in the caller's inner loops, however cheap the check (a parser of small
 /// accessors ran 4.4 times slower with no session running; `cargo bench -p cabprof-checks
@@ -269,7 +269,7 @@ fn left_alone_as_small(opts: &Options, sig: &Signature, block: &Block) -> bool {
         && !opts.memory
         && sig.asyncness.is_none()
         && token_count(block.to_token_stream()) < SMALL_TOKENS
-        && !has_loop_or_macro(block)
+        && !does_work(block, &sig.ident)
 }
 
 /// Leaf tokens in `tokens`, groups' delimiters not counted.
@@ -298,33 +298,48 @@ const CHECKS: [&str; 10] = [
     "debug_assert_ne",
 ];
 
-/// Whether `block` holds a `loop`, `while`, `for` or a macro call other than [`CHECKS`],
-/// anywhere (closures included): any of them makes a body more than an accessor.
-fn has_loop_or_macro(block: &Block) -> bool {
-    fn does_work(m: &syn::Macro) -> bool {
-        !m.path
+/// Whether `block` does more than an accessor: it holds a `loop`, `while` or `for`, a macro
+/// call other than [`CHECKS`], a closure (an iterator chain such as `.map(|x| ..).sum()`
+/// loops) other than one that only runs a check (`unwrap_or_else(|| panic!(..))`), or a call
+/// of `name` (recursion), anywhere in it.
+fn does_work(block: &Block, name: &syn::Ident) -> bool {
+    fn is_check(m: &syn::Macro) -> bool {
+        m.path
             .segments
             .last()
             .is_some_and(|s| CHECKS.iter().any(|c| s.ident == c))
     }
-    struct Find(bool);
-    impl VisitMut for Find {
+    struct Find<'a> {
+        name: &'a syn::Ident,
+        found: bool,
+    }
+    impl VisitMut for Find<'_> {
         fn visit_expr_mut(&mut self, e: &mut Expr) {
             match e {
-                Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => self.0 = true,
-                Expr::Macro(m) if does_work(&m.mac) => self.0 = true,
+                Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => self.found = true,
+                Expr::Macro(m) if !is_check(&m.mac) => self.found = true,
+                Expr::Closure(c) if !matches!(&*c.body, Expr::Macro(m) if is_check(&m.mac)) => {
+                    self.found = true
+                }
+                Expr::MethodCall(m) if m.method == *self.name => self.found = true,
+                Expr::Call(c)
+                    if matches!(&*c.func, Expr::Path(p)
+                        if p.path.segments.last().is_some_and(|s| s.ident == *self.name)) =>
+                {
+                    self.found = true
+                }
                 _ => syn::visit_mut::visit_expr_mut(self, e),
             }
         }
         fn visit_stmt_macro_mut(&mut self, m: &mut syn::StmtMacro) {
-            if does_work(&m.mac) {
-                self.0 = true;
+            if !is_check(&m.mac) {
+                self.found = true;
             }
         }
     }
-    let mut f = Find(false);
+    let mut f = Find { name, found: false };
     f.visit_block_mut(&mut block.clone());
-    f.0
+    f.found
 }
 
 fn collect(r: syn::Result<()>, errors: &mut Vec<syn::Error>) {
@@ -547,6 +562,15 @@ mod tests {
             }
         });
         assert!(left_alone_as_small(&plain, &checked.sig, &checked.block));
+        // An iterator chain's closure loops; recursion repeats.
+        let chain = f(quote! { fn total(&self) -> u64 { self.v.iter().map(|x| x * 2).sum() } });
+        assert!(!left_alone_as_small(&plain, &chain.sig, &chain.block));
+        let rec =
+            f(quote! { fn fib(n: u64) -> u64 { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } } });
+        assert!(!left_alone_as_small(&plain, &rec.sig, &rec.block));
+        let rec =
+            f(quote! { fn len(&self) -> usize { self.tail.as_ref().map_or(0, |t| t.len()) + 1 } });
+        assert!(!left_alone_as_small(&plain, &rec.sig, &rec.block));
         let stmt_macro = f(quote! { fn log(&self) { eprintln!("{}", self.0); } });
         assert!(!left_alone_as_small(
             &plain,
@@ -561,7 +585,10 @@ mod tests {
         let under = body(SMALL_TOKENS - 1);
         assert_eq!(token_count(under.block.to_token_stream()), SMALL_TOKENS - 1);
         assert!(left_alone_as_small(&plain, &under.sig, &under.block));
-        let at = body(SMALL_TOKENS + 1);
+        // `-1 + 1 + ... + 1`: the leading minus makes an even count reachable.
+        let adds = std::iter::repeat_n(quote!(+ 1), (SMALL_TOKENS - 2) / 2);
+        let at = f(quote! { fn sum() -> i32 { -1 #(#adds)* } });
+        assert_eq!(token_count(at.block.to_token_stream()), SMALL_TOKENS);
         assert!(!left_alone_as_small(&plain, &at.sig, &at.block));
     }
 

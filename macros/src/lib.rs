@@ -105,7 +105,9 @@ use proc_macro::TokenStream;
 ///   invocation is expanded, so the functions it will generate do not exist yet. To profile
 ///   them, put `#[cabprof::profile]` on the functions inside the macro's definition.
 /// - **Small functions**, under plain `#[profile]` (no `paths`, `memory` or `all`): a body of
-///   fewer than 48 tokens with no loop and no macro call, not `async`. These are the accessors
+///   fewer than 48 tokens, not `async`, with no loop, no closure, no call of the function
+///   itself and no macro call other than a check that only panics (`panic!`, `assert!`,
+///   `debug_assert!`, `unreachable!`, ... or a closure made of one). These are the accessors
 ///   (`fn is_eof(&self) -> bool { self.pos >= self.src.len() }`) that the compiler inlines
 ///   into their callers' loops; instrumented, each call would pay a session check at entry and
 ///   exit even with no session running, more than the accessor itself costs. `#[profile]` on

@@ -30,12 +30,18 @@ impl OutputFile {
         };
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
+        // A new file gets `rw-r--r--` less the umask, as `File::create` makes it; one that
+        // replaces a file gets that file's permission bits (not its set-id bits), set on the
+        // open file after creation because a mode given at creation passes through the umask.
         #[cfg(unix)]
-        {
+        let replaced = {
             use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-            let mode = std::fs::metadata(&path).map_or(0o644, |m| m.permissions().mode());
-            options.mode(mode & 0o7777);
-        }
+            let replaced = std::fs::metadata(&path)
+                .ok()
+                .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o777));
+            options.mode(if replaced.is_some() { 0o600 } else { 0o644 });
+            replaced
+        };
         // A name no other writer picks: this process's id, a per-process counter, and the
         // clock for a process that reuses the id of one that left a file behind; `create_new`
         // refuses an existing name, and the next attempt moves on.
@@ -49,10 +55,18 @@ impl OutputFile {
             let temp = dir.join(format!(".cabprof-{pid}-{n}-{nanos:09}.tmp"));
             match options.open(&temp) {
                 Ok(file) => {
+                    #[cfg(unix)]
+                    if let Some(perm) = &replaced {
+                        if let Err(e) = file.set_permissions(perm.clone()) {
+                            drop(file);
+                            let _ = std::fs::remove_file(&temp);
+                            return Err(e);
+                        }
+                    }
                     return Ok(OutputFile {
                         temp: Some((file, temp)),
                         path,
-                    })
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),

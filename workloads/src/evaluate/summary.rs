@@ -110,7 +110,11 @@ fn overhead_target(s: &mut String, res: &[WorkloadResults]) {
             ratio,
             pct(mean(&inst)),
             rows.len(),
-            if target {
+            if target && moved(&seq) <= 0.0 {
+                // No analysis cost left to move (or noise below the instrumentation's): a ratio
+                // of it says nothing.
+                "  not resolved (sequential analysis cost <= 0)".into()
+            } else if target {
                 format!("  {}", pass(analysis_ratio <= 0.5))
             } else {
                 "  (not a target)".into()
