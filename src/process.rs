@@ -667,7 +667,10 @@ impl Drop for TestProfile {
         let written = with_room(move || {
             let report = report_of(id, &thread);
             let dir = report_dir().join(report_name());
-            let path = dir.join(format!("{}.json", thread.replace("::", "-")));
+            let path = dir.join(format!(
+                "{}.json",
+                file_name_part(&thread.replace("::", "-"))
+            ));
             let written = create_report(&path, true).and_then(|(file, claim)| {
                 report.write_json(file)?;
                 Ok(claim)

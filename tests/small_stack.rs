@@ -60,21 +60,11 @@ fn calls_on_a_small_thread() {
     });
 }
 
-fn count(data: &ReportData, name: &str) -> u64 {
-    data.method_count
-        .as_ref()
-        .expect("method count ran")
-        .iter()
-        .filter(|c| data.name(c.method).ends_with(name))
-        .map(|c| c.count)
-        .sum()
-}
-
 /// The small thread's calls were all counted, and its events are all the report holds
 /// besides `extra` others.
 fn check(data: &ReportData, extra: u64) {
-    assert_eq!(count(data, "::fresh"), CALLS, "{data:?}");
-    assert_eq!(count(data, "::leaf"), CALLS);
+    assert_eq!(data.calls("fresh"), CALLS, "{data:?}");
+    assert_eq!(data.calls("leaf"), CALLS);
     assert_eq!(data.totals.events, 4 * CALLS + extra);
     assert_eq!(data.totals.dropped, 0);
 }
