@@ -112,6 +112,11 @@ struct InlineRegistry<A> {
     merged: Option<A>,
     threads: Vec<ThreadStats>,
     live: Vec<(u64, InlineSlot<A>)>,
+    /// Ids in `live` of threads that exited with too little stack to merge their results
+    /// (see `InlineAnalysis::retire`): merged by the next thread that attaches or retires with
+    /// room, so that a program spawning many such threads keeps one result each only until
+    /// then.
+    exited: Vec<u64>,
     next_id: u64,
 }
 
@@ -137,8 +142,23 @@ impl<A: RingAnalysis> InlineRegistry<A> {
         merge_into(&mut self.merged, Some(state.analysis));
     }
 
+    /// Merge the results of the threads in `exited` (their slots are final: they emit no
+    /// more).
+    fn merge_exited(&mut self) {
+        for id in std::mem::take(&mut self.exited) {
+            if let Some(i) = self.live.iter().position(|(l, _)| *l == id) {
+                let (_, slot) = self.live.swap_remove(i);
+                let state = slot.lock().take();
+                if let Some(state) = state {
+                    self.merge(state);
+                }
+            }
+        }
+    }
+
     /// Merge every live thread's results now; their later events are not counted.
     fn take_live(&mut self) {
+        self.exited.clear();
         for (_, slot) in std::mem::take(&mut self.live) {
             // Drain before unlocking: the owner may empty its buffer once the lock is free.
             let mut guard = slot.lock();
@@ -197,9 +217,11 @@ impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
         // spawned): then the results stay in their slot, which the session merges at finish
         // and copies into snapshots as it does a live thread's.
         if super::stack::stack_left().is_some_and(|left| left < super::stack::ROOM) {
+            self.shared.state.lock().exited.push(self.id);
             return;
         }
         let mut reg = self.shared.state.lock();
+        reg.merge_exited();
         if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
             reg.live.swap_remove(i);
         }
@@ -276,6 +298,7 @@ impl<A: RingAnalysis> Hub for Core<A> {
             consumed: 0,
         })));
         let mut reg = self.inline.state.lock();
+        reg.merge_exited();
         let id = reg.next_id;
         reg.next_id += 1;
         reg.live.push((id, slot.clone()));
@@ -390,6 +413,7 @@ impl<A: RingAnalysis> Session<A> {
                     merged: None,
                     threads: Vec::new(),
                     live: Vec::new(),
+                    exited: Vec::new(),
                     next_id: 0,
                 }),
             }),
