@@ -3,20 +3,11 @@
 //! The parent's session is unaffected.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{active, emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{active, emit, RuntimeConfig, Session};
 use std::time::{Duration, Instant};
 
-#[derive(Default)]
-struct Count(u64);
-
-impl RingAnalysis for Count {
-    fn consume(&mut self, words: &[u64]) {
-        self.0 += words.len() as u64;
-    }
-    fn merge(&mut self, other: Self) {
-        self.0 += other.0;
-    }
-}
+mod support;
+use support::Count;
 
 /// What the child does; its exit status says how it went (0: all well).
 fn in_child(session: Session<Count>) -> i32 {

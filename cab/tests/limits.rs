@@ -2,7 +2,7 @@
 //! a wrapped size or an abort on the first instrumented call.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session, SessionError};
+use cabprof_cab::runtime::{emit, RunMode, RuntimeConfig, Session, SessionError};
 use cabprof_cab::RingConfig;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,17 +13,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[derive(Default)]
-struct Count(u64);
-
-impl RingAnalysis for Count {
-    fn consume(&mut self, words: &[u64]) {
-        self.0 += words.len() as u64;
-    }
-    fn merge(&mut self, other: Self) {
-        self.0 += other.0;
-    }
-}
+mod support;
+use support::Count;
 
 fn from_vars(vars: &[(&str, &str)]) -> Result<RuntimeConfig, cabprof_cab::ConfigError> {
     let map: HashMap<String, String> = vars

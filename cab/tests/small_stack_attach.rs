@@ -4,22 +4,14 @@
 //! threads attach and are analyzed, and it finishes with a full report.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, RunMode, RuntimeConfig, Session};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The next analysis instance the factory makes panics.
 static REFUSE_NEXT: AtomicBool = AtomicBool::new(false);
 
-struct Count(u64);
-
-impl RingAnalysis for Count {
-    fn consume(&mut self, words: &[u64]) {
-        self.0 += words.len() as u64;
-    }
-    fn merge(&mut self, other: Self) {
-        self.0 += other.0;
-    }
-}
+mod support;
+use support::Count;
 
 fn factory() -> Count {
     if REFUSE_NEXT.swap(false, Ordering::SeqCst) {
