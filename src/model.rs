@@ -463,6 +463,41 @@ pub struct TimeData {
     /// The calling contexts, each after its parent (a depth-first walk, the most called
     /// child first).
     pub contexts: Vec<ContextTimeEntry>,
+    /// What was subtracted from the times (absent in older files, whose times are raw).
+    pub compensation: Option<CompensationEntry>,
+    /// Time the application's threads spent inside cabprof (waiting for an analyzer,
+    /// attaching a ring, registering a name, taking a snapshot), taken out of every frame
+    /// open meanwhile.
+    pub inside_cabprof_ns: Option<f64>,
+    /// How many times they entered cabprof (one `Stall` event word each).
+    pub inside_cabprof_entries: Option<u64>,
+    /// Show the raw figures beside the compensated ones in the text report
+    /// (`CABPROF_TIME_RAW=1`).
+    pub show_raw: Option<bool>,
+}
+
+/// The calibrated cost of a timed call, subtracted from the times reported (overhead
+/// compensation): a call's duration loses `inside_ns`; the frames around a call lose what it
+/// cost them, `timed_ns` for a timed call and `untimed_ns` for an untimed one. Measured on
+/// the instrumented code path when the session started, and again when it finished.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompensationEntry {
+    /// One clock read (two back to back).
+    pub clock_ns: f64,
+    /// The part of a timed call inside its own interval.
+    pub inside_ns: f64,
+    /// What a timed call adds to the time of the frames around it.
+    pub timed_ns: f64,
+    /// What an untimed call adds to them.
+    pub untimed_ns: f64,
+    /// What a compensated time can resolve: a call whose compensated mean is below it is
+    /// marked (`below_resolution`), not shown as a precise figure.
+    pub resolution_ns: f64,
+    /// `timed_ns` measured again when the session finished (absent for a snapshot or a
+    /// per-test report of a session still running).
+    pub timed_ns_at_finish: Option<f64>,
+    /// `inside_ns` measured again when the session finished.
+    pub inside_ns_at_finish: Option<f64>,
 }
 
 impl TimeData {
@@ -500,6 +535,16 @@ pub struct FunctionTimeEntry {
     pub p99_ns: f64,
     /// Longest call.
     pub max_ns: f64,
+    /// `inclusive_ns` before compensation.
+    pub raw_inclusive_ns: Option<f64>,
+    /// `exclusive_ns` before compensation.
+    pub raw_exclusive_ns: Option<f64>,
+    /// `mean_ns` before compensation.
+    pub raw_mean_ns: Option<f64>,
+    /// The compensated mean is below what the calibration resolves
+    /// ([`CompensationEntry::resolution_ns`]): the call costs less than that, how much less
+    /// is not known. Its times are shown as bounds.
+    pub below_resolution: Option<bool>,
 }
 
 /// Inclusive time along one caller → callee edge.
@@ -515,6 +560,8 @@ pub struct EdgeTimeEntry {
     pub timed: u64,
     /// Inclusive time of the callee's calls along this edge.
     pub inclusive_ns: f64,
+    /// `inclusive_ns` before compensation.
+    pub raw_inclusive_ns: Option<f64>,
 }
 
 /// Time in one calling context: a node of the calling-context tree, linked to its parent
@@ -536,6 +583,10 @@ pub struct ContextTimeEntry {
     pub inclusive_ns: f64,
     /// Their self time: inclusive minus that of the contexts directly below.
     pub exclusive_ns: f64,
+    /// `inclusive_ns` before compensation.
+    pub raw_inclusive_ns: Option<f64>,
+    /// `exclusive_ns` before compensation.
+    pub raw_exclusive_ns: Option<f64>,
 }
 
 /// Executions of one Ball-Larus path.

@@ -109,7 +109,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         return Ok(());
     }
     let (config, plan, output) = SessionBuilder::new().from_env()?.into_parts()?;
-    let before = crate::analysis::begin_timing(&plan);
+    let before = crate::analysis::begin_timing(&plan, &config);
     let plan = Arc::new(plan);
     let session = runtime::Session::start_snapshotting(config, move || Split::new(plan.clone()))
         .inspect_err(|_| crate::analysis::restore_timing(before))?;
@@ -140,6 +140,7 @@ extern "C" fn write_report_at_exit() {
             return;
         };
         let runtime = p.session.finish();
+        crate::analysis::finish_timing();
         let report = Report::new(runtime.map_analysis(|s| s.all));
         // `CABPROF_OUTPUT` names the file outright; the default name may be another
         // process's of this run.

@@ -38,6 +38,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "CABPROF_TIME_SAMPLE",
         "time one call in K per function and thread (default 1: every call)",
     ),
+    (
+        "CABPROF_TIME_RAW",
+        "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
+    ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
 ];
 
@@ -105,6 +109,13 @@ impl SessionBuilder {
     /// call); the others are counted only and the report's times are estimates.
     pub fn time_sample(mut self, k: u32) -> Self {
         self.plan.time_sample = k;
+        self
+    }
+
+    /// Show the raw times, before overhead compensation, beside the compensated ones in the
+    /// text report (default off; the JSON report always has both, as `raw_` fields).
+    pub fn time_raw(mut self, on: bool) -> Self {
+        self.plan.time_raw = on;
         self
     }
 
@@ -252,7 +263,7 @@ impl SessionBuilder {
             // fails below and its counters stay).
             crate::alloc::reset();
         }
-        let before = crate::analysis::begin_timing(&plan);
+        let before = crate::analysis::begin_timing(&plan, &self.runtime);
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
             .inspect_err(|_| crate::analysis::restore_timing(before))?;
         Ok(Session {
@@ -319,7 +330,9 @@ impl Session {
     /// Stop, drain, merge and report.
     pub fn finish(self) -> Report {
         let _work = cabprof_cab::runtime::runtime_work();
-        Report::new(self.inner.finish())
+        let runtime = self.inner.finish();
+        crate::analysis::finish_timing();
+        Report::new(runtime)
     }
 
     /// Finish and write the JSON report to the configured output path (if any).
@@ -341,6 +354,7 @@ impl Session {
     ) -> Result<(), SessionError> {
         let output = self.output.clone();
         self.inner.on_ctrlc(move |r| {
+            crate::analysis::finish_timing();
             let report = Report::new(r);
             if let Some(path) = output {
                 if let Err(e) = std::fs::File::create(&path).and_then(|f| report.write_json(f)) {

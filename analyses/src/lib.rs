@@ -83,7 +83,7 @@ pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;
 pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
-pub use time_profile::TimeProfile;
+pub use time_profile::{Compensation, TimeProfile};
 
 /// A dynamic analysis over CAB event words; see the crate docs for the contract.
 pub trait EventAnalysis: Send + 'static {

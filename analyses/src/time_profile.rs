@@ -95,7 +95,16 @@ pub struct FunctionTime {
     /// Ticks polled by futures whose polls are not all accounted for (still running, or
     /// polled in streams not merged in): in the inclusive time, not in `ticks_all`.
     pub open_polled: u64,
-    /// One timed call's inclusive ticks.
+    /// `ticks_all` compensated (see [`Compensation`]): what the calls cost without the
+    /// profiler. Signed sums: a call cheaper than the calibration's figures subtracts, so
+    /// that the errors of many calls cancel rather than add up.
+    pub comp_all: f64,
+    /// `ticks_outer` compensated.
+    pub comp_outer: f64,
+    /// `open_polled` compensated.
+    pub comp_open_polled: f64,
+    /// One timed call's compensated inclusive ticks (a call below 0 counts as 0: the
+    /// quantiles of the clamped values are the clamped quantiles).
     pub histogram: Histogram<u64>,
 }
 
@@ -109,13 +118,16 @@ impl Default for FunctionTime {
             outer_timed: 0,
             ticks_outer: 0,
             open_polled: 0,
+            comp_all: 0.0,
+            comp_outer: 0.0,
+            comp_open_polled: 0.0,
             histogram: Histogram::new(3).expect("3 significant digits is in 0..=5"),
         }
     }
 }
 
 /// Calls, timed calls and their inclusive ticks (an edge or a context).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Timed {
     /// Calls seen.
     pub calls: u64,
@@ -123,27 +135,84 @@ pub struct Timed {
     pub timed: u64,
     /// Their inclusive ticks.
     pub ticks: u64,
+    /// The same, compensated (see [`Compensation`]).
+    pub comp: f64,
 }
 
 impl Timed {
-    /// The estimated inclusive ticks of all calls: `ticks × calls / timed` (exact when every
-    /// call was timed; 0 when none was).
+    /// The estimated compensated inclusive ticks of all calls: `comp × calls / timed` (exact
+    /// when every call was timed; 0 when none was).
     pub fn estimate(&self) -> f64 {
-        scale(self.ticks, self.calls, self.timed)
+        scale(self.comp, self.calls, self.timed)
+    }
+
+    /// [`estimate`](Self::estimate) of the raw ticks.
+    pub fn raw_estimate(&self) -> f64 {
+        scale(self.ticks as f64, self.calls, self.timed)
     }
 
     fn add(&mut self, o: &Timed) {
         self.calls += o.calls;
         self.timed += o.timed;
         self.ticks += o.ticks;
+        self.comp += o.comp;
     }
 }
 
-fn scale(ticks: u64, calls: u64, timed: u64) -> f64 {
+fn scale(ticks: f64, calls: u64, timed: u64) -> f64 {
     if timed == 0 || timed == calls {
-        ticks as f64
+        ticks
     } else {
-        ticks as f64 * calls as f64 / timed as f64
+        ticks * calls as f64 / timed as f64
+    }
+}
+
+/// The calibrated cost of the instrumentation, in clock ticks, taken out of the times
+/// (overhead compensation, after Malony and Shende, "Overhead Compensation in Performance
+/// Profiling", Euro-Par 2004): a timed call's duration loses `inside`; every frame open
+/// around a call loses `timed` for a timed call and `untimed` for an untimed one, and the
+/// ticks of each `Stall` (time spent inside cabprof itself).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Compensation {
+    /// The part of a timed call's probe inside its own interval.
+    pub inside: f64,
+    /// What a timed call adds to the frames around it.
+    pub timed: f64,
+    /// What an untimed call adds to them.
+    pub untimed: f64,
+}
+
+/// Fixed-point scale of the per-thread cost counter ([`ThreadState::cost`]).
+const COST_ONE: f64 = 256.0;
+
+/// A closed frame's (or a future's polls') ticks: all of them, those of outermost
+/// activations, and both compensated.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ticks {
+    all: u64,
+    outer: u64,
+    comp: f64,
+    comp_outer: f64,
+}
+
+impl Ticks {
+    /// One interval of `raw` ticks, `comp` compensated, outermost if `outer`.
+    fn one(raw: u64, comp: f64, outer: bool) -> Ticks {
+        Ticks {
+            all: raw,
+            outer: if outer { raw } else { 0 },
+            comp,
+            comp_outer: if outer { comp } else { 0.0 },
+        }
+    }
+
+    fn plus(self, o: Ticks) -> Ticks {
+        Ticks {
+            all: self.all.saturating_add(o.all),
+            outer: self.outer.saturating_add(o.outer),
+            comp: self.comp + o.comp,
+            comp_outer: self.comp_outer + o.comp_outer,
+        }
     }
 }
 
@@ -162,6 +231,8 @@ struct Open {
     last: Callee,
     /// [`OUTER`], [`WRITTEN`] and [`LAST_OUTER`] bits.
     state: u8,
+    /// The thread's [`ThreadState::cost`] when it opened.
+    cost: u64,
 }
 
 /// [`Open::state`]: the frame is its function's outermost open activation on its thread.
@@ -185,10 +256,10 @@ struct Stamp {
     depth: u32,
     /// Start stamp of the call (or of the current poll of a future); [`NO_STAMP`] if none.
     start: u64,
+    /// The thread's [`ThreadState::cost`] at `start`.
+    cost: u64,
     /// A future's ticks polled before the current poll.
-    polled: u64,
-    /// Of those, the ticks of the polls that were outermost activations.
-    polled_outer: u64,
+    polled: Ticks,
 }
 
 /// A future this instance saw polled: between polls, finished in a stream that did not see
@@ -206,9 +277,8 @@ struct Task {
     polls: u32,
     /// How many polls it had in all, once its last poll was seen.
     total: Option<u32>,
-    /// Ticks polled (if it was timed), and of those the outermost polls' ticks.
-    polled: Option<u64>,
-    polled_outer: u64,
+    /// Ticks polled (if it was timed).
+    polled: Option<Ticks>,
 }
 
 impl Task {
@@ -225,7 +295,7 @@ struct Polling {
     key: TaskKey,
     parked: Stack,
     task: Task,
-    returned: Option<(Open, Option<(u64, u64)>)>,
+    returned: Option<(Open, Option<Ticks>)>,
 }
 
 /// No stamp: stamps are 60-bit, so this is never one.
@@ -361,6 +431,9 @@ struct ThreadState {
     just_opened: bool,
     /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
     pending_end: u64,
+    /// [`cost`](Self::cost) at `pending_end`: what comes after the closing stamp (a stall
+    /// while its word was pushed) is outside the frame.
+    end_cost: u64,
     /// [`Open::last`] for calls from the root (an empty stack), and whether it was outermost
     /// ([`LAST_OUTER`] or 0).
     root_last: Callee,
@@ -369,6 +442,10 @@ struct ThreadState {
     active: Active,
     /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
     base: u32,
+    /// What the instrumentation and cabprof itself cost this thread so far, in 1/256 ticks
+    /// (wrapping): every call adds its cost, every `Stall` its ticks. A frame loses what this
+    /// grew by while it was open (see [`Compensation`]).
+    cost: u64,
 }
 
 /// Per context node: timed calls and their ticks.
@@ -376,12 +453,14 @@ struct ThreadState {
 struct NodeTime {
     timed: u64,
     ticks: u64,
+    comp: f64,
 }
 
 impl NodeTime {
     fn add(&mut self, o: NodeTime) {
         self.timed += o.timed;
         self.ticks = self.ticks.saturating_add(o.ticks);
+        self.comp += o.comp;
     }
 }
 
@@ -403,6 +482,15 @@ pub struct TimeProfile {
     tasks: HashMap<TaskKey, Task>,
     approximate: bool,
     unmatched: u64,
+    /// What is taken out of the times; see [`Compensation`].
+    compensation: Option<Compensation>,
+    /// [`Compensation::inside`], and `untimed` and `timed − untimed` in 1/256 ticks (wrapping).
+    comp_inside: f64,
+    comp_untimed: u64,
+    comp_timed_extra: u64,
+    /// Ticks the threads spent inside cabprof, and the `Stall` words that said so.
+    stalled: u64,
+    stalls: u64,
     /// Tests: every call takes the uncached path.
     #[cfg(test)]
     test_uncached: bool,
@@ -419,6 +507,12 @@ impl Default for TimeProfile {
             tasks: HashMap::new(),
             approximate: false,
             unmatched: 0,
+            compensation: None,
+            comp_inside: 0.0,
+            comp_untimed: 0,
+            comp_timed_extra: 0,
+            stalled: 0,
+            stalls: 0,
             #[cfg(test)]
             test_uncached: false,
         }
@@ -436,18 +530,26 @@ pub struct TimeContext {
     pub method: MethodId,
     /// Calls made in exactly this context, timed calls and their inclusive ticks.
     pub time: Timed,
-    /// Estimated self ticks: the inclusive estimate minus those of the contexts directly
-    /// below (never negative).
+    /// Estimated self ticks, compensated: the inclusive estimate minus those of the contexts
+    /// directly below (never negative).
     pub exclusive: f64,
+    /// The same from the raw ticks.
+    pub raw_exclusive: f64,
 }
 
-/// A function's estimated times, in ticks.
+/// A function's estimated times, in ticks, compensated (see [`Compensation`]) but for the
+/// `raw_` ones.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FunctionEstimate {
     /// Inclusive ticks of all its outermost calls (timed ones scaled by calls / timed).
     pub inclusive: f64,
-    /// Self ticks: inclusive ticks of every activation minus those of the calls it made.
+    /// Self ticks: inclusive ticks of every activation minus those of the calls it made
+    /// (never negative).
     pub exclusive: f64,
+    /// `inclusive` from the raw ticks.
+    pub raw_inclusive: f64,
+    /// `exclusive` from the raw ticks.
+    pub raw_exclusive: f64,
     /// Half-width of the 95% confidence interval of `inclusive` (0 when every call was timed):
     /// `1.96 × calls × s / √timed × √(1 − timed / calls)`, `s` the standard deviation of one
     /// call's ticks.
@@ -458,6 +560,31 @@ impl TimeProfile {
     /// An empty profile.
     pub fn new() -> TimeProfile {
         TimeProfile::default()
+    }
+
+    /// Take `c` out of the times from now on (see [`Compensation`]). Without it only the
+    /// time spent inside cabprof (`Stall` words) is taken out.
+    pub fn set_compensation(&mut self, c: Compensation) {
+        let fixed = |t: f64| (t.max(0.0) * COST_ONE).round() as u64;
+        self.compensation = Some(c);
+        self.comp_inside = c.inside;
+        self.comp_untimed = fixed(c.untimed);
+        self.comp_timed_extra = fixed(c.timed).wrapping_sub(fixed(c.untimed));
+    }
+
+    /// The compensation applied, if one was set.
+    pub fn compensation(&self) -> Option<Compensation> {
+        self.compensation
+    }
+
+    /// Ticks the application's threads spent inside cabprof (`Stall` words).
+    pub fn stalled_ticks(&self) -> u64 {
+        self.stalled
+    }
+
+    /// The `Stall` words seen: the times the application's threads entered cabprof.
+    pub fn stalls(&self) -> u64 {
+        self.stalls
     }
 
     /// Mark the results approximate (sampled rings) or not.
@@ -492,9 +619,10 @@ impl TimeProfile {
         }
         // Futures whose polls are not all accounted for: their time polled so far.
         for t in self.tasks.values() {
-            if let Some(p) = t.polled.filter(|&p| p > 0) {
+            if let Some(p) = t.polled.filter(|p| p.all > 0) {
                 let f = slot(&mut all, t.open.method as usize);
-                f.open_polled = f.open_polled.saturating_add(p);
+                f.open_polled = f.open_polled.saturating_add(p.all);
+                f.comp_open_polled += p.comp;
             }
         }
         for (m, f) in all.iter_mut().enumerate() {
@@ -557,6 +685,7 @@ impl TimeProfile {
             calls: self.tree.nodes[n].count,
             timed: t.timed,
             ticks: t.ticks,
+            comp: t.comp,
         }
     }
 
@@ -612,6 +741,8 @@ impl TimeProfile {
                 FunctionEstimate {
                     inclusive: 0.0,
                     exclusive: 0.0,
+                    raw_inclusive: 0.0,
+                    raw_exclusive: 0.0,
                     inclusive_ci: 0.0,
                 },
                 |(_, e)| e,
@@ -624,40 +755,49 @@ impl TimeProfile {
         self.functions()
             .into_iter()
             .map(|(m, f)| {
-                let e = estimate_with(&f, callees.get(&m).copied().unwrap_or(0.0));
+                let e = estimate_with(&f, callees.get(&m).copied().unwrap_or_default());
                 (m, e)
             })
             .collect()
     }
 
-    /// Per caller: the estimated inclusive ticks of the calls it made.
-    fn callee_ticks(&self) -> HashMap<MethodId, f64> {
+    /// Per caller: the estimated inclusive ticks of the calls it made (compensated, raw).
+    fn callee_ticks(&self) -> HashMap<MethodId, (f64, f64)> {
         let mut out = HashMap::new();
         for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
             if n.parent != NONE {
-                *out.entry(self.tree.nodes[n.parent as usize].method)
-                    .or_insert(0.0) += self.timed_at(i).estimate();
+                let t = self.timed_at(i);
+                let e: &mut (f64, f64) = out
+                    .entry(self.tree.nodes[n.parent as usize].method)
+                    .or_default();
+                e.0 += t.estimate();
+                e.1 += t.raw_estimate();
             }
         }
         out
     }
 }
 
-/// A function's estimate, given the estimated ticks of the calls it made.
-fn estimate_with(f: &FunctionTime, callees: f64) -> FunctionEstimate {
-    let all = scale(f.ticks_all, f.calls, f.timed) + f.open_polled as f64;
-    let inclusive = scale(f.ticks_outer, f.outer_calls, f.outer_timed) + f.open_polled as f64;
+/// A function's estimate, given the estimated ticks of the calls it made (compensated, raw).
+fn estimate_with(f: &FunctionTime, (callees, raw_callees): (f64, f64)) -> FunctionEstimate {
+    let all = scale(f.comp_all, f.calls, f.timed) + f.comp_open_polled;
+    let inclusive = scale(f.comp_outer, f.outer_calls, f.outer_timed) + f.comp_open_polled;
+    let raw_all = scale(f.ticks_all as f64, f.calls, f.timed) + f.open_polled as f64;
+    let raw_inclusive =
+        scale(f.ticks_outer as f64, f.outer_calls, f.outer_timed) + f.open_polled as f64;
     let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
     let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
         0.0
     } else {
         1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
     };
-    let exclusive = all - callees;
+    // Sampled estimates can undershoot, and compensated ones of a function cheaper than the
+    // calibration resolves too; exact raw sums never do.
     FunctionEstimate {
-        inclusive,
-        // Sampled estimates can undershoot; exact sums never do.
-        exclusive: if exclusive < 0.0 { 0.0 } else { exclusive },
+        inclusive: inclusive.max(0.0),
+        exclusive: (all - callees).max(0.0),
+        raw_inclusive,
+        raw_exclusive: (raw_all - raw_callees).max(0.0),
         inclusive_ci,
     }
 }
@@ -670,12 +810,18 @@ impl TimeProfile {
         let nodes = &self.tree.nodes;
         let attached = self.tree.attached();
         // Each node's inclusive estimate minus its children's, in one pass.
-        let mut own: Vec<f64> = (0..nodes.len())
-            .map(|i| self.timed_at(i).estimate())
+        let mut own: Vec<(f64, f64)> = (0..nodes.len())
+            .map(|i| {
+                let t = self.timed_at(i);
+                (t.estimate(), t.raw_estimate())
+            })
             .collect();
         for (i, n) in nodes.iter().enumerate().skip(1) {
             if attached[i] {
-                own[n.parent as usize] -= self.timed_at(i).estimate();
+                let t = self.timed_at(i);
+                let p = &mut own[n.parent as usize];
+                p.0 -= t.estimate();
+                p.1 -= t.raw_estimate();
             }
         }
         let reported = self.reported();
@@ -686,7 +832,8 @@ impl TimeProfile {
                 parent: nodes[i].parent,
                 method: nodes[i].method,
                 time: self.timed_at(i),
-                exclusive: own[i].max(0.0),
+                exclusive: own[i].0.max(0.0),
+                raw_exclusive: own[i].1.max(0.0),
             })
             .collect()
     }
@@ -744,11 +891,14 @@ impl TimeProfile {
             self.call_uncached(caller, callee)
         };
         let st = &mut self.threads.current;
+        // The call's own cost is its callers', not its own: counted before it opens.
+        st.cost = st.cost.wrapping_add(self.comp_untimed);
         st.stack.open.push(Open {
             method: callee,
             node,
             last: Callee::default(),
             state,
+            cost: st.cost,
         });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
@@ -779,6 +929,7 @@ impl TimeProfile {
         }
         st.just_opened = false;
         st.pending_end = NO_STAMP;
+        st.cost = st.cost.wrapping_add(self.comp_untimed);
         self.tree.nodes[last.node as usize].count += 1;
         if last_outer == 0 {
             self.count_nested(callee);
@@ -853,18 +1004,23 @@ impl TimeProfile {
             let Some(top) = st.stack.open.len().checked_sub(1) else {
                 return;
             };
+            let cost = st.cost;
             match st.stack.stamps.last_mut() {
                 // A future resumed: its stamp carries what it polled before.
-                Some(s) if s.depth as usize == top => s.start = ticks,
+                Some(s) if s.depth as usize == top => {
+                    s.start = ticks;
+                    s.cost = cost;
+                }
                 _ => st.stack.stamps.push(Stamp {
                     depth: top as u32,
                     start: ticks,
-                    polled: 0,
-                    polled_outer: 0,
+                    cost,
+                    polled: Ticks::default(),
                 }),
             }
         } else {
             st.pending_end = ticks;
+            st.end_cost = st.cost;
         }
     }
 
@@ -899,8 +1055,9 @@ impl TimeProfile {
         let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
         if self.is_future_frame(&f) {
             self.future_returned(f, ticks);
-        } else if let Some((t, o)) = ticks {
-            self.record(f.method, f.node, outer, t, o);
+        } else if let Some(t) = ticks {
+            self.record(f.method, f.node, outer, t);
+            self.timed_call_closed();
         }
     }
 
@@ -935,8 +1092,11 @@ impl TimeProfile {
             // Fields, not the whole frame: a 16-byte load of a frame just written in parts
             // would wait for the stores instead of forwarding them.
             let node = st.stack.open[depth].node;
+            let opened_at = st.stack.open[depth].cost;
             st.stack.open.truncate(depth);
-            self.record(callee, node, outer, ticks, if outer { ticks } else { 0 });
+            let t = Ticks::one(ticks, self.compensated(ticks, opened_at), outer);
+            self.record(callee, node, outer, t);
+            self.timed_call_closed();
         }
     }
 
@@ -947,11 +1107,12 @@ impl TimeProfile {
         let f = st.stack.open.pop().expect("a frame to close");
         let depth = st.stack.open.len();
         st.stack.take_stamp(depth);
-        let o = if outer { ticks } else { 0 };
+        let t = Ticks::one(ticks, self.compensated(ticks, f.cost), outer);
         if self.is_future_frame(&f) {
-            self.future_returned(f, Some((ticks, o)));
+            self.future_returned(f, Some(t));
         } else {
-            self.record(f.method, f.node, outer, ticks, o);
+            self.record(f.method, f.node, outer, t);
+            self.timed_call_closed();
         }
     }
 
@@ -978,7 +1139,7 @@ impl TimeProfile {
     /// The future being polled returned: it is recorded when its poll ends, if every poll of
     /// it is accounted for by then.
     #[cold]
-    fn future_returned(&mut self, f: Open, ticks: Option<(u64, u64)>) {
+    fn future_returned(&mut self, f: Open, ticks: Option<Ticks>) {
         if let Some(p) = self.threads.current.polls.last_mut() {
             p.returned = Some((f, ticks));
         }
@@ -1000,15 +1161,15 @@ impl TimeProfile {
 
     /// A timed frame's (ticks, outermost ticks), closing with stamp `end` ([`NO_STAMP`] if
     /// none); `None` if its stamps were lost.
-    fn closed_ticks(&mut self, outer: bool, s: Stamp, end: u64) -> Option<(u64, u64)> {
+    fn closed_ticks(&mut self, outer: bool, s: Stamp, end: u64) -> Option<Ticks> {
         match (s.start != NO_STAMP, end != NO_STAMP) {
             (true, true) => {
                 let t = elapsed(s.start, end);
-                let o = if outer { t } else { 0 };
-                Some((s.polled.saturating_add(t), s.polled_outer.saturating_add(o)))
+                let comp = self.compensated_between(t, s.cost, self.threads.current.end_cost);
+                Some(s.polled.plus(Ticks::one(t, comp, outer)))
             }
             // A future dropped between polls: its last poll is an empty one, unstamped.
-            (false, false) if s.polled > 0 => Some((s.polled, s.polled_outer)),
+            (false, false) if s.polled.all > 0 => Some(s.polled),
             _ => {
                 self.approximate = true;
                 None
@@ -1016,24 +1177,63 @@ impl TimeProfile {
         }
     }
 
-    /// One timed call of `method` at context `node` (`outer_call`: an outermost activation when called): `ticks`
-    /// inclusive, of which `outer` in outermost activations.
+    /// One timed call of `method` at context `node` (`outer_call`: an outermost activation
+    /// when called), of `t` ticks.
     #[inline(never)]
-    fn record(&mut self, method: u32, node: u32, outer_call: bool, ticks: u64, outer: u64) {
+    fn record(&mut self, method: u32, node: u32, outer_call: bool, t: Ticks) {
         let ft = self.function(method);
         ft.timed += 1;
-        ft.ticks_all = ft.ticks_all.saturating_add(ticks);
+        ft.ticks_all = ft.ticks_all.saturating_add(t.all);
+        ft.comp_all += t.comp;
         // Auto-resizing: `record` grows the range (`saturating_record` would clamp to it).
-        if ft.histogram.record(ticks).is_err() {
-            ft.histogram.saturating_record(ticks);
+        let one = t.comp.max(0.0).round() as u64;
+        if ft.histogram.record(one).is_err() {
+            ft.histogram.saturating_record(one);
         }
         if outer_call {
             ft.outer_timed += 1;
         }
-        ft.ticks_outer = ft.ticks_outer.saturating_add(outer);
-        let t = &mut self.node_time[node as usize];
-        t.timed += 1;
-        t.ticks = t.ticks.saturating_add(ticks);
+        ft.ticks_outer = ft.ticks_outer.saturating_add(t.outer);
+        ft.comp_outer += t.comp_outer;
+        let n = &mut self.node_time[node as usize];
+        n.timed += 1;
+        n.ticks = n.ticks.saturating_add(t.all);
+        n.comp += t.comp;
+    }
+
+    /// `ticks` of a frame opened when its thread's cost counter read `opened_at`, less what
+    /// the instrumentation cost inside it: its own probe's inside part, and what the calls
+    /// and stalls since cost.
+    #[inline(always)]
+    fn compensated(&self, ticks: u64, opened_at: u64) -> f64 {
+        self.compensated_between(ticks, opened_at, self.threads.current.cost)
+    }
+
+    /// [`compensated`](Self::compensated) for a frame whose closing stamp came when the cost
+    /// counter read `closed_at`.
+    #[inline(always)]
+    fn compensated_between(&self, ticks: u64, opened_at: u64, closed_at: u64) -> f64 {
+        let since = closed_at.wrapping_sub(opened_at) as i64 as f64 / COST_ONE;
+        ticks as f64 - self.comp_inside - since
+    }
+
+    /// A timed call closed: the frames around it lose a timed call's cost, not an untimed
+    /// one's (counted when it opened).
+    #[inline(always)]
+    fn timed_call_closed(&mut self) {
+        let st = &mut self.threads.current;
+        st.cost = st.cost.wrapping_add(self.comp_timed_extra);
+    }
+
+    /// `ticks` spent inside cabprof: out of every frame open on the thread.
+    #[cold]
+    fn on_stall(&mut self, ticks: u64) {
+        self.stalled = self.stalled.saturating_add(ticks);
+        self.stalls += 1;
+        let st = &mut self.threads.current;
+        st.cost = st
+            .cost
+            .wrapping_add((ticks as f64 * COST_ONE).min(u64::MAX as f64 / 4.0) as u64);
     }
 
     /// A word other than the four of the per-call path.
@@ -1043,6 +1243,7 @@ impl TimeProfile {
             Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
             Some(EventKind::Return { callee }) => self.on_return(callee.get()),
             Some(EventKind::Time { ticks }) => self.on_time(ticks),
+            Some(EventKind::Stall { ticks }) => self.on_stall(ticks),
             Some(EventKind::Thread { id }) => {
                 self.threads.switch_to(id);
             }
@@ -1119,8 +1320,8 @@ impl TimeProfile {
             stack.stamps.push(Stamp {
                 depth: 0,
                 start: NO_STAMP,
+                cost: 0,
                 polled,
-                polled_outer: t.polled_outer,
             });
         }
         let st = &mut self.threads.current;
@@ -1195,10 +1396,14 @@ impl TimeProfile {
                 let ticks = stack.take_stamp(0).map(|s| {
                     if s.start != NO_STAMP && end != NO_STAMP {
                         let d = elapsed(s.start, end);
-                        let o = if outer { d } else { 0 };
-                        (s.polled.saturating_add(d), s.polled_outer.saturating_add(o))
+                        let end_cost = self.threads.current.end_cost;
+                        s.polled.plus(Ticks::one(
+                            d,
+                            self.compensated_between(d, s.cost, end_cost),
+                            outer,
+                        ))
                     } else {
-                        (s.polled, s.polled_outer)
+                        s.polled
                     }
                 });
                 // Dropped or completed without a `Return` seen: what was polled still counts.
@@ -1207,8 +1412,7 @@ impl TimeProfile {
             }
         };
         t.open = f;
-        t.polled = ticks.map(|(p, _)| p);
-        t.polled_outer = ticks.map_or(0, |(_, o)| o);
+        t.polled = ticks;
         if done {
             t.total = Some(poll.saturating_add(1));
         }
@@ -1222,7 +1426,7 @@ impl TimeProfile {
     /// A future whose every poll is accounted for: its time, if it was timed.
     fn finish(&mut self, t: Task) {
         if let Some(p) = t.polled {
-            self.record(t.open.method, t.open.node, t.outer_call, p, t.polled_outer);
+            self.record(t.open.method, t.open.node, t.outer_call, p);
         }
     }
 
@@ -1230,7 +1434,8 @@ impl TimeProfile {
     fn give_up(&mut self, t: Task) {
         if let Some(p) = t.polled {
             let f = self.function(t.open.method);
-            f.open_polled = f.open_polled.saturating_add(p);
+            f.open_polled = f.open_polled.saturating_add(p.all);
+            f.comp_open_polled += p.comp;
         }
     }
 
@@ -1297,6 +1502,7 @@ fn open_at(method: u32, node: u32) -> Open {
         node,
         last: Callee::default(),
         state: 0,
+        cost: 0,
     }
 }
 
@@ -1309,7 +1515,6 @@ fn new_task(open: Open, placed: bool, outer_call: bool) -> Task {
         polls: 0,
         total: None,
         polled: None,
-        polled_outer: 0,
     }
 }
 
@@ -1324,9 +1529,8 @@ fn combine(a: Task, b: Task) -> Task {
         total: a.total.or(b.total),
         polled: match (a.polled, b.polled) {
             (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
+            (x, y) => Some(x.unwrap_or_default().plus(y.unwrap_or_default())),
         },
-        polled_outer: a.polled_outer.saturating_add(b.polled_outer),
     }
 }
 
@@ -1393,6 +1597,9 @@ impl EventAnalysis for TimeProfile {
             mine.outer_timed += f.outer_timed;
             mine.ticks_outer = mine.ticks_outer.saturating_add(f.ticks_outer);
             mine.open_polled = mine.open_polled.saturating_add(f.open_polled);
+            mine.comp_all += f.comp_all;
+            mine.comp_outer += f.comp_outer;
+            mine.comp_open_polled += f.comp_open_polled;
             mine.histogram
                 .add(&f.histogram)
                 .expect("auto-resizing histograms of the same precision add");
@@ -1451,6 +1658,13 @@ impl EventAnalysis for TimeProfile {
         }
         self.approximate |= other.approximate;
         self.unmatched += other.unmatched;
+        self.stalled = self.stalled.saturating_add(other.stalled);
+        self.stalls += other.stalls;
+        if self.compensation.is_none() {
+            if let Some(c) = other.compensation {
+                self.set_compensation(c);
+            }
+        }
     }
 }
 
@@ -1503,6 +1717,102 @@ mod tests {
             Event::time(100),
             Event::ret(main),
         ])
+    }
+
+    /// a (timed, 500 ticks) calls b (timed, 30), then c untimed twice (a leaf, then a call
+    /// of c's that returns after a stall of 100 ticks inside cabprof), then stalls 100 more.
+    fn compensated_stream() -> Vec<u64> {
+        words(&[
+            Event::call(m(0), m(1)),
+            Event::call(m(1), m(2)),
+            Event::timed_return(m(2), 30),
+            Event::call(m(1), m(3)),
+            Event::ret(m(3)),
+            Event::call(m(1), m(3)),
+            Event::stall(100),
+            Event::ret(m(3)),
+            Event::stall(100),
+            Event::timed_return(m(1), 700),
+        ])
+    }
+
+    #[test]
+    fn compensation_takes_out_the_probes_and_stalls_inside_each_frame() {
+        let w = compensated_stream();
+        for cut in 0..w.len() {
+            let mut p = TimeProfile::new();
+            p.set_compensation(Compensation {
+                inside: 2.0,
+                timed: 10.0,
+                untimed: 4.0,
+            });
+            p.consume(&w[..cut]);
+            p.consume(&w[cut..]);
+            let e = |i| p.estimate(m(i));
+            // b: its own probe's inside part only.
+            assert_eq!(e(2).inclusive, 28.0, "cut {cut}");
+            assert_eq!(e(2).raw_inclusive, 30.0);
+            // a: 700 − 2 inside − 10 (b, timed) − 2 × 4 (c, untimed) − 200 stalled.
+            assert_eq!(e(1).inclusive, 480.0, "cut {cut}");
+            assert_eq!(e(1).raw_inclusive, 700.0);
+            assert_eq!(e(1).exclusive, 480.0 - 28.0);
+            assert_eq!(e(1).raw_exclusive, 670.0);
+            assert_eq!(p.stalled_ticks(), 200);
+            let f = p.functions();
+            let a = &f.iter().find(|(id, _)| *id == m(1)).unwrap().1;
+            assert_eq!(
+                a.histogram.max(),
+                480,
+                "the histogram holds compensated calls"
+            );
+            let edge = p
+                .edges()
+                .into_iter()
+                .find(|(k, _)| *k == (m(1), m(2)))
+                .unwrap()
+                .1;
+            assert_eq!((edge.estimate(), edge.raw_estimate()), (28.0, 30.0));
+        }
+    }
+
+    #[test]
+    fn without_a_calibration_only_stalls_are_taken_out_and_nothing_goes_negative() {
+        let mut p = TimeProfile::new();
+        p.consume(&compensated_stream());
+        assert_eq!(p.estimate(m(1)).inclusive, 500.0);
+        assert_eq!(p.estimate(m(2)).inclusive, 30.0);
+        // A calibration above what a call took: its sum is below 0, shown as 0.
+        let mut p = TimeProfile::new();
+        p.set_compensation(Compensation {
+            inside: 50.0,
+            timed: 0.0,
+            untimed: 0.0,
+        });
+        p.consume(&compensated_stream());
+        let b = p.estimate(m(2));
+        assert_eq!((b.inclusive, b.raw_inclusive), (0.0, 30.0));
+        let f = p.functions();
+        let b = &f.iter().find(|(id, _)| *id == m(2)).unwrap().1;
+        assert_eq!(b.comp_all, -20.0, "the signed sum is kept");
+        assert_eq!(b.histogram.max(), 0);
+    }
+
+    #[test]
+    fn compensated_sums_merge() {
+        let c = Compensation {
+            inside: 2.0,
+            timed: 10.0,
+            untimed: 4.0,
+        };
+        let (mut a, mut b) = (TimeProfile::new(), TimeProfile::new());
+        a.set_compensation(c);
+        b.set_compensation(c);
+        a.consume(&compensated_stream());
+        b.consume(&compensated_stream());
+        a.merge(b);
+        assert_eq!(a.estimate(m(1)).inclusive, 960.0);
+        assert_eq!(a.estimate(m(1)).raw_inclusive, 1400.0);
+        assert_eq!(a.stalled_ticks(), 400);
     }
 
     #[test]
@@ -1967,10 +2277,11 @@ mod tests {
             };
             let ctx = p.contexts();
             let at = |path: &[MethodId]| ctx.iter().find(|(s, _)| s == path).map(|c| c.1);
-            let timed = |calls, timed, ticks| Timed {
+            let timed = |calls, timed, ticks: u64| Timed {
                 calls,
                 timed,
                 ticks,
+                comp: ticks as f64,
             };
             assert_eq!(at(&[main, fut]), Some(timed(1, 1, 25)));
             assert_eq!(at(&[main, fut, leaf]), Some(timed(2, 2, 7)));

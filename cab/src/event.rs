@@ -61,6 +61,7 @@ const TAG_ALLOC: u64 = 11;
 const TAG_DEALLOC: u64 = 12;
 const TAG_REALLOC: u64 = 13;
 const TAG_TIMED_RETURN: u64 = 14;
+const TAG_STALL: u64 = 15;
 
 /// Largest method id an event can carry (30 bits). Id 0 is the root ("no caller").
 pub const MAX_METHOD_ID: u32 = (1 << ID_BITS) - 1;
@@ -221,6 +222,14 @@ pub enum EventKind {
         /// Its call's duration in clock ticks.
         ticks: u64,
     },
+    /// The thread spent `ticks` clock ticks inside cabprof itself (an exhaustive producer
+    /// waiting for its analyzer, a ring attached, a name registered, a snapshot), between the
+    /// event before this one and the event after it. Every frame open on the thread contains
+    /// that time; the time analysis takes it out of them.
+    Stall {
+        /// Clock ticks, below [`MAX_PAYLOAD`] (saturating).
+        ticks: u64,
+    },
     /// The thread allocated a block of `size` bytes (`alloc` or `alloc_zeroed` of a global
     /// allocator), saturating at [`MAX_ALLOC_SIZE`].
     Alloc {
@@ -339,6 +348,18 @@ impl Event {
     #[inline(always)]
     pub const fn time(ticks: u64) -> Event {
         Event(TAG_TIME << TAG_SHIFT | (ticks & PAYLOAD_MASK))
+    }
+
+    /// `ticks` spent inside cabprof (see [`EventKind::Stall`]); saturates below
+    /// [`MAX_PAYLOAD`], whose word would be `MAGIC`.
+    #[inline]
+    pub const fn stall(ticks: u64) -> Event {
+        let t = if ticks >= PAYLOAD_MASK {
+            PAYLOAD_MASK - 1
+        } else {
+            ticks
+        };
+        Event(TAG_STALL << TAG_SHIFT | t)
     }
 
     /// The raw word, as it travels through a ring. Never `CLEAR` nor `MAGIC`.
@@ -467,6 +488,29 @@ pub const fn as_time(word: u64) -> Option<u64> {
     }
 }
 
+/// Whether `word` opens a frame or a poll (`Call`, `Poll`): a clock read of that frame comes
+/// after it, not before.
+#[inline]
+pub const fn opens_frame(word: u64) -> bool {
+    matches!(word >> TAG_SHIFT, TAG_CALL | TAG_POLL_FIRST | TAG_POLL)
+}
+
+/// Whether the runtime writes [`EventKind::Stall`] words: only the time analysis reads them,
+/// so they are written only while a session runs it (other sessions' streams, and their
+/// event counts, stay as they were).
+static STALL_WORDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Write [`EventKind::Stall`] words from now on (or stop); returns the previous setting.
+pub fn set_stall_words(on: bool) -> bool {
+    STALL_WORDS.swap(on, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether [`EventKind::Stall`] words are written (see [`set_stall_words`]).
+#[inline]
+pub fn stall_words() -> bool {
+    STALL_WORDS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no
 /// constructor here produces.
 #[inline]
@@ -509,6 +553,7 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             callee: MethodId(lo),
             ticks: decode_duration(hi.0),
         },
+        TAG_STALL if p != PAYLOAD_MASK => EventKind::Stall { ticks: p },
         TAG_ALLOC => EventKind::Alloc { size: p },
         TAG_DEALLOC => EventKind::Dealloc { size: p },
         TAG_REALLOC => EventKind::Realloc {
@@ -536,6 +581,17 @@ impl EventKind {
             } => Event::checked_poll(method, task, first),
             EventKind::PollEnd { task, poll, done } => Event::checked_poll_end(task, poll, done),
             EventKind::Time { ticks } => Event::payload("ticks", ticks).map(Event::time),
+            EventKind::Stall { ticks } => {
+                if ticks < PAYLOAD_MASK {
+                    Ok(Event::stall(ticks))
+                } else {
+                    Err(EventError {
+                        field: "stall ticks",
+                        value: ticks,
+                        max: PAYLOAD_MASK - 1,
+                    })
+                }
+            }
             EventKind::TimedReturn { callee, ticks } => {
                 let e = Event::timed_return(callee, ticks);
                 match e.kind() {

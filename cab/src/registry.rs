@@ -179,6 +179,18 @@ fn display_name(type_name: &'static str, module_path: &str) -> &'static str {
 #[cold]
 #[inline(never)]
 fn register(site: &'static Site) -> u32 {
+    let started = crate::clock::now();
+    let id = register_locked(site);
+    // Registering is cabprof's time: a `Stall` takes it out of the frames open around it.
+    if crate::event::stall_words() {
+        crate::runtime::emit(crate::event::Event::stall(
+            crate::clock::now().saturating_sub(started),
+        ));
+    }
+    id
+}
+
+fn register_locked(site: &'static Site) -> u32 {
     // The name table's growth is the runtime's own allocation, not the program's.
     let _work = crate::runtime::runtime_work();
     let info = MethodInfo {

@@ -310,6 +310,14 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
     #[inline(never)]
     fn push_slow(&mut self, word: u64) {
         let mut spins = 0u32;
+        // The clock when the producer first found the ring full, if `Stall` words are on: the
+        // wait is told to the analyses in a `Stall` word, after `word` unless `word` opens a
+        // frame (the frame's clock is read after the push, so the wait is outside it; a
+        // return's or an end stamp's clock was read before, so the wait is outside the frame
+        // it closes). Either way it lands in exactly the frames open while the producer waited.
+        let mut full_since = None;
+        let mut words = [word, 0];
+        let (mut next, mut count) = (0, 1);
         loop {
             // SAFETY: as in `push`, the cursor is inside the slots.
             let slot = unsafe { &*self.cursor };
@@ -327,16 +335,32 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
                 self.enter_chunk();
             }
             if seen == CLEAR || SAMPLING {
-                slot.store(word, Ordering::Release);
+                if let Some(since) = full_since.take() {
+                    let stall = Event::stall(crate::clock::now().saturating_sub(since)).word();
+                    words = if crate::event::opens_frame(word) {
+                        [stall, word]
+                    } else {
+                        [word, stall]
+                    };
+                    count = 2;
+                }
+                slot.store(words[next], Ordering::Release);
                 // SAFETY: not the end-of-ring MAGIC slot (handled above; a sampling chunk
                 // start may hold MAGIC too), so this is an event slot; +1 stays in bounds.
                 self.cursor = unsafe { self.cursor.add(1) };
-                return;
+                next += 1;
+                if next == count {
+                    return;
+                }
+                continue;
             }
             // Full (exhaustive): the slot still holds an unread event.
             if !self.shared.consumer_alive.load(Ordering::Acquire) {
                 self.count_drop();
                 return;
+            }
+            if next == 0 && full_since.is_none() && crate::event::stall_words() {
+                full_since = Some(crate::clock::now());
             }
             if spins < SPINS_BEFORE_BACKOFF {
                 spins += 1;

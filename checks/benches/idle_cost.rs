@@ -213,24 +213,12 @@ fn profiled(src: &[u8]) -> f64 {
 
 /// `IDLE_COST_ROUNDS`, checked: 9 to 1000, default 17.
 fn rounds() -> usize {
-    const VAR: &str = "IDLE_COST_ROUNDS";
-    let (lo, hi, default) = (
+    cabprof_checks::bench::rounds(
+        "IDLE_COST_ROUNDS",
         cabprof_cab::stats::MIN_ROUNDS,
         1000,
         cabprof_cab::stats::ROUNDS,
-    );
-    match std::env::var_os(VAR) {
-        None => default,
-        Some(v) => match v.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
-            Some(n) if (lo..=hi).contains(&n) => n,
-            _ => {
-                eprintln!(
-                    "{VAR}={v:?}: expected a whole number from {lo} to {hi} (unset: {default})"
-                );
-                std::process::exit(2);
-            }
-        },
-    }
+    )
 }
 
 fn main() {

@@ -413,18 +413,6 @@ fn release_build() -> Option<std::path::PathBuf> {
     exe
 }
 
-/// The CPU's model name (Linux), for the table's header.
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
-                .map(|(_, m)| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 /// A field of a child's output, `NAME value`.
 fn field(text: &str, name: &str) -> Option<f64> {
     text.lines()
@@ -542,7 +530,7 @@ fn main() {
     println!(
         "per_call: {CALLS} calls x {REPS} runs per process (median; the first run apart), median \
          of {rounds} rounds, K = {K}, {BATCH} calls per fastrace root / puffin frame; CPU: {}",
-        cpu_model()
+        cabprof_checks::bench::cpu_model()
     );
     println!(
         "{:<34} {:>8} {:>13} {:>7} {:>6} {:>6} {:>8} {:>9} {:>8} {:>8}",

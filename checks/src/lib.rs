@@ -7,3 +7,9 @@
 //!   cases (`tests/ui/`), including that instrumented code leaves the standard library's type
 //!   inference alone and that `crate = path` works.
 //! - `tests/trace_parser.rs`: property tests of the trace readers.
+//! - [`fidelity`]: a program with known costs, built plain and instrumented, which
+//!   `tests/time_fidelity.rs` and `benches/time_fidelity.rs` profile to check the times.
+//! - [`bench`]: what the benches share.
+
+pub mod bench;
+pub mod fidelity;

@@ -271,4 +271,4 @@ register! {
 }
 
 pub use call_tree::CallTrees;
-pub(crate) use time::{begin_timing, restore_timing};
+pub(crate) use time::{begin_timing, finish_timing, restore_timing};

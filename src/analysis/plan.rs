@@ -17,6 +17,9 @@ pub struct AnalysisPlan {
     /// Time one call in this many per function and thread ([`Analysis::Time`]; 1: every
     /// call).
     pub time_sample: u32,
+    /// Show the raw times (before overhead compensation) beside the compensated ones in the
+    /// text report ([`Analysis::Time`]; the JSON report always has both).
+    pub time_raw: bool,
     /// Mark stack-based results approximate (set for sampled streams).
     pub approximate: bool,
 }
@@ -31,6 +34,7 @@ impl Default for AnalysisPlan {
             cache_levels: vec![LevelConfig::PAPER_L1, LevelConfig::PAPER_L2],
             reuse_line_bytes: 64,
             time_sample: 1,
+            time_raw: false,
             approximate: false,
         }
     }
@@ -55,7 +59,8 @@ impl AnalysisPlan {
 
     /// Read `CABPROF_ANALYSES` (a comma-separated list of analysis names, see
     /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set, and
-    /// `CABPROF_TIME_SAMPLE` (time one call in K).
+    /// `CABPROF_TIME_SAMPLE` (time one call in K) and `CABPROF_TIME_RAW` (`1`: show raw times
+    /// too).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         const VAR: &str = "CABPROF_ANALYSES";
         let Some(value) = get(VAR) else {
@@ -98,6 +103,14 @@ impl AnalysisPlan {
             self.time_sample = v.trim().parse().map_err(|_| {
                 ConfigError::new(SAMPLE, &v, "an integer K >= 1 (time one call in K)")
             })?;
+        }
+        const RAW: &str = "CABPROF_TIME_RAW";
+        if let Some(v) = get(RAW) {
+            self.time_raw = match v.trim() {
+                "1" | "true" => true,
+                "0" | "false" | "" => false,
+                _ => return Err(ConfigError::new(RAW, &v, "0 or 1 (1: show raw times too)")),
+            };
         }
         Ok(())
     }

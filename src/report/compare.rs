@@ -78,6 +78,9 @@ impl ReportData {
         if let Some(t) = &mut d.time {
             t.ticks_per_ns = 0.0;
             t.calibration.clear();
+            t.compensation = None;
+            t.inside_cabprof_ns = None;
+            t.inside_cabprof_entries = None;
             for f in &mut t.functions {
                 f.inclusive_ns = 0.0;
                 f.inclusive_ci_ns = 0.0;
@@ -87,16 +90,23 @@ impl ReportData {
                 f.p95_ns = 0.0;
                 f.p99_ns = 0.0;
                 f.max_ns = 0.0;
+                f.raw_inclusive_ns = None;
+                f.raw_exclusive_ns = None;
+                f.raw_mean_ns = None;
+                f.below_resolution = None;
             }
             t.functions.sort_by_key(|f| f.method);
             for e in &mut t.edges {
                 e.inclusive_ns = 0.0;
+                e.raw_inclusive_ns = None;
             }
             t.edges.sort_by_key(|e| (e.caller, e.callee));
             // Listed by calls, not by time: the same order and ids in both runs.
             for c in &mut t.contexts {
                 c.inclusive_ns = 0.0;
                 c.exclusive_ns = 0.0;
+                c.raw_inclusive_ns = None;
+                c.raw_exclusive_ns = None;
             }
         }
         d.session = SessionInfo::default();

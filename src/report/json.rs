@@ -149,8 +149,8 @@ fn string(s: &str, out: &mut impl std::fmt::Write) {
 mod tests {
     use super::pretty;
     use crate::model::{
-        AllocContextEntry, AllocationsData, CallTreeData, ContextEntry, ContextTimeEntry,
-        MethodEntry, ReportData, TimeData,
+        AllocContextEntry, AllocationsData, CallTreeData, CompensationEntry, ContextEntry,
+        ContextTimeEntry, MethodEntry, ReportData, TimeData,
     };
 
     /// The layout [`pretty`] makes, from compact JSON (as `miniserde` writes it): the
@@ -271,7 +271,21 @@ mod tests {
                     timed: 3,
                     inclusive_ns: 1e-7,
                     exclusive_ns: f64::NAN,
+                    raw_inclusive_ns: Some(2.5),
+                    raw_exclusive_ns: None,
                 }],
+                compensation: Some(CompensationEntry {
+                    clock_ns: 6.5,
+                    inside_ns: 1.25,
+                    timed_ns: 20.0,
+                    untimed_ns: 4.0,
+                    resolution_ns: 0.5,
+                    timed_ns_at_finish: None,
+                    inside_ns_at_finish: Some(1.0),
+                }),
+                inside_cabprof_ns: Some(0.0),
+                inside_cabprof_entries: None,
+                show_raw: Some(false),
             }),
             allocations: Some(AllocationsData {
                 live_bytes: -12,

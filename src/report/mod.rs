@@ -142,7 +142,9 @@ pub use crate::model::{
     PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
 };
-pub use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
+pub use crate::model::{
+    CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData,
+};
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};
 

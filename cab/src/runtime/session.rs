@@ -502,6 +502,18 @@ impl<A: RingAnalysis + Clone> Snapshotter<A> {
 
 impl<A: RingAnalysis + Clone> Core<A> {
     fn snapshot(&self) -> Option<Report<A>> {
+        let started = crate::clock::now();
+        let report = self.snapshot_inner();
+        // The snapshot is cabprof's time: a `Stall` takes it out of the caller's open frames.
+        if crate::event::stall_words() {
+            tls::emit(crate::event::Event::stall(
+                crate::clock::now().saturating_sub(started),
+            ));
+        }
+        report
+    }
+
+    fn snapshot_inner(&self) -> Option<Report<A>> {
         let _work = tls::runtime_work();
         // One snapshot at a time: each analyzer has a single answer slot.
         if self.forked() {

@@ -351,15 +351,30 @@ fn emit_slow(key: u64, event: Event) {
     let _ = LOCAL.try_with(|local| {
         if let Ok(mut local) = local.try_borrow_mut() {
             if local.key != key {
+                // Attaching is cabprof's time, not the frames': a `Stall` before the event
+                // takes it out of the frames already open (a thread that entered an
+                // instrumented function before the session started).
+                let started = crate::clock::now();
                 attach(&mut local, key);
+                if crate::event::stall_words() {
+                    let stall = Event::stall(crate::clock::now().saturating_sub(started));
+                    local.push(stall);
+                }
             }
-            if let Some(inline) = &mut local.inline {
-                inline.consume(&[event.word()]);
-            } else if let Some(producer) = &mut local.producer {
-                producer.push(event);
-            }
+            local.push(event);
         }
     });
+}
+
+impl Local {
+    /// One event into the thread's inline analysis or ring (the slow path's push).
+    fn push(&mut self, event: Event) {
+        if let Some(inline) = &mut self.inline {
+            inline.consume(&[event.word()]);
+        } else if let Some(producer) = &mut self.producer {
+            producer.push(event);
+        }
+    }
 }
 
 #[cold]

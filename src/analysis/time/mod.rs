@@ -6,42 +6,105 @@
 //! rate is calibrated against the monotonic clock over the session itself: a reading of both
 //! when it starts ([`begin_timing`]) and another when the report is made.
 
+mod calibration;
+
 use super::contexts::{depth_first, stack_rows};
 use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::model::{ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, ReportData, TimeData};
-use cabprof_analyses::TimeProfile;
+use crate::model::{
+    CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, ReportData, TimeData,
+};
+use cabprof_analyses::{Compensation, TimeProfile};
 use cabprof_cab::clock::{self, Calibration, Pair};
+use cabprof_cab::runtime::RuntimeConfig;
 use cabprof_cab::ConfigError;
+use calibration::Overhead;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
 /// Largest `time_sample` accepted.
 const MAX_SAMPLE: u32 = 1 << 20;
 
-/// The clock reading taken when the running (or last) timed session started.
-static START: Mutex<Option<Pair>> = Mutex::new(None);
+/// The running (or last) timed session's clock and overhead calibrations.
+#[derive(Clone, Debug)]
+pub(crate) struct Timing {
+    /// The clock reading taken when it started.
+    start: Pair,
+    /// Its runtime settings, to measure the overhead again at the end.
+    config: RuntimeConfig,
+    /// Its `time_sample`.
+    period: u32,
+    /// The cost of a timed call, measured as it started (`Err`: why not).
+    overhead: Result<Overhead, String>,
+    /// The same, measured when it finished.
+    at_finish: Option<Overhead>,
+    /// Its `time_raw`.
+    show_raw: bool,
+}
+
+static TIMING: Mutex<Option<Timing>> = Mutex::new(None);
+
+fn timing() -> std::sync::MutexGuard<'static, Option<Timing>> {
+    TIMING.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// What [`begin_timing`] replaced, for [`restore_timing`].
-pub(crate) type TimingState = (u32, Option<Pair>);
+pub(crate) type TimingState = (u32, Option<Timing>);
 
-/// A session running `plan` is about to start: stamp calls if it times, and take the
-/// calibration's first reading. Returns what it replaced.
-pub(crate) fn begin_timing(plan: &AnalysisPlan) -> TimingState {
+/// A session running `plan` with `config` is about to start (no session runs): stamp calls
+/// if it times, measure what a timed call costs, and take the clock calibration's first
+/// reading. Returns what it replaced.
+pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> TimingState {
     let on = plan.kinds.contains(&crate::Analysis::Time);
     let period = if on { plan.time_sample } else { 0 };
-    let old_period = crate::__private::set_time_period(period);
-    let mut start = START.lock().unwrap_or_else(|e| e.into_inner());
-    let old_start = *start;
-    if on {
-        *start = Some(Calibration::start());
+    // Measured before taking the lock: the calibration runs a session of its own.
+    let overhead = on.then(|| calibration::measure(config, period));
+    let mut slot = timing();
+    let old = slot.clone();
+    if let Some(overhead) = overhead {
+        *slot = Some(Timing {
+            start: Calibration::start(),
+            config: config.clone(),
+            period,
+            overhead,
+            at_finish: None,
+            show_raw: plan.time_raw,
+        });
     }
-    (old_period, old_start)
+    let old_period = crate::__private::set_time_period(period);
+    cabprof_cab::event::set_stall_words(on);
+    (old_period, old)
 }
 
 /// The session did not start: put back what [`begin_timing`] replaced.
-pub(crate) fn restore_timing((period, start): TimingState) {
+pub(crate) fn restore_timing((period, old): TimingState) {
     crate::__private::set_time_period(period);
-    *START.lock().unwrap_or_else(|e| e.into_inner()) = start;
+    cabprof_cab::event::set_stall_words(period != 0);
+    *timing() = old;
+}
+
+/// The timed session has finished (no session runs): measure a timed call's cost again, to
+/// state the drift in its report.
+pub(crate) fn finish_timing() {
+    let Some((config, period)) = timing()
+        .as_ref()
+        .filter(|t| t.at_finish.is_none())
+        .map(|t| (t.config.clone(), t.period))
+    else {
+        return;
+    };
+    let at_finish = calibration::measure(&config, period).ok();
+    if let Some(t) = timing().as_mut() {
+        t.at_finish = at_finish;
+    }
+}
+
+/// The compensation the analysis applies, in ticks.
+fn compensation(o: &Overhead) -> Compensation {
+    Compensation {
+        inside: o.inside,
+        timed: o.timed,
+        untimed: o.untimed,
+    }
 }
 
 /// The time analysis.
@@ -67,15 +130,38 @@ impl AnalysisDescriptor for Descriptor {
     fn build(plan: &AnalysisPlan) -> TimeProfile {
         let mut t = TimeProfile::new();
         t.set_approximate(plan.approximate);
+        if let Some(Ok(o)) = timing().as_ref().map(|t| &t.overhead) {
+            t.set_compensation(compensation(o));
+        }
         t
     }
 
     fn report(t: &TimeProfile, data: &mut ReportData, methods: &mut MethodIds) {
-        let start = *START.lock().unwrap_or_else(|e| e.into_inner());
-        let start = start.unwrap_or_else(Calibration::start);
+        let timing = timing().clone();
+        let start = timing.as_ref().map_or_else(Calibration::start, |t| t.start);
         let cal = Calibration::measure(&start);
         let ns = |ticks: f64| cal.ns(ticks);
+        let compensation = timing.as_ref().and_then(|t| {
+            let o = t.overhead.as_ref().ok()?;
+            Some(CompensationEntry {
+                clock_ns: ns(o.clock),
+                inside_ns: ns(o.inside),
+                timed_ns: ns(o.timed),
+                untimed_ns: ns(o.untimed),
+                resolution_ns: ns(o.spread),
+                timed_ns_at_finish: t.at_finish.map(|f| ns(f.timed)),
+                inside_ns_at_finish: t.at_finish.map(|f| ns(f.inside)),
+            })
+        });
+        let resolution = compensation.as_ref().map(|c| c.resolution_ns);
         let estimates: std::collections::HashMap<_, _> = t.estimates().into_iter().collect();
+        let per_call = |ticks: f64, timed: u64| {
+            if timed == 0 {
+                0.0
+            } else {
+                ns(ticks / timed as f64)
+            }
+        };
         let mut functions: Vec<FunctionTimeEntry> = t
             .functions()
             .into_iter()
@@ -83,6 +169,7 @@ impl AnalysisDescriptor for Descriptor {
                 let e = estimates[&m];
                 let h = &f.histogram;
                 let q = |p: f64| if h.is_empty() { 0.0 } else { ns(h.value_at_quantile(p) as f64) };
+                let mean = per_call(f.comp_all, f.timed);
                 FunctionTimeEntry {
                     method: m.get(),
                     calls: f.calls,
@@ -90,15 +177,15 @@ impl AnalysisDescriptor for Descriptor {
                     inclusive_ns: ns(e.inclusive),
                     inclusive_ci_ns: ns(e.inclusive_ci),
                     exclusive_ns: ns(e.exclusive),
-                    mean_ns: if f.timed == 0 {
-                        0.0
-                    } else {
-                        ns(f.ticks_all as f64 / f.timed as f64)
-                    },
+                    mean_ns: mean.max(0.0),
                     p50_ns: q(0.5),
                     p95_ns: q(0.95),
                     p99_ns: q(0.99),
                     max_ns: if h.is_empty() { 0.0 } else { ns(h.max() as f64) },
+                    raw_inclusive_ns: Some(ns(e.raw_inclusive)),
+                    raw_exclusive_ns: Some(ns(e.raw_exclusive)),
+                    raw_mean_ns: Some(per_call(f.ticks_all as f64, f.timed)),
+                    below_resolution: resolution.map(|r| f.timed > 0 && mean < r),
                 }
             })
             .collect();
@@ -116,6 +203,7 @@ impl AnalysisDescriptor for Descriptor {
                 calls: e.calls,
                 timed: e.timed,
                 inclusive_ns: ns(e.estimate()),
+                raw_inclusive_ns: Some(ns(e.raw_estimate())),
             })
             .collect();
         edges.sort_by(|a, b| {
@@ -142,6 +230,8 @@ impl AnalysisDescriptor for Descriptor {
                 timed: c.time.timed,
                 inclusive_ns: ns(c.time.estimate()),
                 exclusive_ns: ns(c.exclusive),
+                raw_inclusive_ns: Some(ns(c.time.raw_estimate())),
+                raw_exclusive_ns: Some(ns(c.raw_exclusive)),
             }
         })
         .collect();
@@ -162,6 +252,10 @@ impl AnalysisDescriptor for Descriptor {
             functions,
             edges,
             contexts,
+            compensation,
+            inside_cabprof_ns: Some(ns(t.stalled_ticks() as f64)),
+            inside_cabprof_entries: Some(t.stalls()),
+            show_raw: Some(timing.is_some_and(|t| t.show_raw)),
         });
     }
 
@@ -184,30 +278,84 @@ impl AnalysisDescriptor for Descriptor {
             t.calibration,
             top_of(top, t.functions.len())
         );
-        let _ = writeln!(
+        match &t.compensation {
+            Some(c) => {
+                let drift = match (c.timed_ns_at_finish, c.inside_ns_at_finish) {
+                    (Some(t), Some(i)) => format!("; at finish {} and {}", dur1(t), dur1(i)),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    o,
+                    "  compensated: each timed call's own time less {} inside it, each frame's less {} per timed and {} per untimed call in it{drift}; resolution {}, a clock read {}",
+                    dur1(c.inside_ns),
+                    dur1(c.timed_ns),
+                    dur1(c.untimed_ns),
+                    dur1(c.resolution_ns),
+                    dur1(c.clock_ns),
+                );
+            }
+            None => {
+                let _ = writeln!(o, "  raw: no overhead compensation");
+            }
+        }
+        if let Some(s) = t.inside_cabprof_ns.filter(|&s| s > 0.0) {
+            let _ = writeln!(
+                o,
+                "  inside cabprof (waiting for an analyzer, attaching, registering, snapshots): {} in {} entries, taken out of the frames open meanwhile",
+                dur(s),
+                t.inside_cabprof_entries.unwrap_or(0)
+            );
+        }
+        let raw = t.show_raw == Some(true);
+        let _ = write!(
             o,
-            "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}  method",
+            "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
             "calls", "inclusive", "exclusive", "mean", "p50", "p95", "p99", "max"
         );
+        if raw {
+            let _ = write!(o, " {:>14} {:>14} {:>11}", "raw incl", "raw excl", "raw mean");
+        }
+        let _ = writeln!(o, "  method");
         for f in t.functions.iter().take(top) {
             let incl = if f.inclusive_ci_ns > 0.0 {
                 format!("~{}±{}", dur(f.inclusive_ns), dur(f.inclusive_ci_ns))
             } else {
                 dur(f.inclusive_ns)
             };
-            let _ = writeln!(
+            // Below the resolution: a bound, not a figure.
+            let (mean, excl) = match (f.below_resolution, &t.compensation) {
+                (Some(true), Some(c)) => {
+                    let bound = format!("<{}", dur1(c.resolution_ns));
+                    (bound.clone(), if f.exclusive_ns < c.resolution_ns * f.calls as f64 {
+                        format!("<{}", dur(c.resolution_ns * f.calls as f64))
+                    } else {
+                        dur(f.exclusive_ns)
+                    })
+                }
+                _ => (dur(f.mean_ns), dur(f.exclusive_ns)),
+            };
+            let _ = write!(
                 o,
-                "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}  {}",
+                "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
                 f.calls,
                 incl,
-                dur(f.exclusive_ns),
-                dur(f.mean_ns),
+                excl,
+                mean,
                 dur(f.p50_ns),
                 dur(f.p95_ns),
                 dur(f.p99_ns),
                 dur(f.max_ns),
-                data.name(f.method)
             );
+            if raw {
+                let _ = write!(
+                    o,
+                    " {:>14} {:>14} {:>11}",
+                    dur(f.raw_inclusive_ns.unwrap_or(f.inclusive_ns)),
+                    dur(f.raw_exclusive_ns.unwrap_or(f.exclusive_ns)),
+                    dur(f.raw_mean_ns.unwrap_or(f.mean_ns)),
+                );
+            }
+            let _ = writeln!(o, "  {}", data.name(f.method));
         }
         let _ = writeln!(
             o,
@@ -232,6 +380,15 @@ impl AnalysisDescriptor for Descriptor {
                 dur(c.exclusive_ns),
             );
         }
+    }
+}
+
+/// [`dur`] with a decimal below 100 ns: the calibration's figures are a few ns.
+fn dur1(ns: f64) -> String {
+    if ns < 100.0 {
+        format!("{ns:.1} ns")
+    } else {
+        dur(ns)
     }
 }
 

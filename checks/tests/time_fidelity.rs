@@ -1,0 +1,53 @@
+//! The time analysis' compensated figures are the plain program's, within generous bounds,
+//! where its raw figures are not: the program of `cabprof_checks::fidelity`, built plain and
+//! instrumented, its plain costs measured with plain loops. The bounds are wide because the
+//! machine is shared; the bench (`benches/time_fidelity.rs`) measures the errors. One session
+//! at a time: a single test.
+
+use cabprof_checks::fidelity::{plain_costs, profiled_costs};
+
+/// `mid` calls per run.
+const N: u64 = 4_000;
+
+#[test]
+fn compensated_times_are_the_plain_programs_and_raw_ones_are_not() {
+    // Three attempts, the median error kept: one noisy moment cannot decide.
+    let mut whole = Vec::new();
+    let mut tiny = Vec::new();
+    for _ in 0..3 {
+        let plain = plain_costs(N);
+        let (raw, comp, data) = profiled_costs(N, 1);
+        let t = data.time.as_ref().expect("time ran");
+        let c = t
+            .compensation
+            .as_ref()
+            .expect("the session calibrated its probe");
+        assert!(c.timed_ns > 0.0 && c.inside_ns >= 0.0, "{c:?}");
+        assert!(c.resolution_ns >= c.clock_ns, "{c:?}");
+        let err = |x: f64| (x - plain.mean_ns[0]) / plain.mean_ns[0];
+        whole.push((err(raw.mean_ns[0]), err(comp.mean_ns[0])));
+        tiny.push((raw.mean_ns[3], comp.mean_ns[3], comp.below_resolution[3]));
+        // Nothing negative, whatever the compensation.
+        for f in &t.functions {
+            assert!(
+                f.inclusive_ns >= 0.0 && f.exclusive_ns >= 0.0 && f.mean_ns >= 0.0,
+                "{f:?}"
+            );
+        }
+    }
+    whole.sort_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+    let (raw_err, comp_err) = whole[1];
+    assert!(
+        comp_err.abs() < 0.35,
+        "the whole run, compensated, within 35 % of plain: {comp_err:+.3} (raw {raw_err:+.3})"
+    );
+    assert!(
+        raw_err > 0.35,
+        "the raw whole run is well above plain (else this test has no teeth): {raw_err:+.3}"
+    );
+    // `tiny` (one multiply) costs less than a clock read resolves: marked, or close.
+    for (raw, comp, marked) in tiny {
+        assert!(raw > comp, "raw {raw} > compensated {comp}");
+        assert!(marked || comp < 5.0, "tiny: {comp} ns, not marked");
+    }
+}

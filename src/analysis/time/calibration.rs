@@ -1,0 +1,201 @@
+//! The cost of a timed call, measured on the instrumented code path itself, so that the time
+//! analysis can take it out of the times it reports (overhead compensation, as in "Overhead
+//! Compensation in Performance Profiling", Malony and Shende, Euro-Par 2004).
+//!
+//! A probe function, instrumented exactly as `#[profile]` instruments a function (the same
+//! guard, the same out-of-line entry and exit), and a plain twin are called in alternated
+//! batches inside a short session of the same mode as the one about to start; each batch is
+//! timed with the session's clock. Per round:
+//!
+//! - **timed**: (timed probe batch − plain batch) / calls: what one timed instrumented call
+//!   adds to the time of the frame that calls it (entry, exit, two clock reads, two ring
+//!   pushes).
+//! - **untimed**: the same with timing off (or, for sampled timing, counting down to the next
+//!   timed call): what an untimed call adds to its caller.
+//! - **inside**: the median duration the probe's own timed calls report, minus the plain
+//!   call's cost: the part of a timed call that falls inside its own interval.
+//! - **clock**: two clock reads back to back.
+//!
+//! Each figure is the median over the rounds; the spread (half the interquartile range of the
+//! rounds' `timed`, plus one clock read) is what a compensated time can resolve. Calling the
+//! probe in a loop measures the probe's cost alone; in a real program out-of-order execution
+//! overlaps part of it with the caller's work. `cargo bench -p cabprof-checks --bench
+//! time_fidelity` compares the compensated figures with the same functions built plain.
+
+use cabprof_cab::clock;
+use cabprof_cab::event;
+use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
+use std::hint::black_box;
+
+/// Calls per batch: a round is three batches of two words per instrumented call, far below a
+/// ring's capacity, so no batch waits for the analyzer.
+const BATCH: u64 = 200;
+/// Rounds after the warm-up round.
+const ROUNDS: usize = 15;
+/// The probe's reported durations kept (one per timed call).
+const KEPT: usize = 4096;
+
+/// What a timed call costs, in clock ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Overhead {
+    /// One clock read (two reads back to back, minus nothing: their difference).
+    pub(crate) clock: f64,
+    /// The part of a timed call inside its own interval.
+    pub(crate) inside: f64,
+    /// What a timed call adds to its caller's time.
+    pub(crate) timed: f64,
+    /// What an untimed call adds to its caller's time.
+    pub(crate) untimed: f64,
+    /// What a compensated time can resolve.
+    pub(crate) spread: f64,
+}
+
+static PROBE_SITE: cabprof_cab::registry::Site = cabprof_cab::registry::Site::new(
+    || "cabprof::calibration::probe",
+    module_path!(),
+    file!(),
+    line!(),
+    None,
+);
+
+/// An instrumented function, shaped as `#[profile]` makes it (the guard a temporary of the
+/// tail, dropped last).
+#[inline(never)]
+#[allow(clippy::match_single_binding)]
+fn probe(x: u64) -> u64 {
+    match crate::__private::enter(&PROBE_SITE) {
+        ref mut _frame => black_box(x),
+    }
+}
+
+/// Its plain twin.
+#[inline(never)]
+fn plain(x: u64) -> u64 {
+    black_box(x)
+}
+
+/// The durations the probe's timed calls report, as the analyzer receives them.
+#[derive(Clone, Debug, Default)]
+struct ProbeTicks {
+    probe: u32,
+    ticks: Vec<u64>,
+}
+
+impl RingAnalysis for ProbeTicks {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            if let Some((m, t)) = event::as_timed_return(w) {
+                if m == self.probe && self.ticks.len() < KEPT {
+                    self.ticks.push(t);
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        let room = KEPT - self.ticks.len().min(KEPT);
+        self.ticks.extend(other.ticks.into_iter().take(room));
+    }
+}
+
+/// Ticks per call of `f` over one batch.
+fn batch(f: fn(u64) -> u64) -> f64 {
+    let mut x = 1;
+    let t0 = clock::now();
+    for _ in 0..BATCH {
+        x = f(x);
+    }
+    let t1 = clock::now();
+    black_box(x);
+    t1.saturating_sub(t0) as f64 / BATCH as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn half_iqr(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n < 4 {
+        return 0.0;
+    }
+    (v[3 * n / 4] - v[n / 4]) / 2.0
+}
+
+/// Measure [`Overhead`] in a session of `config`'s mode that times one call in `period` (1:
+/// every call). Runs on the calling thread, with no session running; restores the time
+/// period it found.
+pub(crate) fn measure(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
+    let probe_id = PROBE_SITE.id();
+    let session = Session::start(config.clone(), move || ProbeTicks {
+        probe: probe_id,
+        ticks: Vec::new(),
+    })
+    .map_err(|e| e.to_string())?;
+    let before = crate::__private::time_period();
+    // Timed batches time every call. Untimed ones, for sampled timing, count down towards a
+    // timed call that never comes; else they do not time at all.
+    let untimed_period = if period > 1 { u32::MAX / 2 } else { 0 };
+    let (mut timed, mut untimed, mut plains, mut clocks) = (vec![], vec![], vec![], vec![]);
+    for round in 0..=ROUNDS {
+        let mut one = [0.0; 3];
+        // Rotate the order, so that no batch always follows the same one.
+        for k in 0..3 {
+            let which = (k + round) % 3;
+            one[which] = match which {
+                0 => batch(plain),
+                1 => {
+                    crate::__private::set_time_period(1);
+                    batch(probe)
+                }
+                _ => {
+                    crate::__private::set_time_period(untimed_period);
+                    batch(probe)
+                }
+            };
+        }
+        let c0 = clock::now();
+        let c1 = clock::now();
+        if round > 0 {
+            plains.push(one[0]);
+            timed.push(one[1] - one[0]);
+            untimed.push(one[2] - one[0]);
+            clocks.push(c1.saturating_sub(c0) as f64);
+        }
+    }
+    crate::__private::set_time_period(before);
+    let report = session.finish();
+    let plain_call = median(&mut plains);
+    let mut reported: Vec<f64> = report.analysis.ticks.iter().map(|&t| t as f64).collect();
+    let clock = median(&mut clocks);
+    let timed_cost = median(&mut timed);
+    Ok(Overhead {
+        clock,
+        inside: (median(&mut reported) - plain_call).max(0.0),
+        timed: timed_cost.max(0.0),
+        untimed: median(&mut untimed).max(0.0),
+        spread: half_iqr(&mut timed) + clock,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_spreads_of_known_lists() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&mut []), 0.0);
+        assert_eq!(half_iqr(&mut [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), 2.0);
+    }
+}
