@@ -1,0 +1,326 @@
+//! Futures: their polls, the tasks between polls, and grafting what other streams saw of them.
+
+use hashbrown::HashMap;
+
+use crate::call_tree::trie::ROOT as ROOT_NODE;
+
+use super::calls::elapsed;
+use super::results::Ticks;
+use super::stack::{open_at, opened, Callee, Open, Stack, Stamp, NO_STAMP, OUTER};
+use super::{method_id, TimeProfile};
+
+/// A future this instance saw polled: between polls, finished in a stream that did not see
+/// all its polls, or (inside [`Polling`]) being polled.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Task {
+    /// Its frame: a node of the tree if `placed`, else a detached root collecting what its
+    /// polls called until the instance that saw its first poll is merged in.
+    pub(super) open: Open,
+    /// This instance saw its first poll.
+    pub(super) placed: bool,
+    /// Its `Call` was an outermost activation (what the call counts as).
+    pub(super) outer_call: bool,
+    /// Polls of it this instance saw.
+    pub(super) polls: u32,
+    /// How many polls it had in all, once its last poll was seen.
+    pub(super) total: Option<u32>,
+    /// Ticks polled (if it was timed).
+    pub(super) polled: Option<Ticks>,
+}
+
+impl Task {
+    /// Every poll is accounted for here: its time can be recorded.
+    pub(super) fn finished(&self) -> bool {
+        self.placed && self.total.is_some_and(|t| self.polls >= t)
+    }
+}
+
+/// A poll in progress: the future, the stack it parked, and, once its frame returned in this
+/// poll, the frame and its (ticks, outermost ticks) if timed.
+#[derive(Clone, Debug)]
+pub(super) struct Polling {
+    key: TaskKey,
+    parked: Stack,
+    task: Task,
+    returned: Option<(Open, Option<Ticks>)>,
+}
+
+pub(super) type TaskKey = (u32, u32);
+
+impl TimeProfile {
+    /// A future of `method` (`first`: its first poll) is polled: park the thread's stack and
+    /// continue from the future's frame.
+    pub(super) fn on_poll(&mut self, method: u32, task: u32, first: bool) {
+        let key = (method, task);
+        let st = &mut self.threads.current;
+        // The stack is parked: all of it in the table, and calls from an empty stack no longer
+        // have the same things open below them.
+        st.active.write(&mut st.stack.open, st.base);
+        st.root_last = Callee::default();
+        let mut t = if first {
+            let t = match st.stack.open.last() {
+                Some(&f) if f.method == method => {
+                    // Its `Call` opened the frame, counted open on this thread: its depth
+                    // there is the depth of the poll's first frame.
+                    st.stack.open.pop();
+                    let depth = st.stack.open.len();
+                    // A stamp between its `Call` and first `Poll` is not ours to make.
+                    st.stack.take_stamp(depth);
+                    new_task(f, true, f.state & OUTER != 0)
+                }
+                _ => {
+                    // Its `Call` was lost (sampling): place it below the root.
+                    self.approximate = true;
+                    let node = self.node_for(ROOT_NODE, method);
+                    let st = &mut self.threads.current;
+                    let outer = st
+                        .active
+                        .enter(method, st.base + st.stack.open.len() as u32);
+                    let mut t = new_task(open_at(method, node), true, outer);
+                    t.open.state = opened(outer);
+                    t
+                }
+            };
+            self.place(key, t)
+        } else {
+            let outer = st
+                .active
+                .enter(method, st.base + st.stack.open.len() as u32);
+            let mut t = match self.tasks.remove(&key) {
+                Some(t) => t,
+                None => {
+                    // First polled in a stream this instance did not see: a detached root
+                    // collects this poll's calls until `merge` finds where it belongs.
+                    let node = self.tree.detached(method_id(method));
+                    self.grow_nodes();
+                    new_task(open_at(method, node), false, false)
+                }
+            };
+            // What is open below the frame is not what was at its last poll: its last call
+            // is forgotten.
+            t.open.last = Callee::default();
+            t.open.state = opened(outer);
+            t
+        };
+        t.polls = t.polls.saturating_add(1);
+        let mut stack = Stack {
+            open: vec![t.open],
+            stamps: Vec::new(),
+        };
+        if let Some(polled) = t.polled {
+            stack.stamps.push(Stamp {
+                depth: 0,
+                start: NO_STAMP,
+                cost: 0,
+                polled,
+            });
+        }
+        let st = &mut self.threads.current;
+        let parked = std::mem::replace(&mut st.stack, stack);
+        st.base += parked.open.len() as u32;
+        st.polls.push(Polling {
+            key,
+            parked,
+            task: t,
+            returned: None,
+        });
+        st.just_opened = true;
+        st.pending_end = NO_STAMP;
+    }
+
+    /// The first poll of `key` found its frame: what polls of it seen earlier (on other
+    /// threads of this stream) collected below a detached root moves there.
+    fn place(&mut self, key: TaskKey, mut t: Task) -> Task {
+        if let Some(old) = self.tasks.remove(&key) {
+            if old.placed {
+                // A task id reused (ids wrap): the old future's polls end here.
+                self.give_up(old);
+            } else {
+                let mut moved = HashMap::new();
+                self.graft(old.open.node, t.open.node, &mut moved);
+                self.forward(&moved);
+                t = combine(t, old);
+            }
+        }
+        t
+    }
+
+    pub(super) fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
+        let Some(p) = st.polls.pop() else {
+            self.unmatched += 1;
+            self.approximate = true;
+            return;
+        };
+        let key = p.key;
+        if key.1 != task {
+            self.approximate = true;
+        }
+        let mut stack = std::mem::replace(&mut st.stack, p.parked);
+        let base = st.base;
+        st.base = base.saturating_sub(st.stack.open.len() as u32);
+        st.root_last = Callee::default();
+        // Frames left open above the future's own, or after it returned (lost `Return`s).
+        let keep = usize::from(p.returned.is_none());
+        if stack.open.len() > keep {
+            stack.truncate(keep, &mut st.active);
+            self.approximate = true;
+        }
+        let mut t = p.task;
+        let (f, ticks, done) = match p.returned {
+            // Completed in this poll: its `Return` closed the frame.
+            Some((f, ticks)) => {
+                self.approximate |= !done;
+                (f, ticks, true)
+            }
+            None => {
+                let Some(f) = stack.open.pop() else {
+                    return; // its frame was closed by a resynchronisation
+                };
+                let outer = st.active.close(&f);
+                if f.method != key.0 {
+                    self.approximate = true;
+                    return;
+                }
+                let ticks = stack.take_stamp(0).map(|s| {
+                    if s.start != NO_STAMP && end != NO_STAMP {
+                        let d = elapsed(s.start, end);
+                        let end_cost = self.threads.current.end_cost;
+                        s.polled.plus(Ticks::one(
+                            d,
+                            self.compensated_between(d, s.cost, end_cost),
+                            outer,
+                        ))
+                    } else {
+                        s.polled
+                    }
+                });
+                // Dropped or completed without a `Return` seen: what was polled still counts.
+                self.approximate |= done;
+                (f, ticks, done)
+            }
+        };
+        t.open = f;
+        t.polled = ticks;
+        if done {
+            t.total = Some(poll.saturating_add(1));
+        }
+        if t.finished() {
+            self.finish(t);
+        } else {
+            self.tasks.insert(key, t);
+        }
+    }
+
+    /// Whether `f`, just closed, was the frame of the future being polled.
+    #[inline]
+    pub(super) fn is_future_frame(&self, f: &Open) -> bool {
+        let st = &self.threads.current;
+        st.stack.open.is_empty() && st.polls.last().is_some_and(|p| p.key.0 == f.method)
+    }
+
+    /// The future being polled returned: it is recorded when its poll ends, if every poll of
+    /// it is accounted for by then.
+    #[cold]
+    pub(super) fn future_returned(&mut self, f: Open, ticks: Option<Ticks>) {
+        if let Some(p) = self.threads.current.polls.last_mut() {
+            p.returned = Some((f, ticks));
+        }
+    }
+
+    /// A future whose every poll is accounted for: its time, if it was timed.
+    pub(super) fn finish(&mut self, t: Task) {
+        if let Some(p) = t.polled {
+            self.record(t.open.method, t.open.node, t.outer_call, p);
+        }
+    }
+
+    /// A future whose other polls will never be seen: its time polled stays its function's.
+    pub(super) fn give_up(&mut self, t: Task) {
+        if let Some(p) = t.polled {
+            let f = self.function(t.open.method);
+            f.open_polled = f.open_polled.saturating_add(p.all);
+            f.comp_open_polled += p.comp;
+        }
+    }
+
+    /// Move what is below `from` (and `from`'s own time) to the same paths below `onto`;
+    /// records in `moved` where each node went.
+    pub(super) fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
+        if from == onto {
+            return;
+        }
+        let mut here = HashMap::new();
+        if !self.tree.graft(from, onto, &mut here) {
+            self.approximate = true;
+            return;
+        }
+        self.grow_nodes();
+        here.insert(from, onto);
+        for (&c, &n) in &here {
+            let t = std::mem::take(&mut self.node_time[c as usize]);
+            self.node_time[n as usize].add(t);
+        }
+        moved.extend(here);
+    }
+
+    /// Nodes in `moved` were grafted elsewhere: point every reference at their new place.
+    pub(super) fn forward(&mut self, moved: &HashMap<u32, u32>) {
+        if moved.is_empty() {
+            return;
+        }
+        let fwd = |n: &mut u32| {
+            if let Some(&m) = moved.get(n) {
+                *n = m;
+            }
+        };
+        let fwd_open = |f: &mut Open| {
+            fwd(&mut f.node);
+            fwd(&mut f.last.node);
+        };
+        for t in self.tasks.values_mut() {
+            fwd_open(&mut t.open);
+        }
+        for st in self.threads.all_mut() {
+            st.stack.open.iter_mut().for_each(fwd_open);
+            fwd(&mut st.root_last.node);
+            for p in &mut st.polls {
+                p.parked.open.iter_mut().for_each(fwd_open);
+                fwd_open(&mut p.task.open);
+                if let Some((f, _)) = &mut p.returned {
+                    fwd_open(f);
+                }
+            }
+        }
+    }
+}
+
+/// A future whose frame is `open`, no poll counted yet.
+fn new_task(open: Open, placed: bool, outer_call: bool) -> Task {
+    Task {
+        open,
+        placed,
+        outer_call,
+        polls: 0,
+        total: None,
+        polled: None,
+    }
+}
+
+/// One future's state as two streams saw it; `a`'s frame is kept if `a` is placed or `b` is not.
+pub(super) fn combine(a: Task, b: Task) -> Task {
+    let first = if a.placed || !b.placed { a } else { b };
+    Task {
+        open: first.open,
+        outer_call: first.outer_call,
+        placed: a.placed || b.placed,
+        polls: a.polls.saturating_add(b.polls),
+        total: a.total.or(b.total),
+        polled: match (a.polled, b.polled) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or_default().plus(y.unwrap_or_default())),
+        },
+    }
+}

@@ -1,0 +1,328 @@
+//! Time per function, per call-graph edge and per calling context, from `Time` words.
+//!
+//! # The stream
+//!
+//! A timed call is `Call`, …, `TimedReturn(ticks)`: the producer read the clock at entry and at
+//! exit and sends the difference with the return. It may also be `Call`, `Time(t0)`, …,
+//! `Time(t1)`, `Return` (functions with `paths`): the stamp right after the `Call` opens the
+//! frame, the one right before the `Return` closes it, so its inclusive time is `t1 - t0`
+//! counter ticks (modulo 2^60). A call without stamps is counted but not timed: with
+//! sampled timing (one call in K per function and thread) most are. An instrumented `async fn`
+//! stamps each poll instead (`Poll`, `Time`, …, `Time`, `PollEnd`, the last poll's closing
+//! stamp before its `Return`): its time is the **time polled**, the sum of its polls, not the
+//! time it spent suspended between them.
+//!
+//! # What is computed
+//!
+//! All sums are exact integers of ticks; conversion to nanoseconds is the reader's (see
+//! `cabprof_cab::clock::Calibration`).
+//!
+//! - Per function: calls, timed calls, the sum of the timed calls' inclusive ticks over every
+//!   activation (`ticks_all`) and over the outermost activations only (`ticks_outer`: a
+//!   recursive function's nested activations are inside an outer one's time, so this is the
+//!   function's inclusive time), and a histogram of one call's inclusive ticks (all
+//!   activations; [`hdrhistogram`], 3 significant digits).
+//! - Per caller → callee edge: calls, timed calls, inclusive ticks.
+//! - Per calling context (a path from the root, as in the calling-context tree): calls, timed
+//!   calls, inclusive ticks.
+//! - Exclusive (self) time is derived, never stored: a function's self time is its `ticks_all`
+//!   minus the inclusive ticks of every call it made (its outgoing edges). In an exhaustive
+//!   stream this is exactly the sum over its activations of (duration − callees' durations),
+//!   so the self times of all functions add up to the inclusive time of the calls made from
+//!   the root ([`TimeProfile::estimate`] computes it; with sampled timing each term is scaled
+//!   by calls / timed calls first).
+//!
+//! "Outermost" is decided by what is open on the thread when the frame opens: each thread
+//! keeps, per function, the depth of its outermost open activation (a future's frame is open
+//! while it is being polled, not while it is suspended), and a call is outermost if there was
+//! none. A future decides it again at each poll, and only the polls that were outermost add
+//! to `ticks_outer`, so a future polled inside another activation of its own function (or one
+//! that calls back into a function open below it) is counted once, whatever context its
+//! first poll gave it.
+//!
+//! The table is kept lazily: a frame found through its caller's last call (a loop calling the
+//! same function) takes that call's answer, since what is open below the caller has not
+//! changed while the caller stayed open, and is written to the table only when a call that
+//! is not a repeat, a poll or a resynchronisation needs the table right (then every frame not
+//! yet written is, innermost first down to the first one written). A future's frame forgets
+//! its last call at every later poll, as what is open below it is then another thread's
+//! stack. So the common call costs no table access, and any other costs one load and store
+//! per frame, whatever the depth.
+//!
+//! # Futures that move between threads
+//!
+//! Contexts belong to tasks, as in the call-tree analyses: a future's calling context is the
+//! one of its first poll (the context of the `Call` right before it), and what its later polls
+//! call is charged below it, on whatever thread they run. A stream that sees polls of a future
+//! whose first poll it did not see (the task moved between threads, so between rings) collects
+//! them below a detached node; [`TimeProfile::merge`] grafts that subtree, with its times,
+//! onto the future's node once the instance that saw the first poll is merged in. The
+//! future's own time (the sum of its polls, on every thread) is recorded once every poll is
+//! accounted for; until then its polled ticks count in its function's `open_polled`, and
+//! nowhere else.
+//!
+//! # Imperfect streams
+//!
+//! Sampled rings (gaps) resynchronise like the call-tree analyses: a `Return` below the top
+//! closes the frames above it untimed, a `Return` matching no frame is counted and ignored, a
+//! `Call` whose caller is not on top continues from the caller's innermost open frame. Any of
+//! these sets `approximate`.
+
+mod calls;
+mod futures;
+mod results;
+mod stack;
+#[cfg(test)]
+mod tests;
+
+pub use results::{Compensation, FunctionEstimate, FunctionTime, TimeContext, Timed};
+
+use cabprof_cab::event::{self, MethodId};
+use hashbrown::HashMap;
+
+use crate::call_tree::tasks;
+use crate::call_tree::trie::Trie;
+use crate::thread_stacks::ThreadStacks;
+use crate::EventAnalysis;
+
+use futures::{combine, Task, TaskKey};
+use results::{NodeTime, COST_ONE};
+use stack::{Callee, ThreadState};
+
+/// Time per function, edge and calling context; see the module docs.
+#[derive(Clone, Debug)]
+pub struct TimeProfile {
+    /// By method id (ids are dense): timed calls, ticks, histograms. Calls are the tree's node
+    /// counts, summed by [`functions`](Self::functions).
+    functions: Vec<Option<FunctionTime>>,
+    /// By method id: calls that were not outermost activations.
+    nested: Vec<u64>,
+    /// The calling contexts; a node's count is its calls. Edges and per-function calls are
+    /// summed from it.
+    tree: Trie,
+    /// Per context node, same indices as the tree's nodes.
+    node_time: Vec<NodeTime>,
+    threads: ThreadStacks<ThreadState>,
+    /// Futures between polls, or finished but waiting for polls other streams saw.
+    tasks: HashMap<TaskKey, Task>,
+    approximate: bool,
+    unmatched: u64,
+    /// What is taken out of the times; see [`Compensation`].
+    compensation: Option<Compensation>,
+    /// [`Compensation::inside`], and `untimed` and `timed − untimed` in 1/256 ticks (wrapping).
+    comp_inside: f64,
+    comp_untimed: u64,
+    comp_timed_extra: u64,
+    /// Ticks the threads spent inside cabprof, and the `Stall` words that said so.
+    stalled: u64,
+    stalls: u64,
+    /// Tests: every call takes the uncached path.
+    #[cfg(test)]
+    test_uncached: bool,
+}
+
+impl Default for TimeProfile {
+    fn default() -> Self {
+        TimeProfile {
+            functions: Vec::new(),
+            nested: Vec::new(),
+            tree: Trie::default(),
+            node_time: vec![NodeTime::default()],
+            threads: ThreadStacks::default(),
+            tasks: HashMap::new(),
+            approximate: false,
+            unmatched: 0,
+            compensation: None,
+            comp_inside: 0.0,
+            comp_untimed: 0,
+            comp_timed_extra: 0,
+            stalled: 0,
+            stalls: 0,
+            #[cfg(test)]
+            test_uncached: false,
+        }
+    }
+}
+
+impl TimeProfile {
+    /// An empty profile.
+    pub fn new() -> TimeProfile {
+        TimeProfile::default()
+    }
+
+    /// Take `c` out of the times from now on (see [`Compensation`]). Without it only the
+    /// time spent inside cabprof (`Stall` words) is taken out.
+    pub fn set_compensation(&mut self, c: Compensation) {
+        let fixed = |t: f64| (t.max(0.0) * COST_ONE).round() as u64;
+        self.compensation = Some(c);
+        self.comp_inside = c.inside;
+        self.comp_untimed = fixed(c.untimed);
+        self.comp_timed_extra = fixed(c.timed).wrapping_sub(fixed(c.untimed));
+    }
+
+    /// The compensation applied, if one was set.
+    pub fn compensation(&self) -> Option<Compensation> {
+        self.compensation
+    }
+
+    /// Ticks the application's threads spent inside cabprof (`Stall` words).
+    pub fn stalled_ticks(&self) -> u64 {
+        self.stalled
+    }
+
+    /// The `Stall` words seen: the times the application's threads entered cabprof.
+    pub fn stalls(&self) -> u64 {
+        self.stalls
+    }
+
+    /// Mark the results approximate (sampled rings) or not.
+    pub fn set_approximate(&mut self, approximate: bool) {
+        self.approximate = approximate;
+    }
+
+    /// Whether resynchronisations (or [`set_approximate`](Self::set_approximate)) make the
+    /// results approximate.
+    pub fn is_approximate(&self) -> bool {
+        self.approximate
+    }
+
+    /// `Return`s and `PollEnd`s that matched no open frame or poll.
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched
+    }
+
+    fn function(&mut self, m: u32) -> &mut FunctionTime {
+        let i = m as usize;
+        if i >= self.functions.len() {
+            self.functions.resize_with(i + 1, || None);
+        }
+        self.functions[i].get_or_insert_with(FunctionTime::default)
+    }
+
+    /// Give the nodes the tree made since the last call their (empty) [`NodeTime`].
+    #[cold]
+    fn grow_nodes(&mut self) {
+        self.node_time
+            .resize(self.tree.nodes.len(), NodeTime::default());
+    }
+}
+
+fn method_id(m: u32) -> MethodId {
+    MethodId::new(m).unwrap_or(MethodId::ROOT)
+}
+
+impl EventAnalysis for TimeProfile {
+    fn consume(&mut self, words: &[u64]) {
+        let mut rest = words;
+        while let Some((&w, tail)) = rest.split_first() {
+            rest = tail;
+            // The words of a call first, without building an `EventKind`.
+            if let Some((caller, callee)) = event::as_call(w) {
+                // An untimed leaf: its `Return` is the next word (in this slice; a pair cut
+                // by a chunk boundary goes the long way, to the same state).
+                if let Some((&next, tail)) = rest.split_first() {
+                    if event::as_return(next) == Some(callee) && self.on_leaf(caller, callee) {
+                        rest = tail;
+                        continue;
+                    }
+                }
+                self.on_call(caller, callee);
+                continue;
+            }
+            if let Some(callee) = event::as_return(w) {
+                self.on_return(callee);
+                continue;
+            }
+            if let Some((callee, ticks)) = event::as_timed_return(w) {
+                self.on_timed_return(callee, ticks);
+                continue;
+            }
+            if let Some(ticks) = event::as_time(w) {
+                self.on_time(ticks);
+                continue;
+            }
+            self.on_other(w);
+        }
+    }
+
+    fn merge(&mut self, other: TimeProfile) {
+        for (m, f) in other.functions.into_iter().enumerate() {
+            let Some(f) = f else { continue };
+            let mine = self.function(m as u32);
+            mine.calls += f.calls;
+            mine.timed += f.timed;
+            mine.ticks_all = mine.ticks_all.saturating_add(f.ticks_all);
+            mine.outer_calls += f.outer_calls;
+            mine.outer_timed += f.outer_timed;
+            mine.ticks_outer = mine.ticks_outer.saturating_add(f.ticks_outer);
+            mine.open_polled = mine.open_polled.saturating_add(f.open_polled);
+            mine.comp_all += f.comp_all;
+            mine.comp_outer += f.comp_outer;
+            mine.comp_open_polled += f.comp_open_polled;
+            mine.histogram
+                .add(&f.histogram)
+                .expect("auto-resizing histograms of the same precision add");
+        }
+        if self.nested.len() < other.nested.len() {
+            self.nested.resize(other.nested.len(), 0);
+        }
+        for (mine, theirs) in self.nested.iter_mut().zip(&other.nested) {
+            *mine += theirs;
+        }
+        // Contexts by path (calls summed by the trie), then their timed calls and ticks.
+        let to_self = self.tree.merge(&other.tree);
+        self.grow_nodes();
+        for (i, o) in other.node_time.iter().enumerate() {
+            self.node_time[to_self[i] as usize].add(*o);
+        }
+        // Futures seen in both: what one saw of it goes where the other placed it, and the
+        // time of one whose every poll is now accounted for is recorded.
+        let mut moved = HashMap::new();
+        for (key, mut o) in other.tasks {
+            o.open.node = tasks::resolve(&moved, to_self[o.open.node as usize]);
+            o.open.last = Callee::default();
+            let Some(mut t) = self.tasks.remove(&key) else {
+                self.tasks.insert(key, o);
+                continue;
+            };
+            t.open.node = tasks::resolve(&moved, t.open.node);
+            let t = match (t.placed, o.placed) {
+                // Two first polls: a task id reused (ids wrap); they are two futures.
+                (true, true) => {
+                    if o.finished() {
+                        self.finish(o);
+                    } else {
+                        self.give_up(o);
+                    }
+                    t
+                }
+                (false, true) => {
+                    self.graft(t.open.node, o.open.node, &mut moved);
+                    combine(o, t)
+                }
+                _ => {
+                    self.graft(o.open.node, t.open.node, &mut moved);
+                    combine(t, o)
+                }
+            };
+            if t.finished() {
+                self.finish(t);
+            } else {
+                self.tasks.insert(key, t);
+            }
+        }
+        if !moved.is_empty() {
+            tasks::resolve_chains(&mut moved);
+            self.forward(&moved);
+        }
+        self.approximate |= other.approximate;
+        self.unmatched += other.unmatched;
+        self.stalled = self.stalled.saturating_add(other.stalled);
+        self.stalls += other.stalls;
+        if self.compensation.is_none() {
+            if let Some(c) = other.compensation {
+                self.set_compensation(c);
+            }
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! What the profile reports: the per-function, per-edge and per-context times, and the
+//! estimates derived from them.
+
+use cabprof_cab::event::MethodId;
+use hashbrown::HashMap;
+use hdrhistogram::Histogram;
+
+use crate::call_tree::trie::{NONE, ROOT as ROOT_NODE};
+
+use super::{method_id, TimeProfile};
+
+/// Per-function time.
+#[derive(Clone, Debug)]
+pub struct FunctionTime {
+    /// Calls seen.
+    pub calls: u64,
+    /// Calls with both stamps.
+    pub timed: u64,
+    /// Inclusive ticks of the timed calls, every activation.
+    pub ticks_all: u64,
+    /// Calls not nested in another activation of the same function.
+    pub outer_calls: u64,
+    /// Of those, the timed ones.
+    pub outer_timed: u64,
+    /// Inclusive ticks of the timed outermost calls.
+    pub ticks_outer: u64,
+    /// Ticks polled by futures whose polls are not all accounted for (still running, or
+    /// polled in streams not merged in): in the inclusive time, not in `ticks_all`.
+    pub open_polled: u64,
+    /// `ticks_all` compensated (see [`Compensation`]): what the calls cost without the
+    /// profiler. Signed sums: a call cheaper than the calibration's figures subtracts, so
+    /// that the errors of many calls cancel rather than add up.
+    pub comp_all: f64,
+    /// `ticks_outer` compensated.
+    pub comp_outer: f64,
+    /// `open_polled` compensated.
+    pub comp_open_polled: f64,
+    /// One timed call's compensated inclusive ticks (a call below 0 counts as 0: the
+    /// quantiles of the clamped values are the clamped quantiles).
+    pub histogram: Histogram<u64>,
+}
+
+impl Default for FunctionTime {
+    fn default() -> Self {
+        FunctionTime {
+            calls: 0,
+            timed: 0,
+            ticks_all: 0,
+            outer_calls: 0,
+            outer_timed: 0,
+            ticks_outer: 0,
+            open_polled: 0,
+            comp_all: 0.0,
+            comp_outer: 0.0,
+            comp_open_polled: 0.0,
+            histogram: Histogram::new(3).expect("3 significant digits is in 0..=5"),
+        }
+    }
+}
+
+/// Calls, timed calls and their inclusive ticks (an edge or a context).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timed {
+    /// Calls seen.
+    pub calls: u64,
+    /// Calls with both stamps.
+    pub timed: u64,
+    /// Their inclusive ticks.
+    pub ticks: u64,
+    /// The same, compensated (see [`Compensation`]).
+    pub comp: f64,
+}
+
+impl Timed {
+    /// The estimated compensated inclusive ticks of all calls: `comp × calls / timed` (exact
+    /// when every call was timed; 0 when none was).
+    pub fn estimate(&self) -> f64 {
+        scale(self.comp, self.calls, self.timed)
+    }
+
+    /// [`estimate`](Self::estimate) of the raw ticks.
+    pub fn raw_estimate(&self) -> f64 {
+        scale(self.ticks as f64, self.calls, self.timed)
+    }
+
+    fn add(&mut self, o: &Timed) {
+        self.calls += o.calls;
+        self.timed += o.timed;
+        self.ticks += o.ticks;
+        self.comp += o.comp;
+    }
+}
+
+fn scale(ticks: f64, calls: u64, timed: u64) -> f64 {
+    if timed == 0 || timed == calls {
+        ticks
+    } else {
+        ticks * calls as f64 / timed as f64
+    }
+}
+
+/// The calibrated cost of the instrumentation, in clock ticks, taken out of the times
+/// (overhead compensation, after Malony and Shende, "Overhead Compensation in Performance
+/// Profiling", Euro-Par 2004): a timed call's duration loses `inside`; every frame open
+/// around a call loses `timed` for a timed call and `untimed` for an untimed one, and the
+/// ticks of each `Stall` (time spent inside cabprof itself).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Compensation {
+    /// The part of a timed call's probe inside its own interval.
+    pub inside: f64,
+    /// What a timed call adds to the frames around it.
+    pub timed: f64,
+    /// What an untimed call adds to them.
+    pub untimed: f64,
+}
+
+/// Fixed-point scale of the per-thread cost counter ([`ThreadState::cost`]).
+///
+/// [`ThreadState::cost`]: super::stack::ThreadState::cost
+pub(super) const COST_ONE: f64 = 256.0;
+
+/// A closed frame's (or a future's polls') ticks: all of them, those of outermost
+/// activations, and both compensated.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Ticks {
+    pub(super) all: u64,
+    pub(super) outer: u64,
+    pub(super) comp: f64,
+    pub(super) comp_outer: f64,
+}
+
+impl Ticks {
+    /// One interval of `raw` ticks, `comp` compensated, outermost if `outer`.
+    pub(super) fn one(raw: u64, comp: f64, outer: bool) -> Ticks {
+        Ticks {
+            all: raw,
+            outer: if outer { raw } else { 0 },
+            comp,
+            comp_outer: if outer { comp } else { 0.0 },
+        }
+    }
+
+    pub(super) fn plus(self, o: Ticks) -> Ticks {
+        Ticks {
+            all: self.all.saturating_add(o.all),
+            outer: self.outer.saturating_add(o.outer),
+            comp: self.comp + o.comp,
+            comp_outer: self.comp_outer + o.comp_outer,
+        }
+    }
+}
+
+/// Per context node: timed calls and their ticks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct NodeTime {
+    pub(super) timed: u64,
+    pub(super) ticks: u64,
+    pub(super) comp: f64,
+}
+
+impl NodeTime {
+    pub(super) fn add(&mut self, o: NodeTime) {
+        self.timed += o.timed;
+        self.ticks = self.ticks.saturating_add(o.ticks);
+        self.comp += o.comp;
+    }
+}
+
+/// One calling context as a node ([`TimeProfile::context_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimeContext {
+    /// Its index in the profile's context tree (never 0, the root's).
+    pub node: u32,
+    /// The index of its calling context (0: the root), which comes earlier in the list.
+    pub parent: u32,
+    /// The method called in this context: the innermost frame of its stack.
+    pub method: MethodId,
+    /// Calls made in exactly this context, timed calls and their inclusive ticks.
+    pub time: Timed,
+    /// Estimated self ticks, compensated: the inclusive estimate minus those of the contexts
+    /// directly below (never negative).
+    pub exclusive: f64,
+    /// The same from the raw ticks.
+    pub raw_exclusive: f64,
+}
+
+/// A function's estimated times, in ticks, compensated (see [`Compensation`]) but for the
+/// `raw_` ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FunctionEstimate {
+    /// Inclusive ticks of all its outermost calls (timed ones scaled by calls / timed).
+    pub inclusive: f64,
+    /// Self ticks: inclusive ticks of every activation minus those of the calls it made
+    /// (never negative).
+    pub exclusive: f64,
+    /// `inclusive` from the raw ticks.
+    pub raw_inclusive: f64,
+    /// `exclusive` from the raw ticks.
+    pub raw_exclusive: f64,
+    /// Half-width of the 95% confidence interval of `inclusive` (0 when every call was timed):
+    /// `1.96 × calls × s / √timed × √(1 − timed / calls)`, `s` the standard deviation of one
+    /// call's ticks.
+    pub inclusive_ci: f64,
+}
+
+impl TimeProfile {
+    /// Per-function time, by method id, every function called (timed or not).
+    pub fn functions(&self) -> Vec<(MethodId, FunctionTime)> {
+        let mut all = self.functions.clone();
+        fn slot(all: &mut Vec<Option<FunctionTime>>, i: usize) -> &mut FunctionTime {
+            if i >= all.len() {
+                all.resize_with(i + 1, || None);
+            }
+            all[i].get_or_insert_with(FunctionTime::default)
+        }
+        for n in self.tree.nodes.iter().skip(1) {
+            if n.count > 0 {
+                slot(&mut all, n.method.get() as usize).calls += n.count;
+            }
+        }
+        // Futures whose polls are not all accounted for: their time polled so far.
+        for t in self.tasks.values() {
+            if let Some(p) = t.polled.filter(|p| p.all > 0) {
+                let f = slot(&mut all, t.open.method as usize);
+                f.open_polled = f.open_polled.saturating_add(p.all);
+                f.comp_open_polled += p.comp;
+            }
+        }
+        for (m, f) in all.iter_mut().enumerate() {
+            if let Some(f) = f {
+                let nested = self.nested.get(m).copied().unwrap_or(0);
+                f.outer_calls = f.calls.saturating_sub(nested);
+            }
+        }
+        all.into_iter()
+            .enumerate()
+            .filter_map(|(m, f)| Some((method_id(m as u32), f?)))
+            .collect()
+    }
+
+    /// Calls per function, as [`MethodCount`](crate::MethodCount) counts them from the same
+    /// stream (every `Call` once, lost words or not): a session running both analyses takes
+    /// its method counts from here rather than counting every call twice.
+    pub fn call_counts(&self) -> crate::MethodCount {
+        self.tree
+            .nodes
+            .iter()
+            .skip(1)
+            .filter(|n| n.count > 0)
+            .map(|n| (n.method, n.count))
+            .collect()
+    }
+
+    /// For each node, whether it is reported: below the root (not a detached root's) and with
+    /// calls or time at it or below it. Grafts of a lossy stream can leave empty nodes (made
+    /// where the path was missing, their counts moved on), and which they leave depends on the
+    /// order futures are merged in; they are not listed.
+    fn reported(&self) -> Vec<bool> {
+        let nodes = &self.tree.nodes;
+        let mut keep = self.tree.attached();
+        let mut used: Vec<bool> = (0..nodes.len())
+            .map(|i| self.timed_at(i) != Timed::default())
+            .collect();
+        // Children come after their parents in the arena.
+        for i in (1..nodes.len()).rev() {
+            if used[i] && nodes[i].parent != NONE {
+                used[nodes[i].parent as usize] = true;
+            }
+        }
+        keep.iter_mut().zip(&used).for_each(|(k, &u)| *k &= u);
+        keep
+    }
+
+    /// A context node's calls, timed calls and ticks.
+    fn timed_at(&self, n: usize) -> Timed {
+        let t = self.node_time.get(n).copied().unwrap_or_default();
+        Timed {
+            calls: self.tree.nodes[n].count,
+            timed: t.timed,
+            ticks: t.ticks,
+            comp: t.comp,
+        }
+    }
+
+    /// Per-edge time: (caller, callee) → calls, timed calls, ticks, summed over the contexts
+    /// where the caller calls the callee. Caller 0 is the root.
+    pub fn edges(&self) -> Vec<((MethodId, MethodId), Timed)> {
+        let mut e: HashMap<(MethodId, MethodId), Timed> = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent == NONE {
+                continue;
+            }
+            let caller = self.tree.nodes[n.parent as usize].method;
+            e.entry((caller, n.method))
+                .or_default()
+                .add(&self.timed_at(i));
+        }
+        let mut v: Vec<_> = e.into_iter().collect();
+        v.sort_unstable_by_key(|(k, _)| *k);
+        v
+    }
+
+    /// Every calling context (root excluded) with its time, sorted by path. Each path is
+    /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
+    /// use [`context_nodes`](Self::context_nodes) for reports.
+    pub fn contexts(&self) -> Vec<(Vec<MethodId>, Timed)> {
+        let reported = self.reported();
+        let mut out: Vec<_> = (1..self.tree.nodes.len())
+            .filter(|&i| reported[i])
+            .map(|i| {
+                (
+                    self.tree.path_between(ROOT_NODE, i as u32),
+                    self.timed_at(i),
+                )
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The estimated inclusive and exclusive ticks of `method` (see [`FunctionEstimate`]).
+    pub fn estimate(&self, method: MethodId) -> FunctionEstimate {
+        self.estimates()
+            .into_iter()
+            .find(|(m, _)| *m == method)
+            .map_or(
+                FunctionEstimate {
+                    inclusive: 0.0,
+                    exclusive: 0.0,
+                    raw_inclusive: 0.0,
+                    raw_exclusive: 0.0,
+                    inclusive_ci: 0.0,
+                },
+                |(_, e)| e,
+            )
+    }
+
+    /// [`estimate`](Self::estimate) of every function, in one pass over the contexts.
+    pub fn estimates(&self) -> Vec<(MethodId, FunctionEstimate)> {
+        let callees = self.callee_ticks();
+        self.functions()
+            .into_iter()
+            .map(|(m, f)| {
+                let e = estimate_with(&f, callees.get(&m).copied().unwrap_or_default());
+                (m, e)
+            })
+            .collect()
+    }
+
+    /// Per caller: the estimated inclusive ticks of the calls it made (compensated, raw).
+    fn callee_ticks(&self) -> HashMap<MethodId, (f64, f64)> {
+        let mut out = HashMap::new();
+        for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
+            if n.parent != NONE {
+                let t = self.timed_at(i);
+                let e: &mut (f64, f64) = out
+                    .entry(self.tree.nodes[n.parent as usize].method)
+                    .or_default();
+                e.0 += t.estimate();
+                e.1 += t.raw_estimate();
+            }
+        }
+        out
+    }
+}
+
+/// A function's estimate, given the estimated ticks of the calls it made (compensated, raw).
+fn estimate_with(f: &FunctionTime, (callees, raw_callees): (f64, f64)) -> FunctionEstimate {
+    let all = scale(f.comp_all, f.calls, f.timed) + f.comp_open_polled;
+    let inclusive = scale(f.comp_outer, f.outer_calls, f.outer_timed) + f.comp_open_polled;
+    let raw_all = scale(f.ticks_all as f64, f.calls, f.timed) + f.open_polled as f64;
+    let raw_inclusive =
+        scale(f.ticks_outer as f64, f.outer_calls, f.outer_timed) + f.open_polled as f64;
+    let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
+    let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
+        0.0
+    } else {
+        1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
+    };
+    // Sampled estimates can undershoot, and compensated ones of a function cheaper than the
+    // calibration resolves too; exact raw sums never do.
+    FunctionEstimate {
+        inclusive: inclusive.max(0.0),
+        exclusive: (all - callees).max(0.0),
+        raw_inclusive,
+        raw_exclusive: (raw_all - raw_callees).max(0.0),
+        inclusive_ci,
+    }
+}
+
+impl TimeProfile {
+    /// Every calling context (root excluded) as a node linked to its parent, with its time
+    /// and its estimated self ticks, parents before their children. Unlike
+    /// [`contexts`](Self::contexts), this is linear in the number of contexts.
+    pub fn context_nodes(&self) -> Vec<TimeContext> {
+        let nodes = &self.tree.nodes;
+        let attached = self.tree.attached();
+        // Each node's inclusive estimate minus its children's, in one pass.
+        let mut own: Vec<(f64, f64)> = (0..nodes.len())
+            .map(|i| {
+                let t = self.timed_at(i);
+                (t.estimate(), t.raw_estimate())
+            })
+            .collect();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if attached[i] {
+                let t = self.timed_at(i);
+                let p = &mut own[n.parent as usize];
+                p.0 -= t.estimate();
+                p.1 -= t.raw_estimate();
+            }
+        }
+        let reported = self.reported();
+        (1..nodes.len())
+            .filter(|&i| reported[i])
+            .map(|i| TimeContext {
+                node: i as u32,
+                parent: nodes[i].parent,
+                method: nodes[i].method,
+                time: self.timed_at(i),
+                exclusive: own[i].0.max(0.0),
+                raw_exclusive: own[i].1.max(0.0),
+            })
+            .collect()
+    }
+}
