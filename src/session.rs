@@ -273,6 +273,19 @@ impl SessionBuilder {
     }
 }
 
+/// A snapshot's report. Building it is time inside cabprof, as taking the snapshot is (the
+/// runtime tells that part): a `Stall` word takes it out of the caller's open frames.
+fn snapshot_report(runtime: runtime::Report<AnalysisSet>) -> Report {
+    let started = cabprof_cab::clock::now();
+    let report = Report::new(runtime);
+    if cabprof_cab::event::stall_words() {
+        cabprof_cab::runtime::emit(cabprof_cab::event::Event::stall(
+            cabprof_cab::clock::now().saturating_sub(started),
+        ));
+    }
+    report
+}
+
 /// Takes snapshots of a running session from any thread.
 #[derive(Debug)]
 pub struct Snapshotter {
@@ -282,7 +295,7 @@ pub struct Snapshotter {
 impl Snapshotter {
     /// Results so far; `None` once the session has finished.
     pub fn snapshot(&self) -> Option<Report> {
-        self.inner.snapshot().map(Report::new)
+        self.inner.snapshot().map(snapshot_report)
     }
 }
 
@@ -316,7 +329,7 @@ impl Session {
 
     /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).
     pub fn snapshot(&self) -> Option<Report> {
-        self.inner.snapshot().map(Report::new)
+        self.inner.snapshot().map(snapshot_report)
     }
 
     /// A handle that takes snapshots from any thread (a periodic reporter); they return

@@ -370,7 +370,22 @@ impl Local {
     /// One event into the thread's inline analysis or ring (the slow path's push).
     fn push(&mut self, event: Event) {
         if let Some(inline) = &mut self.inline {
-            inline.consume(&[event.word()]);
+            if crate::event::stall_words() {
+                // Sequential mode analyzes on the application's thread: that time is
+                // cabprof's, told in a `Stall` word placed as the ring's waits are.
+                let started = crate::clock::now();
+                inline.consume(&[]);
+                let stall = Event::stall(crate::clock::now().saturating_sub(started)).word();
+                let w = event.word();
+                let words = if crate::event::opens_frame(w) {
+                    [stall, w]
+                } else {
+                    [w, stall]
+                };
+                inline.consume(&words);
+            } else {
+                inline.consume(&[event.word()]);
+            }
         } else if let Some(producer) = &mut self.producer {
             producer.push(event);
         }

@@ -132,9 +132,22 @@ fn half_iqr(v: &mut [f64]) -> f64 {
 }
 
 /// Measure [`Overhead`] in a session of `config`'s mode that times one call in `period` (1:
-/// every call). Runs on the calling thread, with no session running; restores the time
-/// period it found.
+/// every call), with no session running; restores the time period it found. On a thread of
+/// its own: the caller's thread-local state (its shadow stack, its sampled-timing countdowns)
+/// stays as it was, and at process exit, when the main thread's thread-locals are gone, the
+/// probe still records.
 pub(crate) fn measure(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("cabprof-calibration".into())
+            .spawn_scoped(s, || measure_here(config, period))
+            .map_err(|e| format!("no thread to calibrate on: {e}"))?
+            .join()
+            .map_err(|_| "the calibration panicked".to_string())?
+    })
+}
+
+fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
     let probe_id = PROBE_SITE.id();
     let session = Session::start(config.clone(), move || ProbeTicks {
         probe: probe_id,
@@ -174,6 +187,9 @@ pub(crate) fn measure(config: &RuntimeConfig, period: u32) -> Result<Overhead, S
     }
     crate::__private::set_time_period(before);
     let report = session.finish();
+    if report.analysis.ticks.is_empty() {
+        return Err("the probe's timed calls did not reach the calibration session".into());
+    }
     let plain_call = median(&mut plains);
     let mut reported: Vec<f64> = report.analysis.ticks.iter().map(|&t| t as f64).collect();
     let clock = median(&mut clocks);

@@ -322,17 +322,14 @@ impl AnalysisDescriptor for Descriptor {
             } else {
                 dur(f.inclusive_ns)
             };
-            // Below the resolution: a bound, not a figure.
-            let (mean, excl) = match (f.below_resolution, &t.compensation) {
+            // Below the resolution: bounds, not figures (the sums are of calls each cheaper
+            // than the calibration resolves).
+            let (incl, excl, mean) = match (f.below_resolution, &t.compensation) {
                 (Some(true), Some(c)) => {
-                    let bound = format!("<{}", dur1(c.resolution_ns));
-                    (bound.clone(), if f.exclusive_ns < c.resolution_ns * f.calls as f64 {
-                        format!("<{}", dur(c.resolution_ns * f.calls as f64))
-                    } else {
-                        dur(f.exclusive_ns)
-                    })
+                    let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
+                    (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
                 }
-                _ => (dur(f.mean_ns), dur(f.exclusive_ns)),
+                _ => (incl, dur(f.exclusive_ns), dur(f.mean_ns)),
             };
             let _ = write!(
                 o,
