@@ -487,15 +487,44 @@ fn mark(begin: bool, id: u32) {
     }
 }
 
+/// The tests whose guard is open or whose report is not made yet: the only ones whose
+/// analyses the streams keep. Without it every finished test's analyses stayed in every
+/// stream and were cloned into every later snapshot, so a process of many tests slowed down
+/// quadratically.
+static LIVE_TESTS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn live_tests() -> MutexGuard<'static, Vec<u32>> {
+    LIVE_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The process-wide session's analysis: every event into `all`, and the events between a
 /// test's marks also into that test's own set.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Split {
     plan: Arc<AnalysisPlan>,
     all: AnalysisSet,
-    /// The test whose marks this stream is between.
-    current: Option<u32>,
+    /// The tests whose marks this stream is between, innermost last: a test may open a
+    /// profile inside another's (nested guards), and its events belong to both.
+    current: Vec<u32>,
     tests: HashMap<u32, AnalysisSet>,
+}
+
+impl Clone for Split {
+    /// A snapshot's copy: the live tests' analyses only.
+    fn clone(&self) -> Split {
+        let live = live_tests();
+        Split {
+            plan: self.plan.clone(),
+            all: self.all.clone(),
+            current: self.current.clone(),
+            tests: self
+                .tests
+                .iter()
+                .filter(|(id, _)| live.contains(id))
+                .map(|(&id, set)| (id, set.clone()))
+                .collect(),
+        }
+    }
 }
 
 impl Split {
@@ -503,16 +532,34 @@ impl Split {
         Split {
             all: plan.build(),
             plan,
-            current: None,
+            current: Vec::new(),
             tests: HashMap::new(),
         }
     }
 
     fn feed(&mut self, words: &[u64]) {
-        if let (Some(id), false) = (self.current, words.is_empty()) {
-            if let Some(set) = self.tests.get_mut(&id) {
+        if words.is_empty() {
+            return;
+        }
+        for id in &self.current {
+            if let Some(set) = self.tests.get_mut(id) {
                 set.consume(words);
             }
+        }
+    }
+
+    /// A test begins (`begin`) or ends on this stream. A beginning also drops the analyses of
+    /// tests whose reports are made.
+    fn on_mark(&mut self, begin: bool, id: u32) {
+        if begin {
+            let live = live_tests();
+            self.tests.retain(|t, _| live.contains(t));
+            drop(live);
+            self.current.push(id);
+            let plan = &self.plan;
+            self.tests.entry(id).or_insert_with(|| plan.build());
+        } else if let Some(i) = self.current.iter().rposition(|&t| t == id) {
+            self.current.remove(i);
         }
     }
 }
@@ -525,11 +572,7 @@ impl RingAnalysis for Split {
             if let Some((begin, id)) = test_mark(w) {
                 self.feed(&words[start..i]);
                 start = i + 1;
-                self.current = begin.then_some(id);
-                if begin {
-                    let plan = &self.plan;
-                    self.tests.entry(id).or_insert_with(|| plan.build());
-                }
+                self.on_mark(begin, id);
             }
         }
         self.feed(&words[start..]);
@@ -594,6 +637,7 @@ pub fn test_profile() -> TestProfile {
     }
     let id = NEXT_TEST.fetch_add(1, Ordering::Relaxed) & ID_MASK as u32;
     let thread = std::thread::current();
+    live_tests().push(id);
     mark(true, id);
     TestProfile {
         id,
@@ -650,6 +694,7 @@ impl TestProfile {
 /// through [`with_room`].
 fn report_of(id: u32, thread: &str) -> Report {
     let snapshot = process().as_ref().and_then(|p| p.session.snapshot());
+    forget_test(id);
     let mut runtime = snapshot
         .expect("the process-wide session runs until the process exits")
         .map_analysis(|mut split| split.tests.remove(&id).unwrap_or_default());
@@ -658,9 +703,18 @@ fn report_of(id: u32, thread: &str) -> Report {
     Report::new(runtime)
 }
 
+/// Test `id`'s report is made (or never will be): the streams may drop its analyses.
+fn forget_test(id: u32) {
+    live_tests().retain(|&t| t != id);
+}
+
 impl Drop for TestProfile {
     fn drop(&mut self) {
-        if self.finished || std::thread::panicking() {
+        if self.finished {
+            return;
+        }
+        if std::thread::panicking() {
+            forget_test(self.id);
             return;
         }
         self.end();
@@ -691,5 +745,37 @@ impl Drop for TestProfile {
             Ok(Ok(None)) => {}
             Ok(Err(e)) | Err(e) => eprintln!("cabprof: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cabprof_cab::event::MethodId;
+
+    fn marked(begin: bool, id: u32) -> u64 {
+        Event::marker(TEST_MARK | if begin { BEGIN } else { 0 } | u64::from(id))
+            .unwrap()
+            .word()
+    }
+
+    #[test]
+    fn finished_tests_leave_the_streams_and_the_snapshots() {
+        // Ids far from any a real test of this binary takes.
+        let base = 1 << 30;
+        let mut split = Split::new(Arc::new(AnalysisPlan::default()));
+        let call = Event::call(MethodId::ROOT, MethodId::new(1).unwrap()).word();
+        for id in base..base + 100 {
+            live_tests().push(id);
+            split.consume(&[marked(true, id), call, marked(false, id)]);
+            assert_eq!(
+                split.clone().tests.len(),
+                1,
+                "a snapshot copies the live test"
+            );
+            forget_test(id);
+        }
+        assert!(split.tests.len() <= 1, "{} tests kept", split.tests.len());
+        assert!(split.clone().tests.is_empty());
     }
 }

@@ -71,3 +71,26 @@ fn a_dropped_profile_writes_its_report() {
     let data = ReportData::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(steps(&data), 77);
 }
+
+#[test]
+fn nested_profiles_each_hold_their_own_span() {
+    let outer = cabprof::test_profile();
+    for i in 0..3 {
+        step(i);
+    }
+    let inner = cabprof::test_profile();
+    for i in 0..5 {
+        step(i);
+    }
+    let inner = inner.finish();
+    for i in 0..7 {
+        step(i);
+    }
+    let outer = outer.finish();
+    assert_eq!(steps(&inner.data), 5);
+    assert_eq!(
+        steps(&outer.data),
+        3 + 5 + 7,
+        "the outer profile holds the inner's calls too"
+    );
+}
