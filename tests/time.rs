@@ -322,6 +322,14 @@ fn time_sample_out_of_range_names_the_field() {
         .from_vars(|k| (k == "CABPROF_TIME_SAMPLE").then(|| "x".to_string()))
         .unwrap_err();
     assert!(e.to_string().contains("CABPROF_TIME_SAMPLE"), "{e}");
+    // Parsed, but out of range: still the variable's name.
+    let e = Session::builder()
+        .analyses(&[Analysis::Time])
+        .from_vars(|k| (k == "CABPROF_TIME_SAMPLE").then(|| "0".to_string()))
+        .unwrap()
+        .validate()
+        .unwrap_err();
+    assert!(e.to_string().contains("CABPROF_TIME_SAMPLE"), "{e}");
 }
 
 #[profile]
@@ -530,4 +538,23 @@ fn method_counts_with_time_equal_method_counts_alone() {
         let called = if outer(n) { 5_000 } else { 11_000 } * THREADS;
         assert!(*c <= called, "sampling: {n} {c} > {called}");
     }
+}
+
+#[test]
+fn an_estimate_is_marked_even_when_its_interval_is_unknown() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let session = sampled_timing_session(1 << 20);
+    for i in 0..5 {
+        std::hint::black_box(tiny(i));
+    }
+    let data = session.finish().data;
+    let f = time_of(&data, "tiny");
+    assert_eq!(f.calls, 5);
+    assert!(f.timed < 5, "one in 2^20: {} timed", f.timed);
+    let text = data.text(10);
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("::tiny") && !l.contains(" self "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains('~') && row.contains("±?"), "{row}");
 }

@@ -343,12 +343,19 @@ fn environment_variables_are_validated_by_name() {
     let err = env(&[("CABPROF_CHUNK", "17179869184G")]).unwrap_err();
     assert_eq!(err.field, "CABPROF_CHUNK");
     assert!(err.allowed.contains("at most"), "{err}");
-    // A ring rule broken through variables is still named.
+    // A ring rule broken through variables is still named, with its variable.
     let err = env(&[("CABPROF_BUFFER", "100K"), ("CABPROF_CHUNK", "64K")])
         .unwrap()
         .validate()
         .unwrap_err();
-    assert_eq!(err.field, "buffer_bytes");
+    assert_eq!(err.field, "buffer_bytes (CABPROF_BUFFER)");
+    for (var, value, field) in [
+        ("CABPROF_BUFFER", "0", "buffer_bytes (CABPROF_BUFFER)"),
+        ("CABPROF_CHUNK", "3", "chunk_bytes (CABPROF_CHUNK)"),
+    ] {
+        let err = env(&[(var, value)]).unwrap().validate().unwrap_err();
+        assert_eq!(err.field, field, "{var}={value}: {err}");
+    }
 }
 
 #[test]
@@ -416,7 +423,7 @@ fn baseline_buffer_designs_carry_every_event_too() {
     }
     .validate()
     .unwrap_err();
-    assert_eq!(err.field, "buffer design");
+    assert_eq!(err.field, "buffer design (CABPROF_BUFFER_DESIGN)");
     let err = RuntimeConfig {
         buffer_bytes: Some(48 << 10),
         chunk_bytes: Some(4 << 10),
@@ -425,7 +432,7 @@ fn baseline_buffer_designs_carry_every_event_too() {
     }
     .validate()
     .unwrap_err();
-    assert_eq!(err.field, "buffer_bytes");
+    assert_eq!(err.field, "buffer_bytes (CABPROF_BUFFER)");
 }
 
 #[test]

@@ -272,7 +272,7 @@ impl RuntimeConfig {
         let cfg = RingConfig::new(buffer, chunk)
             .with_mode(mode)
             .with_huge_pages(self.huge_pages);
-        self.design.validate(&cfg)?;
+        self.design.validate(&cfg).map_err(naming_variable)?;
         Ok(cfg)
     }
 
@@ -311,6 +311,21 @@ impl RuntimeConfig {
         }
         Ok(())
     }
+}
+
+/// A ring setting's error names the variable that sets it too: `CABPROF_BUFFER=0` is
+/// reported as `buffer_bytes (CABPROF_BUFFER)`, so the user finds what to change either way.
+fn naming_variable(mut e: ConfigError) -> ConfigError {
+    let var = match e.field.as_str() {
+        "buffer_bytes" => "CABPROF_BUFFER",
+        "chunk_bytes" => "CABPROF_CHUNK",
+        "sampling rate" => "CABPROF_RATE",
+        "burst_words" => "CABPROF_BURST",
+        "buffer design" => "CABPROF_BUFFER_DESIGN",
+        _ => return e,
+    };
+    e.field = format!("{} ({var})", e.field);
+    e
 }
 
 /// Chunks per ring when only the chunk size is given: the CAB paper's 2 MB of 128 KB chunks.

@@ -21,6 +21,11 @@ use calibration::Overhead;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+/// Timed calls below which a sampled estimate's interval is not shown: the normal
+/// approximation behind it needs a sample of some size, and says nothing of untimed calls
+/// unlike every timed one (a rare long call missed by the sample).
+const MIN_TIMED_FOR_INTERVAL: u64 = 30;
+
 /// Largest `time_sample` accepted.
 const MAX_SAMPLE: u32 = 1 << 20;
 
@@ -120,7 +125,7 @@ impl AnalysisDescriptor for Descriptor {
             Ok(())
         } else {
             Err(ConfigError::new(
-                "time_sample",
+                "time_sample (CABPROF_TIME_SAMPLE)",
                 plan.time_sample,
                 format!("1..={MAX_SAMPLE} (time one call in K)"),
             ))
@@ -265,7 +270,7 @@ impl AnalysisDescriptor for Descriptor {
         };
         let how = if t.sample_period > 1 {
             format!(
-                "sampled: one call in {} per function and thread timed, totals are estimates ± the 95% interval shown",
+                "sampled: one call in {} per function and thread timed, totals are estimates (~) ± the 95% interval shown (? under 30 timed calls), which assumes the untimed calls are like the timed ones",
                 t.sample_period
             )
         } else {
@@ -317,10 +322,14 @@ impl AnalysisDescriptor for Descriptor {
         }
         let _ = writeln!(o, "  method");
         for f in t.functions.iter().take(top) {
-            let incl = if f.inclusive_ci_ns > 0.0 {
-                format!("~{}±{}", dur(f.inclusive_ns), dur(f.inclusive_ci_ns))
-            } else {
+            // An estimate (some calls untimed) is marked `~` whatever its interval; an
+            // interval from fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given.
+            let incl = if f.timed >= f.calls {
                 dur(f.inclusive_ns)
+            } else if f.timed < MIN_TIMED_FOR_INTERVAL {
+                format!("~{}±?", dur(f.inclusive_ns))
+            } else {
+                format!("~{}±{}", dur(f.inclusive_ns), dur(f.inclusive_ci_ns))
             };
             // Below the resolution: bounds, not figures (the sums are of calls each cheaper
             // than the calibration resolves).
