@@ -197,6 +197,9 @@ pub struct CallTreeData {
     /// The calling-context tree's contexts, each after its parent (a depth-first walk, the
     /// most frequent child first).
     pub contexts: Vec<ContextEntry>,
+    /// Invocations not recorded as patterns for making more than
+    /// `cabprof_analyses::call_tree::MAX_CALLEES` direct calls (absent in older files).
+    pub overlong: Option<u64>,
 }
 
 /// Frames of a flame-graph stack kept around an elision (see [`ReportData::flame_stacks`]):

@@ -400,6 +400,7 @@ fn counts_of_u64_max_do_not_wrap() {
                 (&[1, 2][..], max),
                 (&[2][..], max),
             ]),
+            overlong: None,
         }),
         cache: Some(CacheData {
             levels: vec![LevelEntry {
@@ -483,6 +484,7 @@ fn names_with_separators_are_escaped() {
             contexts: CallTreeData::contexts_from_stacks(
                 stacks.iter().zip(1..).map(|(s, c)| (&s[..], c)),
             ),
+            overlong: None,
         }),
         ..ReportData::default()
     };

@@ -54,6 +54,7 @@ fn hand_report() -> ReportData {
                 (&[1, 2][..], 3),
                 (&[1, 2, 3][..], 5),
             ]),
+            overlong: None,
         }),
         paths: Some(vec![path(0, 4), path(1, 1)]),
         ..ReportData::default()

@@ -310,3 +310,25 @@ fn leaves_of_small_and_large_method_ids() {
     assert_eq!(q.total(), 10);
     assert_ne!(p, q);
 }
+
+#[test]
+fn an_invocation_with_too_many_calls_is_counted_not_kept() {
+    use cabprof_analyses::call_tree::MAX_CALLEES;
+    let mut p = CallTreeProfile::new();
+    // main(1) calls a(2) 3 x MAX_CALLEES times: a main loop open for the whole session.
+    p.consume(&[call(0, 1)]);
+    for _ in 0..3 * MAX_CALLEES {
+        p.consume(&[call(1, 2), ret(2)]);
+    }
+    // While it runs, its state stays bounded: a snapshot's copy holds at most MAX_CALLEES ids.
+    let open = format!("{:?}", p.clone()).len();
+    assert!(open < 20 * MAX_CALLEES, "{open} bytes of debug output");
+    // An ordinary invocation after it is recorded as before.
+    p.consume(&[call(1, 3), call(3, 2), ret(2), ret(3), ret(1)]);
+    assert_eq!(p.overlong(), 1);
+    assert!(
+        p.sorted().iter().all(|(f, _, _)| *f != m(1)),
+        "main is not a pattern"
+    );
+    assert!(p.sorted().contains(&(m(3), vec![m(2)], 1)));
+}

@@ -72,6 +72,7 @@ impl AnalysisDescriptor for Descriptor {
             approximate: p.is_approximate() || t.is_approximate(),
             patterns,
             contexts,
+            overlong: Some(p.overlong()),
         });
     }
 
@@ -89,6 +90,13 @@ impl AnalysisDescriptor for Descriptor {
             "\ncall-tree patterns{approx} ({}): a function and the callees of one invocation",
             top_of(top, ct.patterns.len())
         );
+        if let Some(n) = ct.overlong.filter(|&n| n > 0) {
+            let _ = writeln!(
+                o,
+                "  ({n} invocations made more than {} calls each: not recorded as patterns)",
+                cabprof_analyses::call_tree::MAX_CALLEES
+            );
+        }
         for p in ct.patterns.iter().take(top) {
             let mut callees: Vec<String> =
                 p.callees.iter().take(6).map(|&c| data.name(c)).collect();

@@ -254,6 +254,7 @@ mod tests {
                         estimated: None,
                     },
                 ],
+                overlong: None,
             }),
             time: Some(TimeData {
                 clock: "rdtsc".into(),

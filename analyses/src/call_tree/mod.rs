@@ -40,7 +40,7 @@ pub(crate) mod tasks;
 pub(crate) mod trie;
 
 pub use context_tree::CallingContextTree;
-pub use subtree_profile::CallTreeProfile;
+pub use subtree_profile::{CallTreeProfile, MAX_CALLEES};
 
 use cabprof_cab::event::{self, decode, EventKind, MethodId};
 

@@ -17,7 +17,11 @@ use crate::{EventAnalysis, MethodCount};
 /// the stream ends are not recorded either ([`open_frames`](Self::open_frames) counts them).
 ///
 /// A pattern's key holds the invocation's whole callee list, so an invocation that makes many
-/// calls costs memory in proportion; each list is stored once however often it recurs.
+/// calls costs memory in proportion; each list is stored once however often it recurs. An
+/// invocation that makes more than [`MAX_CALLEES`] calls (a service's main loop, open for the
+/// whole session) is not recorded ([`overlong`](Self::overlong) counts them) and its list
+/// stops growing there: without that bound its list grew with every call it made, and every
+/// snapshot copied it.
 ///
 /// Each open frame hashes its callee list as the calls arrive, so a `Return` looks its pattern
 /// up without rehashing the list (one comparison of the list on a hit). Leaf invocations (no
@@ -35,7 +39,12 @@ pub struct CallTreeProfile {
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
+    /// Invocations not recorded for making more than [`MAX_CALLEES`] calls.
+    overlong: u64,
 }
+
+/// The most direct calls of one invocation a pattern holds.
+pub const MAX_CALLEES: usize = 1 << 16;
 
 /// One thread's open invocations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,6 +96,23 @@ struct Frame {
     task: bool,
     /// The running hash of `method` and the callees so far ([`seed`], [`step`]).
     hash: u64,
+    /// It made more than [`MAX_CALLEES`] calls: its list stopped growing, it will not be
+    /// recorded.
+    overlong: bool,
+}
+
+/// `callee` joins `parent`'s callee list (the back of `callees`), unless the list holds
+/// [`MAX_CALLEES`] already: then the invocation is overlong and not recorded. A future's frame
+/// keeps its whole list (its pieces are assembled across polls).
+#[inline(always)]
+fn add_callee(parent: &mut Frame, callees: &mut Vec<MethodId>, callee: MethodId) {
+    if callees.len() - parent.start < MAX_CALLEES || parent.task {
+        parent.hash = step(parent.hash, callee);
+        callees.push(callee);
+    } else if !parent.overlong {
+        parent.overlong = true;
+        parent.complete = false;
+    }
 }
 
 impl OpenCalls {
@@ -171,6 +197,7 @@ impl PartialEq for CallTreeProfile {
             && self.tasks == other.tasks
             && self.approximate == other.approximate
             && self.resyncs == other.resyncs
+            && self.overlong == other.overlong
             && self.unmatched_returns == other.unmatched_returns
     }
 }
@@ -259,6 +286,11 @@ impl CallTreeProfile {
         self.resyncs
     }
 
+    /// Invocations not recorded because they made more than [`MAX_CALLEES`] calls.
+    pub fn overlong(&self) -> u64 {
+        self.overlong
+    }
+
     /// `Return`s that matched no open frame and were ignored.
     pub fn unmatched_returns(&self) -> u64 {
         self.unmatched_returns
@@ -272,8 +304,7 @@ impl CallTreeProfile {
         }
         let open = &mut self.threads.current;
         if let Some(parent) = open.frames.last_mut() {
-            parent.hash = step(parent.hash, callee);
-            open.callees.push(callee);
+            add_callee(parent, &mut open.callees, callee);
         }
         open.frames.push(Frame {
             method: callee,
@@ -281,6 +312,7 @@ impl CallTreeProfile {
             complete: true,
             task: false,
             hash: seed(callee),
+            overlong: false,
         });
     }
 
@@ -306,6 +338,7 @@ impl CallTreeProfile {
                         complete: false,
                         task: false,
                         hash: seed(caller),
+                        overlong: false,
                     });
                 }
             }
@@ -318,7 +351,9 @@ impl CallTreeProfile {
         match open.frames.last() {
             Some(&f) if f.method == callee => {
                 open.frames.pop();
-                if f.complete && f.start == open.callees.len() {
+                if f.overlong {
+                    self.overlong += 1;
+                } else if f.complete && f.start == open.callees.len() {
                     self.leaves.record(callee);
                 } else if f.complete {
                     let callees = &self.threads.current.callees[f.start..];
@@ -385,6 +420,7 @@ impl CallTreeProfile {
             complete: false,
             task: true,
             hash: seed(method),
+            overlong: false,
         });
         open.polls = parked.polls;
         open.polls.push((
@@ -483,8 +519,7 @@ impl super::CallEvents for CallTreeProfile {
         let open = &mut self.threads.current;
         match open.frames.last_mut() {
             Some(parent) if parent.method == caller => {
-                parent.hash = step(parent.hash, callee);
-                open.callees.push(callee);
+                add_callee(parent, &mut open.callees, callee);
             }
             None if caller == MethodId::ROOT => {}
             _ => {
@@ -530,6 +565,7 @@ impl EventAnalysis for CallTreeProfile {
         }
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
+        self.overlong += other.overlong;
         self.unmatched_returns += other.unmatched_returns;
     }
 }

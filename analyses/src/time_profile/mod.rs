@@ -21,7 +21,7 @@
 //!   activation (`ticks_all`) and over the outermost activations only (`ticks_outer`: a
 //!   recursive function's nested activations are inside an outer one's time, so this is the
 //!   function's inclusive time), and a histogram of one call's inclusive ticks (all
-//!   activations; [`hdrhistogram`], 3 significant digits).
+//!   activations; [`hdrhistogram`], 2 significant digits).
 //! - Per caller → callee edge: calls, timed calls, inclusive ticks.
 //! - Per calling context (a path from the root, as in the calling-context tree): calls, timed
 //!   calls, inclusive ticks.
