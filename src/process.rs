@@ -25,11 +25,19 @@
 //! cargo sets it for `cargo test`, `cargo run` and doctests), else the process itself. An
 //! older file, from an earlier run, is replaced. `CABPROF_OUTPUT` names the file outright.
 //!
+//! Each file is written whole, to a temporary file renamed over it, and only over a file
+//! cabprof wrote (or an empty one): `CABPROF_OUTPUT` naming some other file is an error and
+//! that file is kept (see `report::file`). The tables' name is the report's with `.txt` for
+//! its extension, or with `.txt` added to a report named `*.txt`. A path that is not a
+//! regular file (`/dev/stdout`), or that is where the process's output goes, gets the JSON
+//! written in place, after what is there, and no tables.
+//!
 //! The report is written from an `atexit` handler: after `main` returns or `exit` is called
 //! (a test binary ends that way, passing or failing), not when the process is killed or
 //! aborts. By then the main thread's thread-locals are gone: its ring was closed and is drained
 //! like any other, and events it emits from later exit handlers are not recorded. Threads still
-//! running are drained as [`Session::finish`] drains them.
+//! running are drained as [`Session::finish`] drains them. A child forked while the session
+//! ran writes nothing at its exit: the session, its events and its report are the parent's.
 //!
 //! # [`test_profile`]
 //!
@@ -44,6 +52,7 @@
 //! [`Session::finish`]: crate::Session::finish
 
 use crate::analysis::{AnalysisPlan, AnalysisSet};
+use crate::report::file::{self as report_file, Contents, Written};
 use crate::report::Report;
 use crate::session::SessionBuilder;
 use cabprof_cab::event::{Event, EventKind};
@@ -69,6 +78,11 @@ struct Process {
 }
 
 static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
+
+/// The id of the process that started the process-wide session. A child forked while it ran
+/// inherits the exit handler, not the session (its events and analyzers are the parent's):
+/// it writes no report.
+static SESSION_PID: AtomicU32 = AtomicU32::new(0);
 
 fn process() -> MutexGuard<'static, Option<Process>> {
     PROCESS.lock().unwrap_or_else(|e| e.into_inner())
@@ -122,6 +136,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         }
     });
     let _ = run_start();
+    SESSION_PID.store(std::process::id(), Ordering::Relaxed);
     *slot = Some(Process {
         session,
         output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
@@ -135,6 +150,11 @@ const TEXT_ROWS: usize = 20;
 
 /// At exit: finish the process-wide session and write its report, if `CABPROF` asked.
 extern "C" fn write_report_at_exit() {
+    // Before taking the lock, which a thread that is not in a forked child may have held at
+    // the fork.
+    if std::process::id() != SESSION_PID.load(Ordering::Relaxed) {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         let Some(p) = process().take_if(|p| p.write_at_exit) else {
             return;
@@ -145,22 +165,40 @@ extern "C" fn write_report_at_exit() {
         // `CABPROF_OUTPUT` names the file outright; the default name may be another
         // process's of this run.
         let explicit = std::env::var_os("CABPROF_OUTPUT").is_some_and(|v| !v.is_empty());
-        let written = create_report(&p.output, !explicit).and_then(|(file, claim)| {
-            report.write_json(file)?;
-            let tables = claim.path.with_extension("txt");
-            std::fs::write(&tables, report.text(TEXT_ROWS))?;
-            Ok((claim, tables))
+        let written = claim_report(&p.output, !explicit).and_then(|claim| {
+            let how = report_file::write(&claim.path, Contents::Json, |w| report.write_json(w))?;
+            Ok((claim, how))
         });
-        match written {
-            Ok((claim, tables)) => eprintln!(
-                "cabprof: {} events, report written to {} (tables: {}){}",
-                report.data.totals.events,
-                claim.path.display(),
-                tables.display(),
-                claim.note()
+        let (claim, how) = match written {
+            Ok(written) => written,
+            Err(e) if explicit => {
+                return eprintln!("cabprof: the report was not written to CABPROF_OUTPUT: {e}")
+            }
+            Err(e) => return eprintln!("cabprof: the report was not written: {e}"),
+        };
+        // Tables in a stream would follow the JSON and spoil it for a reader: they go beside
+        // a report in a file of its own only.
+        let tables = match how {
+            Written::InPlace => format!(
+                " (no tables: they would follow the JSON in {}; `cabprof report` renders them)",
+                claim.path.display()
             ),
-            Err(e) => eprintln!("cabprof: could not write {}: {e}", p.output.display()),
-        }
+            Written::Replaced => {
+                let path = report_file::tables_path(&claim.path);
+                match report_file::write(&path, Contents::Tables, |w| {
+                    w.write_all(report.text(TEXT_ROWS).as_bytes())
+                }) {
+                    Ok(_) => format!(" (tables: {})", path.display()),
+                    Err(e) => format!(" (tables not written: {e})"),
+                }
+            }
+        };
+        eprintln!(
+            "cabprof: {} events, report written to {}{tables}{}",
+            report.data.totals.events,
+            claim.path.display(),
+            claim.note()
+        );
     });
 }
 
@@ -247,7 +285,7 @@ pub(crate) fn report_dir() -> PathBuf {
 
 /// The name of this process's report within [`report_dir`]: the binary's name, or for a
 /// merged doctest its number. Every doctest of an older edition is `rust_out`: the run rule
-/// of [`create_report`] gives each its own file.
+/// of [`claim_report`] gives each its own file.
 pub(crate) fn report_name() -> String {
     match std::env::var(DOCTEST_NUMBER_VAR) {
         Ok(n) if is_doctest() && !n.is_empty() => format!("doctest_{}", file_name_part(&n)),
@@ -292,7 +330,7 @@ impl Claim {
     }
 }
 
-/// Report files this process created: its own, to overwrite.
+/// Report files this process claimed: its own, to overwrite.
 static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// How long before the run's start a report still counts as of this run: a parent's start is
@@ -301,29 +339,28 @@ static CREATED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// kept too.
 const RUN_START_SLACK: Duration = Duration::from_millis(100);
 
-/// Create the report file `path` (and its directory). With `keep_others`, a file already
-/// there that another process wrote since this run started (see [`run_start`]) is kept, and
-/// the report goes to `<stem>.<pid>.<ext>` beside it: two processes of one binary, same-named
-/// test binaries of two packages, doctests. An older file, from an earlier run, is replaced,
-/// and so is one this process wrote itself.
-pub(crate) fn create_report(path: &Path, keep_others: bool) -> std::io::Result<(File, Claim)> {
+/// Choose the file the report at `path` goes to (and make its directory), for
+/// [`report_file::write`] to write. With `keep_others`, a file already there that another
+/// process wrote since this run started (see [`run_start`]) is kept, and the report goes to
+/// `<stem>.<pid>.<ext>` beside it: two processes of one binary, same-named test binaries of
+/// two packages, doctests. The name is then taken at once by an empty file, which the report
+/// replaces. An older file, from an earlier run, is replaced, and so is one this process
+/// wrote itself.
+pub(crate) fn claim_report(path: &Path, keep_others: bool) -> std::io::Result<Claim> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     }
     let mut created = CREATED.lock().unwrap_or_else(|e| e.into_inner());
     let mine = created.iter().any(|p| p == path);
     if !keep_others || mine {
-        let file = File::create(path)?;
         if !mine {
             created.push(path.to_path_buf());
         }
-        return Ok((
-            file,
-            Claim {
-                path: path.to_path_buf(),
-                displaced: None,
-            },
-        ));
+        return Ok(Claim {
+            path: path.to_path_buf(),
+            displaced: None,
+        });
     }
     // Held from the age check to the creation: of two processes that both found an old file,
     // the second must not remove the first one's new report.
@@ -336,35 +373,33 @@ pub(crate) fn create_report(path: &Path, keep_others: bool) -> std::io::Result<(
         (Err(_), _) => false,
     };
     if !of_this_run(path) {
-        // An earlier run's report (or none): replace it. `create_new` below, not a plain
-        // create, so that of two processes that both found it old, one takes the name and
-        // the other moves aside.
+        // An earlier run's report (or none): replace it, if it is one. `create_new` below,
+        // not a plain create, so that of two processes that both found it old, one takes the
+        // name and the other moves aside.
+        report_file::replaceable(path, Contents::Json)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let _ = std::fs::remove_file(path);
     }
     match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(file) => {
+        Ok(_) => {
             created.push(path.to_path_buf());
-            Ok((
-                file,
-                Claim {
-                    path: path.to_path_buf(),
-                    displaced: None,
-                },
-            ))
+            Ok(Claim {
+                path: path.to_path_buf(),
+                displaced: None,
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let aside = with_pid(path);
-            let file = File::create(&aside)?;
             created.push(aside.clone());
-            Ok((
-                file,
-                Claim {
-                    path: aside,
-                    displaced: Some(path.to_path_buf()),
-                },
-            ))
+            Ok(Claim {
+                path: aside,
+                displaced: Some(path.to_path_buf()),
+            })
         }
-        Err(e) => Err(e),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        )),
     }
 }
 
@@ -726,8 +761,8 @@ impl Drop for TestProfile {
                 "{}.json",
                 file_name_part(&thread.replace("::", "-"))
             ));
-            let written = create_report(&path, true).and_then(|(file, claim)| {
-                report.write_json(file)?;
+            let written = claim_report(&path, true).and_then(|claim| {
+                report_file::write(&claim.path, Contents::Json, |w| report.write_json(w))?;
                 Ok(claim)
             });
             match written {
@@ -737,7 +772,7 @@ impl Drop for TestProfile {
                     claim.note()
                 ))),
                 Ok(_) => Ok(None),
-                Err(e) => Err(format!("could not write {}: {e}", path.display())),
+                Err(e) => Err(format!("the test profile was not written: {e}")),
             }
         });
         match written {

@@ -348,12 +348,15 @@ impl Session {
         Report::new(runtime)
     }
 
-    /// Finish and write the JSON report to the configured output path (if any).
+    /// Finish and write the JSON report to the configured output path (if any): whole, to a
+    /// temporary file renamed over the path (a device such as `/dev/stdout` is written in
+    /// place). An existing file there that is not a cabprof report (nor empty) is left as it
+    /// is, and the error names it.
     pub fn finish_and_write(self) -> std::io::Result<Report> {
         let output = self.output.clone();
         let report = self.finish();
         if let Some(path) = output {
-            report.write_json(std::fs::File::create(path)?)?;
+            write_report(&path, &report)?;
         }
         Ok(report)
     }
@@ -370,13 +373,19 @@ impl Session {
             crate::analysis::finish_timing();
             let report = Report::new(r);
             if let Some(path) = output {
-                if let Err(e) = std::fs::File::create(&path).and_then(|f| report.write_json(f)) {
-                    eprintln!("cabprof: could not write {}: {e}", path.display());
+                if let Err(e) = write_report(&path, &report) {
+                    eprintln!("cabprof: the report was not written: {e}");
                 }
             }
             on_report(&report);
         })
     }
+}
+
+/// Write `report`'s JSON to `path` as [`Session::finish_and_write`] describes.
+fn write_report(path: &std::path::Path, report: &Report) -> std::io::Result<()> {
+    use crate::report::file::{write, Contents};
+    write(path, Contents::Json, |w| report.write_json(w)).map(drop)
 }
 
 #[cfg(test)]

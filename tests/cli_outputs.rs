@@ -155,3 +155,76 @@ fn simulate_says_which_part_of_a_level_is_wrong() {
     let err = simulate_error(&["--l1", "32K:four:64"]);
     assert!(err.contains("WAYS \"four\""), "{err}");
 }
+
+#[test]
+fn rendering_a_report_onto_itself_is_refused_and_leaves_it_intact() {
+    let report = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/report_written_by_serde_json.json"
+    ))
+    .unwrap();
+    let input = scratch("self.json");
+    std::fs::write(&input, &report).unwrap();
+    // The same file under another spelling, and through a hard link.
+    let other_name = input.parent().unwrap().join(".").join("self.json");
+    let link = input.with_file_name("link.json");
+    std::fs::hard_link(&input, &link).unwrap();
+    for out in [&input, &other_name, &link] {
+        let o = cabprof(&[
+            "report",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "rendering onto {out:?}: {err}");
+        assert!(
+            err.contains("same file")
+                && err.contains(input.to_str().unwrap())
+                && err.contains(out.to_str().unwrap()),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            report,
+            "the input was touched"
+        );
+    }
+
+    // `report - -o X < X`: standard input is the file itself.
+    let o = Command::new(env!("CARGO_BIN_EXE_cabprof"))
+        .args(["report", "-", "-o", link.to_str().unwrap()])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("standard input") && err.contains(link.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        report,
+        "the input was touched"
+    );
+
+    // Another file is written as before, from a file and from standard input.
+    let elsewhere = input.with_file_name("tables.txt");
+    let o = cabprof(&[
+        "report",
+        input.to_str().unwrap(),
+        "-o",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&elsewhere)
+        .unwrap()
+        .starts_with("cabprof report"));
+    let o = Command::new(env!("CARGO_BIN_EXE_cabprof"))
+        .args(["report", "-", "-o", elsewhere.to_str().unwrap()])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -126,6 +126,7 @@ mod callgrind;
 mod compare;
 mod convert;
 mod dot;
+pub(crate) mod file;
 mod folded;
 mod json;
 #[cfg(feature = "pprof")]

@@ -3,10 +3,11 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cabprof::report::Weight;
+use cabprof::trace::is_same_file;
 use cabprof::ReportData;
 use clap::{Args, ValueEnum};
 
@@ -82,7 +83,7 @@ pub(crate) struct ReportArgs {
     /// `service=api`, `host=web-3`.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_label)]
     pub label: Vec<(String, String)>,
-    /// Write to this file instead of standard output.
+    /// Write to this file instead of standard output (not the input file itself).
     #[arg(long, short, value_name = "OUT")]
     pub output: Option<PathBuf>,
 }
@@ -95,8 +96,40 @@ fn parse_label(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Refuse to write the rendering over the report it is read from: the input would be lost
+/// to its own rendering. By identity, not by name (`./x`, a hard link, a symbolic link), and
+/// for `-` by what standard input is (`report - -o x < x`).
+fn check_output_is_not_input(input: &Path, output: &Path) -> Result<(), CliError> {
+    let same = if input.as_os_str() == "-" {
+        match (
+            same_file::Handle::stdin(),
+            same_file::Handle::from_path(output),
+        ) {
+            (Ok(stdin), Ok(out)) => stdin == out,
+            _ => false,
+        }
+    } else {
+        is_same_file(input, output)
+    };
+    if !same {
+        return Ok(());
+    }
+    let input = if input.as_os_str() == "-" {
+        "standard input (FILE.json -)".to_string()
+    } else {
+        format!("FILE.json ({})", input.display())
+    };
+    Err(CliError::InvalidArguments(format!(
+        "{input} and OUT ({}) are the same file: write the rendering to another file",
+        output.display()
+    )))
+}
+
 /// Run `cabprof report`.
 pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
+    if let Some(output) = &args.output {
+        check_output_is_not_input(&args.file, output)?;
+    }
     let (text, name) = if args.file.as_os_str() == "-" {
         let mut text = String::new();
         io::stdin()
