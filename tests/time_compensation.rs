@@ -66,6 +66,15 @@ fn the_report_states_the_calibration_and_keeps_the_raw_figures() {
             c.timed_ns_at_finish.is_some(),
             "{mode:?}: measured again at finish"
         );
+        let text = r.text(10);
+        assert!(
+            text.contains("compensated: each timed call's own time less"),
+            "{text}"
+        );
+        if matches!(mode, RunMode::Sampling { .. }) {
+            // A sampling ring may lose any word (the caller's one call among them).
+            continue;
+        }
         let (l, cl) = (entry(&r.data, "leaf"), entry(&r.data, "caller"));
         assert_eq!(l.calls, 20_000);
         // Compensated below raw: the caller loses what its 20 000 timed calls cost it.
@@ -80,11 +89,6 @@ fn the_report_states_the_calibration_and_keeps_the_raw_figures() {
             "{mode:?}: at least half of the calibrated cost of its calls is taken out"
         );
         assert!(l.mean_ns <= l.raw_mean_ns.unwrap());
-        let text = r.text(10);
-        assert!(
-            text.contains("compensated: each timed call's own time less"),
-            "{text}"
-        );
         assert!(
             text.contains("raw incl"),
             "time_raw shows the raw columns: {text}"

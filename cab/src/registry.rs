@@ -73,6 +73,21 @@ impl Site {
         }
     }
 
+    /// A site with the id the registry never hands out ([`MAX_METHOD_ID`]), not registered:
+    /// for cabprof's own calibration probe, which must neither take an id a program's
+    /// functions would get nor appear in their names.
+    #[doc(hidden)]
+    pub const fn unregistered(path: fn() -> &'static str, module_path: &'static str) -> Site {
+        Site {
+            id: AtomicU32::new(MAX_METHOD_ID),
+            path,
+            module_path,
+            file: "",
+            line: 0,
+            paths: None,
+        }
+    }
+
     /// This function's id, assigning it on first use.
     #[inline(always)]
     pub fn id(&'static self) -> u32 {

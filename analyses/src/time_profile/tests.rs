@@ -93,10 +93,10 @@ fn compensation_takes_out_the_probes_and_stalls_inside_each_frame() {
         assert_eq!(p.stalled_ticks(), 200);
         let f = p.functions();
         let a = &f.iter().find(|(id, _)| *id == m(1)).unwrap().1;
-        assert_eq!(
-            a.histogram.max(),
-            480,
-            "the histogram holds compensated calls"
+        assert!(
+            a.histogram.max().abs_diff(480) <= 5,
+            "the histogram holds compensated calls: {}",
+            a.histogram.max()
         );
         let edge = p
             .edges()
@@ -170,7 +170,8 @@ fn inclusive_and_exclusive_ticks_of_a_known_tree() {
             .unwrap();
         assert_eq!(b.histogram.len(), 2);
         let p50 = b.histogram.value_at_quantile(0.5);
-        assert!(p50.abs_diff(10_000_000) < 10_000, "{p50}");
+        // Two significant digits: within 1 %.
+        assert!(p50.abs_diff(10_000_000) < 100_000, "{p50}");
         let self_sum: f64 = (1..=3).map(|i| e(i).exclusive).sum();
         assert_eq!(self_sum, e(1).inclusive);
         let ctx = p.contexts();
