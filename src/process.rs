@@ -671,12 +671,11 @@ pub fn test_profile() -> TestProfile {
         panic!("cabprof::test_profile: the process-wide session did not start: {e}");
     }
     let id = NEXT_TEST.fetch_add(1, Ordering::Relaxed) & ID_MASK as u32;
-    let thread = std::thread::current();
     live_tests().push(id);
     mark(true, id);
     TestProfile {
         id,
-        thread: thread.name().unwrap_or("main").to_owned(),
+        thread: cabprof_cab::runtime::thread_name(),
         finished: false,
         _not_send: PhantomData,
     }

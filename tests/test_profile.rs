@@ -94,3 +94,19 @@ fn nested_profiles_each_hold_their_own_span() {
         "the outer profile holds the inner's calls too"
     );
 }
+
+#[test]
+fn an_unnamed_threads_profile_lists_its_thread() {
+    let data = std::thread::spawn(|| {
+        let profile = cabprof::test_profile();
+        for i in 0..10 {
+            step(i);
+        }
+        profile.finish().data
+    })
+    .join()
+    .unwrap();
+    assert_eq!(steps(&data), 10);
+    assert_eq!(data.threads.len(), 1, "{:?}", data.threads);
+    assert!(data.threads[0].thread.starts_with("thread-"));
+}

@@ -38,6 +38,28 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 pub(super) static HUB: Mutex<Option<Arc<dyn Hub>>> = Mutex::new(None);
 static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// An unnamed thread's number in reports (0: none given yet).
+    static UNNAMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's name in reports: its own, or `thread-N` for an unnamed thread, the same
+/// `N` every time it is asked (a per-test report finds its thread's counters by it).
+pub fn thread_name() -> String {
+    if let Some(name) = std::thread::current().name() {
+        return name.to_owned();
+    }
+    let n = UNNAMED
+        .try_with(|c| {
+            if c.get() == 0 {
+                c.set(THREAD_SEQ.fetch_add(1, Ordering::Relaxed) + 1);
+            }
+            c.get()
+        })
+        .unwrap_or(0);
+    format!("thread-{n}")
+}
+
 /// The `SESSION` key for a new session of this mode and design (which the config has
 /// validated: only CAB samples).
 pub(super) fn new_session_key(mode: RunMode, design: BufferDesign) -> u64 {
@@ -400,10 +422,7 @@ fn attach(local: &mut Local, key: u64) {
     let Some(hub) = hub.filter(|h| h.key() == key) else {
         return;
     };
-    let name = std::thread::current()
-        .name()
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("thread-{}", THREAD_SEQ.fetch_add(1, Ordering::Relaxed)));
+    let name = thread_name();
     let sequential = key & KIND_MASK == KIND_SEQUENTIAL;
     // Making a ring and an analysis instance takes more stack than a small thread has (they
     // are built by value): with little left, a helper thread makes them.
