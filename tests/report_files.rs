@@ -4,9 +4,12 @@
 //! test does the work, run again by the drivers under names and environments that imitate
 //! rustdoc and cargo.
 
+mod support;
+
 use cabprof::report::ReportData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::stderr;
 
 /// Set in the children, where the drivers do nothing.
 const CHILD: &str = "CABPROF_TEST_REPORT_FILES_CHILD";
@@ -63,18 +66,7 @@ fn run(exe: &Path, calls: u64, cargo: bool, envs: &[(&str, &str)]) -> Output {
         cmd.env_remove("CARGO");
     }
     cmd.envs(envs.iter().copied());
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    support::passed(&mut cmd)
 }
 
 /// The calls of `leaf` in the report at `path`.

@@ -4,11 +4,14 @@
 //! not a cabprof report is never overwritten; `/dev/stdout` gets the JSON itself. This file is
 //! the child too: its `child_*` tests do the work when the drivers run it again.
 
+mod support;
+
 use cabprof::report::ReportData;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use support::stderr;
 
 /// Set in the children (to the number of calls of `leaf`), where the drivers do nothing.
 const CHILD: &str = "CABPROF_TEST_REPORT_OUTPUTS_CHILD";
@@ -122,18 +125,7 @@ fn child(test: &str, calls: u64, output: impl AsRef<std::ffi::OsStr>) -> Command
 
 /// Run `cmd` to its end (and the end of whatever inherited its pipes), checking it passed.
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    support::passed(cmd)
 }
 
 /// The report at `path`, which must be whole.

@@ -105,3 +105,21 @@ pub(crate) fn assert_balanced(events: &[EventKind]) {
     }
     assert!(stack.is_empty(), "frames left open: {stack:?}");
 }
+
+/// Run `cmd` (a child process: a scenario of the test binary, the CLI) to its end, checking it
+/// passed; its output otherwise.
+pub(crate) fn passed(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A child's standard error, as text.
+pub(crate) fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
