@@ -26,7 +26,7 @@ fn compensated_times_are_the_plain_programs_and_raw_ones_are_not() {
         assert!(c.resolution_ns >= c.clock_ns, "{c:?}");
         let err = |x: f64| (x - plain.mean_ns[0]) / plain.mean_ns[0];
         whole.push((err(raw.mean_ns[0]), err(comp.mean_ns[0])));
-        tiny.push((raw.mean_ns[3], comp.mean_ns[3], comp.below_resolution[3]));
+        tiny.push((raw.mean_ns[3], comp.mean_ns[3]));
         // Nothing negative, whatever the compensation.
         for f in &t.functions {
             assert!(
@@ -35,19 +35,24 @@ fn compensated_times_are_the_plain_programs_and_raw_ones_are_not() {
             );
         }
     }
-    whole.sort_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
-    let (raw_err, comp_err) = whole[1];
+    // Medians over the attempts, each figure on its own.
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let raw_err = med(whole.iter().map(|w| w.0).collect());
+    let comp_err = med(whole.iter().map(|w| w.1.abs()).collect());
     assert!(
-        comp_err.abs() < 0.35,
-        "the whole run, compensated, within 35 % of plain: {comp_err:+.3} (raw {raw_err:+.3})"
+        raw_err > 0.3,
+        "the raw whole run is well above plain (else this test has no teeth): {whole:?}"
     );
     assert!(
-        raw_err > 0.35,
-        "the raw whole run is well above plain (else this test has no teeth): {raw_err:+.3}"
+        comp_err < 0.35 && comp_err < raw_err / 2.0,
+        "the whole run, compensated, within 35 % of plain and at least twice as close as raw: \
+         {whole:?}"
     );
-    // `tiny` (one multiply) costs less than a clock read resolves: marked, or close.
-    for (raw, comp, marked) in tiny {
+    // `tiny` (one multiply) costs less than its raw figure says.
+    for (raw, comp) in tiny {
         assert!(raw > comp, "raw {raw} > compensated {comp}");
-        assert!(marked || comp < 5.0, "tiny: {comp} ns, not marked");
     }
 }
