@@ -28,11 +28,16 @@
 //! name) with a thread-local flag ([`cabprof_cab::runtime::in_runtime_work`]), and
 //! allocations made under it are counted apart, as the runtime's, and send no event. A thread
 //! whose first event is an allocation makes its ring under that flag: no recursion, no lock
-//! taken twice.
+//! taken twice. What the runtime builds and hands over (reports, snapshots, a snapshotter's
+//! hold on its session) is dropped under that flag too, whoever drops it and when
+//! ([`RuntimeDrop`](cabprof_cab::runtime::RuntimeDrop)), so its frees are never counted as
+//! the program's.
 //!
 //! Limits: blocks freed by thread-local destructors that run after the thread's ring has
 //! closed are not seen; live bytes are counted from the session's start, so freeing blocks
-//! made before it can make them negative.
+//! made before it can make them negative. A part the program moves out of a report
+//! (`let data = report.data`) is the program's from then on: its frees count as the
+//! program's if a session runs when it is dropped.
 
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{active, emit, in_runtime_work};
