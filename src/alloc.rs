@@ -18,9 +18,10 @@
 //! [`Tracked`] wraps [`System`] or any other [`GlobalAlloc`]. With no session running, each
 //! call costs one load and one branch more than the inner allocator. While a session runs,
 //! each call also writes one event word (`Alloc { size }`, `Dealloc { size }` or
-//! `Realloc { old, new }`: frees carry the layout's size, so a block freed on another thread
-//! than the one that made it still balances) and updates the process-wide live-bytes counter,
-//! whose maximum is the report's peak.
+//! `Realloc { old, new }`, two words for a resize of half a gigabyte or more: frees carry the
+//! layout's size, so a block freed on another thread than the one that made it still
+//! balances) and updates the process-wide live-bytes counter, whose maximum is the report's
+//! peak.
 //!
 //! The event path never allocates, so it never recurses into the allocator: the runtime marks
 //! its own work (making a thread's ring on its first event, sequential-mode analyses, the
@@ -186,9 +187,11 @@ fn on_realloc(old: usize, new: usize) {
     }
     match Event::realloc(old, new) {
         Ok(e) => emit(e),
-        Err([free, alloc]) => {
-            emit(free);
-            emit(alloc);
+        // Too large for one word: `ReallocFrom` then `ReallocTo`, back to back, which the
+        // analysis counts as one resize.
+        Err([from, to]) => {
+            emit(from);
+            emit(to);
         }
     }
     if new >= old {
