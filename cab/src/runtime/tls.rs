@@ -72,7 +72,10 @@ pub(super) fn new_session_key(mode: RunMode, design: BufferDesign) -> u64 {
         RunMode::Exhaustive => KIND_ERASED,
     };
     let epoch = EPOCH.fetch_add(1, Ordering::Relaxed) + 1;
-    epoch << 3 | kind
+    // Epochs start at 1, so every session's key is above `UNDECIDED` (see `recording`).
+    let key = epoch << 3 | kind;
+    debug_assert!(key > UNDECIDED);
+    key
 }
 
 /// Make `key` the running session's: from now on `emit` delivers to it.
@@ -245,6 +248,14 @@ pub fn emit(event: Event) {
 #[inline(always)]
 pub fn active() -> bool {
     SESSION.load(Ordering::Relaxed) != 0
+}
+
+/// Whether a session records now ([`Activity::Recording`]), in one load and one compare: a
+/// session's key is above both idle (0) and undecided. For code that must never decide, only
+/// deliver (an allocator: see `cabprof::alloc`), to which undecided is the same as idle.
+#[inline(always)]
+pub fn recording() -> bool {
+    SESSION.load(Ordering::Relaxed) > UNDECIDED
 }
 
 /// What instrumentation should do now, from one load.
