@@ -265,3 +265,43 @@ fn a_thread_whose_first_event_is_an_allocation_makes_its_ring_exhaustive() {
 fn a_thread_whose_first_event_is_an_allocation_makes_its_ring_sequential() {
     first_event_is_an_allocation(RunMode::Sequential);
 }
+
+const MIB: usize = 1 << 20;
+
+/// A `Vec<u8>` of 900 MiB resized in place to 1,200 MiB, then freed: sizes past what one
+/// `Realloc` word holds. Nothing is written to it, so its pages are never touched: the
+/// system allocator maps them (and `mremap`s them on Linux) without committing memory.
+#[profile]
+fn resize_past_a_gigabyte() -> usize {
+    let mut v: Vec<u8> = Vec::with_capacity(900 * MIB);
+    v.reserve_exact(1200 * MIB);
+    std::hint::black_box(&v);
+    v.capacity()
+}
+
+fn resize_past_a_gigabyte_is_one_realloc(mode: RunMode) {
+    let _g = serial();
+    let s = session(mode);
+    assert_eq!(resize_past_a_gigabyte(), 1200 * MIB);
+    let report = s.finish();
+    let d = &report.data;
+    // One allocation of 900 MiB, one resize that grew it by 300 MiB, one free of 1,200 MiB.
+    // (Before two-word resizes: two allocations, 2,100 MiB allocated, no resize.)
+    let mib = MIB as u64;
+    assert_eq!(
+        context(d, &["resize_past_a_gigabyte"]),
+        counts(1, 1200 * mib, 1, 1, 1200 * mib),
+        "{mode:?}"
+    );
+    assert!(!allocations(d).approximate, "{mode:?}");
+}
+
+#[test]
+fn a_resize_past_a_gigabyte_is_one_realloc_exhaustive() {
+    resize_past_a_gigabyte_is_one_realloc(RunMode::Exhaustive);
+}
+
+#[test]
+fn a_resize_past_a_gigabyte_is_one_realloc_sequential() {
+    resize_past_a_gigabyte_is_one_realloc(RunMode::Sequential);
+}

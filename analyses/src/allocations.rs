@@ -11,7 +11,8 @@
 //! - `allocs`, `bytes`: blocks allocated and their sizes (`alloc`, `alloc_zeroed`);
 //! - `reallocs`: blocks resized; a resize that grows adds the growth to `bytes`, one that
 //!   shrinks adds the shrinkage to `freed_bytes`, so a `Vec` grown to capacity `c` has
-//!   allocated exactly `c` elements' bytes;
+//!   allocated exactly `c` elements' bytes. A resize of half a gigabyte or more comes as two
+//!   words, `ReallocFrom` then `ReallocTo`, which count as one resize;
 //! - `frees`, `freed_bytes`: blocks freed and their sizes, charged where they are freed (a
 //!   block made on one thread and freed on another balances in the totals, since each word
 //!   carries its size).
@@ -124,6 +125,10 @@ pub struct Allocations {
     threads: ThreadStacks<OpenPath>,
     /// The futures seen polled and not known to be finished everywhere: where their context is.
     tasks: HashMap<TaskKey, TaskBase>,
+    /// Resizes whose `ReallocFrom` has come and whose `ReallocTo` has not yet: the old size,
+    /// by thread (the ids of `Thread` words). Kept across `consume` calls, since a chunk may
+    /// end between the two words; empty but for that moment.
+    resizing: HashMap<u64, u64>,
     approximate: bool,
     resyncs: u64,
 }
@@ -478,6 +483,27 @@ impl Allocations {
         self.grow();
         &mut self.counts[n]
     }
+
+    /// A block resized from `old` to `new` bytes, here.
+    #[inline]
+    fn resized(&mut self, old: u64, new: u64) {
+        let c = self.here();
+        c.reallocs += 1;
+        if new >= old {
+            c.bytes += new - old;
+        } else {
+            c.freed_bytes += old - new;
+        }
+    }
+
+    /// An allocation word while this thread's two-word resize is half seen: its `ReallocTo`
+    /// was lost (a sampling gap). The resize is dropped, like any lost word.
+    #[cold]
+    fn half_resize_lost(&mut self) {
+        if self.resizing.remove(&self.threads.current_id()).is_some() {
+            self.approximate = true;
+        }
+    }
 }
 
 impl EventAnalysis for Allocations {
@@ -485,22 +511,40 @@ impl EventAnalysis for Allocations {
         for &w in words {
             match decode(w) {
                 Some(EventKind::Alloc { size }) => {
+                    if !self.resizing.is_empty() {
+                        self.half_resize_lost();
+                    }
                     let c = self.here();
                     c.allocs += 1;
                     c.bytes += size;
                 }
                 Some(EventKind::Dealloc { size }) => {
+                    if !self.resizing.is_empty() {
+                        self.half_resize_lost();
+                    }
                     let c = self.here();
                     c.frees += 1;
                     c.freed_bytes += size;
                 }
                 Some(EventKind::Realloc { old, new }) => {
-                    let c = self.here();
-                    c.reallocs += 1;
-                    if new >= old {
-                        c.bytes += new - old;
-                    } else {
-                        c.freed_bytes += old - new;
+                    if !self.resizing.is_empty() {
+                        self.half_resize_lost();
+                    }
+                    self.resized(old, new);
+                }
+                // A resize too large for one word: counted, where the thread is, once its
+                // second word comes (the next allocation word of the thread, by construction).
+                Some(EventKind::ReallocFrom { old }) => {
+                    if !self.resizing.is_empty() {
+                        self.half_resize_lost();
+                    }
+                    self.resizing.insert(self.threads.current_id(), old);
+                }
+                Some(EventKind::ReallocTo { new }) => {
+                    match self.resizing.remove(&self.threads.current_id()) {
+                        Some(old) => self.resized(old, new),
+                        // Its first word was lost (a sampling gap): the old size is unknown.
+                        None => self.approximate = true,
                     }
                 }
                 Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
@@ -551,6 +595,9 @@ impl EventAnalysis for Allocations {
             tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());
+        // `other.resizing` is not merged: `other`'s stream has ended (a closed ring, a
+        // snapshot's copy), so a resize half seen there never completes, and its thread ids
+        // are not this stream's.
         self.approximate |= other.approximate;
         self.resyncs += other.resyncs;
     }

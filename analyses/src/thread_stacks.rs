@@ -48,6 +48,11 @@ impl<S: Default> ThreadStacks<S> {
         true
     }
 
+    /// The thread whose events are arriving now ([`UNNAMED_THREAD`] before any `Thread` word).
+    pub(crate) fn current_id(&self) -> u64 {
+        self.current_id
+    }
+
     /// Every thread's state, the current one included.
     pub(crate) fn all_mut(&mut self) -> impl Iterator<Item = &mut S> + '_ {
         std::iter::once(&mut self.current).chain(self.parked.values_mut())

@@ -305,3 +305,99 @@ fn a_future_first_polled_inside_a_moved_future_is_grafted_in_any_merge_order() {
         }
     }
 }
+
+const MIB: u64 = 1 << 20;
+
+/// A resize too large for one `Realloc` word, 900 MiB → 1,200 MiB: its two words, with a
+/// `Stall` between them (the producer waited on a full ring), cut at every place.
+fn wide_resize(old: u64, new: u64) -> [Event; 2] {
+    Event::realloc(old as usize, new as usize).expect_err("too large for one word")
+}
+
+#[test]
+fn a_two_word_resize_counts_once_where_the_thread_is_at_any_chunking() {
+    let (main, work) = (m(1), m(2));
+    let [from, to] = wide_resize(900 * MIB, 1200 * MIB);
+    let [from_down, to_down] = wide_resize(1200 * MIB, 600 * MIB);
+    let w = words(&[
+        Event::call(MethodId::ROOT, main),
+        Event::alloc(900 * MIB as usize),
+        Event::call(main, work),
+        from,
+        Event::stall(1234),
+        to,
+        Event::ret(work),
+        from_down,
+        to_down,
+        Event::dealloc(600 * MIB as usize),
+        Event::ret(main),
+    ]);
+    for chunk in 1..=w.len() {
+        let mut a = Allocations::new();
+        for c in w.chunks(chunk) {
+            a.consume(c);
+        }
+        assert!(!a.is_approximate(), "chunks of {chunk}");
+        assert_eq!(
+            a.context(&[main, work]),
+            Some(counts(0, 300 * MIB, 1, 0, 0)),
+            "chunks of {chunk}"
+        );
+        assert_eq!(
+            a.context(&[main]),
+            Some(counts(1, 900 * MIB, 1, 1, 600 * MIB + 600 * MIB)),
+            "chunks of {chunk}"
+        );
+        let t = a.totals();
+        assert_eq!((t.allocs, t.reallocs, t.frees, t.net_bytes()), (1, 2, 1, 0));
+    }
+}
+
+#[test]
+fn two_word_resizes_of_multiplexed_threads_pair_by_thread() {
+    let thread = |id: u64| Event::thread(id).unwrap();
+    let [from1, to1] = wide_resize(2048 * MIB, 3072 * MIB);
+    let [from2, to2] = wide_resize(4096 * MIB, 1024 * MIB);
+    let mut a = Allocations::new();
+    a.consume(&words(&[
+        thread(1),
+        Event::call(MethodId::ROOT, m(1)),
+        from1,
+        thread(2),
+        Event::call(MethodId::ROOT, m(2)),
+        from2,
+        thread(1),
+        to1,
+        thread(2),
+        to2,
+    ]));
+    assert!(!a.is_approximate());
+    assert_eq!(a.context(&[m(1)]), Some(counts(0, 1024 * MIB, 1, 0, 0)));
+    assert_eq!(a.context(&[m(2)]), Some(counts(0, 0, 1, 0, 3072 * MIB)));
+}
+
+/// A sampled stream may lose either word: the half seen is dropped (never paired with an
+/// unrelated word) and the result is marked approximate.
+#[test]
+fn a_lost_half_of_a_two_word_resize_is_dropped_and_marks_the_result_approximate() {
+    let [from, to] = wide_resize(900 * MIB, 1200 * MIB);
+    // The second word lost: the next allocation word is the thread's own.
+    let mut a = Allocations::new();
+    a.consume(&words(&[from, Event::alloc(64), to]));
+    assert!(a.is_approximate());
+    assert_eq!(a.totals(), counts(1, 64, 0, 0, 0));
+    // The first word lost.
+    let mut b = Allocations::new();
+    b.consume(&words(&[Event::alloc(64), to]));
+    assert!(b.is_approximate());
+    assert_eq!(b.totals(), counts(1, 64, 0, 0, 0));
+    // A snapshot's copy taken between the two words leaves the resize out; the stream
+    // itself still completes it.
+    let mut live = Allocations::new();
+    live.consume(&words(&[from]));
+    let mut snapshot = Allocations::new();
+    snapshot.merge(live.clone());
+    assert!(snapshot.totals().is_empty() && !snapshot.is_approximate());
+    live.consume(&words(&[to]));
+    assert_eq!(live.totals(), counts(0, 300 * MIB, 1, 0, 0));
+}

@@ -21,7 +21,9 @@
 //! tag 10 Time    ticks: bits 0..60 (the clock's low 60 bits)
 //! tag 11 Alloc   size: bits 0..60 (bytes)
 //! tag 12 Dealloc size: bits 0..60 (bytes)
-//! tag 13 Realloc old size: bits 30..60 (30 bits)   new size: bits 0..30 (30 bits)
+//! tag 13 Realloc       wide: bit 59 = 0   old size: bits 29..58 (29 bits)   new size: bits 0..29
+//!        ReallocFrom   wide: bit 59 = 1   to: bit 58 = 0   old size: bits 0..58 (58 bits)
+//!        ReallocTo     wide: bit 59 = 1   to: bit 58 = 1   new size: bits 0..58 (58 bits)
 //! ```
 //!
 //! Tags run from 1 to 14, so the top nibble of a word is never `0x0` (which `CLEAR = 0` has) nor
@@ -76,9 +78,19 @@ pub const MAX_ACCESS_SIZE: u32 = 128;
 pub const MAX_PAYLOAD: u64 = PAYLOAD_MASK;
 /// Largest size an `Alloc`/`Dealloc` word carries exactly (60 bits); larger sizes saturate.
 pub const MAX_ALLOC_SIZE: u64 = PAYLOAD_MASK;
-/// Largest old or new size a `Realloc` word can carry (30 bits: 1 GiB − 1); a reallocation
-/// with a larger size is sent as a `Dealloc` and an `Alloc` ([`Event::realloc`]).
-pub const MAX_REALLOC_SIZE: u64 = ID_MASK;
+/// Largest old or new size a `Realloc` word can carry (29 bits: 512 MiB − 1); a reallocation
+/// with a larger size is two words, `ReallocFrom` and `ReallocTo` ([`Event::realloc`]).
+pub const MAX_REALLOC_SIZE: u64 = REALLOC_MASK;
+/// Largest size a `ReallocFrom`/`ReallocTo` word carries exactly (58 bits: 256 PiB − 1, more
+/// than any address space); larger sizes saturate.
+pub const MAX_WIDE_REALLOC_SIZE: u64 = WIDE_SIZE_MASK;
+
+// A `Realloc` word: both sizes in one word, or (bit 59) one half of a two-word resize.
+const REALLOC_BITS: u32 = 29;
+const REALLOC_MASK: u64 = (1 << REALLOC_BITS) - 1;
+const REALLOC_WIDE_BIT: u64 = 1 << 59;
+const REALLOC_TO_BIT: u64 = 1 << 58;
+const WIDE_SIZE_MASK: u64 = REALLOC_TO_BIT - 1;
 
 /// A method id that fits an event word: `0..=MAX_METHOD_ID`, where 0 means "the root".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -248,6 +260,19 @@ pub enum EventKind {
         /// The block's size before.
         old: u64,
         /// The block's size after.
+        new: u64,
+    },
+    /// The first word of a resize too large for one `Realloc` word: the thread resized a block
+    /// of `old` bytes, to the size the [`ReallocTo`](Self::ReallocTo) after it gives. The
+    /// thread writes the two back to back (only a `Stall` can come between them); a stream
+    /// with gaps (sampling) may hold one without the other.
+    ReallocFrom {
+        /// The block's size before, at most [`MAX_WIDE_REALLOC_SIZE`].
+        old: u64,
+    },
+    /// The second word of such a resize: the block's size after, `new` bytes.
+    ReallocTo {
+        /// The block's size after, at most [`MAX_WIDE_REALLOC_SIZE`].
         new: u64,
     },
 }
@@ -556,9 +581,18 @@ pub const fn decode(word: u64) -> Option<EventKind> {
         TAG_STALL if p != PAYLOAD_MASK => EventKind::Stall { ticks: p },
         TAG_ALLOC => EventKind::Alloc { size: p },
         TAG_DEALLOC => EventKind::Dealloc { size: p },
-        TAG_REALLOC => EventKind::Realloc {
-            old: (p >> ID_BITS) & ID_MASK,
-            new: p & ID_MASK,
+        // One word: bit 58 is above both sizes, so a word with it set is not one we made.
+        TAG_REALLOC if p & (REALLOC_WIDE_BIT | REALLOC_TO_BIT) == 0 => EventKind::Realloc {
+            old: (p >> REALLOC_BITS) & REALLOC_MASK,
+            new: p & REALLOC_MASK,
+        },
+        TAG_REALLOC if p & REALLOC_WIDE_BIT != 0 && p & REALLOC_TO_BIT == 0 => {
+            EventKind::ReallocFrom {
+                old: p & WIDE_SIZE_MASK,
+            }
+        }
+        TAG_REALLOC if p & REALLOC_WIDE_BIT != 0 => EventKind::ReallocTo {
+            new: p & WIDE_SIZE_MASK,
         },
         _ => return None,
     })
@@ -623,6 +657,17 @@ impl EventKind {
                     Ok(e) => Ok(e),
                     Err(_) => unreachable!("both sizes were checked"),
                 }
+            }
+            EventKind::ReallocFrom { old: size } | EventKind::ReallocTo { new: size } => {
+                if size > MAX_WIDE_REALLOC_SIZE {
+                    return Err(EventError {
+                        field: "reallocation size (two words)",
+                        value: size,
+                        max: MAX_WIDE_REALLOC_SIZE,
+                    });
+                }
+                let to = matches!(self, EventKind::ReallocTo { .. });
+                Ok(Event::realloc_half(size, to))
             }
         }
     }
@@ -720,16 +765,40 @@ impl Event {
     }
 
     /// A block was resized from `old` to `new` bytes: one `Realloc` word when both sizes fit
-    /// [`MAX_REALLOC_SIZE`], else `Err` with the two words that say the same in bytes, a
-    /// `Dealloc` of `old` and an `Alloc` of `new` (for the rare block of a gigabyte or more).
+    /// [`MAX_REALLOC_SIZE`], else `Err` with two words to write back to back, a `ReallocFrom`
+    /// of `old` and a `ReallocTo` of `new` (for the rare block of half a gigabyte or more;
+    /// sizes above [`MAX_WIDE_REALLOC_SIZE`], which no block can have, saturate).
+    ///
+    /// Two exact words rather than one with coarser sizes: the analysis adds the growth to
+    /// the bytes allocated, so an inexact size would make `bytes − freed_bytes` drift from
+    /// the heap's growth. Rather than a `Dealloc` and an `Alloc` (which it was): those count a
+    /// free and an allocation, the old block's size twice.
     #[inline(always)]
     pub const fn realloc(old: usize, new: usize) -> Result<Event, [Event; 2]> {
-        if old as u64 <= MAX_REALLOC_SIZE && new as u64 <= MAX_REALLOC_SIZE {
-            Ok(Event(
-                TAG_REALLOC << TAG_SHIFT | (old as u64) << ID_BITS | new as u64,
-            ))
+        let (old, new) = (old as u64, new as u64);
+        if old <= MAX_REALLOC_SIZE && new <= MAX_REALLOC_SIZE {
+            Ok(Event(TAG_REALLOC << TAG_SHIFT | old << REALLOC_BITS | new))
         } else {
-            Err([Event::dealloc(old), Event::alloc(new)])
+            Err([
+                Event::realloc_half(Self::saturate_wide(old), false),
+                Event::realloc_half(Self::saturate_wide(new), true),
+            ])
+        }
+    }
+
+    /// A `ReallocFrom` (`to` false) or `ReallocTo` word of `size <= MAX_WIDE_REALLOC_SIZE`.
+    #[inline(always)]
+    const fn realloc_half(size: u64, to: bool) -> Event {
+        let to = if to { REALLOC_TO_BIT } else { 0 };
+        Event(TAG_REALLOC << TAG_SHIFT | REALLOC_WIDE_BIT | to | size)
+    }
+
+    #[inline(always)]
+    const fn saturate_wide(size: u64) -> u64 {
+        if size > MAX_WIDE_REALLOC_SIZE {
+            MAX_WIDE_REALLOC_SIZE
+        } else {
+            size
         }
     }
 

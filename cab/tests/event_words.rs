@@ -3,7 +3,7 @@
 use cabprof_cab::event::{
     as_timed_return, decode, Event, EventKind, MethodId, CLEAR, EXACT_DURATION, MAGIC,
     MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_DURATION, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD,
-    MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID,
+    MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID, MAX_WIDE_REALLOC_SIZE,
 };
 use proptest::prelude::*;
 
@@ -46,6 +46,8 @@ fn kind() -> impl Strategy<Value = EventKind> {
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Dealloc { size }),
         (0..=MAX_REALLOC_SIZE, 0..=MAX_REALLOC_SIZE)
             .prop_map(|(old, new)| EventKind::Realloc { old, new }),
+        (0..=MAX_WIDE_REALLOC_SIZE).prop_map(|old| EventKind::ReallocFrom { old }),
+        (0..=MAX_WIDE_REALLOC_SIZE).prop_map(|new| EventKind::ReallocTo { new }),
     ]
 }
 
@@ -124,6 +126,9 @@ fn extreme_fields_stay_clear_of_sentinels() {
         Event::alloc(usize::MAX),
         Event::dealloc(0),
         Event::realloc(MAX_REALLOC_SIZE as usize, 0).unwrap(),
+        Event::realloc(usize::MAX, usize::MAX).unwrap_err()[0],
+        Event::realloc(usize::MAX, usize::MAX).unwrap_err()[1],
+        Event::realloc(0, MAX_REALLOC_SIZE as usize + 1).unwrap_err()[0],
     ] {
         assert_ne!(e.word(), CLEAR);
         assert_ne!(e.word(), MAGIC);
@@ -165,10 +170,39 @@ fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
         Event::realloc(32, 64).unwrap().kind(),
         EventKind::Realloc { old: 32, new: 64 }
     );
+    assert_eq!(
+        Event::realloc(MAX_REALLOC_SIZE as usize, 1).unwrap().kind(),
+        EventKind::Realloc {
+            old: MAX_REALLOC_SIZE,
+            new: 1
+        }
+    );
+    // Past one word: two exact words, never a free and an allocation (which counted the old
+    // block twice and the resize not at all).
     let big = MAX_REALLOC_SIZE as usize + 1;
-    let [free, alloc] = Event::realloc(16, big).unwrap_err();
-    assert_eq!(free.kind(), EventKind::Dealloc { size: 16 });
-    assert_eq!(alloc.kind(), EventKind::Alloc { size: big as u64 });
+    let [from, to] = Event::realloc(16, big).unwrap_err();
+    assert_eq!(from.kind(), EventKind::ReallocFrom { old: 16 });
+    assert_eq!(to.kind(), EventKind::ReallocTo { new: big as u64 });
+    const MIB: u64 = 1 << 20;
+    let [from, to] = Event::realloc(900 << 20, 1200 << 20).unwrap_err();
+    assert_eq!(
+        (from.kind(), to.kind()),
+        (
+            EventKind::ReallocFrom { old: 900 * MIB },
+            EventKind::ReallocTo { new: 1200 * MIB }
+        )
+    );
+    // Sizes no block can have saturate rather than corrupt the word.
+    let [from, to] = Event::realloc(usize::MAX, 7).unwrap_err();
+    assert_eq!(
+        (from.kind(), to.kind()),
+        (
+            EventKind::ReallocFrom {
+                old: MAX_WIDE_REALLOC_SIZE
+            },
+            EventKind::ReallocTo { new: 7 }
+        )
+    );
     let err = EventKind::Realloc {
         old: big as u64,
         new: 1,
@@ -177,4 +211,11 @@ fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
     .unwrap_err();
     assert_eq!(err.field, "reallocation size");
     assert_eq!(err.max, MAX_REALLOC_SIZE);
+    let err = EventKind::ReallocTo {
+        new: MAX_WIDE_REALLOC_SIZE + 1,
+    }
+    .encode()
+    .unwrap_err();
+    assert_eq!(err.field, "reallocation size (two words)");
+    assert_eq!(err.max, MAX_WIDE_REALLOC_SIZE);
 }

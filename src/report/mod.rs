@@ -157,12 +157,25 @@ pub(crate) const COMPILED_OUT: &str = "instrumentation compiled out: cabprof's `
      is off, so #[profile] functions record no calls (Report::instrumented() is false)";
 
 /// A finished (or snapshot) profile: the merged analyses and the session's counters.
+///
+/// Built as the runtime's own work and dropped by the program, maybe while a later session
+/// (or, for a snapshot, the same one) counts the program's allocations: its fields are
+/// dropped as the runtime's work too, so that the frees of the report's blocks never count as
+/// the program's (see [`RuntimeDrop`](runtime::RuntimeDrop) for why brackets rather than a
+/// `Drop` impl). A part moved out of it (`let data = report.data`) is the program's from then
+/// on: its frees count as the program's if a session runs when it is dropped.
 #[derive(Debug)]
 pub struct Report {
+    /// Opens the runtime's scope the fields below are dropped in (the first field).
+    #[allow(dead_code, reason = "never read: being dropped first is its use")]
+    drop_start: runtime::RuntimeDropStart,
     /// The runtime's report, with the live analysis objects.
     pub runtime: runtime::Report<AnalysisSet>,
     /// The same, as plain data (what the JSON holds and every rendering reads).
     pub data: ReportData,
+    /// Closes the scope (the last field).
+    #[allow(dead_code, reason = "never read: being dropped last is its use")]
+    drop_end: runtime::RuntimeDropEnd,
 }
 
 impl Report {
@@ -171,7 +184,13 @@ impl Report {
         let _work = runtime::runtime_work();
         runtime.analysis.complete_counts();
         let data = ReportData::from_runtime(&runtime);
-        Report { runtime, data }
+        let (drop_start, drop_end) = runtime::drop_as_runtime_work();
+        Report {
+            drop_start,
+            runtime,
+            data,
+            drop_end,
+        }
     }
 
     /// Whether `#[profile]` instrumented this build: cabprof's `enabled` feature, on by

@@ -110,9 +110,9 @@ pub use session::{merge_options, Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
 pub use stack::{with_room, ROOM};
 pub use tls::{
-    active, activity, activity_of, emit, emit_with, flush_current_thread, in_runtime_work,
-    process_session_requested, runtime_work, session_key, settle_idle, thread_name, Activity,
-    RuntimeWork, PROCESS_VAR,
+    active, activity, activity_of, drop_as_runtime_work, emit, emit_with, flush_current_thread,
+    in_runtime_work, process_session_requested, recording, runtime_work, session_key, settle_idle,
+    thread_name, Activity, RuntimeDrop, RuntimeDropEnd, RuntimeDropStart, RuntimeWork, PROCESS_VAR,
 };
 
 use crate::config::{ConfigError, WORD_BYTES};

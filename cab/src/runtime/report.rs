@@ -1,7 +1,7 @@
 //! What a session hands back: the merged analysis and per-thread counters ([`Report`],
 //! [`ThreadStats`]), and the rule that keeps the per-thread list bounded.
 
-use super::RunMode;
+use super::{RunMode, RuntimeDropEnd, RuntimeDropStart};
 use crate::config::RingConfig;
 use std::time::Duration;
 
@@ -68,8 +68,14 @@ pub(super) fn push_thread(list: &mut Vec<ThreadStats>, t: ThreadStats) {
 }
 
 /// The result of a session (or a snapshot of one).
+///
+/// Made as the runtime's own work and dropped by the program: its fields are dropped as the
+/// runtime's work too, between two brackets (see [`RuntimeDrop`](super::RuntimeDrop)), so an
+/// allocation-tracking allocator never counts the frees of its blocks as the program's.
 #[derive(Clone, Debug)]
 pub struct Report<A> {
+    /// Opens the scope the fields below are dropped in: the first field, dropped first.
+    pub(super) drop_start: RuntimeDropStart,
     /// The merged analysis.
     pub analysis: A,
     /// How events travelled.
@@ -92,13 +98,19 @@ pub struct Report<A> {
     pub in_flight: u64,
     /// Time from start to this report.
     pub elapsed: Duration,
+    /// Closes the scope: the last field, dropped last.
+    pub(super) drop_end: RuntimeDropEnd,
 }
 
 impl<A> Report<A> {
     /// The same report over another analysis (a part of this one).
     pub fn map_analysis<B>(self, f: impl FnOnce(A) -> B) -> Report<B> {
+        // The part kept holds the same blocks: the brackets go with it. `f` runs first, so
+        // that if it panics the brackets are dropped in their order, as fields of `self`.
+        let analysis = f(self.analysis);
         Report {
-            analysis: f(self.analysis),
+            drop_start: self.drop_start,
+            analysis,
             mode: self.mode,
             ring: self.ring,
             rate_used: self.rate_used,
@@ -107,6 +119,7 @@ impl<A> Report<A> {
             analyzer_failures: self.analyzer_failures,
             in_flight: self.in_flight,
             elapsed: self.elapsed,
+            drop_end: self.drop_end,
         }
     }
 

@@ -53,6 +53,45 @@ struct Core<A: RingAnalysis> {
     pid: u32,
 }
 
+/// A handle's reference to the session's state ([`Session`], [`Snapshotter`], [`Finisher`]).
+///
+/// The state is made as the runtime's work, and the program may drop its last handle while
+/// another session counts the program's allocations (a snapshotter kept past `finish`): the
+/// `Arc` is dropped between brackets (see [`RuntimeDrop`](super::RuntimeDrop)), so the state's
+/// blocks, the `Arc`'s own included, are freed as the runtime's work. Armed whoever makes the
+/// handle: it only ever holds the runtime's blocks.
+struct Shared<A: RingAnalysis> {
+    #[allow(dead_code, reason = "never read: being dropped first is its use")]
+    drop_start: tls::RuntimeDropStart,
+    core: Arc<Core<A>>,
+    #[allow(dead_code, reason = "never read: being dropped last is its use")]
+    drop_end: tls::RuntimeDropEnd,
+}
+
+impl<A: RingAnalysis> Shared<A> {
+    fn new(core: Arc<Core<A>>) -> Shared<A> {
+        let (drop_start, drop_end) = tls::runtime_drop_brackets(true);
+        Shared {
+            drop_start,
+            core,
+            drop_end,
+        }
+    }
+
+    /// Another handle on the same state.
+    fn handle(&self) -> Shared<A> {
+        Shared::new(self.core.clone())
+    }
+}
+
+impl<A: RingAnalysis> std::ops::Deref for Shared<A> {
+    type Target = Core<A>;
+
+    fn deref(&self) -> &Core<A> {
+        &self.core
+    }
+}
+
 /// Sequential mode: one thread's inline analysis and its event count.
 struct InlineState<A> {
     analysis: A,
@@ -313,7 +352,7 @@ impl<A: RingAnalysis> Hub for Core<A> {
 
 /// A running session of analysis `A`. See the [module docs](super) for the contract.
 pub struct Session<A: RingAnalysis> {
-    core: Arc<Core<A>>,
+    core: Shared<A>,
 }
 
 impl<A: RingAnalysis> fmt::Debug for Session<A> {
@@ -428,7 +467,9 @@ impl<A: RingAnalysis> Session<A> {
         *global = Some(core.clone() as Arc<dyn Hub>);
         tls::open(key);
         tracing::info!(mode = ?b.mode, buffer = ring.buffer_bytes, chunk = ring.chunk_bytes, "cabprof session started");
-        Ok(Session { core })
+        Ok(Session {
+            core: Shared::new(core),
+        })
     }
 
     /// The mode this session runs in.
@@ -451,7 +492,7 @@ impl<A: RingAnalysis> Session<A> {
     /// A handle that can finish this session from another thread (the Ctrl-C handler).
     pub fn finisher(&self) -> Finisher<A> {
         Finisher {
-            core: self.core.clone(),
+            core: self.core.handle(),
         }
     }
 }
@@ -477,14 +518,14 @@ impl<A: RingAnalysis + Clone> Session<A> {
     /// session; its snapshots return `None` once the session has finished.
     pub fn snapshotter(&self) -> Snapshotter<A> {
         Snapshotter {
-            core: self.core.clone(),
+            core: self.core.handle(),
         }
     }
 }
 
 /// Takes snapshots of a session from any thread. See [`Session::snapshotter`].
 pub struct Snapshotter<A: RingAnalysis> {
-    core: Arc<Core<A>>,
+    core: Shared<A>,
 }
 
 impl<A: RingAnalysis> fmt::Debug for Snapshotter<A> {
@@ -578,7 +619,7 @@ impl<A: RingAnalysis> Drop for Session<A> {
 
 /// Finishes a session from elsewhere (a signal handler thread). Finishing twice yields `None`.
 pub struct Finisher<A: RingAnalysis> {
-    core: Arc<Core<A>>,
+    core: Shared<A>,
 }
 
 impl<A: RingAnalysis> fmt::Debug for Finisher<A> {
@@ -603,8 +644,11 @@ impl<A: RingAnalysis> Core<A> {
     /// `finish` in a forked child: the analyzers and the results live in the parent, and
     /// locks may have been held by threads that do not exist here, so take none.
     fn finish_forked(&self) -> Report<A> {
+        let analysis = (self.factory)();
+        let (drop_start, drop_end) = tls::drop_as_runtime_work();
         let mut r = Report {
-            analysis: (self.factory)(),
+            drop_start,
+            analysis,
             mode: self.mode,
             ring: self.ring,
             rate_used: 1.0,
@@ -618,6 +662,7 @@ impl<A: RingAnalysis> Core<A> {
             )],
             in_flight: 0,
             elapsed: self.started.elapsed(),
+            drop_end,
         };
         r.finish_totals();
         r
@@ -635,16 +680,20 @@ impl<A: RingAnalysis> Core<A> {
                 RunMode::Sampling { rate, .. } => rate,
                 _ => 1.0,
             });
+        let analyzer_failures = self.failures.lock().clone();
+        let (drop_start, drop_end) = tls::drop_as_runtime_work();
         let mut r = Report {
+            drop_start,
             analysis,
             mode: self.mode,
             ring: self.ring,
             rate_used,
             threads,
             totals: ThreadStats::default(),
-            analyzer_failures: self.failures.lock().clone(),
+            analyzer_failures,
             in_flight: 0,
             elapsed: self.started.elapsed(),
+            drop_end,
         };
         r.finish_totals();
         r
