@@ -117,6 +117,8 @@ fn not_started(e: &str) {
 
 /// Start the process-wide session if it is not running.
 fn start(write_at_exit: bool) -> Result<(), SessionError> {
+    // Reading the settings, calibrating and spawning analyzers allocate: the runtime's own.
+    let _work = cabprof_cab::runtime::runtime_work();
     let mut slot = process();
     if let Some(p) = slot.as_mut() {
         p.write_at_exit |= write_at_exit;
@@ -155,6 +157,7 @@ extern "C" fn write_report_at_exit() {
     if std::process::id() != SESSION_PID.load(Ordering::Relaxed) {
         return;
     }
+    let _work = cabprof_cab::runtime::runtime_work();
     let _ = std::panic::catch_unwind(|| {
         let Some(p) = process().take_if(|p| p.write_at_exit) else {
             return;
