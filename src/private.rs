@@ -157,13 +157,6 @@ fn decided_key() -> u64 {
     }
 }
 
-/// Exit of `callee`, whose caller was `caller`.
-#[inline(always)]
-fn ret(callee: u32, caller: u32) {
-    pop(caller);
-    emit(Event::ret(method(callee)));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Timing
 
@@ -448,13 +441,15 @@ impl Drop for FrameGuard {
 /// contained, as [`enter_recorded`]: no landing pad in the caller.
 #[inline(never)]
 extern "C" fn leave<const IN_CALLER: bool>(callee: u32, caller: u32, start: u64) {
-    contained(|| leave_inner(callee, caller, start), ());
+    contained(|| leave_inner(callee, caller, start, emit), ());
 }
 
+/// The exit, its words going to `emit`.
 #[inline(always)]
-fn leave_inner(callee: u32, caller: u32, start: u64) {
+fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Event)) {
     if start == UNTIMED {
-        ret(callee, caller);
+        pop(caller);
+        emit(Event::ret(method(callee)));
     } else {
         // An exit reading below the entry one (reordered reads, or counters that disagree
         // across cores) counts as 0, not as a wrapped 2^64 − 1.
@@ -462,6 +457,41 @@ fn leave_inner(callee: u32, caller: u32, start: u64) {
         pop(caller);
         emit(Event::timed_return(method(callee), ticks));
     }
+}
+
+/// The calibration probe's frame: an instrumented function's, recording into the private
+/// session of `key` (whatever session runs, or none) through the same out-of-line entry and
+/// exit code.
+pub(crate) struct KeyedFrame {
+    entry: Entry,
+    key: u64,
+}
+
+/// Enter `site`'s function for the private session of `key`.
+#[inline(always)]
+pub(crate) fn enter_keyed(site: &'static Site, key: u64) -> KeyedFrame {
+    KeyedFrame {
+        entry: enter_recorded::<true>(site, key),
+        key,
+    }
+}
+
+impl Drop for KeyedFrame {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let e = self.entry;
+        if e.callee() != 0 {
+            leave_keyed(e.callee(), e.caller(), e.start, self.key);
+        }
+    }
+}
+
+#[inline(never)]
+extern "C" fn leave_keyed(callee: u32, caller: u32, start: u64, key: u64) {
+    contained(
+        || leave_inner(callee, caller, start, |e| emit_with(key, e)),
+        (),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -580,7 +610,7 @@ extern "C" fn exit_paths<const CALLS: bool>(guard: &PathGuard<CALLS>) {
         (),
     );
     if CALLS {
-        contained(|| leave_inner(method_id, caller, guard.start), ());
+        contained(|| leave_inner(method_id, caller, guard.start, emit), ());
     }
 }
 

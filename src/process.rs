@@ -550,7 +550,7 @@ struct Split {
 impl Clone for Split {
     /// A snapshot's copy: the live tests' analyses only.
     fn clone(&self) -> Split {
-        let live = live_tests();
+        let live = live_tests().clone();
         Split {
             plan: self.plan.clone(),
             all: self.all.clone(),
@@ -674,7 +674,12 @@ pub fn test_profile() -> TestProfile {
         panic!("cabprof::test_profile: the process-wide session did not start: {e}");
     }
     let id = NEXT_TEST.fetch_add(1, Ordering::Relaxed) & ID_MASK as u32;
-    live_tests().push(id);
+    {
+        // Growing the list is the runtime's work: an allocation event emitted while the lock
+        // is held could wait for an analyzer that waits for the lock.
+        let _work = cabprof_cab::runtime::runtime_work();
+        live_tests().push(id);
+    }
     mark(true, id);
     TestProfile {
         id,

@@ -51,6 +51,9 @@ struct Core<A: RingAnalysis> {
     /// The process that started the session; any other is a child forked since, in which
     /// profiling is off (see `after_fork_in_child`).
     pid: u32,
+    /// Published as the running session (`emit` delivers to it); a private session receives
+    /// only what is emitted with its key ([`Session::start_private`]).
+    published: bool,
 }
 
 /// A handle's reference to the session's state ([`Session`], [`Snapshotter`], [`Finisher`]).
@@ -379,13 +382,31 @@ impl<A: RingAnalysis> Session<A> {
     where
         F: Fn() -> A + Send + Sync + 'static,
     {
-        Self::start_with(config, Arc::new(factory), None)
+        Self::start_with(config, Arc::new(factory), None, true)
+    }
+
+    /// Start a session that is not published as the running one: instrumented code keeps
+    /// seeing what it saw (no session, or the process's first event undecided), and only
+    /// events emitted with [`key`](Self::key) (`emit_with`) reach it. cabprof's calibration
+    /// runs its probe in one, so that no other thread's events go to it. Like any session it
+    /// holds the one-session slot until it finishes.
+    pub fn start_private<F>(config: RuntimeConfig, factory: F) -> Result<Session<A>, SessionError>
+    where
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        Self::start_with(config, Arc::new(factory), None, false)
+    }
+
+    /// The key events for this session are emitted with (`emit_with`).
+    pub fn key(&self) -> u64 {
+        self.core.key
     }
 
     fn start_with(
         b: RuntimeConfig,
         factory: Arc<dyn Fn() -> A + Send + Sync>,
         clone_fn: Option<fn(&A) -> A>,
+        published: bool,
     ) -> Result<Session<A>, SessionError> {
         let _work = tls::runtime_work();
         b.validate()?;
@@ -463,9 +484,12 @@ impl<A: RingAnalysis> Session<A> {
             budget,
             ringless: Arc::new(Ringless::default()),
             pid: std::process::id(),
+            published,
         });
         *global = Some(core.clone() as Arc<dyn Hub>);
-        tls::open(key);
+        if published {
+            tls::open(key);
+        }
         tracing::info!(mode = ?b.mode, buffer = ring.buffer_bytes, chunk = ring.chunk_bytes, "cabprof session started");
         Ok(Session {
             core: Shared::new(core),
@@ -503,7 +527,7 @@ impl<A: RingAnalysis + Clone> Session<A> {
     where
         F: Fn() -> A + Send + Sync + 'static,
     {
-        Self::start_with(config, Arc::new(factory), Some(A::clone))
+        Self::start_with(config, Arc::new(factory), Some(A::clone), true)
     }
 
     /// Results so far, without stopping. Every event published or visible in a ring at the
@@ -744,7 +768,9 @@ impl<A: RingAnalysis> Core<A> {
         {
             let mut global = HUB.lock();
             if global.as_ref().is_some_and(|h| h.key() == self.key) {
-                tls::close();
+                if self.published {
+                    tls::close();
+                }
                 *global = None;
             }
         }

@@ -28,8 +28,9 @@ use cabprof_cab::event;
 use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
 use std::hint::black_box;
 
-/// Calls per batch: a round is three batches of two words per instrumented call, far below a
-/// ring's capacity, so no batch waits for the analyzer.
+/// Calls per batch: a round is three batches of two words per instrumented call (the rounds
+/// together may exceed a small ring's capacity; a batch that waited for the analyzer is an
+/// outlier the medians leave out).
 const BATCH: u64 = 200;
 /// Rounds after the warm-up round.
 const ROUNDS: usize = 15;
@@ -77,12 +78,17 @@ fn body(x: u64) -> u64 {
     a ^ b ^ c ^ d
 }
 
+/// The calibration session's key: the probe records into it, and only the probe does.
+static PROBE_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// An instrumented function, shaped as `#[profile]` makes it (the guard a temporary of the
-/// tail, dropped last).
+/// tail, dropped last), recording into the private calibration session: the same entry and
+/// exit code, with the session's key given rather than read from the running session.
 #[inline(never)]
 #[allow(clippy::match_single_binding)]
 fn probe(x: u64) -> u64 {
-    match crate::__private::enter(&PROBE_SITE) {
+    let key = PROBE_KEY.load(std::sync::atomic::Ordering::Relaxed);
+    match crate::__private::enter_keyed(&PROBE_SITE, key) {
         ref mut _frame => body(black_box(x)),
     }
 }
@@ -168,15 +174,20 @@ pub(crate) fn measure(config: &RuntimeConfig, period: u32) -> Result<Overhead, S
 
 fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
     let probe_id = PROBE_SITE.id();
-    let session = Session::start(config.clone(), move || ProbeTicks {
+    // Private: no other thread's events reach it, and instrumented code elsewhere keeps
+    // seeing no session (or an undecided one, waiting for the process-wide session).
+    let session = Session::start_private(config.clone(), move || ProbeTicks {
         probe: probe_id,
         ticks: Vec::new(),
     })
     .map_err(|e| e.to_string())?;
+    PROBE_KEY.store(session.key(), std::sync::atomic::Ordering::Relaxed);
     let before = crate::__private::time_period();
-    // Timed batches time every call. Untimed ones, for sampled timing, count down towards a
-    // timed call that never comes; else they do not time at all.
-    let untimed_period = if period > 1 { u32::MAX / 2 } else { 0 };
+    // Timed batches time every call, untimed ones none. (With sampled timing an untimed call
+    // also counts down, about a nanosecond more; a countdown here would change the global
+    // period that other threads' countdowns read.)
+    let _ = period;
+    let untimed_period = 0;
     let (mut timed, mut untimed, mut plains, mut clocks) = (vec![], vec![], vec![], vec![]);
     for round in 0..=ROUNDS {
         let mut one = [0.0; 3];

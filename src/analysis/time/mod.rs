@@ -59,12 +59,16 @@ pub(crate) type TimingState = (u32, Option<Timing>);
 /// if it times, measure what a timed call costs, and take the clock calibration's first
 /// reading. Returns what it replaced.
 pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> TimingState {
+    if cabprof_cab::runtime::activity() == cabprof_cab::runtime::Activity::Recording {
+        // A session runs: this one will not start, and the running one's settings stay.
+        return (crate::__private::time_period(), timing().clone());
+    }
     let on = plan.kinds.contains(&crate::Analysis::Time);
     let period = if on { plan.time_sample } else { 0 };
     // Measured before taking the lock: the calibration runs a session of its own.
     let overhead = on.then(|| calibration::measure(config, period));
     let mut slot = timing();
-    let old = slot.clone();
+    let old = slot.take();
     if let Some(overhead) = overhead {
         *slot = Some(Timing {
             start: Calibration::start(),
@@ -90,6 +94,7 @@ pub(crate) fn restore_timing((period, old): TimingState) {
 /// The timed session has finished (no session runs): measure a timed call's cost again, to
 /// state the drift in its report.
 pub(crate) fn finish_timing() {
+    cabprof_cab::event::set_stall_words(false);
     let Some((config, period)) = timing()
         .as_ref()
         .filter(|t| t.at_finish.is_none())
@@ -207,7 +212,7 @@ impl AnalysisDescriptor for Descriptor {
                 callee: b.get(),
                 calls: e.calls,
                 timed: e.timed,
-                inclusive_ns: ns(e.estimate()),
+                inclusive_ns: ns(e.estimate()).max(0.0),
                 raw_inclusive_ns: Some(ns(e.raw_estimate())),
             })
             .collect();
@@ -233,7 +238,7 @@ impl AnalysisDescriptor for Descriptor {
                 method: c.method.get(),
                 calls: c.time.calls,
                 timed: c.time.timed,
-                inclusive_ns: ns(c.time.estimate()),
+                inclusive_ns: ns(c.time.estimate()).max(0.0),
                 exclusive_ns: ns(c.exclusive),
                 raw_inclusive_ns: Some(ns(c.time.raw_estimate())),
                 raw_exclusive_ns: Some(ns(c.raw_exclusive)),
