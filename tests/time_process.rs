@@ -49,8 +49,7 @@ fn threads_starting_during_the_calibration_are_counted() {
             .status()
             .unwrap();
         assert!(status.success());
-        let data =
-            cabprof::ReportData::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let data = cabprof::ReportData::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
         assert_eq!(data.calls("work"), 8001, "round {round}");
         assert_eq!(data.totals.dropped, 0);
     }
