@@ -379,10 +379,24 @@ pub fn context_stack<N: ContextNode>(nodes: &[N], parents: &[Option<usize>], i: 
 
 /// Whether every id is unique and not 0 and every parent is the root or an earlier node: so
 /// walking parents always ends at the root.
-fn well_linked<N: ContextNode>(nodes: &[N]) -> bool {
+/// The first context of `nodes` that breaks the list's rules (ids unique and not 0, each
+/// parent 0 or listed before it): its index and what is wrong.
+fn first_bad_link<N: ContextNode>(nodes: &[N]) -> Option<(usize, ContextFault)> {
     let mut ids = std::collections::HashSet::with_capacity(nodes.len());
-    nodes.iter().all(|c| {
-        c.id() != 0 && (c.parent() == 0 || ids.contains(&c.parent())) && ids.insert(c.id())
+    nodes.iter().enumerate().find_map(|(i, c)| {
+        let fault = if c.id() == 0 {
+            ContextFault::RootId
+        } else if c.parent() != 0 && !ids.contains(&c.parent()) {
+            ContextFault::ParentNotBefore {
+                id: c.id(),
+                parent: c.parent(),
+            }
+        } else if !ids.insert(c.id()) {
+            ContextFault::DuplicateId { id: c.id() }
+        } else {
+            return None;
+        };
+        Some((i, fault))
     })
 }
 
@@ -977,15 +991,64 @@ pub enum NotAReport {
     NoSchema,
     /// A cabprof report whose fields are missing or of the wrong type.
     BadFields,
+    /// A list of calling contexts that does not form a tree: `field` (such as
+    /// `call_tree.contexts`), the entry at `index`.
+    BadContext {
+        /// The list.
+        field: &'static str,
+        /// The entry's index in it.
+        index: usize,
+        /// What is wrong with it.
+        fault: ContextFault,
+    },
+}
+
+/// Why a calling-context entry does not fit its tree ([`NotAReport::BadContext`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ContextFault {
+    /// Its id is 0, the root's.
+    RootId,
+    /// Its parent is not 0 and not an entry listed before it (a cycle, a parent listed after
+    /// it, or one missing).
+    ParentNotBefore {
+        /// The entry's id.
+        id: u32,
+        /// Its parent's id.
+        parent: u32,
+    },
+    /// Its id is an earlier entry's.
+    DuplicateId {
+        /// The id.
+        id: u32,
+    },
 }
 
 impl fmt::Display for NotAReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            NotAReport::NotJson => "the text is not valid JSON",
-            NotAReport::NoSchema => "the JSON is not an object with a `schema` string",
-            NotAReport::BadFields => "a field is missing or has the wrong type",
-        })
+        match self {
+            NotAReport::NotJson => f.write_str("the text is not valid JSON"),
+            NotAReport::NoSchema => f.write_str("the JSON is not an object with a `schema` string"),
+            NotAReport::BadFields => f.write_str("a field is missing or has the wrong type"),
+            NotAReport::BadContext {
+                field,
+                index,
+                fault,
+            } => {
+                write!(f, "{field}[{index}]: ")?;
+                match fault {
+                    ContextFault::RootId => f.write_str("id 0 is the root's"),
+                    ContextFault::ParentNotBefore { id, parent } => write!(
+                        f,
+                        "context {id}'s parent {parent} is not a context listed before it (a \
+                         cycle, or a parent listed later or missing)"
+                    ),
+                    ContextFault::DuplicateId { id } => {
+                        write!(f, "context id {id} is listed twice")
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -1091,17 +1154,30 @@ impl ReportData {
 
     /// A report read from a file: its contexts well linked, its methods sorted by id.
     fn checked(mut data: ReportData) -> Result<ReportData, ReportError> {
-        let linked = data
-            .call_tree
-            .as_ref()
-            .is_none_or(|ct| well_linked(&ct.contexts))
-            && data.time.as_ref().is_none_or(|t| well_linked(&t.contexts))
-            && data
-                .allocations
-                .as_ref()
-                .is_none_or(|a| well_linked(&a.contexts));
-        if !linked {
-            return Err(ReportError::NotAReport(NotAReport::BadFields));
+        let faults = [
+            (
+                "call_tree.contexts",
+                data.call_tree
+                    .as_ref()
+                    .and_then(|ct| first_bad_link(&ct.contexts)),
+            ),
+            (
+                "time.contexts",
+                data.time.as_ref().and_then(|t| first_bad_link(&t.contexts)),
+            ),
+            (
+                "allocations.contexts",
+                data.allocations
+                    .as_ref()
+                    .and_then(|a| first_bad_link(&a.contexts)),
+            ),
+        ];
+        if let Some((field, Some((index, fault)))) = faults.into_iter().find(|f| f.1.is_some()) {
+            return Err(ReportError::NotAReport(NotAReport::BadContext {
+                field,
+                index,
+                fault,
+            }));
         }
         data.methods.sort_by_key(|m| m.id);
         Ok(data)

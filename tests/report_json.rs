@@ -60,3 +60,50 @@ fn a_report_written_before_still_reads() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_context_list_that_is_no_tree_is_named_with_its_entry() {
+    use cabprof::report::{CallTreeData, ContextEntry, ContextFault, NotAReport};
+    let node = |id, parent| ContextEntry {
+        id,
+        parent,
+        method: 1,
+        count: 1,
+        estimated: None,
+    };
+    for (contexts, field_index, fault) in [
+        // A cycle: 1's parent is 2, listed after it.
+        (
+            vec![node(1, 2), node(2, 1)],
+            0,
+            ContextFault::ParentNotBefore { id: 1, parent: 2 },
+        ),
+        (
+            vec![node(1, 0), node(1, 0)],
+            1,
+            ContextFault::DuplicateId { id: 1 },
+        ),
+        (vec![node(0, 0)], 0, ContextFault::RootId),
+    ] {
+        let data = ReportData {
+            call_tree: Some(CallTreeData {
+                approximate: false,
+                patterns: Vec::new(),
+                contexts,
+                overlong: None,
+            }),
+            schema: cabprof::report::SCHEMA.to_owned(),
+            ..ReportData::default()
+        };
+        let e = ReportData::from_json(&data.json()).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ReportError::NotAReport(NotAReport::BadContext { field: "call_tree.contexts", index, fault: f })
+                    if *index == field_index && *f == fault
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("call_tree.contexts["), "{e}");
+    }
+}

@@ -138,10 +138,10 @@ mod text;
 pub use crate::model::{context_depths, context_stack, parent_indices, ContextNode};
 pub use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
-    ContextEntry, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame, FunctionAllocEntry,
-    LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
-    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, ELIDED_FRAME,
-    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
+    ContextEntry, ContextFault, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame,
+    FunctionAllocEntry, LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames,
+    NotAReport, PathEntry, PatternEntry, ReportData, ReportError, ReuseData, SessionInfo,
+    ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
 };
 pub use crate::model::{
     CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData,
