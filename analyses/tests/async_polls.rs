@@ -223,3 +223,49 @@ fn a_future_first_polled_inside_a_moved_future_is_placed_in_any_merge_order() {
         }
     }
 }
+
+/// An `async fn` main loop (`handle`, task 7) that calls `compute` many times per poll over
+/// many polls: its pieces stop at MAX_CALLEES calls in all, and the invocation is counted as
+/// overlong when it completes, whichever polls made it long.
+#[test]
+fn an_async_loop_with_too_many_calls_is_counted_not_kept() {
+    use cabprof_analyses::call_tree::MAX_CALLEES;
+    let (root, h, c) = (MethodId::ROOT, m(H), m(C));
+    let per_poll = MAX_CALLEES / 4 + 1;
+    let mut p = CallTreeProfile::new();
+    p.consume(&words(&[Event::call(root, h)]));
+    for poll in 0..8u32 {
+        p.consume(&words(&[Event::poll(h, 7, poll == 0)]));
+        for _ in 0..per_poll {
+            p.consume(&words(&[Event::call(h, c), Event::ret(c)]));
+        }
+        let last = poll == 7;
+        if last {
+            p.consume(&words(&[Event::ret(h)]));
+        }
+        p.consume(&words(&[Event::poll_end(7, poll, last)]));
+        // Bounded while it runs: at most MAX_CALLEES ids held for it.
+        let held = format!("{:?}", p.clone()).len();
+        assert!(
+            held < 20 * MAX_CALLEES,
+            "poll {poll}: {held} bytes of debug output"
+        );
+    }
+    assert_eq!(p.overlong(), 1);
+    assert!(
+        p.sorted().iter().all(|(f, _, _)| *f != h),
+        "handle is not a pattern"
+    );
+    // A short async invocation is still recorded whole.
+    let mut q = CallTreeProfile::new();
+    q.consume(&words(&[
+        Event::call(root, h),
+        Event::poll(h, 8, true),
+        Event::call(h, c),
+        Event::ret(c),
+        Event::ret(h),
+        Event::poll_end(8, 0, true),
+    ]));
+    assert_eq!(q.overlong(), 0);
+    assert!(q.sorted().contains(&(h, vec![c], 1)));
+}

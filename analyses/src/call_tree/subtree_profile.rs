@@ -59,8 +59,9 @@ struct OpenCalls {
     /// The polls in progress, innermost last: each future's key and the frames it parked.
     polls: Vec<(TaskKey, OpenCalls)>,
     /// In a poll: the callees of the future's own frame in this poll, once its `Return` closed
-    /// it.
+    /// it, and whether that frame was overlong.
     ended: Option<Vec<MethodId>>,
+    ended_overlong: bool,
     /// In a poll: a resynchronisation touched it, so its piece of the callee list may be wrong.
     damaged: bool,
 }
@@ -81,6 +82,22 @@ struct TaskCalls {
     polls: u32,
     /// How many polls it had in all, once its last poll was seen.
     total: Option<u32>,
+    /// It made more than [`MAX_CALLEES`] calls over its polls: its pieces are dropped and it
+    /// will be counted as overlong, not recorded.
+    overlong: bool,
+}
+
+impl TaskCalls {
+    /// Add `piece` (poll number `poll`), or give up on the list once it is overlong.
+    fn add_piece(&mut self, poll: u32, piece: Vec<MethodId>, overlong: bool) {
+        let held: usize = self.pieces.iter().map(|p| p.1.len()).sum();
+        if overlong || self.overlong || held + piece.len() > MAX_CALLEES {
+            self.overlong = true;
+            self.pieces = Vec::new();
+        } else if !piece.is_empty() {
+            self.pieces.push((poll, piece));
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,11 +119,11 @@ struct Frame {
 }
 
 /// `callee` joins `parent`'s callee list (the back of `callees`), unless the list holds
-/// [`MAX_CALLEES`] already: then the invocation is overlong and not recorded. A future's frame
-/// keeps its whole list (its pieces are assembled across polls).
+/// [`MAX_CALLEES`] already: then the invocation is overlong and not recorded (a future's too:
+/// its pieces across polls are bounded the same way, [`TaskCalls::add_piece`]).
 #[inline(always)]
 fn add_callee(parent: &mut Frame, callees: &mut Vec<MethodId>, callee: MethodId) {
-    if callees.len() - parent.start < MAX_CALLEES || parent.task {
+    if callees.len() - parent.start < MAX_CALLEES {
         parent.hash = step(parent.hash, callee);
         callees.push(callee);
     } else if !parent.overlong {
@@ -351,16 +368,21 @@ impl CallTreeProfile {
         match open.frames.last() {
             Some(&f) if f.method == callee => {
                 open.frames.pop();
-                if f.overlong {
+                if f.task {
+                    // The future's frame: its piece for this poll, recorded at the poll's end.
+                    open.ended = Some(if f.overlong {
+                        Vec::new()
+                    } else {
+                        open.callees[f.start..].to_vec()
+                    });
+                    open.ended_overlong = f.overlong;
+                } else if f.overlong {
                     self.overlong += 1;
                 } else if f.complete && f.start == open.callees.len() {
                     self.leaves.record(callee);
                 } else if f.complete {
                     let callees = &self.threads.current.callees[f.start..];
                     add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
-                } else if f.task {
-                    let open = &mut self.threads.current;
-                    open.ended = Some(open.callees[f.start..].to_vec());
                 }
                 self.threads.current.callees.truncate(f.start);
             }
@@ -443,22 +465,29 @@ impl CallTreeProfile {
         };
         let polls = std::mem::take(&mut open.polls);
         let this = std::mem::replace(open, OpenCalls { polls, ..parked });
-        let (piece, intact) = match (this.ended, this.frames.first()) {
-            (Some(callees), _) => (callees, !this.damaged && this.frames.is_empty()),
-            (None, Some(f)) if f.task => (
-                this.callees[f.start..].to_vec(),
-                !this.damaged && this.frames.len() == 1,
+        let (piece, intact, overlong) = match (this.ended, this.frames.first()) {
+            (Some(callees), _) => (
+                callees,
+                !this.damaged && this.frames.is_empty(),
+                this.ended_overlong,
             ),
-            _ => (Vec::new(), false),
+            (None, Some(f)) if f.task => (
+                if f.overlong {
+                    Vec::new()
+                } else {
+                    this.callees[f.start..].to_vec()
+                },
+                !this.damaged && this.frames.len() == 1,
+                f.overlong,
+            ),
+            _ => (Vec::new(), false, false),
         };
         if key.1 != task {
             self.approximate = true;
         }
         let t = self.tasks.entry(key).or_default();
         t.complete &= intact && key.1 == task;
-        if !piece.is_empty() {
-            t.pieces.push((poll, piece));
-        }
+        t.add_piece(poll, piece, overlong);
         t.polls += 1;
         if done {
             t.total = Some(poll.saturating_add(1));
@@ -477,6 +506,10 @@ impl CallTreeProfile {
         let Some(mut t) = self.tasks.remove(&key) else {
             return;
         };
+        if t.overlong {
+            self.overlong += 1;
+            return;
+        }
         if !t.complete {
             return;
         }
@@ -558,7 +591,12 @@ impl EventAnalysis for CallTreeProfile {
             });
             t.first_seen |= o.first_seen;
             t.complete &= o.complete;
-            t.pieces.extend(o.pieces);
+            for (poll, piece) in o.pieces {
+                t.add_piece(poll, piece, false);
+            }
+            if o.overlong {
+                t.add_piece(0, Vec::new(), true);
+            }
             t.polls += o.polls;
             t.total = t.total.or(o.total);
             self.finish_task(key);
