@@ -51,8 +51,9 @@ fn compensated_times_are_the_plain_programs_and_raw_ones_are_not() {
         "the whole run, compensated, within 35 % of plain and at least twice as close as raw: \
          {whole:?}"
     );
-    // `tiny` (one multiply) costs less than its raw figure says.
+    // `tiny` (one multiply) never costs more than its raw figure says (equal when the
+    // calibration found no part of the probe inside the call's own interval).
     for (raw, comp) in tiny {
-        assert!(raw > comp, "raw {raw} > compensated {comp}");
+        assert!(raw >= comp, "raw {raw} >= compensated {comp}");
     }
 }
