@@ -18,7 +18,7 @@
 //! 3. One registration line in `register!` below: its doc line and
 //!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
 //!    the compiler checks that `StateType` is the descriptor's `State`).
-//! 4. Its results in the report's typed schema (`src/model.rs`): a
+//! 4. Its results in the report's typed schema (`src/model/mod.rs`): a
 //!    `pub <file_name>: Option<..>` field of `ReportData` and the entry types it holds (an
 //!    `Option`, so report files written before it existed still read back). This is the one
 //!    touch point outside this folder: the JSON schema stays a plain, typed struct. The

@@ -110,7 +110,7 @@
 //!
 //! # Layout
 //!
-//! - `src/model.rs` (the crate's `model` module, re-exported here): the types above,
+//! - `src/model/` (the crate's `model` module, re-exported here): the types above,
 //!   [`ReportData::from_json`] and the queries renderers share; it uses no other module of
 //!   the crate, so the analyses' descriptors (`src/analysis/`) build on it without importing
 //!   `report`.
