@@ -113,37 +113,13 @@ mod x86 {
         t.elapsed().as_nanos() as f64 / CALLS as f64
     }
 
-    /// `CLOCK_COST_ROUNDS`: the rounds to run, [`ROUNDS_DEFAULT`] when unset.
-    fn rounds() -> Result<usize, cabprof_cab::ConfigError> {
-        let bad = |value: &std::ffi::OsStr| {
-            cabprof_cab::ConfigError::new(
-                "CLOCK_COST_ROUNDS",
-                format!("{value:?}"),
-                format!(
-                    "a whole number of rounds from {ROUNDS_MIN} to {ROUNDS_MAX} (unset: \
-                     {ROUNDS_DEFAULT})"
-                ),
-            )
-        };
-        match std::env::var_os("CLOCK_COST_ROUNDS") {
-            None => Ok(ROUNDS_DEFAULT),
-            Some(raw) => {
-                let n = raw
-                    .to_str()
-                    .and_then(|text| text.trim().parse::<usize>().ok());
-                match n {
-                    Some(n) if (ROUNDS_MIN..=ROUNDS_MAX).contains(&n) => Ok(n),
-                    _ => Err(bad(&raw)),
-                }
-            }
-        }
-    }
-
     pub(crate) fn run() {
-        let rounds = rounds().unwrap_or_else(|e| {
-            eprintln!("clock_cost: {e}");
-            std::process::exit(2);
-        });
+        let rounds = cabprof_checks::bench::rounds(
+            "CLOCK_COST_ROUNDS",
+            ROUNDS_MIN,
+            ROUNDS_MAX,
+            ROUNDS_DEFAULT,
+        );
         let mut variants: Vec<Variant> = vec![
             ("plain", plain::<0>),
             ("one rdtsc", one_rdtsc),
