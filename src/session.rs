@@ -278,11 +278,7 @@ impl SessionBuilder {
 fn snapshot_report(runtime: runtime::Report<AnalysisSet>) -> Report {
     let started = cabprof_cab::clock::now();
     let report = Report::new(runtime);
-    if cabprof_cab::event::stall_words() {
-        cabprof_cab::runtime::emit(cabprof_cab::event::Event::stall(
-            cabprof_cab::clock::now().saturating_sub(started),
-        ));
-    }
+    cabprof_cab::runtime::stalled_since(started);
     report
 }
 

@@ -197,11 +197,7 @@ fn register(site: &'static Site) -> u32 {
     let started = crate::clock::now();
     let id = register_locked(site);
     // Registering is cabprof's time: a `Stall` takes it out of the frames open around it.
-    if crate::event::stall_words() {
-        crate::runtime::emit(crate::event::Event::stall(
-            crate::clock::now().saturating_sub(started),
-        ));
-    }
+    crate::runtime::stalled_since(started);
     id
 }
 

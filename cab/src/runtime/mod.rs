@@ -112,7 +112,8 @@ pub use stack::{with_room, ROOM};
 pub use tls::{
     active, activity, activity_of, drop_as_runtime_work, emit, emit_with, flush_current_thread,
     in_runtime_work, process_session_requested, recording, runtime_work, session_key, settle_idle,
-    thread_name, Activity, RuntimeDrop, RuntimeDropEnd, RuntimeDropStart, RuntimeWork, PROCESS_VAR,
+    stalled_since, thread_name, Activity, RuntimeDrop, RuntimeDropEnd, RuntimeDropStart,
+    RuntimeWork, PROCESS_VAR,
 };
 
 use crate::config::{ConfigError, WORD_BYTES};

@@ -570,11 +570,7 @@ impl<A: RingAnalysis + Clone> Core<A> {
         let started = crate::clock::now();
         let report = self.snapshot_inner();
         // The snapshot is cabprof's time: a `Stall` takes it out of the caller's open frames.
-        if crate::event::stall_words() {
-            tls::emit(crate::event::Event::stall(
-                crate::clock::now().saturating_sub(started),
-            ));
-        }
+        tls::stalled_since(started);
         report
     }
 

@@ -39,6 +39,14 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 pub(super) static HUB: Mutex<Option<Arc<dyn Hub>>> = Mutex::new(None);
 static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Time the calling thread spent inside cabprof since the clock read `started` (registering a
+/// name, taking a snapshot): told to the time analysis in a `Stall` word, if a session times.
+pub fn stalled_since(started: u64) {
+    if crate::event::stall_words() {
+        emit(Event::stall(crate::clock::now().saturating_sub(started)));
+    }
+}
+
 thread_local! {
     /// An unnamed thread's number in reports (0: none given yet).
     static UNNAMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
