@@ -322,6 +322,14 @@ fn time_sample_out_of_range_names_the_field() {
         .from_vars(|k| (k == "CABPROF_TIME_SAMPLE").then(|| "x".to_string()))
         .unwrap_err();
     assert!(e.to_string().contains("CABPROF_TIME_SAMPLE"), "{e}");
+    // `CABPROF_TIME_RAW` takes 0 or 1 and says so.
+    let e = Session::builder()
+        .from_vars(|k| (k == "CABPROF_TIME_RAW").then(|| "maybe".to_string()))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("CABPROF_TIME_RAW") && e.to_string().contains("0 or 1"),
+        "{e}"
+    );
     // Parsed, but out of range: still the variable's name.
     let e = Session::builder()
         .analyses(&[Analysis::Time])
