@@ -3,19 +3,23 @@
 //! It generates arithmetic expressions (fixed seed), tokenizes, parses (recursive descent) and
 //! evaluates them, then bins the results into a histogram. `#[profile]` marks the parser,
 //! `#[profile(paths)]` the tokenizer and evaluator (Ball-Larus paths), `#[profile(memory)]` the
-//! histogram and a table scan (cache simulation). The program prints method counts, the call
-//! graph, the call tree, the hottest paths decoded to source lines and the cache simulation,
-//! and writes `target/cabprof/hot_functions.json`, `.folded` and, with the `flamegraph` feature
+//! histogram and a table scan (cache simulation), and `cabprof::alloc::Tracked` counts the
+//! allocations. The program prints method counts, the call graph, the call tree, the hottest
+//! paths decoded to source lines, the cache simulation and the allocations, and writes `target/cabprof/hot_functions.json`, `.folded` and, with the `flamegraph` feature
 //! (`--features flamegraph`), the flame graph `target/cabprof/hot_functions.svg`.
 //!
 //! ```text
-//! cargo run --release --example hot_functions            # full run
-//! cargo run --release --example hot_functions -- --short  # a quick run (CI)
+//! cargo run --release --example hot_functions             # 2,000 expressions, well under a second
+//! cargo run --release --example hot_functions -- --full    # 200,000 expressions
 //! CABPROF_MODE=sequential cargo run --release --example hot_functions   # inline analyses
 //! ```
 
 use cabprof::{profile, Session};
 use std::path::Path;
+
+/// The allocation analysis needs the allocator wrapper; without a session it only forwards.
+#[global_allocator]
+static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Token {
@@ -207,14 +211,14 @@ fn run(expressions: usize) -> (u64, usize) {
 /// Command-line options.
 #[derive(clap::Parser, Debug)]
 struct Args {
-    /// A short run (for the tests).
+    /// The full run: 200,000 expressions instead of 2,000.
     #[arg(long)]
-    short: bool,
+    full: bool,
 }
 
 fn main() {
-    let short = <Args as clap::Parser>::parse().short;
-    let expressions = if short { 2_000 } else { 200_000 };
+    let full = <Args as clap::Parser>::parse().full;
+    let expressions = if full { 200_000 } else { 2_000 };
     let session = Session::builder()
         .all_analyses()
         .from_env()

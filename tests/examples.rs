@@ -42,7 +42,7 @@ fn run(example: &str, args: &[&str]) -> String {
 
 #[test]
 fn hot_functions_prints_every_analysis_and_writes_reports() {
-    let out = run("hot_functions", &["--short"]);
+    let out = run("hot_functions", &[]);
     for section in [
         "evaluated 2000 expressions",
         "method calls",
@@ -59,6 +59,10 @@ fn hot_functions_prints_every_analysis_and_writes_reports() {
     }
     // Paths are decoded to source lines.
     assert!(out.contains("line "), "{out}");
+    // The example installs the allocator wrapper: the allocations it makes are counted.
+    assert!(out.contains("\nallocations: "), "{out}");
+    assert!(!out.contains("no allocation was reported"), "{out}");
+    assert!(!out.contains("allocations: 0 allocs"), "{out}");
     // Exhaustive: every event analyzed, none dropped.
     assert!(out.contains("dropped 0"), "{out}");
     let json = std::fs::read_to_string("target/cabprof/hot_functions.json").unwrap();

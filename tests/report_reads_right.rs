@@ -134,6 +134,47 @@ fn top_n_tables_hold_the_largest_counts() {
     assert!(!d.text(60).contains("top 60"));
 }
 
+#[profile]
+fn short_name() -> u64 {
+    std::hint::black_box(1)
+}
+
+#[profile]
+fn a_function_whose_name_is_longer_than_the_forty_columns_it_was_given() -> u64 {
+    std::hint::black_box(2)
+}
+
+/// Regression: the method table's name column was 40 characters wide, so a longer name pushed
+/// its location out of line with the others.
+#[test]
+fn method_locations_line_up_whatever_the_names() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .pin(false)
+        .start()
+        .unwrap();
+    for _ in 0..3 {
+        short_name();
+    }
+    a_function_whose_name_is_longer_than_the_forty_columns_it_was_given();
+    let text = session.finish().data.text(10);
+    let section = text.split("method calls").nth(1).expect("a method section");
+    let column = |needle: &str| {
+        let line = section
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} in {section}"));
+        line.find("tests/report_reads_right.rs")
+            .unwrap_or_else(|| panic!("a location in {line}"))
+    };
+    assert_eq!(
+        column("short_name"),
+        column("longer_than_the_forty"),
+        "{section}"
+    );
+}
+
 /// Regression: sampled counts were raw samples in the JSON, the header spoke of "rate used"
 /// while dividing by the fraction analyzed. Now each count has its estimate next to it; the
 /// events emitted are exact for threads that have exited.

@@ -14,10 +14,8 @@
 //! A ring of at least [`HUGE_PAGE`] bytes is mapped at a huge-page boundary and advised
 //! `MADV_HUGEPAGE`, so the kernel backs it with transparent huge pages where it can: the
 //! producer's first lap takes one page fault per 2 MiB instead of two per 4 KiB page (it reads
-//! a slot before writing it: one fault maps the zero page, the next copies it). Measured
-//! here on the evaluation's worker-pool workload (four threads, a 2 MiB ring each, one run of
-//! the workload per session; `design_ab --compare pages`), the run took 1.79× as long on
-//! 4 KiB pages. The cost is memory: the first event commits the ring's whole first 2 MiB,
+//! a slot before writing it: one fault maps the zero page, the next copies it); figures in
+//! docs/PERFORMANCE.md, "Ring memory". The cost is memory: the first event commits the ring's whole first 2 MiB,
 //! where 4 KiB pages commit only what the producer has reached; the rings' total stays under
 //! the session's ring budget either way. With transparent huge pages off in the kernel
 //! (`/sys/kernel/mm/transparent_hugepage/enabled` = `never`) the advice is ignored and the
@@ -33,8 +31,8 @@
 //! it got when dropped: see [`Slots::written`] and `Producer`'s `Drop`), so untouched pages
 //! stay untouched; other designs' rings are zeroed whole. Without it,
 //! every new thread of a program that starts many (a test harness runs each test on a new
-//! thread) paid for a fresh ring's first touch: on huge pages, zeroing 2 MiB at its first event
-//! (`cargo bench -p cabprof-cab --bench runtime`, section 3, measures both). A ring made with none of its length and page kind kept, and no
+//! thread) would pay for a fresh ring's first touch (`cargo bench -p cabprof-cab --bench
+//! runtime`, section 3). A ring made with none of its length and page kind kept, and no
 //! room to keep it later (no place, or not the bytes), unmaps kept rings of other kinds until
 //! there is: the kept rings follow the current configuration. What is kept is bounded by
 //! construction and counted by no session's ring budget (a ring is one word more than its

@@ -4,7 +4,7 @@
 //! process-wide counters.
 
 use super::contexts::{depth_first, stack_rows};
-use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, ReportData,
 };
@@ -151,8 +151,8 @@ impl AnalysisDescriptor for Descriptor {
         }
         let _ = writeln!(
             o,
-            "  by function (top {top} of {}; self = while innermost, incl = while on the stack):",
-            a.functions.len()
+            "  by function ({}; self = while innermost, incl = while on the stack):",
+            top_of(top, a.functions.len())
         );
         let _ = writeln!(
             o,
@@ -196,8 +196,8 @@ impl AnalysisDescriptor for Descriptor {
         });
         let _ = writeln!(
             o,
-            "  by calling context (top {top} of {}):",
-            order.len()
+            "  by calling context ({}):",
+            top_of(top, order.len())
         );
         order.truncate(top);
         let shown: Vec<usize> = order.iter().flatten().copied().collect();

@@ -10,6 +10,10 @@ use std::fmt::Write as _;
 /// The cache-simulation analysis.
 pub(crate) struct Descriptor;
 
+/// What the cache sections say when no access was recorded.
+pub(crate) const NO_ACCESSES: &str = "no memory accesses recorded (only functions marked \
+    `#[profile(memory)]` and `cabprof::mem` events have them)";
+
 impl AnalysisDescriptor for Descriptor {
     type State = CacheSim;
     const NAMES: &'static [&'static str] = &["cache"];
@@ -66,6 +70,10 @@ impl AnalysisDescriptor for Descriptor {
         let Some(c) = &data.cache else {
             return;
         };
+        if c.levels.iter().all(|l| l.accesses() == 0) {
+            let _ = writeln!(o, "\ncache simulation: {NO_ACCESSES}");
+            return;
+        }
         let _ = writeln!(o, "\ncache simulation:");
         for (i, l) in c.levels.iter().enumerate() {
             let _ = writeln!(

@@ -38,11 +38,19 @@ impl AnalysisDescriptor for Descriptor {
         // Summed in a u128: counts read from a file may add up to more than a u64 holds.
         let total: u128 = mc.iter().map(|e| e.count as u128).sum::<u128>().max(1);
         let _ = writeln!(o, "\nmethod calls ({}):", top_of(top, mc.len()));
-        let _ = writeln!(o, "  {:>14} {:>7}  {:<40} location", "calls", "%", "method");
+        // The name column is as wide as the longest name shown, so locations stay aligned.
+        let width = mc
+            .iter()
+            .take(top)
+            .map(|e| data.name(e.method).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("method".len());
+        let _ = writeln!(o, "  {:>14} {:>7}  {:<width$}  location", "calls", "%", "method");
         for e in mc.iter().take(top) {
             let _ = writeln!(
                 o,
-                "  {:>14} {:>6.2}%  {:<40} {}",
+                "  {:>14} {:>6.2}%  {:<width$}  {}",
                 data.shown(e.count),
                 100.0 * e.count as f64 / total as f64,
                 data.name(e.method),

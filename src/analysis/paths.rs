@@ -39,6 +39,13 @@ impl AnalysisDescriptor for Descriptor {
         let Some(paths) = &data.paths else {
             return;
         };
+        if paths.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nhottest paths: none recorded (only functions marked `#[profile(paths)]` have paths)"
+            );
+            return;
+        }
         let _ = writeln!(o, "\nhottest paths ({}):", top_of(top, paths.len()));
         for p in paths.iter().take(top) {
             let _ = writeln!(

@@ -58,6 +58,10 @@ impl AnalysisDescriptor for Descriptor {
         let Some(r) = &data.reuse_distance else {
             return;
         };
+        if r.accesses == 0 {
+            let _ = writeln!(o, "\nreuse distance: {}", super::cache::NO_ACCESSES);
+            return;
+        }
         let _ = writeln!(
             o,
             "\nreuse distance ({} B lines): {} accesses, {} cold",
