@@ -211,6 +211,28 @@ impl RingConfig {
     }
 }
 
+/// A byte count for people, the one rule every report and table follows: the largest binary
+/// unit that divides it exactly (`48 KiB`, `2 MiB`), else one decimal in the largest unit it
+/// reaches (`7.3 MiB`), else bytes (`512 B`). [`parse_bytes`] reads every exact form back.
+pub fn show_bytes(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    if let Some((unit, name)) = UNITS
+        .iter()
+        .find(|&&(unit, _)| bytes >= unit && bytes % unit == 0)
+    {
+        return format!("{} {name}", bytes / unit);
+    }
+    match UNITS.iter().find(|&&(unit, _)| bytes >= unit) {
+        Some(&(unit, name)) => format!("{:.1} {name}", bytes as f64 / unit as f64),
+        None => format!("{bytes} B"),
+    }
+}
+
 /// Parse a byte count, the one rule every size setting follows (the `CABPROF_BUFFER` and
 /// `CABPROF_CHUNK` variables, the sysfs cache sizes of [`hw`](crate::hw), the command line):
 /// decimal digits, optionally followed by `K`, `M` or `G` (binary multiples: 2^10, 2^20,
@@ -242,4 +264,25 @@ pub fn parse_bytes(field: &str, text: &str) -> Result<usize, ConfigError> {
         .ok()
         .and_then(|n| n.checked_mul(1 << shift))
         .ok_or_else(|| bad(&format!("{ALLOWED}, at most {} bytes", usize::MAX)))
+}
+
+#[cfg(test)]
+mod byte_tests {
+    use super::{parse_bytes, show_bytes};
+
+    #[test]
+    fn shown_sizes_read_back() {
+        assert_eq!(show_bytes(0), "0 B");
+        assert_eq!(show_bytes(512), "512 B");
+        assert_eq!(show_bytes(1536), "1.5 KiB");
+        assert_eq!(show_bytes(48 << 10), "48 KiB");
+        assert_eq!(show_bytes(2 << 20), "2 MiB");
+        assert_eq!(show_bytes((7 << 20) + 300_000), "7.3 MiB");
+        assert_eq!(show_bytes(3 << 40), "3 TiB");
+        // Exact sizes below a TiB (the parser stops at G) read back as the same count.
+        for n in [1u64, 1023, 1024, 4096, 1 << 20, 5 << 30, 1023 << 30] {
+            let shown = show_bytes(n);
+            assert_eq!(parse_bytes("n", &shown).ok(), Some(n as usize), "{shown}");
+        }
+    }
 }

@@ -44,7 +44,8 @@
 //!
 //! The rings:
 //! - [`event`]: the event word layout; no event can equal `CLEAR` or `MAGIC`.
-//! - [`config`]: ring sizes and modes, validated; the one byte-size parser ([`parse_bytes`]).
+//! - [`config`]: ring sizes and modes, validated; the one byte-size parser ([`parse_bytes`]) and
+//!   formatter ([`show_bytes`]).
 //! - [`ring`]: the CAB ring itself (paper Figures 3 and 5).
 //! - [`transport`]: the traits every buffer design implements ([`Transport`]).
 //! - [`fastforward`]: FastForward (Giacomoni et al., PPoPP 2008), a baseline.
@@ -88,6 +89,6 @@ pub mod stats;
 mod sync;
 pub mod transport;
 
-pub use config::{parse_bytes, ConfigError, Mode, RingConfig};
+pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig};
 pub use event::{Event, EventKind, MethodId};
 pub use transport::{ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport};

@@ -218,20 +218,7 @@ impl AnalysisDescriptor for Descriptor {
     }
 }
 
-/// Bytes for people: `512 B`, `3.0 KiB`, `1.5 MiB`, `2.0 GiB`.
-fn bytes(b: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if b < 1024 {
-        return format!("{b} B");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
+use cabprof_cab::show_bytes as bytes;
 
 fn signed_bytes(b: i64) -> String {
     if b < 0 {

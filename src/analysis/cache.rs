@@ -78,9 +78,9 @@ impl AnalysisDescriptor for Descriptor {
         for (i, l) in c.levels.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "  L{} {} KB {}-way {} B {}: {} accesses, miss rate {:.2}% (loads {}/{} miss, stores {}/{} miss)",
+                "  L{} {} {}-way {} B {}: {} accesses, miss rate {:.2}% (loads {}/{} miss, stores {}/{} miss)",
                 i + 1,
-                l.size_bytes >> 10,
+                cabprof_cab::show_bytes(l.size_bytes),
                 l.ways,
                 l.line_bytes,
                 l.policy,

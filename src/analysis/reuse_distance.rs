@@ -76,9 +76,9 @@ impl AnalysisDescriptor for Descriptor {
             };
             let _ = writeln!(
                 o,
-                "  {:>8} lines ({:>8} KB): {:>12} misses ({rate:.2}%)",
+                "  {:>8} lines ({:>9}): {:>12} misses ({rate:.2}%)",
                 p.lines,
-                (p.lines as u128 * r.line_bytes as u128) >> 10,
+                cabprof_cab::show_bytes(p.lines.saturating_mul(u64::from(r.line_bytes))),
                 p.misses
             );
         }

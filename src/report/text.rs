@@ -24,9 +24,9 @@ impl ReportData {
             String::from("no ring")
         } else {
             format!(
-                "ring {} KB in {} KB chunks",
-                s.buffer_bytes >> 10,
-                s.chunk_bytes >> 10
+                "ring {} in {} chunks",
+                cabprof_cab::show_bytes(s.buffer_bytes),
+                cabprof_cab::show_bytes(s.chunk_bytes)
             )
         };
         let _ = writeln!(

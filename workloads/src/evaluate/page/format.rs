@@ -19,13 +19,11 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{}%", fixed(x * 100.0, 0))
 }
 
-/// A buffer size as the page writes it: `16 KB`, `2 MB` (binary units).
+/// A buffer size as the page writes it, by the project's one rule (`16 KiB`, `2 MiB`); a
+/// size read back from a CSV that is not a whole number of bytes is shown as it was read.
 pub(crate) fn buffer_label(bytes: f64) -> String {
-    let kib = bytes / 1024.0;
-    if kib >= 1024.0 && kib % 1024.0 == 0.0 {
-        format!("{} MB", kib / 1024.0)
-    } else if kib.fract() == 0.0 {
-        format!("{kib} KB")
+    if bytes >= 0.0 && bytes.fract() == 0.0 && bytes < u64::MAX as f64 {
+        cabprof::cab::show_bytes(bytes as u64)
     } else {
         format!("{bytes} B")
     }
@@ -51,8 +49,9 @@ mod tests {
         assert_eq!(pct(-0.004), "0%");
         assert_eq!(pct(-0.1084), "-11%");
         assert_eq!(fixed(23063.5, 0), "23064");
-        assert_eq!(buffer_label(16384.0), "16 KB");
-        assert_eq!(buffer_label(33554432.0), "32 MB");
+        assert_eq!(buffer_label(16384.0), "16 KiB");
+        assert_eq!(buffer_label(33554432.0), "32 MiB");
+        assert_eq!(buffer_label(1536.0), "1.5 KiB");
         assert_eq!(rate_label(0.05), "5%");
     }
 }
