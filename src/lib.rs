@@ -53,7 +53,7 @@ pub use cabprof_cab as cab;
 pub use cabprof_cab::event::{Event, EventKind, MethodId};
 pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
 pub use cabprof_cab::{ConfigError, Mode, RingConfig};
-pub use cabprof_macros::profile;
+pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;
 mod analysis;
