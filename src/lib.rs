@@ -46,7 +46,8 @@
 //!   was recorded.
 //! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
-//! - `cli`: the `cabprof` command-line tool; turns on `flamegraph` and `pprof`.
+//!
+//! The `cabprof` command-line tool is its own package, `cabprof-cli` (`cargo install --path cli`).
 
 pub use cabprof_analyses as analyses;
 pub use cabprof_cab as cab;
