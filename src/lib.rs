@@ -73,5 +73,5 @@ pub use session::{Session, SessionBuilder, Snapshotter};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
