@@ -47,7 +47,7 @@ pub(super) const UNTIMED: u64 = u64::MAX;
 /// Enter the function of `site`: with no session, one load and one branch.
 ///
 /// Only that load and branch are inlined into the instrumented function; the work of a
-/// recorded call is one out-of-line call ([`enter_recorded`]). Inlined, that work (shadow
+/// recorded call is one out-of-line call (`enter_recorded`). Inlined, that work (shadow
 /// stack, ring push, timing decision: about a hundred instructions) made every annotated
 /// function too big for the compiler to inline into its callers, so an accessor marked
 /// through its `impl` became a real call even with no session running (a recursive-descent

@@ -19,8 +19,8 @@ mod timing;
 pub use cabprof_cab::registry::{
     PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
 };
-pub use frames::{enter, FrameGuard};
 pub(crate) use frames::enter_keyed;
+pub use frames::{enter, FrameGuard};
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
