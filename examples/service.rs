@@ -255,7 +255,7 @@ fn one_run(o: &Options, plain: bool) -> f64 {
 
 /// `--compare ROUNDS`: see the module docs.
 fn compare(o: &Options, rounds: usize) {
-    use cabprof::cab::stats::{median_interval, MIN_ROUNDS, RESAMPLES, SEED};
+    use cabprof_bench_support::stats::{median_interval, MIN_ROUNDS, RESAMPLES, SEED};
     if rounds < MIN_ROUNDS {
         eprintln!("service: --compare must be at least {MIN_ROUNDS} rounds (got {rounds})");
         std::process::exit(2);

@@ -46,14 +46,15 @@
 //!   was recorded.
 //! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
-//! - `cli`: the `cabprof` command-line tool; turns on `flamegraph` and `pprof`.
+//!
+//! The `cabprof` command-line tool is its own package, `cabprof-cli` (`cargo install --path cli`).
 
 pub use cabprof_analyses as analyses;
 pub use cabprof_cab as cab;
 pub use cabprof_cab::event::{Event, EventKind, MethodId};
 pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
 pub use cabprof_cab::{ConfigError, Mode, RingConfig};
-pub use cabprof_macros::profile;
+pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;
 mod analysis;
@@ -72,5 +73,5 @@ pub use session::{Session, SessionBuilder, Snapshotter};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;

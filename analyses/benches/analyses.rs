@@ -44,7 +44,7 @@ fn random_stream() -> Vec<u64> {
 /// Median of five runs of `f`.
 fn median<F: FnMut() -> f64>(mut f: F) -> f64 {
     let v: Vec<f64> = (0..5).map(|_| f()).collect();
-    cabprof_cab::stats::median(&v)
+    cabprof_bench_support::stats::median(&v)
 }
 
 /// Calls per call stream.

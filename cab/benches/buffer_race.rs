@@ -10,7 +10,7 @@
 //! shuffled afresh each round, so a slow spell of the shared machine lands on whichever designs
 //! ran in it rather than on one design. Each design's time is divided by the floor's and by CAB
 //! exhaustive's *of the same round*; the table prints the median of those per-round ratios with
-//! a 95 % percentile-bootstrap interval (`cabprof_cab::stats::median_interval`, fixed seed) and
+//! a 95 % percentile-bootstrap interval (`cabprof_bench_support::stats::median_interval`, fixed seed) and
 //! a verdict: `faster` or `slower` when the whole interval is below or above 1, `unresolved`
 //! when it contains 1. Each interval is 95 % on its own, not jointly over the table.
 //!
@@ -21,14 +21,14 @@
 //! ```
 //!
 //! `--events` (default 100M) and `--rounds` (default 17, at least 9: see
-//! `cabprof_cab::stats::ROUNDS`) set the cost and imply `--table`; `--quick` races 2 MB pinned
+//! `cabprof_bench_support::stats::ROUNDS`) set the cost and imply `--table`; `--quick` races 2 MB pinned
 //! only.
 
+use cabprof_bench_support::stats::{self, MedianInterval, Side};
 use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::fastforward::FastForward;
 use cabprof_cab::nway::NWay;
 use cabprof_cab::ring::{Cab, CabSampling};
-use cabprof_cab::stats::{self, MedianInterval, Side};
 use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;

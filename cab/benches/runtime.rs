@@ -12,9 +12,9 @@
 //!
 //! `cargo bench -p cabprof-cab --bench runtime`
 
+use cabprof_bench_support::stats::median;
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
-use cabprof_cab::stats::median;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]

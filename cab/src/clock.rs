@@ -3,8 +3,8 @@
 //!
 //! - [`now`] is the cheapest monotonic counter the target has, read without serialisation: the
 //!   time-stamp counter (`rdtsc`) on x86-64, the virtual counter (`cntvct_el0`) on AArch64,
-//!   and elsewhere nanoseconds of [`Instant`] since the process' first read. Unlike
-//!   [`cycles`](crate::cycles), which fences its reads (`cpuid` traps to the hypervisor in a VM,
+//!   and elsewhere nanoseconds of [`Instant`] since the process' first read. Unlike the
+//!   benches' cycle timer (`cabprof_bench_support::cycles`), which fences its reads (`cpuid` traps to the hypervisor in a VM,
 //!   some 10 µs), nothing orders the read against neighbouring instructions: at most a few
 //!   dozen instructions of the instrumented function's own prologue or epilogue move across
 //!   it, a few nanoseconds, against the tens of nanoseconds a serialised read would add to

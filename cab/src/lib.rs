@@ -63,20 +63,15 @@
 //!   id's range is the event word's.
 //! - [`clock`]: the per-event timestamp of timed functions (one plain counter read) and its
 //!   calibration to nanoseconds.
-//! - [`cycles`]: a Paoloni-style cycle timer for per-event costs. The benches and the timing
-//!   analysis use it; it is here so that both measure with the same clock as the runtime.
 //!
 //! Private: `sync`, the atomics, swapped for loom's under `cfg(loom)` so the model checker
 //! runs the shipped protocol; `slots`, the memory of every ring (mapped lazily, allocated
 //! fallibly, returned to the OS when freed).
-//! - [`stats`]: mean, median, variance and percentiles of measured samples (benches and the
-//!   evaluation).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod clock;
 pub mod config;
-pub mod cycles;
 pub mod event;
 pub mod fastforward;
 pub mod hw;
@@ -85,7 +80,6 @@ pub mod registry;
 pub mod ring;
 pub mod runtime;
 mod slots;
-pub mod stats;
 mod sync;
 pub mod transport;
 

@@ -140,7 +140,7 @@ fn is_pushed(word: u64) -> bool {
 ///
 /// Loom once found a schedule where the consumer, exactly one lap behind, cleared the next
 /// lap's first event and later delivered that `CLEAR` slot (reproduced deterministically by
-/// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in ring.rs.
+/// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in the ring (`ring/consumer.rs`).
 /// Since the producer arms each next chunk start with `MAGIC` (keeping its word aside) and
 /// publishes its position at each, this model also covers the consumer reading an armed first
 /// slot and the side word racing the producer's arming and beacon stores (most of the file's

@@ -254,7 +254,7 @@ fn sleeping_consumer_counts_the_laps_it_missed() {
 
 /// (d, no flush) Without a flush the consumer only knows the producer's wrap count (2 after
 /// three laps), so it can prove only `2 - 1 = 1` lap lost: at least 4 chunks. (Two laps are
-/// really gone; `ring.rs` counts one and reads the last lap as if it were the second.)
+/// really gone; `ring/consumer.rs` counts one and reads the last lap as if it were the second.)
 #[test]
 fn sleeping_consumer_without_flush_counts_at_least_the_provable_laps() {
     let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0));
@@ -272,7 +272,7 @@ fn sleeping_consumer_without_flush_counts_at_least_the_provable_laps() {
     drain_to_close(&mut rx, |_| {});
 }
 
-/// Regression (was a bug in ring.rs, `Consumer::sample`): when `len / bursts < burst` the evenly spread bursts
+/// Regression (was a bug in `ring/consumer.rs`, `Consumer::sample`): when `len / bursts < burst` the evenly spread bursts
 /// overlap, so at rate 1.0 a partial chunk (after a flush) or a burst size that does not divide
 /// the chunk delivers some events twice, and `delivered` exceeds what was pushed.
 #[test]
@@ -302,7 +302,7 @@ fn rate_one_never_delivers_an_event_twice() {
     assert!(rx.stats().delivered <= 192, "{:?}", rx.stats());
 }
 
-/// Regression (was a bug in ring.rs, `Consumer::poll_with` lap skip): after skipping laps the consumer keeps its ring
+/// Regression (was a bug in `ring/consumer.rs`, `Consumer::poll_with` lap skip): after skipping laps the consumer keeps its ring
 /// index, but the first slots of the chunks it skipped still hold the old lap's words, so the
 /// gate test (`slot(gate) != CLEAR`) passes for chunks the producer has not reached in the new
 /// lap. The consumer then reads past the producer's (flushed, even closed) position and delivers
@@ -319,7 +319,7 @@ fn lap_skip_never_reads_past_the_producer() {
     drain_to_close(&mut rx, |w| out.extend_from_slice(w));
     let idx: Vec<u64> = out.iter().map(|&w| index(w, n).unwrap()).collect();
     // Only the last 256 positions (544..800) are in the ring; a correct consumer delivers a
-    // subset of them in increasing order. ring.rs delivers 768..800 then 544..640.
+    // subset of them in increasing order. the consumer delivers 768..800 then 544..640.
     assert!(
         idx.windows(2).all(|p| p[0] < p[1]),
         "out of order: {:?}",
@@ -332,7 +332,7 @@ fn lap_skip_never_reads_past_the_producer() {
     );
 }
 
-/// Regression (was a bug in ring.rs, `Consumer::poll_with`/`sample`): the lap-skip test is `lower > pos + cap`, so a
+/// Regression (was a bug in `ring/consumer.rs`, `Consumer::poll_with`/`sample`): the lap-skip test is `lower > pos + cap`, so a
 /// consumer exactly one lap behind (`lower == pos + cap`: the producer has wrapped and may have
 /// overwritten slot `pos`) still samples the chunk. `sample` loads `first` *after* the overwrite,
 /// so its compare-exchange succeeds and clears the *next* lap's first event. When the consumer
@@ -365,7 +365,7 @@ fn sampling_never_delivers_clear_after_being_lapped() {
     assert!(rx.stats().chunks_lapped >= 1, "{:?}", rx.stats());
 }
 
-/// Regression (was a bug in ring.rs, `Consumer::poll_sampling`): a consumer that was lapped
+/// Regression (was a bug in `ring/consumer.rs`, `Consumer::poll_sampling`): a consumer that was lapped
 /// once (an analyzer that slept through a few laps, as an idle analyzer does when a program
 /// starts emitting) must pick the stream up again at the next chunk. The first sampling
 /// consumer trusted a chunk's gate only if it had cleared that gate in the previous lap; after
@@ -416,7 +416,7 @@ fn lapped_consumer_picks_the_stream_up_again() {
     );
 }
 
-/// Regression (was a bug in ring.rs, `Consumer::sample`: an ABA): the consumer reads a chunk,
+/// Regression (was a bug in `ring/consumer.rs`, `Consumer::sample`: an ABA): the consumer reads a chunk,
 /// the producer laps it and writes the very word the chunk's first slot held before. The
 /// consumer then re-armed that slot with a compare-exchange on the word it had read first,
 /// which succeeded: `MAGIC` replaced the fresh event and the lap went uncounted. The words read

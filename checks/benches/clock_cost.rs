@@ -20,9 +20,9 @@
 //! medians and, for its spread, within each round (both terms of a difference from one round).
 //! Their ratio (next to the reads / alone) is, as for every comparison in this project, the
 //! median of the per-round ratios with a 95 % bootstrap interval
-//! (`cabprof_cab::stats::median_interval`, fixed seed): below 1 only if the whole interval is.
+//! (`cabprof_bench_support::stats::median_interval`, fixed seed): below 1 only if the whole interval is.
 //! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (9 to
-//! 1000, default 17: `cabprof_cab::stats::MIN_ROUNDS` and `ROUNDS`) sets the rounds. x86-64
+//! 1000, default 17: `cabprof_bench_support::stats::MIN_ROUNDS` and `ROUNDS`) sets the rounds. x86-64
 //! only (it reads the time-stamp counter directly).
 
 /// The body `per_call` times.
@@ -31,7 +31,7 @@ mod body;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use cabprof_cab::stats::{self, Side};
+    use cabprof_bench_support::stats::{self, Side};
     use std::hint::black_box;
     use std::time::Instant;
 

@@ -17,7 +17,7 @@
 //! Each round runs every variant once, in a shuffled order, each timing `PARSES` parses of the
 //! same input; the table gives each variant's median time per parse and its ratio to `plain`
 //! within the round (median of the per-round ratios, 95 % bootstrap interval over rounds, as
-//! `cabprof_cab::stats` describes). Target: annotated-idle within 5 % of plain.
+//! `cabprof_bench_support::stats` describes). Target: annotated-idle within 5 % of plain.
 //!
 //! `cargo bench -p cabprof-checks --bench idle_cost` (fat LTO, the bench profile) and
 //! `cargo bench -p cabprof-checks --bench idle_cost --profile release` (what a crate that
@@ -25,7 +25,9 @@
 //! (9 to 1000, default 17).
 
 use cabprof::{Analysis, Session};
-use cabprof_cab::stats::{median, median_interval, min_max, paired_ratios, RESAMPLES, SEED};
+use cabprof_bench_support::stats::{
+    median, median_interval, min_max, paired_ratios, RESAMPLES, SEED,
+};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -215,9 +217,9 @@ fn profiled(src: &[u8]) -> f64 {
 fn rounds() -> usize {
     cabprof_checks::bench::rounds(
         "IDLE_COST_ROUNDS",
-        cabprof_cab::stats::MIN_ROUNDS,
+        cabprof_bench_support::stats::MIN_ROUNDS,
         1000,
-        cabprof_cab::stats::ROUNDS,
+        cabprof_bench_support::stats::ROUNDS,
     )
 }
 

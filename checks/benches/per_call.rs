@@ -59,7 +59,7 @@
 //! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
-use cabprof_cab::stats::min_max;
+use cabprof_bench_support::stats::min_max;
 use std::hint::black_box;
 use std::process::Command;
 use std::time::Instant;

@@ -16,7 +16,7 @@
 //! `cargo bench -p cabprof-checks --bench time_fidelity` (`TIME_FIDELITY_ROUNDS`: 3 to 100,
 //! default 7).
 
-use cabprof_cab::stats::{median, min_max};
+use cabprof_bench_support::stats::{median, min_max};
 use cabprof_checks::fidelity::{plain_costs, profiled_costs, Costs, FUNCTIONS};
 
 /// `mid` calls per profiled run.

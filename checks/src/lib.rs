@@ -9,7 +9,7 @@
 //! - `tests/trace_parser.rs`: property tests of the trace readers.
 //! - [`fidelity`]: a program with known costs, built plain and instrumented, which
 //!   `tests/time_fidelity.rs` and `benches/time_fidelity.rs` profile to check the times.
-//! - [`bench`]: what the benches share.
+//! - [`bench`](mod@bench): what the benches share.
 
 pub mod bench;
 pub mod fidelity;

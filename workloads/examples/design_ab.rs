@@ -19,15 +19,15 @@
 //! each round (fixed seed). Each candidate's time is divided by the reference's (CAB, on huge
 //! pages: the first row) *of the same round*; the output is each candidate's median and
 //! minimum time and the median of its per-round ratios to the reference with a 95 %
-//! percentile-bootstrap interval (`cabprof::cab::stats::median_interval`), and a verdict:
+//! percentile-bootstrap interval (`cabprof_bench_support::stats::median_interval`), and a verdict:
 //! `faster` or `slower` than the reference when the whole interval is below or above 1,
 //! `unresolved` when it contains 1. A run is long enough that start-up and a short stall of the
 //! shared machine are small against it: the workload runs as many times inside one session as
 //! it takes to reach `--events` events (default 100M; the warm-up run counts them), and the
 //! header gives the events per run and the repetitions.
 
-use cabprof::cab::stats;
 use cabprof::{Analysis, BufferDesign, Session, SessionBuilder};
+use cabprof_bench_support::stats;
 use cabprof_workloads::{Size, Variant};
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::hint::black_box;

@@ -57,8 +57,8 @@ fn usage(msg: &str) -> ! {
 
 /// Median, min and max of some seconds.
 fn stats(xs: Vec<f64>) -> (f64, f64, f64) {
-    let (lo, hi) = cabprof::cab::stats::min_max(&xs);
-    (cabprof::cab::stats::median(&xs), lo, hi)
+    let (lo, hi) = cabprof_bench_support::stats::min_max(&xs);
+    (cabprof_bench_support::stats::median(&xs), lo, hi)
 }
 
 fn ms((med, lo, hi): (f64, f64, f64)) -> String {

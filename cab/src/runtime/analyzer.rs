@@ -370,7 +370,7 @@ impl<A: RingAnalysis> Analyzer<A> {
         }
         push_thread(&mut self.threads, stats);
         if last {
-            super::session::merge_into(&mut self.done, Some(entry.analysis));
+            super::merge::merge_into(&mut self.done, Some(entry.analysis));
         } else {
             let factory = &self.factory;
             self.done

@@ -77,6 +77,8 @@
 //! - `pending`: sequential mode's per-thread buffer of words and how its analysis takes them.
 //! - `analyzer`: analyzer threads, their poll loop, adaptive sampling and [`Backoff`].
 //! - `session`: the lifecycle: start, snapshot, finish.
+//! - `sequential`: sequential mode's registry of the threads' inline analyses.
+//! - `merge`: [`merge_options`], folding results together.
 //! - `report`: [`Report`] and [`ThreadStats`].
 //! - `signal`: Ctrl-C.
 //! - `stack`: [`with_room`]: the one-off work of a thread's first event, on a helper thread
@@ -89,6 +91,7 @@ mod budget;
 mod config;
 mod design;
 // Public only for the loom models (`cab/tests/loom.rs`), which check its protocol.
+mod merge;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod pending;
@@ -96,6 +99,7 @@ pub mod pending;
 #[allow(unreachable_pub)]
 mod pending;
 mod report;
+mod sequential;
 mod session;
 mod signal;
 mod stack;
@@ -105,8 +109,9 @@ pub use affinity::online_cores;
 pub use analyzer::{drain, Backoff};
 pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT};
 pub use design::BufferDesign;
+pub use merge::merge_options;
 pub use report::{Report, ThreadStats};
-pub use session::{merge_options, Finisher, Session, Snapshotter};
+pub use session::{Finisher, Session, Snapshotter};
 pub use signal::INTERRUPTED_EXIT_CODE;
 pub use stack::{with_room, ROOM};
 pub use tls::{

@@ -7,8 +7,10 @@ use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingE
 use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
 use super::design::{BufferDesign, ThreadProducer};
-use super::pending::{self, Pending};
+use super::merge::merge_into;
+use super::pending::Pending;
 use super::report::{push_thread, Report, ThreadStats};
+use super::sequential::{Discard, InlineShared};
 use super::tls::{self, Hub, InlineSink, HUB};
 use super::{RingAnalysis, RunMode, RuntimeConfig, SessionError};
 use crate::config::{Mode, RingConfig};
@@ -95,184 +97,6 @@ impl<A: RingAnalysis> std::ops::Deref for Shared<A> {
     }
 }
 
-/// Sequential mode: one thread's inline analysis and its event count.
-struct InlineState<A> {
-    analysis: A,
-    events: u64,
-    thread: String,
-    /// The words the thread has emitted and not yet handed over (see [`Pending`]).
-    pending: Arc<Pending>,
-    /// How many of them a snapshot or `finish` has already analyzed.
-    consumed: usize,
-}
-
-impl<A: RingAnalysis> InlineState<A> {
-    /// Analyze the pending words not yet analyzed (the slot's lock is held: `self` is in it).
-    fn drain(&mut self) {
-        let (analysis, events) = (&mut self.analysis, &mut self.events);
-        pending::drain(&self.pending, &mut self.consumed, |words| {
-            analysis.consume(words);
-            *events += words.len() as u64;
-        });
-    }
-}
-
-impl<A> InlineState<A> {
-    fn stats(&self) -> ThreadStats {
-        ThreadStats {
-            thread: self.thread.clone(),
-            threads: 1,
-            events: self.events,
-            analyzed: self.events,
-            rate: 1.0,
-            ..Default::default()
-        }
-    }
-}
-
-/// A live thread's inline analysis. The owning thread locks it for each buffer of events
-/// ([`Pending`]); the session locks it only to copy it (a snapshot) or take it (`finish`),
-/// analyzing the words pending first, so a thread that never exits (a pool worker) is still
-/// reported. `None` once its results were merged.
-type InlineSlot<A> = Arc<Mutex<Option<InlineState<A>>>>;
-
-/// What a thread-local holds in sequential mode: its slot, registered with the session.
-struct InlineAnalysis<A> {
-    id: u64,
-    slot: InlineSlot<A>,
-    shared: Arc<InlineShared<A>>,
-    pending: Arc<Pending>,
-}
-
-/// Sequential mode: the merged results of threads that have ended, and the slots of the
-/// threads still live. Lock order: `state`, then a slot.
-struct InlineShared<A> {
-    state: Mutex<InlineRegistry<A>>,
-}
-
-struct InlineRegistry<A> {
-    merged: Option<A>,
-    threads: Vec<ThreadStats>,
-    live: Vec<(u64, InlineSlot<A>)>,
-    /// Ids in `live` of threads that exited with too little stack to merge their results
-    /// (see `InlineAnalysis::retire`): merged by the next thread that attaches or retires with
-    /// room, so that a program spawning many such threads keeps one result each only until
-    /// then.
-    exited: Vec<u64>,
-    next_id: u64,
-}
-
-/// Fold `other` (if any) into `acc` with `merge`; into nothing, `other` is taken as it is,
-/// not merged into an empty instance (that would copy it: for a deep calling-context tree,
-/// double the analysis' memory at `finish`).
-pub fn merge_options<T>(acc: &mut Option<T>, other: Option<T>, merge: impl FnOnce(&mut T, T)) {
-    match (acc.as_mut(), other) {
-        (Some(a), Some(o)) => merge(a, o),
-        (None, o) => *acc = o,
-        (Some(_), None) => {}
-    }
-}
-
-/// [`merge_options`] of two analyses' results.
-pub(super) fn merge_into<A: RingAnalysis>(acc: &mut Option<A>, other: Option<A>) {
-    merge_options(acc, other, A::merge);
-}
-
-impl<A: RingAnalysis> InlineRegistry<A> {
-    fn merge(&mut self, state: InlineState<A>) {
-        push_thread(&mut self.threads, state.stats());
-        merge_into(&mut self.merged, Some(state.analysis));
-    }
-
-    /// Merge the results of the threads in `exited` (their slots are final: they emit no
-    /// more).
-    fn merge_exited(&mut self) {
-        for id in std::mem::take(&mut self.exited) {
-            if let Some(i) = self.live.iter().position(|(l, _)| *l == id) {
-                let (_, slot) = self.live.swap_remove(i);
-                let state = slot.lock().take();
-                if let Some(state) = state {
-                    self.merge(state);
-                }
-            }
-        }
-    }
-
-    /// Merge every live thread's results now; their later events are not counted.
-    fn take_live(&mut self) {
-        self.exited.clear();
-        for (_, slot) in std::mem::take(&mut self.live) {
-            // Drain before unlocking: the owner may empty its buffer once the lock is free.
-            let mut guard = slot.lock();
-            if let Some(mut state) = guard.take() {
-                state.drain();
-                drop(guard);
-                self.merge(state);
-            }
-        }
-    }
-}
-
-/// An instrument-only thread's buffer: appended to as in sequential mode, emptied unread.
-struct Discard(Pending);
-
-impl InlineSink for Discard {
-    fn consume(&mut self, _words: &[u64]) {
-        self.0.reset();
-    }
-
-    fn pending(&self) -> &Pending {
-        &self.0
-    }
-
-    fn retire(self: Box<Self>) {}
-}
-
-impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
-    fn consume(&mut self, words: &[u64]) {
-        // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
-        // unlock (parking_lot's fast paths), once per buffer of events.
-        let mut slot = self.slot.lock();
-        match &mut *slot {
-            Some(state) => {
-                let (analysis, events) = (&mut state.analysis, &mut state.events);
-                pending::flush(&self.pending, &mut state.consumed, |pending| {
-                    analysis.consume(pending);
-                    *events += pending.len() as u64;
-                });
-                state.events += words.len() as u64;
-                state.analysis.consume(words);
-            }
-            // Taken by `finish`: what is pending is no longer counted, as with later events.
-            None => self.pending.reset(),
-        }
-    }
-
-    fn pending(&self) -> &Pending {
-        &self.pending
-    }
-
-    fn retire(mut self: Box<Self>) {
-        self.consume(&[]);
-        // Merging moves analyses by value, more stack than a small thread may have left at
-        // its exit (this runs in its thread-local destructor, where no helper thread is
-        // spawned): then the results stay in their slot, which the session merges at finish
-        // and copies into snapshots as it does a live thread's.
-        if super::stack::stack_left().is_some_and(|left| left < super::stack::ROOM) {
-            self.shared.state.lock().exited.push(self.id);
-            return;
-        }
-        let mut reg = self.shared.state.lock();
-        reg.merge_exited();
-        if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
-            reg.live.swap_remove(i);
-        }
-        if let Some(state) = self.slot.lock().take() {
-            reg.merge(state);
-        }
-    }
-}
-
 impl<A: RingAnalysis> Hub for Core<A> {
     fn key(&self) -> u64 {
         self.key
@@ -331,25 +155,7 @@ impl<A: RingAnalysis> Hub for Core<A> {
         if self.mode == RunMode::InstrumentOnly {
             return Box::new(Discard(Pending::new(Pending::CAPACITY)));
         }
-        let pending = Arc::new(Pending::new(Pending::CAPACITY));
-        let slot = Arc::new(Mutex::new(Some(InlineState {
-            analysis: (self.factory)(),
-            events: 0,
-            thread,
-            pending: pending.clone(),
-            consumed: 0,
-        })));
-        let mut reg = self.inline.state.lock();
-        reg.merge_exited();
-        let id = reg.next_id;
-        reg.next_id += 1;
-        reg.live.push((id, slot.clone()));
-        Box::new(InlineAnalysis {
-            id,
-            slot,
-            shared: self.inline.clone(),
-            pending,
-        })
+        self.inline.attach((self.factory)(), thread)
     }
 }
 
@@ -468,15 +274,7 @@ impl<A: RingAnalysis> Session<A> {
             analyzers,
             handles: Mutex::new(handles),
             next: AtomicUsize::new(0),
-            inline: Arc::new(InlineShared {
-                state: Mutex::new(InlineRegistry {
-                    merged: None,
-                    threads: Vec::new(),
-                    live: Vec::new(),
-                    exited: Vec::new(),
-                    next_id: 0,
-                }),
-            }),
+            inline: Arc::new(InlineShared::new()),
             started: Instant::now(),
             finished: AtomicBool::new(false),
             failures: Mutex::new(Vec::new()),
@@ -610,21 +408,7 @@ impl<A: RingAnalysis + Clone> Core<A> {
                 in_flight += out.in_flight;
             }
         }
-        {
-            // Ended threads' merged results, then a copy of each live thread's so far.
-            let reg = self.inline.state.lock();
-            if let Some(a) = &reg.merged {
-                analysis.merge(a.clone());
-            }
-            threads.extend(reg.threads.iter().cloned());
-            for (_, slot) in &reg.live {
-                if let Some(state) = &mut *slot.lock() {
-                    state.drain();
-                    analysis.merge(state.analysis.clone());
-                    push_thread(&mut threads, state.stats());
-                }
-            }
-        }
+        self.inline.snapshot_into(&mut analysis, &mut threads);
         let mut r = self.report(analysis, threads);
         r.in_flight = in_flight.max(self.unpublished_bound());
         Some(r)
@@ -805,16 +589,7 @@ impl<A: RingAnalysis> Core<A> {
                 }
             }
         }
-        // Sequential mode: ended threads' results, and live threads' taken from their slots
-        // (a pool worker never exits; events it emits from now on are not counted).
-        {
-            let mut reg = self.inline.state.lock();
-            reg.take_live();
-            merge_into(&mut analysis, reg.merged.take());
-            for t in reg.threads.drain(..) {
-                push_thread(&mut threads, t);
-            }
-        }
+        self.inline.finish_into(&mut analysis, &mut threads);
         tracing::info!("cabprof session finished");
         let analysis = analysis.unwrap_or_else(|| (self.factory)());
         let mut r = self.report(analysis, threads);

@@ -9,8 +9,8 @@ use super::measure::{results_key, WorkloadResults};
 use super::table::{f, Table};
 use super::Options;
 use crate::{Variant, Workload};
-use cabprof::cab::stats::median;
 use cabprof::{Analysis, ReportData};
+use cabprof_bench_support::stats::median;
 use std::collections::HashMap;
 
 pub(crate) fn fig7(res: &[WorkloadResults]) -> Table {

@@ -11,8 +11,8 @@ use super::figures::{
 use super::measure::{results_key, WorkloadResults};
 use super::Options;
 use crate::Variant;
-use cabprof::cab::stats::{mean, median};
 use cabprof::Analysis;
+use cabprof_bench_support::stats::{mean, median};
 use std::fmt::Write as _;
 
 fn pass(ok: bool) -> &'static str {

@@ -4,7 +4,7 @@
 use super::csv_file::{Csv, Rec};
 use super::format::{buffer_label, fixed, ms, pct, rate_label};
 use super::{Res, Table};
-use cabprof::cab::stats::mean;
+use cabprof_bench_support::stats::mean;
 use std::path::Path;
 
 /// Figure 7: CAB, FastForward and N-way times and ratios per workload and stream.

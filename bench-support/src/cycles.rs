@@ -38,7 +38,7 @@
 //! instructions, the user-space stand-in for §3.2.3's `cr0` write, which needs ring 0.
 //!
 //! ```
-//! use cabprof_cab::cycles::Timer;
+//! use cabprof_bench_support::cycles::Timer;
 //!
 //! let timer = Timer::new();
 //! let m = timer.measure(4, 50, || std::hint::black_box(3u64).pow(5));

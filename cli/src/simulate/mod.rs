@@ -1,6 +1,6 @@
 //! `cabprof simulate`: trace-driven cache simulation through a CAB ring.
 //!
-//! The calling thread is the application side: it reads the trace ([`crate::trace`]) and pushes
+//! The calling thread is the application side: it reads the trace ([`cabprof::trace`]) and pushes
 //! one `Mem` event word per access into an exhaustive CAB ring (`cabprof_cab::ring::channel`, Ha et
 //! al. 2009), sized from the host's L1d (`cabprof_cab::hw`). An analyzer thread takes whole chunks and
 //! runs the inclusive cache simulator (`cabprof_analyses::CacheSim`) and the reuse-distance analysis

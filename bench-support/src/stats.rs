@@ -19,7 +19,7 @@
 //! the same interval every time.
 //!
 //! ```
-//! use cabprof_cab::stats::{mean, median, percentile, variance};
+//! use cabprof_bench_support::stats::{mean, median, percentile, variance};
 //!
 //! let xs = [4.0, 1.0, 3.0, 2.0];
 //! assert_eq!(mean(&xs), 2.5);
@@ -181,7 +181,7 @@ impl MedianInterval {
 /// when `xs` is empty.
 ///
 /// ```
-/// use cabprof_cab::stats::{median_interval, Side, RESAMPLES, SEED};
+/// use cabprof_bench_support::stats::{median_interval, Side, RESAMPLES, SEED};
 ///
 /// let ratios = [1.02, 0.97, 1.10, 1.00, 1.05, 0.90, 1.03, 1.50, 0.95, 1.08, 1.20];
 /// let ci = median_interval(&ratios, 0.95, RESAMPLES, SEED);

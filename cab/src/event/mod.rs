@@ -34,6 +34,10 @@
 
 use std::fmt;
 
+// The constructors of two families of words, in files of their own; the layout stays here.
+mod alloc;
+mod poll;
+
 /// The value of a free slot. Never a valid event word.
 pub const CLEAR: u64 = 0;
 /// The value of the extra slot after the last one, marking the end of the ring. Never a valid
@@ -696,119 +700,3 @@ pub const MAX_POLL_NUMBER: u32 = (1 << POLL_BITS) - 1;
 const POLL_BITS: u32 = 29;
 const POLL_MASK: u64 = (1 << POLL_BITS) - 1;
 const DONE_BIT: u64 = 1 << 59;
-
-impl Event {
-    /// A poll of future `task` of `method` begins (`first`: its first poll). `task` is taken
-    /// modulo 2^30 (ids wrap at [`MAX_TASK_ID`]), so this needs no check.
-    #[inline(always)]
-    pub const fn poll(method: MethodId, task: u32, first: bool) -> Event {
-        let tag = if first { TAG_POLL_FIRST } else { TAG_POLL };
-        Event(tag << TAG_SHIFT | (method.0 as u64) << ID_BITS | (task as u64 & ID_MASK))
-    }
-
-    /// The poll number `poll` of future `task` ends; `done` if the future finished. `task` is
-    /// taken modulo 2^30 and `poll` saturates at [`MAX_POLL_NUMBER`], so this needs no check.
-    #[inline(always)]
-    pub const fn poll_end(task: u32, poll: u32, done: bool) -> Event {
-        let poll = if poll > MAX_POLL_NUMBER {
-            MAX_POLL_NUMBER
-        } else {
-            poll
-        };
-        let done = if done { DONE_BIT } else { 0 };
-        Event(TAG_POLL_END << TAG_SHIFT | done | (poll as u64) << ID_BITS | (task as u64 & ID_MASK))
-    }
-
-    fn checked_poll(method: MethodId, task: u32, first: bool) -> Result<Event, EventError> {
-        Self::task_id(task).map(|t| Event::poll(method, t, first))
-    }
-
-    fn checked_poll_end(task: u32, poll: u32, done: bool) -> Result<Event, EventError> {
-        if poll > MAX_POLL_NUMBER {
-            return Err(EventError {
-                field: "poll number",
-                value: poll as u64,
-                max: MAX_POLL_NUMBER as u64,
-            });
-        }
-        Self::task_id(task).map(|t| Event::poll_end(t, poll, done))
-    }
-
-    fn task_id(task: u32) -> Result<u32, EventError> {
-        if task > MAX_TASK_ID {
-            Err(EventError {
-                field: "task id",
-                value: task as u64,
-                max: MAX_TASK_ID as u64,
-            })
-        } else {
-            Ok(task)
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Allocations (a global allocator wrapper)
-
-impl Event {
-    /// A block of `size` bytes was allocated. Sizes above [`MAX_ALLOC_SIZE`] saturate (no
-    /// allocation that large can succeed), so this needs no check.
-    #[inline(always)]
-    pub const fn alloc(size: usize) -> Event {
-        Event(TAG_ALLOC << TAG_SHIFT | Self::saturate(size))
-    }
-
-    /// A block of `size` bytes was freed; saturating like [`alloc`](Self::alloc).
-    #[inline(always)]
-    pub const fn dealloc(size: usize) -> Event {
-        Event(TAG_DEALLOC << TAG_SHIFT | Self::saturate(size))
-    }
-
-    /// A block was resized from `old` to `new` bytes: one `Realloc` word when both sizes fit
-    /// [`MAX_REALLOC_SIZE`], else `Err` with two words to write back to back, a `ReallocFrom`
-    /// of `old` and a `ReallocTo` of `new` (for the rare block of half a gigabyte or more;
-    /// sizes above [`MAX_WIDE_REALLOC_SIZE`], which no block can have, saturate).
-    ///
-    /// Two exact words rather than one with coarser sizes: the analysis adds the growth to
-    /// the bytes allocated, so an inexact size would make `bytes − freed_bytes` drift from
-    /// the heap's growth. Rather than a `Dealloc` and an `Alloc` (which it was): those count a
-    /// free and an allocation, the old block's size twice.
-    #[inline(always)]
-    pub const fn realloc(old: usize, new: usize) -> Result<Event, [Event; 2]> {
-        let (old, new) = (old as u64, new as u64);
-        if old <= MAX_REALLOC_SIZE && new <= MAX_REALLOC_SIZE {
-            Ok(Event(TAG_REALLOC << TAG_SHIFT | old << REALLOC_BITS | new))
-        } else {
-            Err([
-                Event::realloc_half(Self::saturate_wide(old), false),
-                Event::realloc_half(Self::saturate_wide(new), true),
-            ])
-        }
-    }
-
-    /// A `ReallocFrom` (`to` false) or `ReallocTo` word of `size <= MAX_WIDE_REALLOC_SIZE`.
-    #[inline(always)]
-    const fn realloc_half(size: u64, to: bool) -> Event {
-        let to = if to { REALLOC_TO_BIT } else { 0 };
-        Event(TAG_REALLOC << TAG_SHIFT | REALLOC_WIDE_BIT | to | size)
-    }
-
-    #[inline(always)]
-    const fn saturate_wide(size: u64) -> u64 {
-        if size > MAX_WIDE_REALLOC_SIZE {
-            MAX_WIDE_REALLOC_SIZE
-        } else {
-            size
-        }
-    }
-
-    #[inline(always)]
-    const fn saturate(size: usize) -> u64 {
-        let size = size as u64;
-        if size > PAYLOAD_MASK {
-            PAYLOAD_MASK
-        } else {
-            size
-        }
-    }
-}

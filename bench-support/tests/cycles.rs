@@ -1,7 +1,7 @@
 //! The Paoloni cycle timer: monotonic, a small positive harness cost, longer work measures
 //! longer, and every statistic is finite.
 
-use cabprof_cab::cycles::{self, Timer};
+use cabprof_bench_support::cycles::{self, Timer};
 use std::hint::black_box;
 
 /// `n` dependent additions the optimizer cannot delete or fold.

@@ -1,0 +1,260 @@
+//! The producer half of the CAB ring: the application thread's fast path (paper Fig. 3a) and
+//! its cold slow path (the wrap at `MAGIC`, waiting on a full ring, sampling's chunk starts).
+
+use super::*;
+
+/// The application side of a CAB ring. See the [module docs](super) for the contract.
+///
+/// `SAMPLING` is a type parameter, not a field, so that each mode's fast path is exactly the
+/// paper's: exhaustive tests for `CLEAR`, sampling tests for `MAGIC`, and neither tests a mode.
+pub struct Producer<const SAMPLING: bool = false> {
+    /// Next slot to write; always within `shared.slots` (`base ..= base + capacity`).
+    pub(super) cursor: *const AtomicU64,
+    /// `shared.slots.as_ptr()`, kept here so the wrap needs no pointer chase.
+    pub(super) base: *const AtomicU64,
+    /// Wraps done so far; the absolute position is `wraps * capacity + (cursor - base)`.
+    pub(super) wraps: u64,
+    pub(super) closed: bool,
+    pub(super) stats: ProducerStats,
+    pub(super) shared: Arc<Shared>,
+}
+
+// SAFETY: `cursor` and `base` point into `shared.slots`, which the `Arc` keeps alive and never
+// moves; the slots are atomics, safe to touch from any thread. Only one thread owns the
+// producer at a time (it is not `Sync`), which is exactly the single-producer rule.
+unsafe impl<const SAMPLING: bool> Send for Producer<SAMPLING> {}
+
+impl<const SAMPLING: bool> Producer<SAMPLING> {
+    /// Append one event: the common case is one load, one compare against `CLEAR`, one store
+    /// and one pointer increment (paper Fig. 3a, lines 1 and 7). Everything else — the wrap at
+    /// `MAGIC`, a full ring, a dead consumer — is out of line in `push_slow`.
+    ///
+    /// In sampling mode the test is against `MAGIC` only and a full ring is overwritten
+    /// (paper Fig. 5a).
+    #[inline(always)]
+    pub fn push(&mut self, event: Event) {
+        // SAFETY: `cursor` is always in `base ..= base + capacity` (the invariant on the field):
+        // it starts at `base`, is incremented only after writing an event slot (index <
+        // capacity, because the MAGIC slot at `capacity` never reads as CLEAR and is never
+        // written) and is reset to `base` on MAGIC. The Arc keeps the slots alive.
+        let slot = unsafe { &*self.cursor };
+        if SAMPLING {
+            // Inside the ring's own memory: `make` pads a sampling ring by PREFETCH_AHEAD.
+            prefetch_for_write(self.cursor.wrapping_add(PREFETCH_AHEAD));
+        }
+        let seen = slot.load(Ordering::Acquire);
+        let free = if SAMPLING {
+            seen != MAGIC
+        } else {
+            seen == CLEAR
+        };
+        if free {
+            slot.store(event.word(), Ordering::Release);
+            // SAFETY: the slot just written was an event slot (index < capacity), so the next
+            // index is <= capacity: still inside the allocation.
+            self.cursor = unsafe { self.cursor.add(1) };
+        } else {
+            self.push_slow(event.word());
+        }
+    }
+
+    /// The exceptional cases of `push`: wrap on `MAGIC`, publish at an armed chunk start
+    /// (sampling), wait on a full ring (paper Fig. 3b), drop and count if the consumer is gone.
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, word: u64) {
+        let mut spins = 0u32;
+        // The clock when the producer first found the ring full, if `Stall` words are on: the
+        // wait is told to the analyses in a `Stall` word, after `word` unless `word` opens a
+        // frame (the frame's clock is read after the push, so the wait is outside it; a
+        // return's or an end stamp's clock was read before, so the wait is outside the frame
+        // it closes). Either way it lands in exactly the frames open while the producer waited.
+        let mut full_since = None;
+        let mut words = [word, 0];
+        let (mut next, mut count) = (0, 1);
+        loop {
+            // SAFETY: as in `push`, the cursor is inside the slots.
+            let slot = unsafe { &*self.cursor };
+            let seen = slot.load(Ordering::Acquire);
+            if seen == MAGIC && (!SAMPLING || self.index() == self.shared.capacity) {
+                self.cursor = self.base;
+                self.wraps += 1;
+                // Release: a consumer that reads this position also sees every slot before it.
+                self.shared
+                    .reached
+                    .store(self.wraps * self.shared.capacity as u64, Ordering::Release);
+                continue;
+            }
+            if SAMPLING && seen == MAGIC {
+                self.enter_chunk();
+            }
+            if seen == CLEAR || SAMPLING {
+                if let Some(since) = full_since.take() {
+                    let stall = Event::stall(crate::clock::now().saturating_sub(since)).word();
+                    words = if crate::event::opens_frame(word) {
+                        [stall, word]
+                    } else {
+                        [word, stall]
+                    };
+                    count = 2;
+                }
+                slot.store(words[next], Ordering::Release);
+                // SAFETY: not the end-of-ring MAGIC slot (handled above; a sampling chunk
+                // start may hold MAGIC too), so this is an event slot; +1 stays in bounds.
+                self.cursor = unsafe { self.cursor.add(1) };
+                next += 1;
+                if next == count {
+                    return;
+                }
+                continue;
+            }
+            // Full (exhaustive): the slot still holds an unread event.
+            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+                self.count_drop();
+                return;
+            }
+            if next == 0 && full_since.is_none() && crate::event::stall_words() {
+                full_since = Some(crate::clock::now());
+            }
+            if spins < SPINS_BEFORE_BACKOFF {
+                spins += 1;
+                spin_hint();
+                continue;
+            }
+            if !self.block() {
+                self.count_drop();
+                return;
+            }
+        }
+    }
+
+    /// Wait until the slot two chunks ahead of the cursor is `CLEAR` (paper Fig. 3b), so that
+    /// the producer resumes with two free chunks. Returns `false` if the consumer died.
+    ///
+    /// Before waiting, the partial chunk is published: with exactly four chunks and the cursor
+    /// on a chunk boundary the consumer could otherwise never open the chunk the producer
+    /// waits on (its gate is the very slot the producer is blocked at).
+    fn block(&mut self) -> bool {
+        self.stats.blocks += 1;
+        let started = Instant::now();
+        self.publish();
+        let here = self.index();
+        let poll = (here + 2 * self.shared.chunk) % self.shared.capacity;
+        let mut round = 0;
+        let alive = loop {
+            if self.shared.slot(poll).load(Ordering::Acquire) == CLEAR {
+                break true;
+            }
+            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+                break false;
+            }
+            back_off(round);
+            round = round.saturating_add(1);
+        };
+        let waited = started.elapsed();
+        self.stats.blocked += waited;
+        let c = &self.shared.counters;
+        c.blocks.store(self.stats.blocks, Ordering::Relaxed);
+        c.blocked_ns
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        alive
+    }
+
+    /// Sampling, at an armed chunk start (the cursor is on it): publish the position (the
+    /// beacon) and arm the next chunk's start. Only the producer writes a sampling ring, so
+    /// every chunk start it reaches is armed (the first by `make`, each next one here): it
+    /// beacons at every chunk it enters, lap after lap, before it writes any slot of it. That
+    /// is what lets the consumer tell a lapped chunk from an untouched one (`Consumer::sample`).
+    /// Per chunk: two stores and a load more than a plain write, none per event.
+    fn enter_chunk(&mut self) {
+        let sh = &*self.shared;
+        // Release: every slot before this one is visible to a consumer that reads it, and a
+        // consumer that reads any slot this lap writes from here on sees this beacon.
+        sh.reached.store(self.position(), Ordering::Release);
+        let next = (self.index() + sh.chunk) % sh.capacity;
+        let slot = sh.slot(next);
+        // Relaxed: only this thread writes the slots of a sampling ring.
+        let held = slot.load(Ordering::Relaxed);
+        // The word the next chunk's start holds (its last lap's first event, perhaps unread)
+        // goes to the side slot before MAGIC replaces it; Release/Acquire pairs the two, and
+        // orders this beacon before the side word for a consumer that reads it.
+        sh.firsts[next / sh.chunk].store(held, Ordering::Release);
+        slot.store(MAGIC, Ordering::Release);
+    }
+
+    #[cold]
+    fn count_drop(&mut self) {
+        self.stats.dropped += 1;
+        self.shared
+            .counters
+            .dropped
+            .store(self.stats.dropped, Ordering::Relaxed);
+    }
+
+    /// Ring index of the cursor (`0..=capacity`).
+    #[inline]
+    fn index(&self) -> usize {
+        // SAFETY: both pointers are into the same allocation, cursor >= base.
+        unsafe { self.cursor.offset_from(self.base) as usize }
+    }
+
+    /// Events written so far (absolute position).
+    #[inline]
+    fn position(&self) -> u64 {
+        self.wraps * self.shared.capacity as u64 + self.index() as u64
+    }
+
+    fn publish(&mut self) {
+        let pos = self.position();
+        self.stats.pushed = pos;
+        // Release: every slot store before `pos` happens-before a consumer that reads `pos`.
+        self.shared.published.store(pos, Ordering::Release);
+    }
+
+    /// Hand every event pushed so far to the consumer, including a partly written chunk.
+    pub fn flush(&mut self) {
+        self.publish();
+    }
+
+    /// Flush and mark the end of the stream. Idempotent; also done on drop.
+    pub fn close(&mut self) {
+        if !self.closed {
+            self.closed = true;
+            self.publish();
+            // Release after the final `published`: a consumer that sees `closed` sees it.
+            self.shared.closed.store(true, Ordering::Release);
+        }
+    }
+
+    /// Counters so far (`pushed` is exact after a flush or close).
+    pub fn stats(&self) -> ProducerStats {
+        ProducerStats {
+            pushed: self.position(),
+            ..self.stats
+        }
+    }
+
+    /// Whether the consumer half still exists.
+    pub fn consumer_alive(&self) -> bool {
+        self.shared.consumer_alive.load(Ordering::Acquire)
+    }
+}
+
+impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
+    fn drop(&mut self) {
+        self.close();
+        // What this ring's memory can hold besides zeros, so that keeping it for the next
+        // ring zeroes that alone: the slots this producer reached (all of them once it has
+        // wrapped), plus, sampling, the chunk start it armed ahead (at most a chunk past the
+        // cursor; left in place, it would lie inside a chunk of a next owner with longer
+        // chunks, which would take it for a chunk start); and the `MAGIC` slot and the
+        // padding after it.
+        let sh = &self.shared;
+        let reached = if self.wraps > 0 {
+            sh.capacity
+        } else {
+            self.index() + 1 + if SAMPLING { sh.chunk } else { 0 }
+        };
+        sh.slots.written(reached.min(sh.capacity), sh.capacity);
+    }
+}

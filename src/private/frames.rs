@@ -1,0 +1,224 @@
+//! Calls and returns: an instrumented function's frame.
+//!
+//! [`enter`] runs at the top of an instrumented function and returns a [`FrameGuard`] that lives
+//! until everything the body made is dropped, the temporaries of its tail expression included
+//! (the guard is the scrutinee of a `match` around the body). Entering emits `Call { caller, callee }`; dropping the guard emits
+//! `Return { callee }`, so early `return`, `?` and unwinding panics all close the frame.
+//!
+//! The caller comes from a shadow stack that lives in the guards themselves: one thread-local
+//! `Cell<u32>` holds the id of the innermost active frame, each guard saves the value it
+//! replaced and puts it back when dropped. That is one thread-local access at entry and one at
+//! exit (a `const`, destructor-free thread-local: a plain `%fs`-relative load or store), no
+//! allocation, no lock. The function's own id is a `Relaxed` load from its `static` [`Site`];
+//! only the first call of each function takes the registry's lock.
+//!
+//! With no session running, [`enter`] does one load and one branch and returns an inactive
+//! guard; the shadow stack is not touched, so it always holds the innermost frame entered
+//! while a session ran. Only that load and branch are inlined into the instrumented
+//! function: a recorded entry is one out-of-line call, and so is the exit (the guard's drop
+//! calls `leave` when the entry recorded). Inlined, the recorded path (about a hundred
+//! instructions) kept annotated accessors from being inlined into their callers. Both calls
+//! are `extern "C"` with panics contained, so they cannot unwind and the instrumented
+//! function needs no landing pad for them. With a session the call then costs one call and
+//! return more than an inlined entry would; `cargo bench -p cabprof-checks --bench per_call`
+//! measures it.
+
+use super::timing::timed;
+use super::{contained, decided_key, method, pop, push, Site};
+use cabprof_cab::clock;
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::{activity_of, emit, emit_with, session_key, Activity};
+
+/// An instrumented function's frame; emits `Return` (or, timed, `TimedReturn`) when dropped.
+#[must_use]
+#[derive(Debug)]
+pub struct FrameGuard {
+    /// This function's id, or 0 if no session ran at entry (then the guard does nothing).
+    callee: u32,
+    /// The frame that was innermost at entry, restored on drop.
+    caller: u32,
+    /// The clock at entry if this call is timed, else [`UNTIMED`].
+    start: u64,
+}
+
+/// [`FrameGuard::start`] of a call that is not timed.
+pub(super) const UNTIMED: u64 = u64::MAX;
+
+/// Enter the function of `site`: with no session, one load and one branch.
+///
+/// Only that load and branch are inlined into the instrumented function; the work of a
+/// recorded call is one out-of-line call (`enter_recorded`). Inlined, that work (shadow
+/// stack, ring push, timing decision: about a hundred instructions) made every annotated
+/// function too big for the compiler to inline into its callers, so an accessor marked
+/// through its `impl` became a real call even with no session running (a recursive-descent
+/// parser of small accessors ran 7.8 times slower idle; `cargo bench -p cabprof-checks
+/// --bench idle_cost`).
+#[inline(always)]
+pub fn enter(site: &'static Site) -> FrameGuard {
+    let key = session_key();
+    let e = if key == 0 {
+        Entry::IDLE
+    } else {
+        enter_recorded::<true>(site, key)
+    };
+    FrameGuard {
+        callee: e.callee(),
+        caller: e.caller(),
+        start: e.start,
+    }
+}
+
+/// What entering a function left for its exit: a [`FrameGuard`]'s fields, without its drop.
+/// Two words, so that [`enter_recorded`] returns it in two registers (a struct of three
+/// fields is returned through memory).
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(super) struct Entry {
+    /// `callee | caller << 32`.
+    ids: u64,
+    pub(super) start: u64,
+}
+
+impl Entry {
+    /// Nothing recorded: the exit does nothing.
+    pub(super) const IDLE: Entry = Entry {
+        ids: 0,
+        start: UNTIMED,
+    };
+
+    #[inline(always)]
+    pub(super) fn callee(self) -> u32 {
+        self.ids as u32
+    }
+
+    #[inline(always)]
+    pub(super) fn caller(self) -> u32 {
+        (self.ids >> 32) as u32
+    }
+}
+
+/// The entry of `site`'s function with a session running or undecided (`key`, non-zero):
+/// the `Call`, and the clock if this call is timed. Returned in two registers.
+///
+/// `extern "C"`, with any panic contained: a function that cannot unwind needs no landing
+/// pad in its callers, and an instrumented function whose body calls nothing else then has
+/// none at all, which keeps it small enough to inline.
+///
+/// `IN_CALLER` (always `true`) makes the out-of-line entry and exit generic (the paths exit is
+/// generic already): a generic function is compiled in the crate that calls it, so the
+/// instrumented function calls its own crate's copy directly. A plain function of this crate
+/// is reached through the GOT in a position-independent executable built without LTO (the
+/// default `--release` of a crate depending on cabprof), and that indirect call cost about
+/// 1.9 ns per recorded call on AMD EPYC (`per_call`'s `(release)` rows: 7.93 ns/call against
+/// 6.02 with the same code linked without the GOT).
+#[inline(never)]
+#[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
+pub(super) extern "C" fn enter_recorded<const IN_CALLER: bool>(
+    site: &'static Site,
+    key: u64,
+) -> Entry {
+    // Which session records, and this function's id (its first call registers it): a panic
+    // here records nothing and leaves the shadow stack as it was.
+    let recorded = contained(
+        || {
+            let key = match activity_of(key) {
+                Activity::Recording => key,
+                Activity::Undecided => decided_key(),
+                Activity::Idle => 0,
+            };
+            (key != 0).then(|| (key, site.id()))
+        },
+        None,
+    );
+    let Some((key, callee)) = recorded else {
+        return Entry::IDLE;
+    };
+    let caller = push(callee);
+    // The frame is on the shadow stack now: whatever happens below, the exit must pop it, so a
+    // panic here still returns the ids (its `Return` may then close a frame whose `Call` was
+    // not emitted; every later frame still names the right caller).
+    let start = contained(
+        || {
+            emit_with(key, Event::call(method(caller), method(callee)));
+            if timed(callee) {
+                clock::now()
+            } else {
+                UNTIMED
+            }
+        },
+        UNTIMED,
+    );
+    Entry {
+        ids: u64::from(callee) | u64::from(caller) << 32,
+        start,
+    }
+}
+
+impl Drop for FrameGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.callee != 0 {
+            leave::<true>(self.callee, self.caller, self.start);
+        }
+    }
+}
+
+/// The `Return` of a frame entered while a session ran; a timed one (`start` read at entry)
+/// returns with its duration in one `TimedReturn` word. Out of line so that the guard's drop
+/// stays one compare: the compiler inlines a small drop into every instrumented function, and
+/// calls a large one, which was most of the no-session cost. `extern "C"` with panics
+/// contained, as [`enter_recorded`]: no landing pad in the caller.
+#[inline(never)]
+extern "C" fn leave<const IN_CALLER: bool>(callee: u32, caller: u32, start: u64) {
+    contained(|| leave_inner(callee, caller, start, emit), ());
+}
+
+/// The exit, its words going to `emit`.
+#[inline(always)]
+pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Event)) {
+    if start == UNTIMED {
+        pop(caller);
+        emit(Event::ret(method(callee)));
+    } else {
+        // An exit reading below the entry one (reordered reads, or counters that disagree
+        // across cores) counts as 0, not as a wrapped 2^64 − 1.
+        let ticks = clock::now().saturating_sub(start);
+        pop(caller);
+        emit(Event::timed_return(method(callee), ticks));
+    }
+}
+
+/// The calibration probe's frame: an instrumented function's, recording into the private
+/// session of `key` (whatever session runs, or none) through the same out-of-line entry and
+/// exit code.
+pub(crate) struct KeyedFrame {
+    entry: Entry,
+    key: u64,
+}
+
+/// Enter `site`'s function for the private session of `key`.
+#[inline(always)]
+pub(crate) fn enter_keyed(site: &'static Site, key: u64) -> KeyedFrame {
+    KeyedFrame {
+        entry: enter_recorded::<true>(site, key),
+        key,
+    }
+}
+
+impl Drop for KeyedFrame {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let e = self.entry;
+        if e.callee() != 0 {
+            leave_keyed(e.callee(), e.caller(), e.start, self.key);
+        }
+    }
+}
+
+#[inline(never)]
+extern "C" fn leave_keyed(callee: u32, caller: u32, start: u64, key: u64) {
+    contained(
+        || leave_inner(callee, caller, start, |e| emit_with(key, e)),
+        (),
+    );
+}

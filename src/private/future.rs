@@ -1,0 +1,199 @@
+//! `async fn`: a frame that spans its future's polls.
+//!
+//! An `async fn`'s frame spans its whole future: from the first `poll` to completion (or to the
+//! future being dropped unfinished). [`instrument`] wraps the body's future; the caller is the
+//! frame active at the first poll, and during every poll the function is the innermost frame,
+//! so functions it calls name it as their caller. Between polls it is not on the shadow stack.
+//!
+//! A thread's event stream interleaves the polls of many futures, and one future may be polled
+//! on several threads, so the analyzer cannot rebuild a task's calling context from a
+//! per-thread stack alone. Each poll is therefore bracketed: `Poll { method, task, first }`
+//! before the body runs, `PollEnd { task, poll, done }` after it (emitted by a guard, so a
+//! panicking poll closes too). `task` is an id drawn once per future (from a per-thread block of
+//! ids: no shared write per future); `poll` numbers the future's polls so that an analysis can
+//! order the pieces of one invocation seen on different threads. The frame opens at the first
+//! poll that finds a session running: a future polled before the session started (an
+//! instrumented `async fn main` that starts the session in its body) opens its frame at its
+//! next poll, so it is counted and its later callees name it as their caller (callees run in
+//! the very poll that started the session still count under the root). A synchronous function
+//! cannot do this: its frame began before the session, so it is never counted in that session
+//! and its callees are attributed to the root; checking for a late session would add work to
+//! [`enter`](super::enter)'s no-session path, which stays one load and one branch. The first
+//! poll's `Poll` follows its `Call` directly, which is where the analyzer learns the future's
+//! calling context; the `Return` comes inside the last poll, before its `PollEnd`. A future
+//! dropped unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two
+//! words per poll and a few instructions; synchronous functions are untouched.
+
+use super::timing::{stamp, timed};
+use super::{method, pop, push, recording, Site, CURRENT};
+use cabprof_cab::event::{Event, MAX_TASK_ID};
+use cabprof_cab::runtime::emit;
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll};
+
+/// The future of an instrumented `async fn` body: its frame spans first poll to completion.
+#[must_use = "futures do nothing unless polled"]
+pub struct Instrumented<F> {
+    /// Structurally pinned: never moved out of, and only ever exposed as `Pin<&mut F>`.
+    inner: F,
+    site: &'static Site,
+    /// This function's id from the first poll that found a session running until completion;
+    /// 0 before that (no session yet) and after.
+    callee: u32,
+    /// The future has completed (or its frame was closed): no later poll opens it again.
+    finished: bool,
+    /// This future's id in `Poll`/`PollEnd` words (valid while `callee != 0`).
+    task: u32,
+    /// Polls so far (the number of the next one).
+    polls: u32,
+    /// Its polls are timed (decided at the first poll).
+    timed: bool,
+}
+
+impl<F> std::fmt::Debug for Instrumented<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instrumented")
+            .field("callee", &self.callee)
+            .field("task", &self.task)
+            .field("polls", &self.polls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Wrap the future of an `async fn` body. `T` is spelled out by the generated code where it can
+/// be, so that `?` inside the body knows its error type.
+#[inline(always)]
+pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> Instrumented<F> {
+    Instrumented {
+        inner,
+        site,
+        callee: 0,
+        finished: false,
+        task: 0,
+        polls: 0,
+        timed: false,
+    }
+}
+
+/// Task ids are handed out in blocks, so a thread touches the shared counter once per
+/// `TASK_BLOCK` futures.
+const TASK_BLOCK: u32 = 1024;
+
+/// The next task id for the shared counter to hand out (a block's first id).
+static NEXT_TASK_BLOCK: AtomicU32 = AtomicU32::new(0);
+
+thread_local! {
+    /// This thread's next task id and the end of its block (equal: the block is used up).
+    static TASK_IDS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// An id for a new future, distinct from the ids of the other futures alive (ids wrap at
+/// `MAX_TASK_ID`, so only a future outliving 2^30 newer ones can share one).
+#[inline]
+fn next_task() -> u32 {
+    TASK_IDS.with(|c| {
+        let (mut next, mut end) = c.get();
+        if next == end {
+            next = NEXT_TASK_BLOCK.fetch_add(TASK_BLOCK, Ordering::Relaxed);
+            end = next.wrapping_add(TASK_BLOCK);
+        }
+        c.set((next.wrapping_add(1), end));
+        next & MAX_TASK_ID
+    })
+}
+
+/// One poll of an active [`Instrumented`] future: the function is the innermost frame until
+/// it is dropped, which also closes the poll in the event stream, even if the poll panics.
+struct PollScope {
+    callee: u32,
+    caller: u32,
+    task: u32,
+    poll: u32,
+    /// The future completed in this poll: emit its `Return` before the `PollEnd`.
+    done: bool,
+    /// Stamp the poll's end.
+    timed: bool,
+}
+
+impl Drop for PollScope {
+    #[inline(always)]
+    fn drop(&mut self) {
+        pop(self.caller);
+        if self.timed {
+            stamp();
+        }
+        if self.done {
+            emit(Event::ret(method(self.callee)));
+        }
+        emit(Event::poll_end(self.task, self.poll, self.done));
+    }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `inner` is structurally pinned: it is only reached through the `Pin` made
+        // below and never moved, including by `Drop` (which touches only the other fields);
+        // the other fields are plain data that is never pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let mut first = false;
+        // The frame opens at the first poll that finds a session running, not only at the
+        // very first poll: a future that started the session itself (`#[profile] async fn
+        // main` whose body calls `start`) is counted from its next poll on, and what it calls
+        // from then on names it as the caller. With no session this is one load and a branch.
+        if this.callee == 0 && !this.finished && recording() {
+            // The caller is the frame polling us; we become innermost just below.
+            let callee = this.site.id();
+            let caller = CURRENT.with(Cell::get);
+            emit(Event::call(method(caller), method(callee)));
+            this.callee = callee;
+            this.task = next_task();
+            this.timed = timed(callee);
+            first = true;
+        }
+        let mut scope = (this.callee != 0).then(|| {
+            emit(Event::poll(method(this.callee), this.task, first));
+            if this.timed {
+                stamp();
+            }
+            let poll = this.polls;
+            this.polls = this.polls.saturating_add(1);
+            PollScope {
+                callee: this.callee,
+                caller: push(this.callee),
+                task: this.task,
+                poll,
+                done: false,
+                timed: this.timed,
+            }
+        });
+        // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
+        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
+        let out = inner.poll(cx);
+        if out.is_ready() {
+            this.finished = true;
+            if let Some(s) = &mut scope {
+                s.done = true;
+                this.callee = 0;
+            }
+        }
+        drop(scope);
+        out
+    }
+}
+
+impl<F> Drop for Instrumented<F> {
+    fn drop(&mut self) {
+        // Dropped after its first poll but before completion: the frame ends here, in a last,
+        // empty poll so that the `Return` lands in the future's own context.
+        if self.callee != 0 {
+            emit(Event::poll(method(self.callee), self.task, false));
+            emit(Event::ret(method(self.callee)));
+            emit(Event::poll_end(self.task, self.polls, true));
+        }
+    }
+}

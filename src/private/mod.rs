@@ -1,0 +1,105 @@
+//! What the code `#[cabprof::profile]` generates calls into. Not a public API.
+//!
+//! One file per job: `frames` (entering and leaving a function: the shadow stack, `Call` and
+//! `Return`), `timing` (which calls are timed), `paths` (the Ball-Larus path register),
+//! `future` (an `async fn`'s frame across its polls) and `memory` (the accesses
+//! `#[profile(memory)]` marks). This file holds what they share: the shadow stack's
+//! thread-local and the check whether a session records.
+
+use cabprof_cab::event::{MethodId, MAX_METHOD_ID};
+use cabprof_cab::runtime::{activity_of, session_key, Activity};
+use std::cell::Cell;
+
+mod frames;
+mod future;
+mod memory;
+mod paths;
+mod timing;
+
+pub use cabprof_cab::registry::{
+    PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
+};
+pub(crate) use frames::enter_keyed;
+pub use frames::{enter, FrameGuard};
+pub use future::{instrument, Instrumented};
+pub use memory::{load, load_mut, store, touch, update};
+pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
+pub(crate) use timing::{set_time_period, time_period};
+
+/// `std::any::type_name_of_val`, for the generated `Site` (see `Site::new`): called here, in
+/// cabprof's crate, so that the user's crate, whatever its `rust-version`, expands no std API
+/// newer than its own (clippy's `incompatible_msrv` would point at the attribute).
+#[inline]
+pub fn type_name_of<T: ?Sized>(_: &T) -> &'static str {
+    std::any::type_name::<T>()
+}
+
+thread_local! {
+    /// Id of the innermost instrumented frame of this thread entered while a session ran
+    /// (0 = none: the root).
+    pub(super) static CURRENT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A method id from a raw value the registry handed out (always `<= MAX_METHOD_ID`; told to
+/// the compiler, which then drops the range check and the masking).
+#[inline(always)]
+pub(super) fn method(id: u32) -> MethodId {
+    // SAFETY: every id passed here is a `Site`'s (the registry hands out ids up to
+    // `MAX_METHOD_ID` and no others) or the shadow stack's, which holds only those and 0.
+    unsafe { std::hint::assert_unchecked(id <= MAX_METHOD_ID) };
+    match MethodId::new(id) {
+        Ok(m) => m,
+        Err(_) => MethodId::ROOT,
+    }
+}
+
+/// Make `callee` the innermost frame; returns its caller.
+#[inline(always)]
+pub(super) fn push(callee: u32) -> u32 {
+    CURRENT.with(|c| c.replace(callee))
+}
+
+#[inline(always)]
+pub(super) fn pop(caller: u32) {
+    CURRENT.with(|c| c.set(caller));
+}
+
+/// Whether to record: a session runs, or this is the process's first event and it has just
+/// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
+#[inline(always)]
+pub(crate) fn recording() -> bool {
+    recording_key() != 0
+}
+
+/// [`recording`], as the running session's key (0: not recording), for
+/// [`emit_with`](cabprof_cab::runtime::emit_with).
+#[inline(always)]
+fn recording_key() -> u64 {
+    let key = session_key();
+    match activity_of(key) {
+        Activity::Idle => 0,
+        Activity::Recording => key,
+        Activity::Undecided => decided_key(),
+    }
+}
+
+/// The first event of the process: decide, then the key of the session that runs (0: none).
+#[cold]
+#[inline(never)]
+pub(super) fn decided_key() -> u64 {
+    if !crate::process::decide() {
+        return 0;
+    }
+    let key = session_key();
+    match activity_of(key) {
+        Activity::Recording => key,
+        _ => 0,
+    }
+}
+
+/// Run `f`; if it panics, return `or` instead of unwinding into the instrumented function (a
+/// bug in cabprof then loses an event, never the program's own control flow).
+#[inline(always)]
+pub(super) fn contained<R>(f: impl FnOnce() -> R, or: R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(or)
+}

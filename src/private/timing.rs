@@ -1,0 +1,151 @@
+//! Timing: which calls read the clock.
+//!
+//! When the session runs the time analysis, a timed call reads the clock (one plain counter
+//! read, `cabprof_cab::clock::now`) after emitting its `Call` and again at its exit, and returns
+//! with a `TimedReturn` word carrying the difference instead of a `Return`: a timed call is two
+//! words, as an untimed one (with `paths` too: its last `Path` comes before). A timed future
+//! stamps each poll's start (after `Poll`) and end (before its `Return`/`PollEnd`) with `Time`
+//! words, so its time is the time polled. Which calls are timed is a session-wide
+//! setting ([`TIME_PERIOD`]) read only on the active path, after the session check: the
+//! no-session path stays one load and one branch. With sampled timing (one call in K per
+//! function and thread) the others are counted only; a per-thread table of countdowns indexed
+//! by function id decides.
+
+use cabprof_cab::clock;
+use cabprof_cab::event::Event;
+use cabprof_cab::runtime::emit;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Which calls are stamped with `Time` words: 0 = none (the session does not run the time
+/// analysis), 1 = every call, K = one call in K per function and thread. Set before a session
+/// starts ([`set_time_period`]); read only on the active path, never when no session runs.
+static TIME_PERIOD: AtomicU32 = AtomicU32::new(0);
+
+/// Stamp calls from the next session on (see [`TIME_PERIOD`]); returns the previous setting.
+pub(crate) fn set_time_period(k: u32) -> u32 {
+    TIME_PERIOD.swap(k, Ordering::Relaxed)
+}
+
+/// The current [`TIME_PERIOD`].
+pub(crate) fn time_period() -> u32 {
+    TIME_PERIOD.load(Ordering::Relaxed)
+}
+
+/// Sampled timing's per-thread state: per function id, the calls to skip before the next
+/// timed one, and a random-number state. It owns the countdowns; [`SKIP`] caches where they
+/// are, and this table's drop clears that cache.
+struct SkipTable {
+    skip: Vec<u32>,
+    rng: u64,
+}
+
+impl Drop for SkipTable {
+    fn drop(&mut self) {
+        let _ = SKIP.try_with(|c| {
+            c.ptr.set(std::ptr::null_mut());
+            c.len.set(0);
+        });
+    }
+}
+
+/// Where this thread's countdowns are, in a destructor-free thread-local: the inline check of
+/// a sampled-timing call is two thread-local loads and a decrement, with no first-use
+/// registration code (which made every instrumented function save three more registers, also
+/// with no session running).
+struct SkipCache {
+    ptr: Cell<*mut u32>,
+    len: Cell<usize>,
+}
+
+thread_local! {
+    static SKIP: SkipCache = const {
+        SkipCache { ptr: Cell::new(std::ptr::null_mut()), len: Cell::new(0) }
+    };
+    static SKIP_TABLE: RefCell<SkipTable> = const {
+        RefCell::new(SkipTable { skip: Vec::new(), rng: 0 })
+    };
+}
+
+/// Whether to stamp this call of `id` (a session runs).
+#[inline(always)]
+pub(super) fn timed(id: u32) -> bool {
+    match TIME_PERIOD.load(Ordering::Relaxed) {
+        0 => false,
+        1 => true,
+        k => sample(id, k),
+    }
+}
+
+/// One call in `k` of `id` on this thread: after a timed call, skip a number of calls drawn
+/// uniformly from `0..=2k-2` (mean `k - 1`), so a function whose call durations repeat with
+/// some period is not always timed at the same phase. Counting down is inline; drawing (and
+/// growing the table) is not.
+#[inline(always)]
+fn sample(id: u32, k: u32) -> bool {
+    let (ptr, len) = SKIP.with(|c| (c.ptr.get(), c.len.get()));
+    let i = id as usize;
+    if i < len {
+        // SAFETY: `(ptr, len)` is this thread's `SKIP_TABLE.skip`, published by `draw` after
+        // its last change to the table; `draw` clears it before changing the table (which may
+        // run an instrumented allocator, and so this) and the table's drop clears it too;
+        // `i < len`, so the slot is in it. Only this thread uses it, and while it is published
+        // no borrow of the table is live.
+        let n = unsafe { &mut *ptr.add(i) };
+        if *n > 0 {
+            *n -= 1;
+            return false;
+        }
+    }
+    draw(id, k)
+}
+
+/// [`sample`] for a countdown at 0 or not made yet: time this call and draw the next skip.
+#[cold]
+#[inline(never)]
+fn draw(id: u32, k: u32) -> bool {
+    // Forget where the table is until it is published again below: growing it reallocates,
+    // and an instrumented allocator would otherwise count down in the block being freed.
+    // Meanwhile `sample` comes here and finds the table borrowed.
+    SKIP.with(|c| c.len.set(0));
+    SKIP_TABLE
+        .try_with(|t| {
+            let Ok(mut t) = t.try_borrow_mut() else {
+                return false;
+            };
+            let t = &mut *t;
+            let i = id as usize;
+            if i >= t.skip.len() {
+                t.skip.resize(i + 1, 0);
+            }
+            let timed = if t.skip[i] > 0 {
+                t.skip[i] -= 1;
+                false
+            } else {
+                // xorshift64, seeded from the table's address (distinct per thread).
+                let mut x = t.rng;
+                if x == 0 {
+                    x = (t as *const SkipTable as u64) | 1;
+                }
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                t.rng = x;
+                t.skip[i] = (x % (2 * k as u64 - 1)) as u32;
+                true
+            };
+            let (ptr, len) = (t.skip.as_mut_ptr(), t.skip.len());
+            SKIP.with(|c| {
+                c.ptr.set(ptr);
+                c.len.set(len);
+            });
+            timed
+        })
+        .unwrap_or(false)
+}
+
+/// A `Time` word of now.
+#[inline(always)]
+pub(super) fn stamp() {
+    emit(Event::time(clock::now()));
+}
