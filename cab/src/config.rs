@@ -223,7 +223,7 @@ pub fn show_bytes(bytes: u64) -> String {
     ];
     if let Some((unit, name)) = UNITS
         .iter()
-        .find(|&&(unit, _)| bytes >= unit && bytes % unit == 0)
+        .find(|&&(unit, _)| bytes >= unit && bytes.is_multiple_of(unit))
     {
         return format!("{} {name}", bytes / unit);
     }

@@ -9,22 +9,8 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
-/// `bytes` in the largest binary unit that divides it (`48 KiB`, `3 MiB`, `100 B`), or with
-/// one decimal when none does.
-pub(crate) fn show_bytes(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (unit, name) in UNITS {
-        if bytes >= unit && bytes.is_multiple_of(unit) {
-            return format!("{} {name}", bytes / unit);
-        }
-    }
-    for (unit, name) in UNITS {
-        if bytes >= unit {
-            return format!("{:.1} {name}", bytes as f64 / unit as f64);
-        }
-    }
-    format!("{bytes} B")
-}
+/// Sizes in output, by the project's one rule.
+pub(crate) use cabprof_cab::show_bytes;
 
 /// A rate in millions (per second): `81.3`, `0.42`, `123`.
 pub(crate) fn show_millions(per_second: f64) -> String {

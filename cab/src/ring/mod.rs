@@ -85,14 +85,12 @@ const SPINS_BEFORE_BACKOFF: u32 = if cfg!(loom) { 2 } else { 1 << 10 };
 const CLEAR_BLOCK: usize = 512;
 
 /// Sampling: how far ahead of its cursor the producer asks for the line it will write, in
-/// slots (1 KiB, 16 cache lines). Without it, a line the analyzer has read is shared when the
-/// producer comes back to it a lap later (a sampling ring fits in the producer's L2), and the
-/// producer's store waits for the analyzer's copy to be invalidated; `prefetchw` starts that
-/// invalidation 64 calls early (a `Call` and a `Return` word each). Measured with the
-/// per_call bench, sampling mc+cg, 6 alternating rounds: 4.06 ns/call over plain without it,
-/// 2.94 with it; 4 KiB ahead gave the same (2.96). Not in exhaustive mode: there the consumer
-/// may be reading just ahead of a producer on a full ring, and taking its lines made mc+cg
-/// slower (3.21 -> 4.18).
+/// slots (1 KiB, 16 cache lines). A line the analyzer has read is shared when the producer
+/// comes back to it a lap later (a sampling ring fits in the producer's L2), and the producer's
+/// store would wait for the analyzer's copy to be invalidated; `prefetchw` starts that
+/// invalidation 64 calls early (a `Call` and a `Return` word each). Not in exhaustive mode:
+/// there the consumer may be reading just ahead of a producer on a full ring, and taking its
+/// lines slows the consumer. Figures: docs/PERFORMANCE.md, "Sampling".
 pub(crate) const PREFETCH_AHEAD: usize = 128;
 
 /// Slots in a cache line (the smallest chunk, one 64-byte line).
