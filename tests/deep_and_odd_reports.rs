@@ -666,7 +666,7 @@ fn allocation_reports_with_whole_stacks_still_read() {
     );
     let text = d.text(10);
     assert!(text.contains("main > work > leaf (depth 3)"), "{text}");
-    assert!(text.contains("by calling context (top 10 of 3)"), "{text}");
+    assert!(text.contains("by calling context (all 3)"), "{text}");
     // Written again, it is nodes; a node whose parent is not an earlier context is refused.
     let again = d.json();
     assert!(!again.contains("\"stack\""));
