@@ -47,6 +47,16 @@ impl FlameStacks {
         root: u64,
         weight: impl Fn(&N) -> u64,
     ) -> FlameStacks {
+        FlameStacks::from_indexed_nodes(nodes, root, |_, n| weight(n))
+    }
+
+    /// [`from_nodes_and_root`](Self::from_nodes_and_root) with each weight chosen by the
+    /// node's index in `nodes` (widths computed over the whole tree beforehand).
+    pub(crate) fn from_indexed_nodes<N: ContextNode>(
+        nodes: &[N],
+        root: u64,
+        weight: impl Fn(usize, &N) -> u64,
+    ) -> FlameStacks {
         let parents = parent_indices(nodes);
         let depth = context_depths(&parents);
         // The ancestor at depth FLAME_OUTER_FRAMES of each deeper node: where its kept outer
@@ -72,7 +82,7 @@ impl FlameStacks {
             }
         };
         for (i, c) in nodes.iter().enumerate() {
-            let w = weight(c);
+            let w = weight(i, c);
             if w == 0 {
                 continue;
             }

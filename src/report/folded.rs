@@ -1,6 +1,8 @@
 //! Folded stacks (`root;a;b count` lines), the input of flame-graph tools.
 
-use crate::model::{FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME};
+use crate::model::{
+    parent_indices, ContextTimeEntry, FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME,
+};
 use std::fmt::Write as _;
 
 /// What a flame graph's widths measure.
@@ -29,7 +31,11 @@ impl ReportData {
     ///   under one context's frame without inventing how it splits (the text and JSON reports
     ///   list them).
     /// - [`Weight::Time`]: the context's self time in whole nanoseconds, so a frame's width is
-    ///   its inclusive time. Empty unless the time analysis ran.
+    ///   its inclusive time. Compensated times are estimates, and where a context's callees
+    ///   add up to more than its own inclusive time (its self time came out negative) they are
+    ///   drawn scaled down to fit inside it, so that widths never go below zero and the
+    ///   outermost frames are as wide as their inclusive times. Empty unless the time analysis
+    ///   ran.
     /// - [`Weight::AllocBytes`]: the bytes allocated while the context was innermost, so a
     ///   frame's width is the bytes its whole subtree allocated. Empty unless the allocations
     ///   analysis ran.
@@ -49,7 +55,10 @@ impl ReportData {
         match weight {
             Weight::Calls => self.flame_stacks(),
             Weight::Time => match &self.time {
-                Some(t) => FlameStacks::from_nodes(&t.contexts, |c| c.exclusive_ns.round() as u64),
+                Some(t) => {
+                    let drawn = drawn_self_times(&t.contexts);
+                    FlameStacks::from_indexed_nodes(&t.contexts, 0, |i, _| drawn[i])
+                }
                 None => FlameStacks::default(),
             },
             Weight::AllocBytes => match &self.allocations {
@@ -60,6 +69,41 @@ impl ReportData {
             },
         }
     }
+}
+
+/// The self width of each time context in a flame graph, in whole nanoseconds: each context is
+/// as wide as its inclusive time (0 if that came out negative), and callees that add up to
+/// more than their caller are scaled down together to fit inside it.
+fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
+    let parents = parent_indices(contexts);
+    let clamped = |c: &ContextTimeEntry| c.inclusive_ns.max(0.0);
+    let mut callees = vec![0.0f64; contexts.len()];
+    for (i, c) in contexts.iter().enumerate() {
+        if let Some(p) = parents[i] {
+            callees[p] += clamped(c);
+        }
+    }
+    let mut inclusive = vec![0.0f64; contexts.len()];
+    let scale = |incl: f64, callees: f64| {
+        if callees > incl && callees > 0.0 {
+            incl / callees
+        } else {
+            1.0
+        }
+    };
+    // Callers come before their callees in the list (the model's order).
+    for (i, c) in contexts.iter().enumerate() {
+        inclusive[i] = match parents[i] {
+            Some(p) => clamped(c) * scale(inclusive[p], callees[p]),
+            None => clamped(c),
+        };
+    }
+    (0..contexts.len())
+        .map(|i| {
+            let own = inclusive[i] - callees[i] * scale(inclusive[i], callees[i]);
+            own.max(0.0).round() as u64
+        })
+        .collect()
 }
 
 /// The folded lines of `stacks`, `root` first on each.
@@ -116,4 +160,45 @@ pub fn folded_frame(name: &str) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drawn_self_times;
+    use crate::model::ContextTimeEntry;
+
+    fn ctx(id: u32, parent: u32, inclusive_ns: f64) -> ContextTimeEntry {
+        ContextTimeEntry {
+            id,
+            parent,
+            method: id,
+            calls: 1,
+            timed: 1,
+            inclusive_ns,
+            exclusive_ns: 0.0,
+            raw_inclusive_ns: None,
+            raw_exclusive_ns: None,
+        }
+    }
+
+    /// A caller whose compensated callees add up to more than itself: they are drawn scaled
+    /// to fit, nothing is negative, and the total is the outermost inclusive time.
+    #[test]
+    fn callees_wider_than_their_caller_are_fitted_inside_it() {
+        // main 100 > {a 80 > {c 30}, b 40}: a + b = 120 > 100; c fits in a.
+        let contexts = [
+            ctx(1, 0, 100.0),
+            ctx(2, 1, 80.0),
+            ctx(3, 1, 40.0),
+            ctx(4, 2, 30.0),
+        ];
+        let drawn = drawn_self_times(&contexts);
+        // a and b scaled by 100/120: main's own 0, a 66.7 (c still fits: its own 36.7, c 30),
+        // b 33.3.
+        assert_eq!(drawn, vec![0, 37, 33, 30]);
+        assert_eq!(drawn.iter().sum::<u64>(), 100);
+        // A negative inclusive time is drawn as nothing, and its callees with it.
+        let contexts = [ctx(1, 0, 50.0), ctx(2, 1, -5.0), ctx(3, 2, 10.0)];
+        assert_eq!(drawn_self_times(&contexts), vec![50, 0, 0]);
+    }
 }
