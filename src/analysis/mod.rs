@@ -37,7 +37,7 @@ mod plan;
 
 pub use plan::AnalysisPlan;
 
-use crate::model::ReportData;
+use crate::model::{NotAReport, ReportData};
 use cabprof_cab::runtime::{self, RingAnalysis};
 use cabprof_cab::ConfigError;
 use std::collections::BTreeSet;
@@ -73,6 +73,18 @@ pub(crate) trait AnalysisDescriptor {
     /// Append this analysis' section of the text report (if `data` holds its results), `top`
     /// rows per table.
     fn text(data: &ReportData, top: usize, out: &mut String);
+
+    /// Set the `estimated` field of every count in this analysis' results from the count:
+    /// `est(count)` is the estimate in sampling mode and `None` otherwise. Only analyses whose
+    /// entries have such a field implement it.
+    fn fill_estimates(_data: &mut ReportData, _est: &dyn Fn(u64) -> Option<u64>) {}
+
+    /// Check this analysis' results in a report read from a file (that its calling contexts
+    /// form a tree, with [`check_contexts`]). Only analyses with more rules than their types
+    /// say implement it.
+    fn check(_data: &ReportData) -> Result<(), NotAReport> {
+        Ok(())
+    }
 }
 
 /// The heading words of a "top N" table of `len` rows, which are sorted by count, largest
@@ -209,13 +221,24 @@ macro_rules! register {
         /// Each analysis' section of the text report, in report order.
         pub(crate) const TEXT_SECTIONS: &[fn(&ReportData, usize, &mut String)] =
             &[$( <$module::Descriptor as AnalysisDescriptor>::text, )+];
+
+        /// Every analysis' estimate filling (see [`AnalysisDescriptor::fill_estimates`]).
+        const FILL_ESTIMATES: &[fn(&mut ReportData, &dyn Fn(u64) -> Option<u64>)] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::fill_estimates, )+];
+
+        /// Every analysis' check of a report read back (see [`AnalysisDescriptor::check`]).
+        const CHECKS: &[fn(&ReportData) -> Result<(), NotAReport>] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::check, )+];
+
+        /// Every canonical name, in report order.
+        const CANONICAL_NAMES: &[&str] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::NAMES[0], )+];
     };
 }
 
 impl Analysis {
-    /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
-    /// `paths`, `cache`, `reuse-distance`, `time`, `allocations`, or a short alias such as `tree`); case and `_`
-    /// versus `-` do not matter.
+    /// Parse a name as used by `CABPROF_ANALYSES`: a canonical name ([`ANALYSES_HELP`] lists
+    /// them) or a short alias such as `tree`; case and `_` versus `-` do not matter.
     pub fn parse(name: &str) -> Option<Analysis> {
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
         Analysis::ALL
@@ -238,8 +261,70 @@ impl Analysis {
 
     /// Every canonical name, comma-separated, for messages.
     pub(crate) fn name_list() -> String {
-        Analysis::ALL.map(Analysis::name).join(", ")
+        CANONICAL_NAMES.join(", ")
     }
+}
+
+/// What `CABPROF_ANALYSES` accepts, as [`crate::session::ENV_VARS`] says it: every canonical
+/// name, from the registration list.
+pub(crate) const ANALYSES_HELP: &str = {
+    const PREFIX: &str = "comma-separated: ";
+    const SEP: &str = ", ";
+    const LEN: usize = {
+        let mut len = PREFIX.len();
+        let mut i = 0;
+        while i < CANONICAL_NAMES.len() {
+            len += CANONICAL_NAMES[i].len() + if i > 0 { SEP.len() } else { 0 };
+            i += 1;
+        }
+        len
+    };
+    // Built at compile time because `ENV_VARS` is a constant table of `&str`s.
+    const BYTES: [u8; LEN] = {
+        let mut out = [0u8; LEN];
+        let mut at = 0;
+        let mut i = 0;
+        while i <= CANONICAL_NAMES.len() {
+            let parts: [&str; 2] = if i == 0 {
+                [PREFIX, ""]
+            } else if i == 1 {
+                ["", CANONICAL_NAMES[0]]
+            } else {
+                [SEP, CANONICAL_NAMES[i - 1]]
+            };
+            let mut p = 0;
+            while p < 2 {
+                let b = parts[p].as_bytes();
+                let mut j = 0;
+                while j < b.len() {
+                    out[at] = b[j];
+                    at += 1;
+                    j += 1;
+                }
+                p += 1;
+            }
+            i += 1;
+        }
+        out
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(s) => s,
+        Err(_) => panic!("analysis names are UTF-8"),
+    }
+};
+
+/// Fill every `estimated` field of `data` from its count (sampling mode), or clear them.
+pub(crate) fn fill_estimates(data: &mut ReportData) {
+    let (sampled, rate) = (data.is_sampled(), data.estimate_rate());
+    let est = |c: u64| sampled.then(|| (c as f64 / rate).round() as u64);
+    for fill in FILL_ESTIMATES {
+        fill(data, &est);
+    }
+}
+
+/// Check every analysis' results in a report read from a file; the first fault found.
+pub(crate) fn check_report(data: &ReportData) -> Result<(), NotAReport> {
+    CHECKS.iter().try_for_each(|check| check(data))
 }
 
 impl std::fmt::Display for Analysis {
@@ -270,5 +355,22 @@ register! {
     Allocations => allocations: cabprof_analyses::Allocations,
 }
 
+pub(crate) use crate::model::check_contexts;
 pub use call_tree::CallTrees;
 pub(crate) use time::{begin_timing, finish_timing, restore_timing};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_names_every_analysis_once() {
+        assert_eq!(
+            ANALYSES_HELP,
+            format!("comma-separated: {}", Analysis::name_list())
+        );
+        for a in Analysis::ALL {
+            assert_eq!(ANALYSES_HELP.matches(a.name()).count(), 1, "{a}");
+        }
+    }
+}

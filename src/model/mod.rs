@@ -4,6 +4,7 @@
 //!
 //! This file is the bottom layer of reports: it uses no other module of the crate, so the
 //! conversion from a session, the analyses' descriptors and the renderers can all build on it.
+//! (Reading a file back, `read.rs`, asks the analysis registry for each analysis' own checks.)
 //!
 //! JSON goes through `miniserde`, not `serde_json`: every crate that instrumented code loads
 //! through `::cabprof` adds its trait impls to the user's crate, and `serde_json`'s
@@ -19,6 +20,7 @@ pub use contexts::{
     context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
 };
+pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 
 /// Schema tag of the JSON report.
@@ -765,35 +767,6 @@ impl ReportData {
             format!("~{}", self.estimate(count))
         } else {
             count.to_string()
-        }
-    }
-
-    /// Fill every `estimated` field from its `count` (sampling mode), or clear them.
-    pub(crate) fn fill_estimates(&mut self) {
-        let (sampled, rate) = (self.is_sampled(), self.estimate_rate());
-        let est = |c: u64| sampled.then(|| (c as f64 / rate).round() as u64);
-        let d = self;
-        if let Some(v) = &mut d.method_count {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(v) = &mut d.call_graph {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(t) = &mut d.call_tree {
-            t.patterns
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
-            t.contexts
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(v) = &mut d.paths {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(r) = &mut d.reuse_distance {
-            r.histogram
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
         }
     }
 }

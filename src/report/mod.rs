@@ -135,17 +135,9 @@ mod pprof;
 mod svg;
 mod text;
 
-pub use crate::model::{context_depths, context_stack, parent_indices, ContextNode};
-pub use crate::model::{
-    AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
-    ContextEntry, ContextFault, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame,
-    FunctionAllocEntry, LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames,
-    NotAReport, PathEntry, PatternEntry, ReportData, ReportError, ReuseData, SessionInfo,
-    ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
-};
-pub use crate::model::{
-    CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData,
-};
+// The whole data model is public here, so a type an analysis adds to it needs no line of its
+// own.
+pub use crate::model::*;
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};
 
