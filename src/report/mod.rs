@@ -1,6 +1,6 @@
-//! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings — a
-//! text table for people, JSON for tools, folded stacks for flame graphs, DOT for the call
-//! graph, callgrind, and two that need crates of their own, each behind a cargo feature that
+//! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings, the
+//! [`Format`]s — a text table for people, JSON for tools, folded stacks for flame graphs, DOT
+//! for the call graph, callgrind, and two that need crates of their own, each behind a cargo feature that
 //! is off by default: a flame-graph SVG (inferno; feature `flamegraph`) and pprof's gzipped
 //! protobuf (prost and flate2; feature `pprof`). The `cli` feature turns both on.
 //!
@@ -119,6 +119,8 @@
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
 //!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs` (feature `flamegraph`), `pprof.rs` (pprof's
 //!   `profile.proto`; feature `pprof`) and `callgrind.rs` (the callgrind format).
+//! - `format.rs`: [`Format`], the one list of formats (names and descriptions), which
+//!   `cabprof report --format` takes and the docs are checked against.
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
 //!   [`ReportData::results_json`]).
 
@@ -128,6 +130,7 @@ mod convert;
 mod dot;
 pub(crate) mod file;
 mod folded;
+mod format;
 mod json;
 #[cfg(feature = "pprof")]
 mod pprof;
@@ -140,6 +143,7 @@ mod text;
 pub use crate::model::*;
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};
+pub use format::Format;
 
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
