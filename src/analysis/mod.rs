@@ -2,12 +2,13 @@
 //!
 //! Every analysis is one file here holding its descriptor (an [`AnalysisDescriptor`]): its
 //! names for `CABPROF_ANALYSES`, whether it runs by default, how it is checked and built from
-//! the [`AnalysisPlan`], how its results become report data and how the text report shows
-//! them. Consuming and merging come from the analysis state itself (the `analyses` crate's
-//! `cabprof_analyses::EventAnalysis` trait). The `register!` list at the bottom of this file is the only
-//! list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names in error
-//! messages, [`AnalysisSet`] (what each ring runs) and the report's conversion and text
-//! sections are all generated from it.
+//! the [`AnalysisPlan`], how its results become report data, how the text report shows them,
+//! how their estimated counts are filled and how a file read back is checked. Consuming and
+//! merging come from the analysis state itself (the `analyses` crate's
+//! `cabprof_analyses::EventAnalysis` trait). The `register!` list at the bottom of this file is
+//! the only list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names
+//! in help texts and error messages, [`AnalysisSet`] (what each ring runs) and the report's
+//! conversion, estimates, checks and text sections are all generated from it.
 //!
 //! # Adding an analysis
 //!
@@ -19,12 +20,17 @@
 //!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
 //!    the compiler checks that `StateType` is the descriptor's `State`).
 //! 4. Its results in the report's typed schema (`src/model/mod.rs`): a
-//!    `pub <file_name>: Option<..>` field of `ReportData` and the entry types it holds (an
-//!    `Option`, so report files written before it existed still read back). This is the one
-//!    touch point outside this folder: the JSON schema stays a plain, typed struct. The
-//!    descriptor's `report` fills the field and its `text` renders it.
+//!    `pub <file_name>: Option<..>` field of `ReportData`, documented with its JSON, and the
+//!    entry types it holds (an `Option`, so report files written before it existed still read
+//!    back). This is the one touch point of the code outside this folder: the JSON schema
+//!    stays a plain, typed struct. The descriptor's `report` fills the field, its `text`
+//!    renders it, and its `fill_estimates` and `check` (if it has estimated counts or calling
+//!    contexts) fill and check it.
 //!
-//! Nothing else lists analyses. Renderers other than text (folded stacks, DOT, SVG) and the
+//! Besides, `tests/analysis_names.rs` lists the names it expects and the README tells users
+//! about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
+//! help text ([`ANALYSES_HELP`]), the estimates and the checks of a file read back are
+//! generated from the list too. Renderers other than text (folded stacks, DOT, SVG) and the
 //! sampling-error comparison show the analyses their formats are about; a new analysis
 //! appears there only if one of them chooses to show it.
 //!
