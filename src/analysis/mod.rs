@@ -243,8 +243,8 @@ macro_rules! register {
 }
 
 impl Analysis {
-    /// Parse a name as used by `CABPROF_ANALYSES`: a canonical name ([`ANALYSES_HELP`] lists
-    /// them) or a short alias such as `tree`; case and `_` versus `-` do not matter.
+    /// Parse a name as used by `CABPROF_ANALYSES`: the [`name`](Self::name) of one of
+    /// [`Analysis::ALL`] or a short alias such as `tree`; case and `_` versus `-` do not matter.
     pub fn parse(name: &str) -> Option<Analysis> {
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
         Analysis::ALL
