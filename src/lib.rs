@@ -53,7 +53,9 @@ pub use cabprof_analyses as analyses;
 pub use cabprof_cab as cab;
 pub use cabprof_cab::event::{Event, EventKind, MethodId};
 pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
-pub use cabprof_cab::{ConfigError, Mode, RingConfig};
+// The root holds what a program that runs sessions and reads reports names; the ring's own
+// types (`cab::Mode`, `cab::RingConfig`) are for programs that drive a ring by hand.
+pub use cabprof_cab::ConfigError;
 pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;
