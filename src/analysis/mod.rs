@@ -272,43 +272,39 @@ impl Analysis {
 }
 
 /// What `CABPROF_ANALYSES` accepts, as [`crate::session::ENV_VARS`] says it: every canonical
-/// name, from the registration list.
+/// name, from the registration list. Built at compile time because `ENV_VARS` is a constant
+/// table of `&str`s.
 pub(crate) const ANALYSES_HELP: &str = {
     const PREFIX: &str = "comma-separated: ";
     const SEP: &str = ", ";
     const LEN: usize = {
-        let mut len = PREFIX.len();
+        let mut len = PREFIX.len() + SEP.len() * (CANONICAL_NAMES.len() - 1);
         let mut i = 0;
         while i < CANONICAL_NAMES.len() {
-            len += CANONICAL_NAMES[i].len() + if i > 0 { SEP.len() } else { 0 };
+            len += CANONICAL_NAMES[i].len();
             i += 1;
         }
         len
     };
-    // Built at compile time because `ENV_VARS` is a constant table of `&str`s.
+    /// Copy `part` into `out` at `at`; the position after it.
+    const fn put(out: &mut [u8; LEN], at: usize, part: &str) -> usize {
+        let bytes = part.as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at + j] = bytes[j];
+            j += 1;
+        }
+        at + bytes.len()
+    }
     const BYTES: [u8; LEN] = {
         let mut out = [0u8; LEN];
-        let mut at = 0;
+        let mut at = put(&mut out, 0, PREFIX);
         let mut i = 0;
-        while i <= CANONICAL_NAMES.len() {
-            let parts: [&str; 2] = if i == 0 {
-                [PREFIX, ""]
-            } else if i == 1 {
-                ["", CANONICAL_NAMES[0]]
-            } else {
-                [SEP, CANONICAL_NAMES[i - 1]]
-            };
-            let mut p = 0;
-            while p < 2 {
-                let b = parts[p].as_bytes();
-                let mut j = 0;
-                while j < b.len() {
-                    out[at] = b[j];
-                    at += 1;
-                    j += 1;
-                }
-                p += 1;
+        while i < CANONICAL_NAMES.len() {
+            if i > 0 {
+                at = put(&mut out, at, SEP);
             }
+            at = put(&mut out, at, CANONICAL_NAMES[i]);
             i += 1;
         }
         out
