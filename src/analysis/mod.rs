@@ -27,8 +27,9 @@
 //!    renders it, and its `fill_estimates` and `check` (if it has estimated counts or calling
 //!    contexts) fill and check it.
 //!
-//! Besides, `tests/analysis_names.rs` lists the names it expects and the README tells users
-//! about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
+//! Besides, `tests/analysis_names.rs` lists the names it expects, the evaluation's
+//! `Variant::for_analysis` (`workloads/src/lib.rs`) says which instrumentation feeds it, and
+//! the README tells users about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
 //! help text ([`ANALYSES_HELP`]), the estimates and the checks of a file read back are
 //! generated from the list too. Renderers other than text (folded stacks, DOT, SVG) and the
 //! sampling-error comparison show the analyses their formats are about; a new analysis
