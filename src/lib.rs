@@ -30,8 +30,8 @@
 //!   a test binary without code, and per-test reports within it (`src/process.rs`).
 //! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
 //!   declared once in `src/analysis/` (one file per analysis, one registration list).
-//! - [`report`]: the report data model and its renderings (text, JSON, folded, DOT,
-//!   callgrind, and behind features, SVG and pprof).
+//! - [`report`]: the report data model and its renderings ([`report::Format`] lists them;
+//!   SVG and pprof are behind features).
 //! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
 //!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
@@ -53,7 +53,9 @@ pub use cabprof_analyses as analyses;
 pub use cabprof_cab as cab;
 pub use cabprof_cab::event::{Event, EventKind, MethodId};
 pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
-pub use cabprof_cab::{ConfigError, Mode, RingConfig};
+// The root holds what a program that runs sessions and reads reports names; the ring's own
+// types (`cab::Mode`, `cab::RingConfig`) are for programs that drive a ring by hand.
+pub use cabprof_cab::ConfigError;
 pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;

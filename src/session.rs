@@ -30,10 +30,7 @@ use std::path::PathBuf;
 /// The variables [`SessionBuilder::from_env`] reads besides the runtime's
 /// ([`cabprof_cab::runtime::ENV_VARS`]), with what each accepts.
 pub const ENV_VARS: &[(&str, &str)] = &[
-    (
-        "CABPROF_ANALYSES",
-        "comma-separated: method-count, call-graph, call-tree, paths, cache, reuse-distance, time, allocations",
-    ),
+    ("CABPROF_ANALYSES", crate::analysis::ANALYSES_HELP),
     (
         "CABPROF_TIME_SAMPLE",
         "time one call in K per function and thread (default 1: every call)",

@@ -1,6 +1,6 @@
 //! `cabprof`: the command-line side of cabprof.
 //!
-//! - `cabprof report FILE.json`: render a saved report (table, JSON, folded stacks, DOT, SVG).
+//! - `cabprof report FILE.json`: render a saved report in any `cabprof::report::Format`.
 //! - `cabprof diff BASE NEW`: what changed between two reports, per function and edge; a CI
 //!   gate with `--fail-above`, Bencher Metric Format with `--format bmf`.
 //! - `cabprof simulate TRACE`: stream a Valgrind Lackey or binary memory trace through a CAB
@@ -51,7 +51,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Render a saved JSON report as a table, JSON, folded stacks, DOT or a flame-graph SVG.
+    /// Render a saved JSON report again: tables, JSON, flame graphs, DOT, pprof or callgrind.
     Report(report::ReportArgs),
     /// Compare two saved reports: the change in calls, paths and misses per function and
     /// per call-graph edge, largest effect first; a CI gate with --fail-above.

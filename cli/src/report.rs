@@ -1,14 +1,15 @@
-//! `cabprof report`: render a saved JSON report (`cabprof::ReportData`) as text, JSON, folded
-//! stacks, DOT, SVG, pprof or callgrind.
+//! `cabprof report`: render a saved JSON report (`cabprof::ReportData`) in any of the formats
+//! of `cabprof::report::Format`.
 
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cabprof::report::Weight;
+use cabprof::report::{Format, Weight};
 use cabprof::trace::is_same_file;
 use cabprof::ReportData;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 
 use crate::CliError;
@@ -30,26 +31,14 @@ Examples:
 The JSON is what a session writes (Session::finish_and_write, CABPROF_OUTPUT) or
 Report::json() returns; its schema is documented in cabprof::report.";
 
-/// How to render the report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ReportFormat {
-    /// Text tables for people.
-    #[value(alias = "text")]
-    Table,
-    /// The JSON report again, pretty-printed (checks and normalizes a file).
-    Json,
-    /// Folded stacks of the calling-context tree (`root;a;b count`), for flame-graph tools.
-    Folded,
-    /// The call graph in Graphviz DOT.
-    Dot,
-    /// A flame graph of the calling-context tree, as SVG.
-    Svg,
-    /// pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca): calls per calling
-    /// context, misses per function.
-    Pprof,
-    /// The callgrind format (KCachegrind, QCachegrind, callgrind_annotate): calls and misses
-    /// per function, calls and inclusive calls per call-graph edge.
-    Callgrind,
+/// `--format`'s values, with their help lines, from the library's one list of formats.
+fn format_parser() -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(Format::ALL.map(|f| {
+        PossibleValue::new(f.name())
+            .aliases(f.aliases().iter().copied())
+            .help(f.description())
+    }))
+    .map(|name| Format::parse(&name).expect("clap accepts only the listed names"))
 }
 
 /// What flame-graph widths measure.
@@ -71,8 +60,8 @@ pub(crate) struct ReportArgs {
     #[arg(value_name = "FILE.json")]
     pub file: PathBuf,
     /// Output format.
-    #[arg(long, short, value_enum, default_value_t = ReportFormat::Table)]
-    pub format: ReportFormat,
+    #[arg(long, short, value_parser = format_parser(), default_value_t = Format::Table)]
+    pub format: Format,
     /// What the folded stacks and the SVG flame graph are weighted by.
     #[arg(long, value_enum, default_value_t = WeightArg::Calls)]
     pub weight: WeightArg,
@@ -155,19 +144,19 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         WeightArg::Time => Weight::Time,
         WeightArg::AllocBytes => Weight::AllocBytes,
     };
-    if !args.label.is_empty() && args.format != ReportFormat::Pprof {
+    if !args.label.is_empty() && args.format != Format::Pprof {
         return Err(CliError::InvalidArguments(
             "--label applies to --format pprof only".into(),
         ));
     }
     let rendered = match args.format {
-        ReportFormat::Table => data.text(args.top).into_bytes(),
-        ReportFormat::Json => {
+        Format::Table => data.text(args.top).into_bytes(),
+        Format::Json => {
             let mut json = data.json();
             json.push('\n');
             json.into_bytes()
         }
-        ReportFormat::Folded => {
+        Format::Folded => {
             let shift = data.flame_stacks_by(weight).shift;
             if shift > 0 {
                 eprintln!(
@@ -176,9 +165,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             }
             data.folded_by(weight).into_bytes()
         }
-        ReportFormat::Dot => data.dot().into_bytes(),
-        ReportFormat::Svg => data.svg_by(weight).into_bytes(),
-        ReportFormat::Pprof => {
+        Format::Dot => data.dot().into_bytes(),
+        Format::Svg => data.svg_by(weight).into_bytes(),
+        Format::Pprof => {
             let labels: Vec<(&str, &str)> = args
                 .label
                 .iter()
@@ -186,7 +175,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                 .collect();
             data.pprof_labeled(&labels)
         }
-        ReportFormat::Callgrind => data.callgrind().into_bytes(),
+        Format::Callgrind => data.callgrind().into_bytes(),
     };
     match &args.output {
         Some(path) => fs::write(path, rendered).map_err(|source| CliError::Write {

@@ -4,8 +4,9 @@
 //! process-wide counters.
 
 use super::contexts::{depth_first, stack_rows};
-use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
+    NotAReport, 
     AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, ReportData,
 };
 use cabprof_analyses::{AllocCounts, Allocations};
@@ -214,6 +215,13 @@ impl AnalysisDescriptor for Descriptor {
                 data.shown(n.allocs),
                 bytes(n.bytes),
             );
+        }
+    }
+
+    fn check(data: &ReportData) -> Result<(), NotAReport> {
+        match &data.allocations {
+            Some(a) => check_contexts("allocations.contexts", &a.contexts),
+            None => Ok(()),
         }
     }
 }

@@ -54,4 +54,10 @@ impl AnalysisDescriptor for Descriptor {
             );
         }
     }
+
+    fn fill_estimates(data: &mut ReportData, est: &dyn Fn(u64) -> Option<u64>) {
+        if let Some(v) = &mut data.call_graph {
+            v.iter_mut().for_each(|e| e.estimated = est(e.count));
+        }
+    }
 }

@@ -2,8 +2,8 @@
 //! and the full calling-context tree ([`cabprof_analyses::CallingContextTree`]), fed in one pass.
 
 use super::contexts::{depth_first, stack_rows};
-use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::model::{CallTreeData, ContextEntry, PatternEntry, ReportData};
+use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
+use crate::model::{CallTreeData, ContextEntry, NotAReport, PatternEntry, ReportData};
 use cabprof_analyses::{CallTreeProfile, CallingContextTree, MethodId};
 use std::fmt::Write as _;
 
@@ -123,6 +123,24 @@ impl AnalysisDescriptor for Descriptor {
         let rows = stack_rows(&ct.contexts, &order, &data.method_names());
         for (&i, row) in order.iter().zip(&rows) {
             let _ = writeln!(o, "  {:>14}  {row}", data.shown(ct.contexts[i].count));
+        }
+    }
+
+    fn fill_estimates(data: &mut ReportData, est: &dyn Fn(u64) -> Option<u64>) {
+        if let Some(t) = &mut data.call_tree {
+            t.patterns
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
+            t.contexts
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
+        }
+    }
+
+    fn check(data: &ReportData) -> Result<(), NotAReport> {
+        match &data.call_tree {
+            Some(t) => check_contexts("call_tree.contexts", &t.contexts),
+            None => Ok(()),
         }
     }
 }

@@ -2,12 +2,13 @@
 //!
 //! Every analysis is one file here holding its descriptor (an [`AnalysisDescriptor`]): its
 //! names for `CABPROF_ANALYSES`, whether it runs by default, how it is checked and built from
-//! the [`AnalysisPlan`], how its results become report data and how the text report shows
-//! them. Consuming and merging come from the analysis state itself (the `analyses` crate's
-//! `cabprof_analyses::EventAnalysis` trait). The `register!` list at the bottom of this file is the only
-//! list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names in error
-//! messages, [`AnalysisSet`] (what each ring runs) and the report's conversion and text
-//! sections are all generated from it.
+//! the [`AnalysisPlan`], how its results become report data, how the text report shows them,
+//! how their estimated counts are filled and how a file read back is checked. Consuming and
+//! merging come from the analysis state itself (the `analyses` crate's
+//! `cabprof_analyses::EventAnalysis` trait). The `register!` list at the bottom of this file is
+//! the only list of analyses: [`Analysis`], [`Analysis::ALL`], [`Analysis::parse`], the names
+//! in help texts and error messages, [`AnalysisSet`] (what each ring runs) and the report's
+//! conversion, estimates, checks and text sections are all generated from it.
 //!
 //! # Adding an analysis
 //!
@@ -19,12 +20,18 @@
 //!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
 //!    the compiler checks that `StateType` is the descriptor's `State`).
 //! 4. Its results in the report's typed schema (`src/model/mod.rs`): a
-//!    `pub <file_name>: Option<..>` field of `ReportData` and the entry types it holds (an
-//!    `Option`, so report files written before it existed still read back). This is the one
-//!    touch point outside this folder: the JSON schema stays a plain, typed struct. The
-//!    descriptor's `report` fills the field and its `text` renders it.
+//!    `pub <file_name>: Option<..>` field of `ReportData`, documented with its JSON, and the
+//!    entry types it holds (an `Option`, so report files written before it existed still read
+//!    back). This is the one touch point of the code outside this folder: the JSON schema
+//!    stays a plain, typed struct. The descriptor's `report` fills the field, its `text`
+//!    renders it, and its `fill_estimates` and `check` (if it has estimated counts or calling
+//!    contexts) fill and check it.
 //!
-//! Nothing else lists analyses. Renderers other than text (folded stacks, DOT, SVG) and the
+//! Besides, `tests/analysis_names.rs` lists the names it expects, the evaluation's
+//! `Variant::for_analysis` (`workloads/src/lib.rs`) says which instrumentation feeds it, and
+//! the README tells users about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
+//! help text ([`ANALYSES_HELP`]), the estimates and the checks of a file read back are
+//! generated from the list too. Renderers other than text (folded stacks, DOT, SVG) and the
 //! sampling-error comparison show the analyses their formats are about; a new analysis
 //! appears there only if one of them chooses to show it.
 //!
@@ -37,7 +44,7 @@ mod plan;
 
 pub use plan::AnalysisPlan;
 
-use crate::model::ReportData;
+use crate::model::{NotAReport, ReportData};
 use cabprof_cab::runtime::{self, RingAnalysis};
 use cabprof_cab::ConfigError;
 use std::collections::BTreeSet;
@@ -73,6 +80,18 @@ pub(crate) trait AnalysisDescriptor {
     /// Append this analysis' section of the text report (if `data` holds its results), `top`
     /// rows per table.
     fn text(data: &ReportData, top: usize, out: &mut String);
+
+    /// Set the `estimated` field of every count in this analysis' results from the count:
+    /// `est(count)` is the estimate in sampling mode and `None` otherwise. Only analyses whose
+    /// entries have such a field implement it.
+    fn fill_estimates(_data: &mut ReportData, _est: &dyn Fn(u64) -> Option<u64>) {}
+
+    /// Check this analysis' results in a report read from a file (that its calling contexts
+    /// form a tree, with [`check_contexts`]). Only analyses with more rules than their types
+    /// say implement it.
+    fn check(_data: &ReportData) -> Result<(), NotAReport> {
+        Ok(())
+    }
 }
 
 /// The heading words of a "top N" table of `len` rows, which are sorted by count, largest
@@ -209,13 +228,24 @@ macro_rules! register {
         /// Each analysis' section of the text report, in report order.
         pub(crate) const TEXT_SECTIONS: &[fn(&ReportData, usize, &mut String)] =
             &[$( <$module::Descriptor as AnalysisDescriptor>::text, )+];
+
+        /// Every analysis' estimate filling (see [`AnalysisDescriptor::fill_estimates`]).
+        const FILL_ESTIMATES: &[fn(&mut ReportData, &dyn Fn(u64) -> Option<u64>)] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::fill_estimates, )+];
+
+        /// Every analysis' check of a report read back (see [`AnalysisDescriptor::check`]).
+        const CHECKS: &[fn(&ReportData) -> Result<(), NotAReport>] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::check, )+];
+
+        /// Every canonical name, in report order.
+        const CANONICAL_NAMES: &[&str] =
+            &[$( <$module::Descriptor as AnalysisDescriptor>::NAMES[0], )+];
     };
 }
 
 impl Analysis {
-    /// Parse a name as used by `CABPROF_ANALYSES` (`method-count`, `call-graph`, `call-tree`,
-    /// `paths`, `cache`, `reuse-distance`, `time`, `allocations`, or a short alias such as `tree`); case and `_`
-    /// versus `-` do not matter.
+    /// Parse a name as used by `CABPROF_ANALYSES`: the [`name`](Self::name) of one of
+    /// [`Analysis::ALL`] or a short alias such as `tree`; case and `_` versus `-` do not matter.
     pub fn parse(name: &str) -> Option<Analysis> {
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
         Analysis::ALL
@@ -238,8 +268,66 @@ impl Analysis {
 
     /// Every canonical name, comma-separated, for messages.
     pub(crate) fn name_list() -> String {
-        Analysis::ALL.map(Analysis::name).join(", ")
+        CANONICAL_NAMES.join(", ")
     }
+}
+
+/// What `CABPROF_ANALYSES` accepts, as [`crate::session::ENV_VARS`] says it: every canonical
+/// name, from the registration list. Built at compile time because `ENV_VARS` is a constant
+/// table of `&str`s.
+pub(crate) const ANALYSES_HELP: &str = {
+    const PREFIX: &str = "comma-separated: ";
+    const SEP: &str = ", ";
+    const LEN: usize = {
+        let mut len = PREFIX.len() + SEP.len() * (CANONICAL_NAMES.len() - 1);
+        let mut i = 0;
+        while i < CANONICAL_NAMES.len() {
+            len += CANONICAL_NAMES[i].len();
+            i += 1;
+        }
+        len
+    };
+    /// Copy `part` into `out` at `at`; the position after it.
+    const fn put(out: &mut [u8; LEN], at: usize, part: &str) -> usize {
+        let bytes = part.as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at + j] = bytes[j];
+            j += 1;
+        }
+        at + bytes.len()
+    }
+    const BYTES: [u8; LEN] = {
+        let mut out = [0u8; LEN];
+        let mut at = put(&mut out, 0, PREFIX);
+        let mut i = 0;
+        while i < CANONICAL_NAMES.len() {
+            if i > 0 {
+                at = put(&mut out, at, SEP);
+            }
+            at = put(&mut out, at, CANONICAL_NAMES[i]);
+            i += 1;
+        }
+        out
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(s) => s,
+        Err(_) => panic!("analysis names are UTF-8"),
+    }
+};
+
+/// Fill every `estimated` field of `data` from its count (sampling mode), or clear them.
+pub(crate) fn fill_estimates(data: &mut ReportData) {
+    let (sampled, rate) = (data.is_sampled(), data.estimate_rate());
+    let est = |c: u64| sampled.then(|| (c as f64 / rate).round() as u64);
+    for fill in FILL_ESTIMATES {
+        fill(data, &est);
+    }
+}
+
+/// Check every analysis' results in a report read from a file; the first fault found.
+pub(crate) fn check_report(data: &ReportData) -> Result<(), NotAReport> {
+    CHECKS.iter().try_for_each(|check| check(data))
 }
 
 impl std::fmt::Display for Analysis {
@@ -270,5 +358,22 @@ register! {
     Allocations => allocations: cabprof_analyses::Allocations,
 }
 
+pub(crate) use crate::model::check_contexts;
 pub use call_tree::CallTrees;
 pub(crate) use time::{begin_timing, finish_timing, restore_timing};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_names_every_analysis_once() {
+        assert_eq!(
+            ANALYSES_HELP,
+            format!("comma-separated: {}", Analysis::name_list())
+        );
+        for a in Analysis::ALL {
+            assert_eq!(ANALYSES_HELP.matches(a.name()).count(), 1, "{a}");
+        }
+    }
+}

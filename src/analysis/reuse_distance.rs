@@ -83,4 +83,12 @@ impl AnalysisDescriptor for Descriptor {
             );
         }
     }
+
+    fn fill_estimates(data: &mut ReportData, est: &dyn Fn(u64) -> Option<u64>) {
+        if let Some(r) = &mut data.reuse_distance {
+            r.histogram
+                .iter_mut()
+                .for_each(|e| e.estimated = est(e.count));
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //!
 //! This file is the bottom layer of reports: it uses no other module of the crate, so the
 //! conversion from a session, the analyses' descriptors and the renderers can all build on it.
+//! (Reading a file back, `read.rs`, asks the analysis registry for each analysis' own checks.)
 //!
 //! JSON goes through `miniserde`, not `serde_json`: every crate that instrumented code loads
 //! through `::cabprof` adds its trait impls to the user's crate, and `serde_json`'s
@@ -19,6 +20,7 @@ pub use contexts::{
     context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
 };
+pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 
 /// Schema tag of the JSON report.
@@ -49,22 +51,80 @@ pub struct ReportData {
     pub events_in_flight: u64,
     /// Every method id the analyses mention, with its name and source location.
     pub methods: Vec<MethodEntry>,
-    /// Calls per method, most called first.
+    // Each analysis' field below documents its JSON (the report module's schema names the
+    // shared types: `Est`, `AllocCounts`); an analysis that did not run is `null`.
+    /// Calls per method, most called first. JSON:
+    /// `[ { "method": u32, "count": u64, "estimated": Est } ]`.
     pub method_count: Option<Vec<MethodCountEntry>>,
-    /// Caller → callee edge counts, most frequent first (caller 0 is the root).
+    /// Caller → callee edge counts, most frequent first (caller 0 is the root). JSON:
+    /// `[ { "caller": u32, "callee": u32, "count": u64, "estimated": Est } ]`.
     pub call_graph: Option<Vec<EdgeEntry>>,
-    /// Depth-two call-tree patterns and the calling-context tree.
+    /// Depth-two call-tree patterns and the calling-context tree. JSON:
+    ///
+    /// ```text
+    /// { "approximate": bool,
+    ///   "patterns": [ { "method": u32, "callees": [u32], "count": u64, "estimated": Est } ],
+    ///   "contexts": [ { "id": u32, "parent": u32, "method": u32, "count": u64,
+    ///                   "estimated": Est } ] }
+    /// ```
+    ///
+    /// One node per context (id never 0), each after its parent (0 = root); its stack is its
+    /// chain of parents. Older files list `{ "stack": [u32], "count", "estimated" }` instead:
+    /// read into nodes.
     pub call_tree: Option<CallTreeData>,
-    /// Ball-Larus path counts, hottest first.
+    /// Ball-Larus path counts, hottest first. JSON:
+    /// `[ { "method": u32, "path": u32, "count": u64, "steps": [str] | null, "estimated": Est } ]`.
     pub paths: Option<Vec<PathEntry>>,
-    /// Cache simulation: per-level hits and misses, misses per method.
+    /// Cache simulation: per-level hits and misses, misses per method. JSON:
+    ///
+    /// ```text
+    /// { "levels": [ { "size_bytes", "ways", "line_bytes", "policy": "fifo"|"lru",
+    ///                 "load_hits", "load_misses", "store_hits", "store_misses" } ],
+    ///   "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] }
+    /// ```
     pub cache: Option<CacheData>,
-    /// Reuse-distance histogram and the miss curve it implies.
+    /// Reuse-distance histogram and the miss curve it implies. JSON:
+    ///
+    /// ```text
+    /// { "line_bytes": u32, "accesses": u64, "cold": u64,
+    ///   "histogram": [ { "min": u64, "max": u64, "count": u64, "estimated": Est } ],
+    ///   "miss_curve": [ { "lines": u64, "misses": u64 } ] }
+    /// ```
     pub reuse_distance: Option<ReuseData>,
-    /// Time per function, call-graph edge and calling context (absent in older files).
+    /// Time per function, call-graph edge and calling context (absent in older files). JSON:
+    ///
+    /// ```text
+    /// { "clock": str, "ticks_per_ns": f64, "calibration": str,
+    ///   "sample_period": u32,                  // one call in K timed (1: every call)
+    ///   "approximate": bool,                   // sampled timing or sampled rings
+    ///   "functions": [ { "method": u32, "calls": u64, "timed": u64,
+    ///                    "inclusive_ns", "inclusive_ci_ns", "exclusive_ns",
+    ///                    "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
+    ///   "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
+    ///                "inclusive_ns": f64 } ],
+    ///   "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
+    ///                   "timed": u64, "inclusive_ns": f64, "exclusive_ns": f64 } ] }
+    /// ```
+    ///
+    /// Contexts: nodes as in `call_tree`, each after its parent; older files list
+    /// `{ "stack": [u32], "calls", "timed", "inclusive_ns", "exclusive_ns" }`: read into nodes.
     pub time: Option<TimeData>,
     /// Heap allocations per function and calling context (absent in reports written before
-    /// the allocation analysis existed).
+    /// the allocation analysis existed). JSON:
+    ///
+    /// ```text
+    /// { "approximate": bool, "tracked": bool,       // tracked: the wrapper reported
+    ///   "totals": AllocCounts, "runtime": AllocCounts,  // runtime: its own, apart
+    ///   "live_bytes": i64, "peak_bytes": i64,       // since the session started
+    ///   "functions": [ { "method": u32, "self": AllocCounts,
+    ///                    "inclusive": AllocCounts } ],  // method 0 = outside all
+    ///   "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
+    ///                   "counts": AllocCounts } ] }
+    /// ```
+    ///
+    /// Contexts: nodes as in `call_tree`, those with allocations below; the root's own counts
+    /// are method 0's `self`. Older files list `{ "stack": [u32], "calls", "counts" }` (the
+    /// root as `[]`): read into nodes.
     pub allocations: Option<AllocationsData>,
 }
 
@@ -765,35 +825,6 @@ impl ReportData {
             format!("~{}", self.estimate(count))
         } else {
             count.to_string()
-        }
-    }
-
-    /// Fill every `estimated` field from its `count` (sampling mode), or clear them.
-    pub(crate) fn fill_estimates(&mut self) {
-        let (sampled, rate) = (self.is_sampled(), self.estimate_rate());
-        let est = |c: u64| sampled.then(|| (c as f64 / rate).round() as u64);
-        let d = self;
-        if let Some(v) = &mut d.method_count {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(v) = &mut d.call_graph {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(t) = &mut d.call_tree {
-            t.patterns
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
-            t.contexts
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(v) = &mut d.paths {
-            v.iter_mut().for_each(|e| e.estimated = est(e.count));
-        }
-        if let Some(r) = &mut d.reuse_distance {
-            r.histogram
-                .iter_mut()
-                .for_each(|e| e.estimated = est(e.count));
         }
     }
 }

@@ -94,7 +94,7 @@ impl ReportData {
         r.analysis.report(&mut data, &mut seen);
         seen.remove(&0);
         data.methods = seen.into_iter().map(method_entry).collect();
-        data.fill_estimates();
+        crate::analysis::fill_estimates(&mut data);
         data
     }
 }

@@ -1,8 +1,9 @@
-//! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings — a
-//! text table for people, JSON for tools, folded stacks for flame graphs, DOT for the call
-//! graph, callgrind, and two that need crates of their own, each behind a cargo feature that
-//! is off by default: a flame-graph SVG (inferno; feature `flamegraph`) and pprof's gzipped
-//! protobuf (prost and flate2; feature `pprof`). The `cli` feature turns both on.
+//! Reports: one data model ([`ReportData`], what the JSON file holds) and its renderings, the
+//! [`Format`]s — a text table for people, JSON for tools, folded stacks for flame graphs, DOT
+//! for the call graph, callgrind, and two that need crates of their own, each behind a cargo
+//! feature that is off by default: a flame-graph SVG (inferno; feature `flamegraph`) and
+//! pprof's gzipped protobuf (prost and flate2; feature `pprof`). The `cli` feature turns both
+//! on.
 //!
 //! # JSON schema (`"schema": "cabprof-report/1"`)
 //!
@@ -23,51 +24,10 @@
 //!   "events_in_flight": u64,             // bound on events not yet counted (snapshots; live
 //!                                        // sampling threads); absent in older files: 0
 //!   "methods": [ { "id": u32, "name": str, "module": str, "file": str, "line": u32 } ],
-//!   "method_count": [ { "method": u32, "count": u64, "estimated": Est } ] | null,
-//!   "call_graph": [ { "caller": u32, "callee": u32, "count": u64, "estimated": Est } ] | null,
-//!                                        // most calls first; caller 0 = root
-//!   "call_tree": { "approximate": bool,
-//!                  "patterns": [ { "method": u32, "callees": [u32], "count": u64, "estimated": Est } ],
-//!                  "contexts": [ { "id": u32, "parent": u32, "method": u32, "count": u64,
-//!                                  "estimated": Est } ] } | null,
-//!                                        // one node per context (id never 0), each after its
-//!                                        // parent (0 = root); its stack is its chain of
-//!                                        // parents. Older files list { "stack": [u32], "count",
-//!                                        // "estimated" } instead: read into nodes
-//!   "paths": [ { "method": u32, "path": u32, "count": u64, "steps": [str] | null,
-//!                "estimated": Est } ] | null,
-//!   "cache": { "levels": [ { "size_bytes", "ways", "line_bytes", "policy": "fifo"|"lru",
-//!                            "load_hits", "load_misses", "store_hits", "store_misses" } ],
-//!              "by_method": [ { "method": u32, "level": u32, "load_misses", "store_misses" } ] } | null,
-//!   "reuse_distance": { "line_bytes": u32, "accesses": u64, "cold": u64,
-//!                       "histogram": [ { "min": u64, "max": u64, "count": u64, "estimated": Est } ],
-//!                       "miss_curve": [ { "lines": u64, "misses": u64 } ] } | null,
-//!   "allocations": { "approximate": bool, "tracked": bool,  // tracked: the wrapper reported
-//!                    "totals": AllocCounts, "runtime": AllocCounts,  // runtime: its own, apart
-//!                    "live_bytes": i64, "peak_bytes": i64,  // since the session started
-//!                    "functions": [ { "method": u32, "self": AllocCounts,
-//!                                     "inclusive": AllocCounts } ],     // 0 = outside all
-//!                    "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
-//!                                    "counts": AllocCounts } ] }
-//!                  | null,               // absent in older files; contexts: nodes as in
-//!                                        // call_tree, those with allocations below; the
-//!                                        // root's own counts are method 0's "self". Older
-//!                                        // files list { "stack": [u32], "calls", "counts" }
-//!                                        // (the root as []): read into nodes
-//!   "time": { "clock": str, "ticks_per_ns": f64, "calibration": str,   // absent in older files
-//!             "sample_period": u32,                  // one call in K timed (1: every call)
-//!             "approximate": bool,                   // sampled timing or sampled rings
-//!             "functions": [ { "method": u32, "calls": u64, "timed": u64,
-//!                              "inclusive_ns", "inclusive_ci_ns", "exclusive_ns",
-//!                              "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
-//!             "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
-//!                          "inclusive_ns": f64 } ],
-//!             "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
-//!                             "timed": u64, "inclusive_ns": f64, "exclusive_ns": f64 } ] }
-//!           | null                   // contexts: nodes as in call_tree, each after its
-//!                                    // parent; older files list { "stack": [u32], "calls",
-//!                                    // "timed", "inclusive_ns", "exclusive_ns" }: read
-//!                                    // into nodes
+//!   "<analysis>": ... | null,            // one field per analysis, named like it with `_`
+//!                                        // for `-` ("call_tree"), null when it did not run
+//!                                        // or predates the file: its field of ReportData
+//!                                        // documents its JSON
 //! }
 //! AllocCounts = { "allocs": u64, "bytes": u64, "reallocs": u64, "frees": u64,
 //!                 "freed_bytes": u64 }
@@ -112,13 +72,15 @@
 //!
 //! - `src/model/` (the crate's `model` module, re-exported here): the types above,
 //!   [`ReportData::from_json`] and the queries renderers share; it uses no other module of
-//!   the crate, so the analyses' descriptors (`src/analysis/`) build on it without importing
+//!   the crate but the analyses' checks of a file read back, so the analyses' descriptors (`src/analysis/`) build on it without importing
 //!   `report`.
 //! - `convert.rs`: a session's result (the runtime's report) to [`ReportData`]; each
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
 //!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs` (feature `flamegraph`), `pprof.rs` (pprof's
 //!   `profile.proto`; feature `pprof`) and `callgrind.rs` (the callgrind format).
+//! - `format.rs`: [`Format`], the one list of formats (names and descriptions), which
+//!   `cabprof report --format` takes and the docs are checked against.
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
 //!   [`ReportData::results_json`]).
 
@@ -128,6 +90,7 @@ mod convert;
 mod dot;
 pub(crate) mod file;
 mod folded;
+mod format;
 mod json;
 #[cfg(feature = "pprof")]
 mod pprof;
@@ -135,19 +98,12 @@ mod pprof;
 mod svg;
 mod text;
 
-pub use crate::model::{context_depths, context_stack, parent_indices, ContextNode};
-pub use crate::model::{
-    AllocContextEntry, AllocCountsEntry, AllocationsData, BinEntry, CacheData, CallTreeData,
-    ContextEntry, ContextFault, Counters, CurvePoint, EdgeEntry, FlameStacks, Frame,
-    FunctionAllocEntry, LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames,
-    NotAReport, PathEntry, PatternEntry, ReportData, ReportError, ReuseData, SessionInfo,
-    ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, LATER_FIELDS, SCHEMA,
-};
-pub use crate::model::{
-    CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData,
-};
+// The whole data model is public here, so a type an analysis adds to it needs no line of its
+// own.
+pub use crate::model::*;
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};
+pub use format::Format;
 
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;

@@ -9,8 +9,9 @@
 mod calibration;
 
 use super::contexts::{depth_first, stack_rows};
-use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
+use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
+    NotAReport, 
     CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, ReportData, TimeData,
 };
 use cabprof_analyses::{Compensation, TimeProfile};
@@ -390,6 +391,13 @@ impl AnalysisDescriptor for Descriptor {
                 dur(c.inclusive_ns),
                 dur(c.exclusive_ns),
             );
+        }
+    }
+
+    fn check(data: &ReportData) -> Result<(), NotAReport> {
+        match &data.time {
+            Some(t) => check_contexts("time.contexts", &t.contexts),
+            None => Ok(()),
         }
     }
 }
