@@ -46,6 +46,9 @@
 //!   was recorded.
 //! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
+//! - `serve`: live profiles over HTTP from a running program (`CABPROF_SERVE`,
+//!   [`SessionBuilder::serve`]): pprof windows, Prometheus metrics (prometheus-client), a
+//!   flame-graph page; see [`serve`]. Turns on `flamegraph` and `pprof`.
 //! - `cli`: the `cabprof` command-line tool; turns on `flamegraph` and `pprof`.
 
 pub use cabprof_analyses as analyses;
@@ -62,6 +65,8 @@ mod model;
 mod names;
 mod process;
 pub mod report;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod trace;
 
@@ -69,6 +74,14 @@ pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
 pub use process::{test_profile, TestProfile};
 pub use report::{Report, ReportData};
 pub use session::{Session, SessionBuilder, Snapshotter};
+
+/// Hand the calling thread's buffered events to the analyzers now. Call it before a thread
+/// blocks for long (a worker waiting for its next request) so that what it did so far is in
+/// the next snapshot, served window or scrape without waiting for its ring to fill. Cheap; a
+/// thread with no events does nothing.
+pub fn flush_thread() {
+    cabprof_cab::runtime::flush_current_thread();
+}
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[doc(hidden)]

@@ -55,6 +55,9 @@ pub struct SessionBuilder {
     plan: AnalysisPlan,
     /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
     output: Option<PathBuf>,
+    /// The live endpoint's address and settings (feature `serve`).
+    #[cfg(feature = "serve")]
+    serve: crate::serve::ServeSettings,
 }
 
 impl SessionBuilder {
@@ -202,6 +205,41 @@ impl SessionBuilder {
         self
     }
 
+    /// Serve live profiles over HTTP on `addr` (`HOST:PORT`; port 0 picks a free one, see
+    /// [`Session::serve_addr`]) while the session runs: pprof windows at
+    /// `/debug/pprof/profile?seconds=N`, Prometheus metrics at `/metrics`, a flame-graph page
+    /// at `/` (see [`crate::serve`]). The endpoint has no authentication: an address that is
+    /// not loopback is refused unless [`serve_public`](Self::serve_public) allows it. Starting
+    /// fails, naming the address, when it cannot be bound. `CABPROF_SERVE` sets it too.
+    #[cfg(feature = "serve")]
+    pub fn serve(mut self, addr: impl Into<String>) -> Self {
+        self.serve.addr = Some(addr.into());
+        self.serve.field = "SessionBuilder::serve";
+        self
+    }
+
+    /// Allow [`serve`](Self::serve) on an address that is not loopback (default off;
+    /// `CABPROF_SERVE_PUBLIC=1`). Anyone who reaches it can read the profiles.
+    #[cfg(feature = "serve")]
+    pub fn serve_public(mut self, on: bool) -> Self {
+        self.serve.public = on;
+        self
+    }
+
+    /// The `service_name` label of served profiles (default: the executable's name;
+    /// `CABPROF_SERVICE`).
+    #[cfg(feature = "serve")]
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.serve.service = Some(name.into());
+        self
+    }
+
+    /// The endpoint's settings, for the process-wide session.
+    #[cfg(feature = "serve")]
+    pub(crate) fn serve_settings(&self) -> &crate::serve::ServeSettings {
+        &self.serve
+    }
+
     /// The runtime settings so far.
     pub fn runtime_config(&self) -> &RuntimeConfig {
         &self.runtime
@@ -230,6 +268,16 @@ impl SessionBuilder {
                 ));
             }
             self.output = Some(PathBuf::from(v));
+        }
+        #[cfg(feature = "serve")]
+        self.serve.apply_env(&get)?;
+        #[cfg(not(feature = "serve"))]
+        if let Some(v) = get("CABPROF_SERVE").filter(|v| !v.trim().is_empty()) {
+            return Err(ConfigError::new(
+                "CABPROF_SERVE",
+                v,
+                "unset: this program was built without cabprof's `serve` feature",
+            ));
         }
         self.runtime.from_vars(get)?;
         Ok(self)
@@ -263,12 +311,30 @@ impl SessionBuilder {
             // fails below and its counters stay).
             crate::alloc::reset();
         }
+        // Bound before the session starts: a port in use fails the start, naming it.
+        #[cfg(feature = "serve")]
+        let listener = self.serve.bind()?;
         let before = crate::analysis::begin_timing(&plan, &self.runtime);
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
             .inspect_err(|_| crate::analysis::restore_timing(before))?;
+        #[cfg(feature = "serve")]
+        let endpoint = match listener {
+            Some(listener) => {
+                let snapshots = inner.snapshotter();
+                let snapshot =
+                    std::sync::Arc::new(move || snapshots.snapshot().map(snapshot_report));
+                Some(
+                    crate::serve::start(listener, &self.serve, snapshot)
+                        .map_err(SessionError::Spawn)?,
+                )
+            }
+            None => None,
+        };
         Ok(Session {
             inner,
             output: self.output,
+            #[cfg(feature = "serve")]
+            endpoint,
         })
     }
 }
@@ -300,6 +366,9 @@ impl Snapshotter {
 pub struct Session {
     inner: runtime::Session<AnalysisSet>,
     output: Option<PathBuf>,
+    /// The live endpoint, stopped with the session (feature `serve`).
+    #[cfg(feature = "serve")]
+    endpoint: Option<crate::serve::Endpoint>,
 }
 
 impl Session {
@@ -321,6 +390,13 @@ impl Session {
     /// The configured output path, if any.
     pub fn output_path(&self) -> Option<&PathBuf> {
         self.output.as_ref()
+    }
+
+    /// The address the live endpoint listens on ([`SessionBuilder::serve`]; the port chosen
+    /// when 0 was asked for), if there is one.
+    #[cfg(feature = "serve")]
+    pub fn serve_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoint.as_ref().map(|e| e.addr())
     }
 
     /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).

@@ -125,6 +125,7 @@
 mod callgrind;
 mod compare;
 mod convert;
+mod delta;
 mod dot;
 pub(crate) mod file;
 mod folded;

@@ -107,7 +107,7 @@ pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT}
 pub use design::BufferDesign;
 pub use report::{Report, ThreadStats};
 pub use session::{merge_options, Finisher, Session, Snapshotter};
-pub use signal::INTERRUPTED_EXIT_CODE;
+pub use signal::{exit_on_termination, INTERRUPTED_EXIT_CODE};
 pub use stack::{with_room, ROOM};
 pub use tls::{
     active, activity, activity_of, drop_as_runtime_work, emit, emit_with, flush_current_thread,
