@@ -171,9 +171,11 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<TcpStream>, stop: &AtomicBo
         match tx.try_send(stream) {
             Ok(()) => {}
             Err(TrySendError::Full(mut stream)) => {
-                let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-                let _ = Response::text(503, "too many connections waiting; retry later")
-                    .write_to(&mut stream);
+                let _ = stream.set_read_timeout(Some(LINGER));
+                let _ = stream.set_write_timeout(Some(LINGER));
+                let _ = read_request(&mut stream);
+                let busy = Response::text(503, "too many connections waiting; retry later");
+                close(stream, &busy);
             }
             Err(TrySendError::Disconnected(_)) => return,
         }
@@ -194,8 +196,29 @@ fn handle_loop(rx: &Mutex<Receiver<TcpStream>>, handler: &Handler) {
             Err(Some(response)) => response,
             Err(None) => continue,
         };
-        let _ = response.write_to(&mut stream);
-        let _ = stream.shutdown(std::net::Shutdown::Both);
+        close(stream, &response);
+    }
+}
+
+/// How long closing a connection waits for what the client still sends.
+const LINGER: Duration = Duration::from_millis(100);
+
+/// Answer and close. What the client sent and was not read (the rest of an oversized
+/// request) is read and dropped first, briefly: closing a socket with unread data resets the
+/// connection, and the client would lose the answer.
+fn close(mut stream: TcpStream, response: &Response) {
+    if response.write_to(&mut stream).is_err() {
+        return;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(LINGER));
+    let mut sink = [0u8; 4096];
+    let mut left: usize = 64 * 1024;
+    while left > 0 {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
     }
 }
 
@@ -264,5 +287,29 @@ mod tests {
         assert_eq!(r.param("seconds"), Some("5"));
         assert_eq!(r.param("flag"), Some(""));
         assert_eq!(r.param("b"), None);
+    }
+
+    /// A handler that panics answers 500, and the next request is served.
+    #[test]
+    fn a_panicking_handler_answers_500_and_the_server_goes_on() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let handler: Handler = Arc::new(|r: &Request| {
+            if r.path == "/boom" {
+                panic!("boom");
+            }
+            Response::text(200, "fine")
+        });
+        let server = Server::start(listener, handler).unwrap();
+        let ask = |path: &str| {
+            let mut s = TcpStream::connect(server.addr()).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            answer
+        };
+        for _ in 0..2 * HANDLERS {
+            assert!(ask("/boom").starts_with("HTTP/1.1 500"));
+        }
+        assert!(ask("/").starts_with("HTTP/1.1 200"));
     }
 }

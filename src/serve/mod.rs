@@ -8,6 +8,7 @@
 //! | `/debug/pprof/profile?seconds=N` | what happened in the next N seconds (default 30, at most [`MAX_SECONDS`]) as gzipped `profile.proto`, as Go's net/http/pprof serves it: `go tool pprof http://HOST/debug/pprof/profile?seconds=5` |
 //! | `/metrics` | Prometheus text exposition: calls, durations, allocated bytes per function since the session started, and the runtime's counters |
 //! | `/report.json?seconds=N` | the next N seconds as a cabprof JSON report (`cabprof report` reads it) |
+//! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
 //! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
 //!
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
@@ -32,7 +33,7 @@ use crate::report::Report;
 use cabprof_cab::ConfigError;
 use http::{Handler, Request, Response, Server};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -176,6 +177,7 @@ pub(crate) fn start(
             .clone()
             .unwrap_or_else(crate::process::binary_name),
         window_busy: AtomicBool::new(false),
+        window_open_ms: AtomicU64::new(0),
         page_since: Mutex::new(None),
     });
     let handler: Handler = Arc::new(move |r| state.handle(r));
@@ -193,16 +195,20 @@ struct State {
     service: String,
     /// A window is being computed.
     window_busy: AtomicBool,
+    /// When the window being computed took its first snapshot (ms since the Unix epoch; 0:
+    /// none open).
+    window_open_ms: AtomicU64,
     /// The snapshot the page's next window starts from.
     page_since: Mutex<Option<ReportData>>,
 }
 
-/// Releases [`State::window_busy`].
-struct Busy<'a>(&'a AtomicBool);
+/// Closes the window and releases [`State::window_busy`].
+struct Busy<'a>(&'a State);
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.0.window_open_ms.store(0, Ordering::Release);
+        self.0.window_busy.store(false, Ordering::Release);
     }
 }
 
@@ -223,6 +229,7 @@ impl State {
             "/metrics" => self.metrics(),
             "/report.json" => self.report_json(r),
             "/" => self.page(),
+            "/debug/pprof/" | "/debug/pprof" => self.index(),
             _ => Response::text(404, format!("404 page not found: {}", r.path)),
         }
     }
@@ -242,9 +249,11 @@ impl State {
             busy.headers.push(("Retry-After", seconds.to_string()));
             return Err(busy);
         }
-        let _busy = Busy(&self.window_busy);
+        let _busy = Busy(self);
         let began = SystemTime::now();
         let earlier = (self.snapshot)().ok_or_else(State::gone)?.data;
+        self.window_open_ms
+            .store(unix_ms(began).max(1), Ordering::Release);
         std::thread::sleep(Duration::from_secs(seconds));
         let later = (self.snapshot)().ok_or_else(State::gone)?.data;
         Ok(Window {
@@ -262,7 +271,7 @@ impl State {
         let nanos = w
             .began
             .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i64);
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
         let labels = [("service_name", self.service.as_str())];
         let body = w.later.pprof_at(Some(&w.earlier), &labels, nanos);
         let mut ok = Response::new(200, "application/octet-stream", body);
@@ -278,6 +287,26 @@ impl State {
             Ok(w) => Response::new(200, "application/json", w.later.since(&w.earlier).json()),
             Err(e) => e,
         }
+    }
+
+    /// What is served, as Go's index at the same path lists its profiles, and the window in
+    /// progress: `window: open since <ms since the Unix epoch>` once its first snapshot is
+    /// taken, else `window: none`.
+    fn index(&self) -> Response {
+        let window = match self.window_open_ms.load(Ordering::Acquire) {
+            0 => "window: none".to_string(),
+            ms => format!("window: open since {ms}"),
+        };
+        Response::text(
+            200,
+            format!(
+                "cabprof live profiles of {}\n\
+                 profile: /debug/pprof/profile?seconds=N (1 to {MAX_SECONDS}, default \
+                 {DEFAULT_SECONDS})\n\
+                 metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
+                self.service
+            ),
+        )
     }
 
     fn metrics(&self) -> Response {
@@ -309,6 +338,11 @@ impl State {
             page::render(&window, &self.service, first),
         )
     }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `seconds` as Go's net/http/pprof takes it: absent is [`DEFAULT_SECONDS`]; otherwise a
