@@ -35,6 +35,7 @@
 //! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
 //!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
+//! - `serve` (feature `serve`): live profiles over HTTP from a running program.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 //!

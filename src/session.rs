@@ -43,6 +43,18 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
+    (
+        "CABPROF_SERVE",
+        "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
+    ),
+    (
+        "CABPROF_SERVE_PUBLIC",
+        "1: allow a CABPROF_SERVE address that is not loopback (the endpoint has no authentication)",
+    ),
+    (
+        "CABPROF_SERVICE",
+        "the service_name label of served profiles (default: the executable's name)",
+    ),
 ];
 
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
@@ -498,5 +510,29 @@ mod tests {
             env(&[("CABPROF_PIN", "maybe")]).unwrap_err().field,
             "CABPROF_PIN"
         );
+    }
+
+    #[test]
+    fn serve_variables_are_validated_by_name() {
+        #[cfg(feature = "serve")]
+        {
+            let e = env(&[("CABPROF_SERVE_PUBLIC", "maybe")]).unwrap_err();
+            assert_eq!(e.field, "CABPROF_SERVE_PUBLIC");
+            let b = env(&[
+                ("CABPROF_SERVE", " 127.0.0.1:0 "),
+                ("CABPROF_SERVICE", "kv"),
+            ])
+            .unwrap();
+            let s = b.serve_settings();
+            assert_eq!(s.addr.as_deref(), Some("127.0.0.1:0"));
+            assert_eq!(s.service.as_deref(), Some("kv"));
+            assert_eq!(s.field, "CABPROF_SERVE");
+        }
+        #[cfg(not(feature = "serve"))]
+        {
+            let e = env(&[("CABPROF_SERVE", "127.0.0.1:0")]).unwrap_err();
+            assert_eq!(e.field, "CABPROF_SERVE");
+            assert!(e.allowed.contains("`serve` feature"), "{e}");
+        }
     }
 }

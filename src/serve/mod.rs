@@ -42,22 +42,6 @@ pub const MAX_SECONDS: u64 = 300;
 /// The window when `seconds` is not given (as Go's net/http/pprof).
 pub const DEFAULT_SECONDS: u64 = 30;
 
-/// The variables the endpoint reads, with what each accepts.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    (
-        "CABPROF_SERVE",
-        "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
-    ),
-    (
-        "CABPROF_SERVE_PUBLIC",
-        "1: allow a CABPROF_SERVE address that is not loopback (the endpoint has no authentication)",
-    ),
-    (
-        "CABPROF_SERVICE",
-        "the service_name label of served profiles (default: the executable's name)",
-    ),
-];
-
 /// Where and how to serve.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ServeSettings {
@@ -72,7 +56,8 @@ pub(crate) struct ServeSettings {
 }
 
 impl ServeSettings {
-    /// Read the variables of [`ENV_VARS`] through `get`.
+    /// Read `CABPROF_SERVE`, `CABPROF_SERVE_PUBLIC` and `CABPROF_SERVICE` through `get`
+    /// (see [`crate::session::ENV_VARS`]).
     pub(crate) fn apply_env(
         &mut self,
         get: &impl Fn(&str) -> Option<String>,
