@@ -10,6 +10,14 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
 
+#[global_allocator]
+static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
+
+#[cabprof::profile]
+fn alloc_some() -> usize {
+    std::hint::black_box(vec![1u8; 4096]).len()
+}
+
 #[cabprof::profile]
 fn leaf(x: u64) -> u64 {
     x.wrapping_mul(31).rotate_left(7)
@@ -188,4 +196,70 @@ fn the_endpoint_stops_with_the_session() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(freed, "{addr} still taken after the session finished");
+}
+
+/// The value of the sample line starting with `prefix`.
+fn sample(text: &str, prefix: &str) -> Option<String> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .map(str::to_owned)
+}
+
+#[test]
+fn metrics_hold_durations_and_allocated_bytes() {
+    let _one = one_session();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::Time, Analysis::Allocations])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    for i in 0..500 {
+        std::hint::black_box(leaf(i));
+    }
+    for _ in 0..10 {
+        alloc_some();
+    }
+    let text = get(addr, "/metrics").text();
+    let f = "{function=\"serve_http::leaf\"";
+    assert_eq!(
+        sample(
+            &text,
+            &format!("cabprof_function_duration_seconds_count{f}")
+        )
+        .as_deref(),
+        Some("500"),
+        "{text}"
+    );
+    // Cumulative buckets (the label order is the encoder's), the last one all calls.
+    let buckets: Vec<u64> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("cabprof_function_duration_seconds_bucket{")
+                && l.contains("function=\"serve_http::leaf\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        buckets.len() >= 2 && buckets.windows(2).all(|w| w[0] <= w[1]),
+        "{buckets:?}"
+    );
+    assert_eq!(buckets.last(), Some(&500));
+    assert!(
+        text.contains("le=\"+Inf\",function=\"serve_http::leaf\"} 500"),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "cabprof_function_allocated_bytes_total{function=\"serve_http::alloc_some\"}"
+        )
+        .as_deref(),
+        Some("40960"),
+        "{text}"
+    );
+    assert!(text.contains("cabprof_events_total "), "{text}");
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+    session.finish();
 }

@@ -2,7 +2,7 @@
 //! `prometheus-client` crate from one snapshot per scrape.
 //!
 //! Every figure is cumulative since the session started, so counters only grow from one scrape
-//! to the next:
+//! to the next (a sampled session's estimates are held at the largest value shown, [`Shown`]):
 //!
 //! - `cabprof_function_calls_total{function}`: calls (exact, or estimates in sampling mode).
 //! - `cabprof_function_duration_seconds{function}` (histogram; with the time analysis): the
@@ -20,6 +20,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use std::collections::HashMap;
 
 /// The duration histogram's upper bounds, in seconds.
 pub(crate) const BUCKETS: [f64; 9] = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0];
@@ -47,10 +48,45 @@ struct Scrape {
     threads: u64,
 }
 
+/// The largest value each counter has shown, by metric and function: a sampled session's
+/// counts are estimates (analyzed / the fraction analyzed), which can dip when that fraction
+/// rises, and a counter that goes down reads as a restart to Prometheus. Served counters never
+/// go below what an earlier scrape showed.
+#[derive(Debug, Default)]
+pub(crate) struct Shown(HashMap<(&'static str, String), u64>);
+
+impl Shown {
+    fn at_least(&mut self, metric: &'static str, values: &mut [(String, u64)]) {
+        for (name, v) in values {
+            let seen = self.0.entry((metric, name.clone())).or_default();
+            *seen = (*seen).max(*v);
+            *v = *seen;
+        }
+    }
+}
+
 /// The exposition of `report`.
-pub(crate) fn encode(report: &Report) -> String {
+pub(crate) fn encode(report: &Report, shown: &mut Shown) -> String {
+    let mut scrape = scrape(report);
+    shown.at_least("calls", &mut scrape.calls);
+    if let Some(a) = &mut scrape.allocated {
+        shown.at_least("allocated", a);
+    }
+    let mut totals = [
+        ("events".to_string(), scrape.events),
+        ("analyzed".to_string(), scrape.analyzed),
+        ("dropped".to_string(), scrape.dropped),
+        ("lapped".to_string(), scrape.lapped),
+    ];
+    shown.at_least("runtime", &mut totals);
+    [
+        scrape.events,
+        scrape.analyzed,
+        scrape.dropped,
+        scrape.lapped,
+    ] = totals.map(|(_, v)| v);
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(scrape(report)));
+    registry.register_collector(Box::new(scrape));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .expect("writing to a String cannot fail");
@@ -83,13 +119,19 @@ fn scrape(report: &Report) -> Scrape {
             if h.is_empty() || ticks_per_s <= 0.0 {
                 continue;
             }
-            let buckets = BUCKETS
+            // Per bucket, not cumulative: the encoder adds them up, and writes the last,
+            // unbounded one as `+Inf`.
+            let mut below = 0;
+            let mut buckets: Vec<(f64, u64)> = BUCKETS
                 .iter()
                 .map(|&b| {
-                    let ticks = (b * ticks_per_s) as u64;
-                    (b, h.count_between(0, ticks))
+                    let upto = h.count_between(0, (b * ticks_per_s) as u64);
+                    let n = upto.saturating_sub(below);
+                    below = below.max(upto);
+                    (b, n)
                 })
                 .collect();
+            buckets.push((f64::INFINITY, h.len().saturating_sub(below)));
             s.durations.push((
                 names.name(method.get()),
                 Durations {
@@ -196,5 +238,20 @@ impl Collector for Scrape {
         )?
         .encode_gauge(&self.threads)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_never_shows_less_than_before() {
+        let mut shown = Shown::default();
+        let mut first = [("f".to_string(), 10), ("g".to_string(), 3)];
+        shown.at_least("calls", &mut first);
+        let mut second = [("f".to_string(), 9), ("g".to_string(), 4)];
+        shown.at_least("calls", &mut second);
+        assert_eq!(second, [("f".to_string(), 10), ("g".to_string(), 4)]);
     }
 }

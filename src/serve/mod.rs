@@ -164,6 +164,7 @@ pub(crate) fn start(
         window_busy: AtomicBool::new(false),
         window_open_ms: AtomicU64::new(0),
         page_since: Mutex::new(None),
+        shown: Mutex::default(),
     });
     let handler: Handler = Arc::new(move |r| state.handle(r));
     let server = Server::start(listener, handler)?;
@@ -185,6 +186,8 @@ struct State {
     window_open_ms: AtomicU64,
     /// The snapshot the page's next window starts from.
     page_since: Mutex<Option<ReportData>>,
+    /// What the counters of `/metrics` have shown.
+    shown: Mutex<metrics::Shown>,
 }
 
 /// Closes the window and releases [`State::window_busy`].
@@ -299,7 +302,10 @@ impl State {
             Some(report) => Response::new(
                 200,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics::encode(&report),
+                metrics::encode(
+                    &report,
+                    &mut self.shown.lock().unwrap_or_else(|e| e.into_inner()),
+                ),
             ),
             None => State::gone(),
         }
