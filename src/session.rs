@@ -445,8 +445,8 @@ impl Session {
         Ok(report)
     }
 
-    /// For services: on Ctrl-C, finish (nothing lost), hand the report to `on_report`, then
-    /// exit with status 130. With an output path configured the JSON report is written there
+    /// For services: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, finish (nothing lost), hand the
+    /// report to `on_report`, then exit with status 130. With an output path configured the JSON report is written there
     /// first.
     pub fn on_ctrlc(
         &self,

@@ -245,6 +245,7 @@ impl ReportData {
     /// [`pprof_since`](Self::pprof_since) (or with no `earlier`,
     /// [`pprof_labeled`](Self::pprof_labeled)) stamped with the time the profile's window
     /// began, in nanoseconds since the Unix epoch (pprof's `time_nanos`).
+    #[cfg(feature = "serve")]
     pub(crate) fn pprof_at(
         &self,
         earlier: Option<&ReportData>,
