@@ -78,8 +78,10 @@ pub use session::{Session, SessionBuilder, Snapshotter};
 
 /// Hand the calling thread's buffered events to the analyzers now. Call it before a thread
 /// blocks for long (a worker waiting for its next request) so that what it did so far is in
-/// the next snapshot, served window or scrape without waiting for its ring to fill. Cheap; a
-/// thread with no events does nothing.
+/// the next snapshot, served window or scrape. Exhaustive mode's snapshots read a partly
+/// filled chunk anyway; in sampling mode the analyzer takes only published chunks, and an
+/// idle thread's tail waits for this or for its chunk to fill. Cheap; a thread with no
+/// events does nothing.
 pub fn flush_thread() {
     cabprof_cab::runtime::flush_current_thread();
 }

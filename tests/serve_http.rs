@@ -263,3 +263,48 @@ fn metrics_hold_durations_and_allocated_bytes() {
     assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
     session.finish();
 }
+
+/// Sampling mode is different: the analyzer takes only the chunks a producer has published
+/// (it cannot trust a slot the producer may be overwriting), so an idle thread's partly
+/// filled chunk is held back, and only bounded (`events_in_flight`), until the thread calls
+/// `cabprof::flush_thread()`; then the next scrape counts it.
+#[test]
+fn sampling_holds_an_idle_threads_tail_back_until_it_flushes() {
+    let _one = one_session();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .sampling(0.5)
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    let (tell, told) = mpsc::channel::<()>();
+    let (done, finished) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        for i in 0..1000 {
+            std::hint::black_box(leaf(i));
+        }
+        done.send(()).unwrap();
+        told.recv().unwrap(); // idle, as a worker waiting for its next request
+        cabprof::flush_thread();
+        done.send(()).unwrap();
+        let _ = told.recv();
+    });
+    let events = || {
+        let text = get(addr, "/metrics").text();
+        text.lines()
+            .find(|l| l.starts_with("cabprof_events_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no cabprof_events_total in\n{text}"))
+    };
+    finished.recv().unwrap();
+    assert!(events() < 2000, "the tail is held back");
+    assert!(session.snapshot().unwrap().data.events_in_flight > 0);
+    tell.send(()).unwrap();
+    finished.recv().unwrap();
+    // A call and a return each, and the thread's own words (its name registration).
+    assert!(events() >= 2000, "flushed, the tail is counted");
+    drop(tell);
+    worker.join().unwrap();
+    session.finish();
+}
