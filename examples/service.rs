@@ -1,6 +1,17 @@
 //! Profiling a long-running service: a line-protocol key-value server on 127.0.0.1 with a
 //! worker pool, profiled in sampling mode (the workers never block on the profiler), writing a
-//! snapshot report every few seconds and a complete final report on Ctrl-C.
+//! snapshot report every few seconds and a complete final report on Ctrl-C or SIGTERM.
+//!
+//! Built with cabprof's `serve` feature, it also serves live profiles over HTTP when
+//! `CABPROF_SERVE` names an address (the session reads `CABPROF_*` variables):
+//!
+//! ```text
+//! CABPROF=1 CABPROF_SERVE=127.0.0.1:6060 cargo run --release --features serve --example service -- --requests 100000000
+//! go tool pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10
+//! curl -s http://127.0.0.1:6060/metrics
+//! ```
+//!
+//! and `http://127.0.0.1:6060/` in a browser: the flame graph and the top functions, reloading.
 //!
 //! Protocol, one request per line: `SET key value` → `OK`, `GET key` → the value or `NIL`,
 //! `DEL key` → `1`/`0`, `STATS` → the number of keys.
@@ -331,6 +342,10 @@ fn main() {
             let _ = std::io::stdout().flush();
         })
         .expect("install the Ctrl-C handler");
+        #[cfg(feature = "serve")]
+        if let Some(addr) = s.serve_addr() {
+            println!("live profiles on http://{addr}/");
+        }
         s
     });
     let listener = TcpListener::bind(("127.0.0.1", o.port)).expect("bind 127.0.0.1");
@@ -371,7 +386,7 @@ fn main() {
                     profiled::serve_connection(stream, &store)
                 };
                 // Idle now: hand this thread's buffered events to the analyzer.
-                cabprof::cab::runtime::flush_current_thread();
+                cabprof::flush_thread();
             })
             .expect("spawn worker");
     }

@@ -35,6 +35,7 @@
 //! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
 //!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
+//! - `serve` (feature `serve`): live profiles over HTTP from a running program.
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 //!
@@ -46,6 +47,9 @@
 //!   was recorded.
 //! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
+//! - `serve`: live profiles over HTTP from a running program (`CABPROF_SERVE`,
+//!   [`SessionBuilder::serve`]): pprof windows, Prometheus metrics (prometheus-client), a
+//!   flame-graph page; see [`serve`]. Turns on `flamegraph` and `pprof`.
 //!
 //! The `cabprof` command-line tool is its own package, `cabprof-cli` (`cargo install --path cli`).
 
@@ -65,6 +69,8 @@ mod model;
 mod names;
 mod process;
 pub mod report;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod trace;
 
@@ -72,6 +78,16 @@ pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
 pub use process::{test_profile, TestProfile};
 pub use report::{Report, ReportData};
 pub use session::{Session, SessionBuilder, Snapshotter};
+
+/// Hand the calling thread's buffered events to the analyzers now. Call it before a thread
+/// blocks for long (a worker waiting for its next request) so that what it did so far is in
+/// the next snapshot, served window or scrape. Exhaustive mode's snapshots read a partly
+/// filled chunk anyway; in sampling mode the analyzer takes only published chunks, and an
+/// idle thread's tail waits for this or for its chunk to fill. Cheap; a thread with no
+/// events does nothing.
+pub fn flush_thread() {
+    cabprof_cab::runtime::flush_current_thread();
+}
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[doc(hidden)]

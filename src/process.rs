@@ -75,6 +75,10 @@ struct Process {
     output: PathBuf,
     /// `CABPROF` asked for it: write the whole-process report at exit.
     write_at_exit: bool,
+    /// The live endpoint (`CABPROF_SERVE`, feature `serve`), stopped with the session.
+    #[cfg(feature = "serve")]
+    #[allow(dead_code, reason = "held for its drop, which stops the server")]
+    endpoint: Option<crate::serve::Endpoint>,
 }
 
 static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
@@ -124,11 +128,37 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         p.write_at_exit |= write_at_exit;
         return Ok(());
     }
-    let (config, plan, output) = SessionBuilder::new().from_env()?.into_parts()?;
+    let builder = SessionBuilder::new().from_env()?;
+    // Bound before the session starts: a port in use fails the start, naming it.
+    #[cfg(feature = "serve")]
+    let (serve, listener) = {
+        let serve = builder.serve_settings().clone();
+        let listener = serve.bind()?;
+        (serve, listener)
+    };
+    let (config, plan, output) = builder.into_parts()?;
     let before = crate::analysis::begin_timing(&plan, &config);
     let plan = Arc::new(plan);
     let session = runtime::Session::start_snapshotting(config, move || Split::new(plan.clone()))
         .inspect_err(|_| crate::analysis::restore_timing(before))?;
+    #[cfg(feature = "serve")]
+    let endpoint = match listener {
+        Some(listener) => {
+            let snapshots = session.snapshotter();
+            let snapshot = Arc::new(move || {
+                let r = snapshots.snapshot()?;
+                let started = cabprof_cab::clock::now();
+                let report = Report::new(r.map_analysis(|s| s.all));
+                cabprof_cab::runtime::stalled_since(started);
+                Some(report)
+            });
+            Some(crate::serve::start(listener, &serve, snapshot).map_err(SessionError::Spawn)?)
+        }
+        None => None,
+    };
+    if write_at_exit {
+        finish_on_termination();
+    }
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
         // SAFETY: `write_report_at_exit` is a plain `extern "C" fn()` that never unwinds
@@ -143,8 +173,20 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         session,
         output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
         write_at_exit,
+        #[cfg(feature = "serve")]
+        endpoint,
     });
     Ok(())
+}
+
+/// SIGINT and SIGTERM end the process through `exit`, so that the exit handler writes the
+/// report, as when `main` returns. Not when the program handles them itself: a handler
+/// already installed through the `ctrlc` crate keeps them (and the report is written when
+/// that handler exits the process).
+fn finish_on_termination() {
+    if let Err(e) = runtime::exit_on_termination() {
+        eprintln!("cabprof: SIGINT and SIGTERM will not write the report: {e}");
+    }
 }
 
 /// Rows per table in the text report written next to the JSON one.

@@ -40,6 +40,18 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
+    (
+        "CABPROF_SERVE",
+        "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
+    ),
+    (
+        "CABPROF_SERVE_PUBLIC",
+        "1: allow a CABPROF_SERVE address that is not loopback (the endpoint has no authentication)",
+    ),
+    (
+        "CABPROF_SERVICE",
+        "the service_name label of served profiles (default: the executable's name)",
+    ),
 ];
 
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
@@ -52,6 +64,9 @@ pub struct SessionBuilder {
     plan: AnalysisPlan,
     /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
     output: Option<PathBuf>,
+    /// The live endpoint's address and settings (feature `serve`).
+    #[cfg(feature = "serve")]
+    serve: crate::serve::ServeSettings,
 }
 
 impl SessionBuilder {
@@ -199,6 +214,41 @@ impl SessionBuilder {
         self
     }
 
+    /// Serve live profiles over HTTP on `addr` (`HOST:PORT`; port 0 picks a free one, see
+    /// [`Session::serve_addr`]) while the session runs: pprof windows at
+    /// `/debug/pprof/profile?seconds=N`, Prometheus metrics at `/metrics`, a flame-graph page
+    /// at `/` (see [`crate::serve`]). The endpoint has no authentication: an address that is
+    /// not loopback is refused unless [`serve_public`](Self::serve_public) allows it. Starting
+    /// fails, naming the address, when it cannot be bound. `CABPROF_SERVE` sets it too.
+    #[cfg(feature = "serve")]
+    pub fn serve(mut self, addr: impl Into<String>) -> Self {
+        self.serve.addr = Some(addr.into());
+        self.serve.field = "SessionBuilder::serve";
+        self
+    }
+
+    /// Allow [`serve`](Self::serve) on an address that is not loopback (default off;
+    /// `CABPROF_SERVE_PUBLIC=1`). Anyone who reaches it can read the profiles.
+    #[cfg(feature = "serve")]
+    pub fn serve_public(mut self, on: bool) -> Self {
+        self.serve.public = on;
+        self
+    }
+
+    /// The `service_name` label of served profiles (default: the executable's name;
+    /// `CABPROF_SERVICE`).
+    #[cfg(feature = "serve")]
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.serve.service = Some(name.into());
+        self
+    }
+
+    /// The endpoint's settings, for the process-wide session.
+    #[cfg(feature = "serve")]
+    pub(crate) fn serve_settings(&self) -> &crate::serve::ServeSettings {
+        &self.serve
+    }
+
     /// The runtime settings so far.
     pub fn runtime_config(&self) -> &RuntimeConfig {
         &self.runtime
@@ -227,6 +277,16 @@ impl SessionBuilder {
                 ));
             }
             self.output = Some(PathBuf::from(v));
+        }
+        #[cfg(feature = "serve")]
+        self.serve.apply_env(&get)?;
+        #[cfg(not(feature = "serve"))]
+        if let Some(v) = get("CABPROF_SERVE").filter(|v| !v.trim().is_empty()) {
+            return Err(ConfigError::new(
+                "CABPROF_SERVE",
+                v,
+                "unset: this program was built without cabprof's `serve` feature",
+            ));
         }
         self.runtime.from_vars(get)?;
         Ok(self)
@@ -260,12 +320,30 @@ impl SessionBuilder {
             // fails below and its counters stay).
             crate::alloc::reset();
         }
+        // Bound before the session starts: a port in use fails the start, naming it.
+        #[cfg(feature = "serve")]
+        let listener = self.serve.bind()?;
         let before = crate::analysis::begin_timing(&plan, &self.runtime);
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
             .inspect_err(|_| crate::analysis::restore_timing(before))?;
+        #[cfg(feature = "serve")]
+        let endpoint = match listener {
+            Some(listener) => {
+                let snapshots = inner.snapshotter();
+                let snapshot =
+                    std::sync::Arc::new(move || snapshots.snapshot().map(snapshot_report));
+                Some(
+                    crate::serve::start(listener, &self.serve, snapshot)
+                        .map_err(SessionError::Spawn)?,
+                )
+            }
+            None => None,
+        };
         Ok(Session {
             inner,
             output: self.output,
+            #[cfg(feature = "serve")]
+            endpoint,
         })
     }
 }
@@ -297,6 +375,9 @@ impl Snapshotter {
 pub struct Session {
     inner: runtime::Session<AnalysisSet>,
     output: Option<PathBuf>,
+    /// The live endpoint, stopped with the session (feature `serve`).
+    #[cfg(feature = "serve")]
+    endpoint: Option<crate::serve::Endpoint>,
 }
 
 impl Session {
@@ -318,6 +399,13 @@ impl Session {
     /// The configured output path, if any.
     pub fn output_path(&self) -> Option<&PathBuf> {
         self.output.as_ref()
+    }
+
+    /// The address the live endpoint listens on ([`SessionBuilder::serve`]; the port chosen
+    /// when 0 was asked for), if there is one.
+    #[cfg(feature = "serve")]
+    pub fn serve_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoint.as_ref().map(|e| e.addr())
     }
 
     /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).
@@ -354,8 +442,8 @@ impl Session {
         Ok(report)
     }
 
-    /// For services: on Ctrl-C, finish (nothing lost), hand the report to `on_report`, then
-    /// exit with status 130. With an output path configured the JSON report is written there
+    /// For services: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, finish (nothing lost), hand the
+    /// report to `on_report`, then exit with status 130. With an output path configured the JSON report is written there
     /// first.
     pub fn on_ctrlc(
         &self,
@@ -419,5 +507,29 @@ mod tests {
             env(&[("CABPROF_PIN", "maybe")]).unwrap_err().field,
             "CABPROF_PIN"
         );
+    }
+
+    #[test]
+    fn serve_variables_are_validated_by_name() {
+        #[cfg(feature = "serve")]
+        {
+            let e = env(&[("CABPROF_SERVE_PUBLIC", "maybe")]).unwrap_err();
+            assert_eq!(e.field, "CABPROF_SERVE_PUBLIC");
+            let b = env(&[
+                ("CABPROF_SERVE", " 127.0.0.1:0 "),
+                ("CABPROF_SERVICE", "kv"),
+            ])
+            .unwrap();
+            let s = b.serve_settings();
+            assert_eq!(s.addr.as_deref(), Some("127.0.0.1:0"));
+            assert_eq!(s.service.as_deref(), Some("kv"));
+            assert_eq!(s.field, "CABPROF_SERVE");
+        }
+        #[cfg(not(feature = "serve"))]
+        {
+            let e = env(&[("CABPROF_SERVE", "127.0.0.1:0")]).unwrap_err();
+            assert_eq!(e.field, "CABPROF_SERVE");
+            assert!(e.allowed.contains("`serve` feature"), "{e}");
+        }
     }
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 /// Crates a compiled-out build must not compile: inferno (`flamegraph`), prost and flate2
-/// (`pprof`), what they pull in, tempfile, and tracing's `#[instrument]` proc macro.
+/// (`pprof`), prometheus-client (`serve`), what they pull in, tempfile, and tracing's
+/// `#[instrument]` proc macro.
 const HEAVY: &[&str] = &[
     "inferno",
     "quick-xml",
@@ -17,6 +18,7 @@ const HEAVY: &[&str] = &[
     "tempfile",
     "tracing-attributes",
     "clap",
+    "prometheus-client",
 ];
 
 /// The names of the crates `cargo tree` lists for the facade's normal build with `features`.

@@ -87,6 +87,7 @@
 mod callgrind;
 mod compare;
 mod convert;
+mod delta;
 mod dot;
 pub(crate) mod file;
 mod folded;

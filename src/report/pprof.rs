@@ -6,11 +6,17 @@
 //! no `protoc`.
 //!
 //! What a profile holds:
-//! - **Sample types**: `calls` (count) when calls were counted (calling contexts or method
-//!   counts), then `l1_misses`, `l2_misses`, … (count) per simulated cache level.
-//! - **Calls**: one sample per calling context, its stack of locations leaf first, valued with
-//!   the calls made in exactly that context; so a function's *flat* value is its calls and its
-//!   *cumulative* value the calls made in its whole subtree. Without the calling-context tree,
+//! - **Sample types**: `calls` (count) when calls were counted (call tree, time, method
+//!   counts); `wall` (nanoseconds) with the time analysis, each calling context's self time
+//!   (so a function's cumulative value is its inclusive time); `alloc_objects` (count) and
+//!   `alloc_space` (bytes) with the allocations analysis, the blocks and bytes allocated while
+//!   the context was innermost; then `l1_misses`, `l2_misses`, … (count) per simulated cache
+//!   level. `calls` is the default when present.
+//! - **Stacks**: one sample per calling context, its stack of locations leaf first, with a
+//!   value in every column that has the context; so a function's *flat* value is what
+//!   happened in it and its *cumulative* value what happened in its whole subtree. The
+//!   contexts come from whichever analysis holds them: the call tree, the time analysis, the
+//!   allocation analysis (whose contexts are those that allocated); with method counts alone,
 //!   one single-frame sample per method. A stack deeper than 64 frames keeps its outermost 24
 //!   and innermost 40 frames around a `[deep stack: frames elided]` function, as in the flame
 //!   graph, so the profile grows linearly with the number of contexts.
@@ -26,7 +32,7 @@
 //! - **Labels**: optional `key=value` labels on every sample (a service and host name for a
 //!   continuous-profiling backend).
 
-use crate::model::{Frame, MethodNames, ReportData, ELIDED_FRAME};
+use crate::model::{FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
@@ -47,6 +53,8 @@ struct Profile {
     function: Vec<Function>,
     #[prost(string, repeated, tag = "6")]
     string_table: Vec<String>,
+    #[prost(int64, tag = "9")]
+    time_nanos: i64,
     #[prost(int64, tag = "10")]
     duration_nanos: i64,
     #[prost(message, optional, tag = "11")]
@@ -234,7 +242,25 @@ impl ReportData {
         gzip(self.pprof_message(labels, Some(earlier)).encode_to_vec())
     }
 
+    /// [`pprof_since`](Self::pprof_since) (or with no `earlier`,
+    /// [`pprof_labeled`](Self::pprof_labeled)) stamped with the time the profile's window
+    /// began, in nanoseconds since the Unix epoch (pprof's `time_nanos`).
+    #[cfg(feature = "serve")]
+    pub(crate) fn pprof_at(
+        &self,
+        earlier: Option<&ReportData>,
+        labels: &[(&str, &str)],
+        time_nanos: i64,
+    ) -> Vec<u8> {
+        let mut p = self.pprof_message(labels, earlier);
+        p.time_nanos = time_nanos;
+        gzip(p.encode_to_vec())
+    }
+
     fn pprof_message(&self, labels: &[(&str, &str)], earlier: Option<&ReportData>) -> Profile {
+        if let Some(earlier) = earlier {
+            return self.since(earlier).pprof_message(labels, None);
+        }
         let mut b = Builder {
             names: self.method_names(),
             strings: Strings::new(),
@@ -257,54 +283,65 @@ impl ReportData {
             })
             .collect();
 
-        let has_calls = self.call_tree.is_some() || self.method_count.is_some();
+        // One column per sample type, stacks from whichever analysis holds them.
+        let mut columns: Vec<(&str, &str, Stacks)> = Vec::new();
+        if let Some(calls) = call_counts(self) {
+            columns.push(("calls", "count", calls));
+        }
+        if let Some(t) = &self.time {
+            let stacks = FlameStacks::from_nodes(&t.contexts, |c| c.exclusive_ns.round() as u64);
+            columns.push(("wall", "nanoseconds", leaf_first(stacks)));
+        }
+        if let Some(a) = &self.allocations {
+            let root = a.root();
+            let objects =
+                FlameStacks::from_nodes_and_root(&a.contexts, root.allocs, |c| c.counts.allocs);
+            let bytes =
+                FlameStacks::from_nodes_and_root(&a.contexts, root.bytes, |c| c.counts.bytes);
+            columns.push(("alloc_objects", "count", leaf_first(objects)));
+            columns.push(("alloc_space", "bytes", leaf_first(bytes)));
+        }
+        let has_calls = !columns.is_empty();
+        let stack_columns = columns.len();
         let levels = self.cache.as_ref().map_or(0, |c| c.levels.len());
-        let width = has_calls as usize + levels;
-        if has_calls {
-            let t = b.value_type("calls", "count");
+        let width = stack_columns + levels;
+        for (kind, unit, _) in &columns {
+            let t = b.value_type(kind, unit);
             b.profile.sample_type.push(t);
         }
         for k in 0..levels {
             let t = b.value_type(&format!("l{}_misses", k + 1), "count");
             b.profile.sample_type.push(t);
         }
-        if has_calls {
-            b.profile.default_sample_type = b.strings.get("calls");
+        if let Some((kind, _, _)) = columns.first() {
+            b.profile.default_sample_type = b.strings.get(kind);
         }
 
-        // Calls: one sample per calling context (leaf first), or per method.
-        let mut call_samples = call_counts(self);
-        let mut misses = miss_counts(self);
-        if let Some(earlier) = earlier {
-            for (stack, count) in call_counts(earlier) {
-                if let Some(c) = call_samples.get_mut(&stack) {
-                    *c = c.saturating_sub(count);
-                }
+        // One sample per stack (leaf first), its value in each column that has it.
+        let mut samples: BTreeMap<Vec<Frame>, Vec<i64>> = BTreeMap::new();
+        for (k, (_, _, stacks)) in columns.into_iter().enumerate() {
+            for (stack, count) in stacks {
+                samples.entry(stack).or_insert_with(|| vec![0; width])[k] = scale(count);
             }
-            for (key, count) in miss_counts(earlier) {
-                if let Some(c) = misses.get_mut(&key) {
-                    *c = c.saturating_sub(count);
-                }
-            }
-            call_samples.retain(|_, c| *c > 0);
-            misses.retain(|_, c| *c > 0);
         }
-        for (stack, count) in call_samples {
+        for (stack, value) in samples {
+            if value.iter().all(|&v| v == 0) {
+                continue;
+            }
             let location_id = stack.iter().map(|&f| b.frame(f)).collect();
-            let mut value = vec![0; width];
-            value[0] = scale(count);
             b.profile.sample.push(Sample {
                 location_id,
                 value,
                 label: labels.clone(),
             });
         }
+        let misses = miss_counts(self);
 
         // Misses: one single-frame sample per function, one value per level.
         if self.cache.is_some() {
             let mut by_method: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             for ((method, level), count) in misses {
-                let slot = has_calls as usize + level as usize;
+                let slot = stack_columns + level as usize;
                 if slot < width {
                     let v = &mut by_method.entry(method).or_insert_with(|| vec![0; width])[slot];
                     *v = v.saturating_add(scale(count));
@@ -356,10 +393,9 @@ impl ReportData {
             }
         }
         b.profile.comment = comments.iter().map(|c| b.strings.get(c)).collect();
-        let since = earlier.map_or(0.0, |e| e.session.elapsed_s);
-        b.profile.duration_nanos = ((s.elapsed_s - since).max(0.0) * 1e9) as i64;
+        b.profile.duration_nanos = (s.elapsed_s.max(0.0) * 1e9) as i64;
         if has_calls {
-            b.profile.period_type = Some(b.value_type("calls", "count"));
+            b.profile.period_type = Some(b.profile.sample_type[0].clone());
             b.profile.period = 1;
         }
         let filename = b.strings.get("cabprof");
@@ -375,28 +411,44 @@ impl ReportData {
     }
 }
 
+/// Values by stack, leaf first.
+type Stacks = BTreeMap<Vec<Frame>, u64>;
+
 fn gzip(bytes: Vec<u8>) -> Vec<u8> {
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(&bytes).expect("writing to a Vec cannot fail");
     gz.finish().expect("writing to a Vec cannot fail")
 }
 
-/// Calls per calling context, the stack leaf first (per method without the context tree).
-/// Deep stacks are elided as in flame graphs ([`ReportData::flame_stacks`]), so that the
-/// profile grows linearly with the number of contexts.
-fn call_counts(data: &ReportData) -> BTreeMap<Vec<Frame>, u64> {
-    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
+/// Calls per calling context, the stack leaf first, from the first analysis that has
+/// contexts (the call tree, else the time analysis), else per method; `None` when no analysis
+/// counted calls. Deep stacks are elided as in flame graphs ([`ReportData::flame_stacks`]), so
+/// that the profile grows linearly with the number of contexts.
+fn call_counts(data: &ReportData) -> Option<BTreeMap<Vec<Frame>, u64>> {
     if data.call_tree.is_some() {
-        for (mut stack, count) in data.flame_stacks().stacks {
-            stack.reverse();
-            let c = out.entry(stack).or_default();
-            *c = c.saturating_add(count);
-        }
-    } else if let Some(counts) = &data.method_count {
-        for m in counts {
-            let c = out.entry(vec![Frame::Method(m.method)]).or_default();
-            *c = c.saturating_add(m.count);
-        }
+        return Some(leaf_first(data.flame_stacks()));
+    }
+    if let Some(t) = &data.time {
+        return Some(leaf_first(FlameStacks::from_nodes(&t.contexts, |c| {
+            c.calls
+        })));
+    }
+    let counts = data.method_count.as_ref()?;
+    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
+    for m in counts {
+        let c = out.entry(vec![Frame::Method(m.method)]).or_default();
+        *c = c.saturating_add(m.count);
+    }
+    Some(out)
+}
+
+/// Flame-graph stacks (outermost first) as pprof's, leaf first.
+fn leaf_first(stacks: FlameStacks) -> BTreeMap<Vec<Frame>, u64> {
+    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
+    for (mut stack, count) in stacks.stacks {
+        stack.reverse();
+        let c = out.entry(stack).or_default();
+        *c = c.saturating_add(count);
     }
     out
 }

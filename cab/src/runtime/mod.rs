@@ -112,7 +112,7 @@ pub use design::BufferDesign;
 pub use merge::merge_options;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
-pub use signal::INTERRUPTED_EXIT_CODE;
+pub use signal::{exit_on_termination, INTERRUPTED_EXIT_CODE};
 pub use stack::{with_room, ROOM};
 pub use tls::{
     active, activity, activity_of, drop_as_runtime_work, emit, emit_with, flush_current_thread,

@@ -41,10 +41,25 @@ static THREAD_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Time the calling thread spent inside cabprof since the clock read `started` (registering a
 /// name, taking a snapshot): told to the time analysis in a `Stall` word, if a session times.
+/// A thread that has sent no event to the session has no frame open to take the time out of:
+/// it sends nothing, and so never attaches for this alone (a thread that only takes snapshots,
+/// such as a server answering scrapes, gets no ring).
 pub fn stalled_since(started: u64) {
-    if crate::event::stall_words() {
+    if crate::event::stall_words() && attached() {
         emit(Event::stall(crate::clock::now().saturating_sub(started)));
     }
+}
+
+/// Whether the calling thread has a producer or an inline analysis of the running session
+/// (when that cannot be told, because its state is in use, it is taken as attached).
+fn attached() -> bool {
+    let key = SESSION.load(Ordering::Relaxed);
+    LOCAL
+        .try_with(|local| match local.try_borrow() {
+            Ok(l) => l.key == key && (l.producer.is_some() || l.inline.is_some()),
+            Err(_) => true,
+        })
+        .unwrap_or(false)
 }
 
 thread_local! {

@@ -1,7 +1,8 @@
 //! Instrumented code loads `cabprof` and everything it depends on, with all their trait impls.
 //! None of them may make the standard library's own inference ambiguous: with a JSON crate
 //! whose `Value` implements `PartialEq` for `u8`, `&[]` below has no single element type
-//! (E0282/E0283).
+//! (E0282/E0283). Built with cabprof's `serve` feature, whose crates (prometheus-client,
+//! inferno, prost, flate2) are loaded too: `serve_builder` fails to compile without it.
 #![deny(warnings)]
 
 #[cabprof::profile]
@@ -17,6 +18,11 @@ impl Holder {
 }
 
 struct Holder(Vec<u8>);
+
+#[allow(dead_code)]
+fn serve_builder() -> cabprof::SessionBuilder {
+    cabprof::SessionBuilder::new().serve("127.0.0.1:0")
+}
 
 fn main() {
     let small_vec = small_vec(0);

@@ -1,0 +1,298 @@
+//! What happened between two snapshots of one session: [`ReportData::since`].
+//!
+//! Snapshots are cumulative, so a window's counts are the later snapshot's minus the
+//! earlier one's, matched by what they count rather than by position: a method by its id, an
+//! edge by its two ids, a path by method and number, a calling context by its parent's match
+//! and its method (context ids are renumbered by every snapshot's merge), a thread by its
+//! name. Counts saturate at 0 (a sampled estimate may shrink when the rate changes).
+//!
+//! What cannot be subtracted keeps the later snapshot's value, which covers the session so
+//! far: a function's time percentiles and longest call (its mean is the window's), the
+//! reuse-distance miss curve, the live and peak heap bytes, the simulated cache geometry.
+
+use crate::model::*;
+use std::collections::HashMap;
+use std::hash::Hash;
+
+impl ReportData {
+    /// This snapshot minus `earlier`, a snapshot of the same session: a report of the window
+    /// between them (see the module docs for what is subtracted and what is kept), with
+    /// `session.elapsed_s` the window's length. It renders and reads back like any report.
+    pub fn since(&self, earlier: &ReportData) -> ReportData {
+        let mut d = self.clone();
+        d.session.elapsed_s = (self.session.elapsed_s - earlier.session.elapsed_s).max(0.0);
+        sub_counters(&mut d.totals, &earlier.totals);
+        let threads: HashMap<&str, &Counters> = earlier
+            .threads
+            .iter()
+            .map(|t| (t.thread.as_str(), t))
+            .collect();
+        for t in &mut d.threads {
+            if let Some(e) = threads.get(t.thread.as_str()) {
+                sub_counters(t, e);
+            }
+        }
+        if let (Some(now), Some(then)) = (&mut d.method_count, &earlier.method_count) {
+            subtract_by(
+                now,
+                then,
+                |m| m.method,
+                |m, e| {
+                    sub(&mut m.count, e.count);
+                    sub_opt(&mut m.estimated, e.estimated);
+                },
+            );
+            now.retain(|m| m.count > 0);
+        }
+        if let (Some(now), Some(then)) = (&mut d.call_graph, &earlier.call_graph) {
+            subtract_by(
+                now,
+                then,
+                |e| (e.caller, e.callee),
+                |m, e| {
+                    sub(&mut m.count, e.count);
+                    sub_opt(&mut m.estimated, e.estimated);
+                },
+            );
+            now.retain(|e| e.count > 0);
+        }
+        if let (Some(now), Some(then)) = (&mut d.call_tree, &earlier.call_tree) {
+            subtract_by(
+                &mut now.patterns,
+                &then.patterns,
+                |p| (p.method, p.callees.clone()),
+                |m, e| {
+                    sub(&mut m.count, e.count);
+                    sub_opt(&mut m.estimated, e.estimated);
+                },
+            );
+            now.patterns.retain(|p| p.count > 0);
+            subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+                sub(&mut m.count, e.count);
+                sub_opt(&mut m.estimated, e.estimated);
+            });
+            if let (Some(m), Some(e)) = (&mut now.overlong, then.overlong) {
+                sub(m, e);
+            }
+        }
+        if let (Some(now), Some(then)) = (&mut d.paths, &earlier.paths) {
+            subtract_by(
+                now,
+                then,
+                |p| (p.method, p.path),
+                |m, e| {
+                    sub(&mut m.count, e.count);
+                    sub_opt(&mut m.estimated, e.estimated);
+                },
+            );
+            now.retain(|p| p.count > 0);
+        }
+        if let (Some(now), Some(then)) = (&mut d.cache, &earlier.cache) {
+            for (m, e) in now.levels.iter_mut().zip(&then.levels) {
+                sub(&mut m.load_hits, e.load_hits);
+                sub(&mut m.load_misses, e.load_misses);
+                sub(&mut m.store_hits, e.store_hits);
+                sub(&mut m.store_misses, e.store_misses);
+            }
+            subtract_by(
+                &mut now.by_method,
+                &then.by_method,
+                |m| (m.method, m.level),
+                |m, e| {
+                    sub(&mut m.load_misses, e.load_misses);
+                    sub(&mut m.store_misses, e.store_misses);
+                },
+            );
+            now.by_method
+                .retain(|m| m.load_misses > 0 || m.store_misses > 0);
+        }
+        if let (Some(now), Some(then)) = (&mut d.reuse_distance, &earlier.reuse_distance) {
+            sub(&mut now.accesses, then.accesses);
+            sub(&mut now.cold, then.cold);
+            subtract_by(
+                &mut now.histogram,
+                &then.histogram,
+                |b| (b.min, b.max),
+                |m, e| {
+                    sub(&mut m.count, e.count);
+                    sub_opt(&mut m.estimated, e.estimated);
+                },
+            );
+        }
+        if let (Some(now), Some(then)) = (&mut d.time, &earlier.time) {
+            subtract_time(now, then);
+        }
+        if let (Some(now), Some(then)) = (&mut d.allocations, &earlier.allocations) {
+            sub_alloc(&mut now.totals, &then.totals);
+            sub_alloc(&mut now.runtime, &then.runtime);
+            subtract_by(
+                &mut now.functions,
+                &then.functions,
+                |f| f.method,
+                |m, e| {
+                    sub_alloc(&mut m.self_, &e.self_);
+                    sub_alloc(&mut m.inclusive, &e.inclusive);
+                },
+            );
+            subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+                sub(&mut m.calls, e.calls);
+                sub_alloc(&mut m.counts, &e.counts);
+            });
+        }
+        d
+    }
+}
+
+fn subtract_time(now: &mut TimeData, then: &TimeData) {
+    subtract_by(
+        &mut now.functions,
+        &then.functions,
+        |f| f.method,
+        |m, e| {
+            sub(&mut m.calls, e.calls);
+            sub(&mut m.timed, e.timed);
+            sub_f(&mut m.inclusive_ns, e.inclusive_ns);
+            sub_f(&mut m.exclusive_ns, e.exclusive_ns);
+            sub_fo(&mut m.raw_inclusive_ns, e.raw_inclusive_ns);
+            sub_fo(&mut m.raw_exclusive_ns, e.raw_exclusive_ns);
+            m.mean_ns = if m.calls > 0 {
+                m.inclusive_ns / m.calls as f64
+            } else {
+                0.0
+            };
+        },
+    );
+    now.functions.retain(|f| f.calls > 0);
+    subtract_by(
+        &mut now.edges,
+        &then.edges,
+        |e| (e.caller, e.callee),
+        |m, e| {
+            sub(&mut m.calls, e.calls);
+            sub(&mut m.timed, e.timed);
+            sub_f(&mut m.inclusive_ns, e.inclusive_ns);
+            sub_fo(&mut m.raw_inclusive_ns, e.raw_inclusive_ns);
+        },
+    );
+    now.edges.retain(|e| e.calls > 0);
+    subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+        sub(&mut m.calls, e.calls);
+        sub(&mut m.timed, e.timed);
+        sub_f(&mut m.inclusive_ns, e.inclusive_ns);
+        sub_f(&mut m.exclusive_ns, e.exclusive_ns);
+        sub_fo(&mut m.raw_inclusive_ns, e.raw_inclusive_ns);
+        sub_fo(&mut m.raw_exclusive_ns, e.raw_exclusive_ns);
+    });
+    if let (Some(m), Some(e)) = (&mut now.inside_cabprof_ns, then.inside_cabprof_ns) {
+        sub_f(m, e);
+    }
+    if let (Some(m), Some(e)) = (&mut now.inside_cabprof_entries, then.inside_cabprof_entries) {
+        sub(m, e);
+    }
+}
+
+fn sub(a: &mut u64, b: u64) {
+    *a = a.saturating_sub(b);
+}
+
+fn sub_opt(a: &mut Option<u64>, b: Option<u64>) {
+    if let (Some(a), Some(b)) = (a, b) {
+        sub(a, b);
+    }
+}
+
+fn sub_f(a: &mut f64, b: f64) {
+    *a = (*a - b).max(0.0);
+}
+
+fn sub_fo(a: &mut Option<f64>, b: Option<f64>) {
+    if let (Some(a), Some(b)) = (a, b) {
+        sub_f(a, b);
+    }
+}
+
+fn sub_counters(a: &mut Counters, b: &Counters) {
+    sub(&mut a.events, b.events);
+    sub(&mut a.analyzed, b.analyzed);
+    sub(&mut a.producer_blocks, b.producer_blocks);
+    sub_f(&mut a.blocked_s, b.blocked_s);
+    sub(&mut a.dropped, b.dropped);
+    sub(&mut a.chunks_lapped, b.chunks_lapped);
+    sub(&mut a.events_lapped, b.events_lapped);
+}
+
+fn sub_alloc(a: &mut AllocCountsEntry, b: &AllocCountsEntry) {
+    sub(&mut a.allocs, b.allocs);
+    sub(&mut a.bytes, b.bytes);
+    sub(&mut a.reallocs, b.reallocs);
+    sub(&mut a.frees, b.frees);
+    sub(&mut a.freed_bytes, b.freed_bytes);
+}
+
+/// Applies `f(later, earlier)` to each entry of `now` that has a match in `then` by `key`.
+fn subtract_by<T, K: Hash + Eq>(
+    now: &mut [T],
+    then: &[T],
+    key: impl Fn(&T) -> K,
+    f: impl Fn(&mut T, &T),
+) {
+    let earlier: HashMap<K, &T> = then.iter().map(|e| (key(e), e)).collect();
+    for m in now {
+        if let Some(e) = earlier.get(&key(m)) {
+            f(m, e);
+        }
+    }
+}
+
+/// Applies `f(later, earlier)` to each context of `now` whose stack is also in `then`, matched
+/// by parent and method in one pass (each node comes after its parent in both lists). Nodes
+/// stay, with their ids and links, even when nothing happened in them during the window:
+/// their children may have been called.
+fn subtract_contexts<N: ContextNode>(now: &mut [N], then: &[N], f: impl Fn(&mut N, &N)) {
+    let earlier: HashMap<(u32, u32), usize> = then
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ((n.parent(), n.method()), i))
+        .collect();
+    // Later id → the matching earlier id (0 ↔ 0, the root).
+    let mut matched: HashMap<u32, u32> = HashMap::from([(0, 0)]);
+    for n in now.iter_mut() {
+        let Some(&parent) = matched.get(&n.parent()) else {
+            continue;
+        };
+        if let Some(&j) = earlier.get(&(parent, n.method())) {
+            matched.insert(n.id(), then[j].id());
+            f(n, &then[j]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(id: u32, parent: u32, method: u32, count: u64) -> ContextEntry {
+        ContextEntry {
+            id,
+            parent,
+            method,
+            count,
+            estimated: None,
+        }
+    }
+
+    /// Context ids differ between snapshots; stacks match by parent and method.
+    #[test]
+    fn contexts_match_by_stack_not_by_id() {
+        let then = vec![ctx(1, 0, 7, 5), ctx(2, 1, 8, 3)];
+        let mut now = vec![
+            ctx(1, 0, 9, 4),
+            ctx(2, 0, 7, 6),
+            ctx(3, 2, 8, 10),
+            ctx(4, 3, 7, 1),
+        ];
+        subtract_contexts(&mut now, &then, |m, e| sub(&mut m.count, e.count));
+        let counts: Vec<u64> = now.iter().map(|c| c.count).collect();
+        assert_eq!(counts, [4, 1, 7, 1]);
+    }
+}

@@ -1,0 +1,257 @@
+//! `/metrics`: the session so far in Prometheus' text exposition (OpenMetrics), written by the
+//! `prometheus-client` crate from one snapshot per scrape.
+//!
+//! Every figure is cumulative since the session started, so counters only grow from one scrape
+//! to the next (a sampled session's estimates are held at the largest value shown, [`Shown`]):
+//!
+//! - `cabprof_function_calls_total{function}`: calls (exact, or estimates in sampling mode).
+//! - `cabprof_function_duration_seconds{function}` (histogram; with the time analysis): the
+//!   durations of the timed calls, from the analysis' per-function histogram (2 significant
+//!   digits), in [`BUCKETS`].
+//! - `cabprof_function_allocated_bytes_total{function}` (with the allocations analysis): bytes
+//!   allocated while the function was the innermost instrumented one (`root`: outside all).
+//! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
+//!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
+//!   `cabprof_producer_blocked_seconds_total`, and the gauges `cabprof_ring_bytes` (one ring's
+//!   size) and `cabprof_threads`.
+
+use crate::report::Report;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::HashMap;
+
+/// The duration histogram's upper bounds, in seconds.
+pub(crate) const BUCKETS: [f64; 9] = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0];
+
+/// One duration histogram: its sum, count and cumulative bucket counts.
+#[derive(Debug)]
+struct Durations {
+    sum_s: f64,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+/// What one scrape exposes, taken from a snapshot.
+#[derive(Debug, Default)]
+struct Scrape {
+    calls: Vec<(String, u64)>,
+    durations: Vec<(String, Durations)>,
+    allocated: Option<Vec<(String, u64)>>,
+    events: u64,
+    analyzed: u64,
+    dropped: u64,
+    lapped: u64,
+    blocked_s: f64,
+    ring_bytes: u64,
+    threads: u64,
+}
+
+/// The largest value each counter has shown, by metric and function: a sampled session's
+/// counts are estimates (analyzed / the fraction analyzed), which can dip when that fraction
+/// rises, and a counter that goes down reads as a restart to Prometheus. Served counters never
+/// go below what an earlier scrape showed.
+#[derive(Debug, Default)]
+pub(crate) struct Shown(HashMap<(&'static str, String), u64>);
+
+impl Shown {
+    fn at_least(&mut self, metric: &'static str, values: &mut [(String, u64)]) {
+        for (name, v) in values {
+            let seen = self.0.entry((metric, name.clone())).or_default();
+            *seen = (*seen).max(*v);
+            *v = *seen;
+        }
+    }
+}
+
+/// The exposition of `report`.
+pub(crate) fn encode(report: &Report, shown: &mut Shown) -> String {
+    let mut scrape = scrape(report);
+    shown.at_least("calls", &mut scrape.calls);
+    if let Some(a) = &mut scrape.allocated {
+        shown.at_least("allocated", a);
+    }
+    let mut totals = [
+        ("events".to_string(), scrape.events),
+        ("analyzed".to_string(), scrape.analyzed),
+        ("dropped".to_string(), scrape.dropped),
+        ("lapped".to_string(), scrape.lapped),
+    ];
+    shown.at_least("runtime", &mut totals);
+    [
+        scrape.events,
+        scrape.analyzed,
+        scrape.dropped,
+        scrape.lapped,
+    ] = totals.map(|(_, v)| v);
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry)
+        .expect("writing to a String cannot fail");
+    out
+}
+
+fn scrape(report: &Report) -> Scrape {
+    let data = &report.data;
+    let names = data.method_names();
+    let mut s = Scrape {
+        events: data.totals.events,
+        analyzed: data.totals.analyzed,
+        dropped: data.totals.dropped,
+        lapped: data.totals.chunks_lapped,
+        blocked_s: data.totals.blocked_s,
+        ring_bytes: data.session.buffer_bytes,
+        threads: data.totals.threads,
+        ..Scrape::default()
+    };
+    if let Some(counts) = &data.method_count {
+        s.calls = counts
+            .iter()
+            .map(|c| (names.name(c.method), c.estimated.unwrap_or(c.count)))
+            .collect();
+    }
+    if let (Some(profile), Some(time)) = (&report.runtime.analysis.time, &data.time) {
+        let ticks_per_s = time.ticks_per_ns * 1e9;
+        for (method, f) in profile.functions() {
+            let h = &f.histogram;
+            if h.is_empty() || ticks_per_s <= 0.0 {
+                continue;
+            }
+            // Per bucket, not cumulative: the encoder adds them up, and writes the last,
+            // unbounded one as `+Inf`.
+            let mut below = 0;
+            let mut buckets: Vec<(f64, u64)> = BUCKETS
+                .iter()
+                .map(|&b| {
+                    let upto = h.count_between(0, (b * ticks_per_s) as u64);
+                    let n = upto.saturating_sub(below);
+                    below = below.max(upto);
+                    (b, n)
+                })
+                .collect();
+            buckets.push((f64::INFINITY, h.len().saturating_sub(below)));
+            s.durations.push((
+                names.name(method.get()),
+                Durations {
+                    sum_s: h.mean() * h.len() as f64 / ticks_per_s,
+                    count: h.len(),
+                    buckets,
+                },
+            ));
+        }
+    }
+    if let Some(a) = &data.allocations {
+        s.allocated = Some(
+            a.functions
+                .iter()
+                .map(|f| (names.name(f.method), f.self_.bytes))
+                .collect(),
+        );
+    }
+    s
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        {
+            let mut m = e.encode_descriptor(
+                "cabprof_function_calls",
+                "Calls of each instrumented function since the session started",
+                None,
+                MetricType::Counter,
+            )?;
+            for (name, calls) in &self.calls {
+                m.encode_family(&[("function", name.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(calls, None)?;
+            }
+        }
+        if !self.durations.is_empty() {
+            let mut m = e.encode_descriptor(
+                "cabprof_function_duration",
+                "Duration of each timed call, overhead compensated",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for (name, d) in &self.durations {
+                m.encode_family(&[("function", name.as_str())])?
+                    .encode_histogram::<NoLabelSet>(d.sum_s, d.count, &d.buckets, None)?;
+            }
+        }
+        if let Some(allocated) = &self.allocated {
+            let mut m = e.encode_descriptor(
+                "cabprof_function_allocated",
+                "Heap bytes allocated while each function was the innermost instrumented one",
+                Some(&Unit::Bytes),
+                MetricType::Counter,
+            )?;
+            for (name, bytes) in allocated {
+                m.encode_family(&[("function", name.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(bytes, None)?;
+            }
+        }
+        for (name, help, v) in [
+            (
+                "cabprof_events",
+                "Events the instrumented threads produced",
+                self.events,
+            ),
+            (
+                "cabprof_events_analyzed",
+                "Events the analyses saw",
+                self.analyzed,
+            ),
+            (
+                "cabprof_events_dropped",
+                "Events dropped because no analyzer could take them",
+                self.dropped,
+            ),
+            (
+                "cabprof_chunks_lapped",
+                "Ring chunks overwritten before the analyzer read them (sampling)",
+                self.lapped,
+            ),
+        ] {
+            e.encode_descriptor(name, help, None, MetricType::Counter)?
+                .encode_counter::<NoLabelSet, _, u64>(&v, None)?;
+        }
+        e.encode_descriptor(
+            "cabprof_producer_blocked",
+            "Time instrumented threads waited for room in their ring (exhaustive mode)",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+        )?
+        .encode_counter::<NoLabelSet, _, f64>(&self.blocked_s, None)?;
+        e.encode_descriptor(
+            "cabprof_ring_bytes",
+            "The size of one thread's ring",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_gauge(&self.ring_bytes)?;
+        e.encode_descriptor(
+            "cabprof_threads",
+            "Instrumented threads seen",
+            None,
+            MetricType::Gauge,
+        )?
+        .encode_gauge(&self.threads)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_never_shows_less_than_before() {
+        let mut shown = Shown::default();
+        let mut first = [("f".to_string(), 10), ("g".to_string(), 3)];
+        shown.at_least("calls", &mut first);
+        let mut second = [("f".to_string(), 9), ("g".to_string(), 4)];
+        shown.at_least("calls", &mut second);
+        assert_eq!(second, [("f".to_string(), 10), ("g".to_string(), 4)]);
+    }
+}

@@ -1,0 +1,398 @@
+//! Live profiles from a running program over HTTP (cargo feature `serve`): set
+//! `CABPROF_SERVE=127.0.0.1:6060` (with `CABPROF=1`, or for a session built
+//! [`from_env`](crate::SessionBuilder::from_env)) or call
+//! [`SessionBuilder::serve`](crate::SessionBuilder::serve).
+//!
+//! | path | answer |
+//! | --- | --- |
+//! | `/debug/pprof/profile?seconds=N` | what happened in the next N seconds (default 30, at most [`MAX_SECONDS`]) as gzipped `profile.proto`, as Go's net/http/pprof serves it: `go tool pprof http://HOST/debug/pprof/profile?seconds=5` |
+//! | `/metrics` | Prometheus text exposition: calls, durations, allocated bytes per function since the session started, and the runtime's counters |
+//! | `/report.json?seconds=N` | the next N seconds as a cabprof JSON report (`cabprof report` reads it) |
+//! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
+//! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
+//!
+//! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
+//! event the analyzers saw between them: in exhaustive mode an idle thread's last events
+//! too; in sampling mode those wait until the thread calls [`crate::flush_thread`] or fills
+//! its chunk (see `tests/serve_http.rs`). One window is computed at a time: a request for another while
+//! one runs gets 429. Bad `seconds` get 400 with the reason, unknown paths 404.
+//!
+//! The endpoint has no authentication: it binds the address given, and an address that is
+//! not loopback must be asked for explicitly (`CABPROF_SERVE_PUBLIC=1`,
+//! [`SessionBuilder::serve_public`](crate::SessionBuilder::serve_public)).
+//!
+//! - `http.rs`: the HTTP server and its bounds.
+//! - `metrics.rs`: the Prometheus exposition.
+//! - `page.rs`: the HTML page.
+
+mod http;
+mod metrics;
+mod page;
+
+use crate::model::ReportData;
+use crate::report::Report;
+use cabprof_cab::ConfigError;
+use http::{Handler, Request, Response, Server};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// The longest window `seconds` may ask for.
+pub const MAX_SECONDS: u64 = 300;
+/// The window when `seconds` is not given (as Go's net/http/pprof).
+pub const DEFAULT_SECONDS: u64 = 30;
+
+/// Where and how to serve.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ServeSettings {
+    /// `HOST:PORT`; `None`: no endpoint.
+    pub(crate) addr: Option<String>,
+    /// A non-loopback address was asked for explicitly.
+    pub(crate) public: bool,
+    /// The `service_name` label; `None`: the executable's name.
+    pub(crate) service: Option<String>,
+    /// The setting's name in errors: the variable or the builder method.
+    pub(crate) field: &'static str,
+}
+
+impl ServeSettings {
+    /// Read `CABPROF_SERVE`, `CABPROF_SERVE_PUBLIC` and `CABPROF_SERVICE` through `get`
+    /// (see [`crate::session::ENV_VARS`]).
+    pub(crate) fn apply_env(
+        &mut self,
+        get: &impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        if let Some(v) = get("CABPROF_SERVE") {
+            let v = v.trim();
+            if !v.is_empty() {
+                self.addr = Some(v.to_string());
+                self.field = "CABPROF_SERVE";
+            }
+        }
+        if let Some(v) = get("CABPROF_SERVE_PUBLIC") {
+            self.public = match v.trim() {
+                "1" | "true" => true,
+                "0" | "false" | "" => false,
+                other => return Err(ConfigError::new("CABPROF_SERVE_PUBLIC", other, "0 or 1")),
+            };
+        }
+        if let Some(v) = get("CABPROF_SERVICE") {
+            if !v.trim().is_empty() {
+                self.service = Some(v.trim().to_string());
+            }
+        }
+        Ok(())
+    }
+
+    fn field(&self) -> &'static str {
+        if self.field.is_empty() {
+            "SessionBuilder::serve"
+        } else {
+            self.field
+        }
+    }
+
+    /// Bind the address, if one is set: before the session starts, so that a port in use is
+    /// an error at start and no session runs without its endpoint.
+    pub(crate) fn bind(&self) -> Result<Option<TcpListener>, ConfigError> {
+        let Some(addr) = &self.addr else {
+            return Ok(None);
+        };
+        let field = self.field();
+        let addrs: Vec<SocketAddr> = addr
+            .to_socket_addrs()
+            .map_err(|e| {
+                ConfigError::new(
+                    field,
+                    format!("{addr} ({e})"),
+                    "HOST:PORT, e.g. 127.0.0.1:6060",
+                )
+            })?
+            .collect();
+        if addrs.is_empty() {
+            return Err(ConfigError::new(field, addr, "HOST:PORT naming an address"));
+        }
+        if !self.public {
+            if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+                return Err(ConfigError::new(
+                    field,
+                    format!("{addr} ({} is not loopback)", a.ip()),
+                    "a loopback address such as 127.0.0.1:6060, or any with \
+                     CABPROF_SERVE_PUBLIC=1 / SessionBuilder::serve_public(true): the endpoint \
+                     has no authentication",
+                ));
+            }
+        }
+        TcpListener::bind(&addrs[..]).map(Some).map_err(|e| {
+            ConfigError::new(
+                field,
+                format!("{addr} (cannot listen there: {e})"),
+                "an address and port this process can listen on (a port in use is taken)",
+            )
+        })
+    }
+}
+
+/// Takes a snapshot of the session served; `None` once it has finished.
+pub(crate) type SnapshotFn = Arc<dyn Fn() -> Option<Report> + Send + Sync>;
+
+/// A running endpoint; dropping it stops the server and frees the port.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    server: Server,
+}
+
+impl Endpoint {
+    /// The address served.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+}
+
+/// Serve `listener` with snapshots from `snapshot`, and say where on standard error.
+pub(crate) fn start(
+    listener: TcpListener,
+    settings: &ServeSettings,
+    snapshot: SnapshotFn,
+) -> std::io::Result<Endpoint> {
+    let state = Arc::new(State {
+        snapshot,
+        service: settings
+            .service
+            .clone()
+            .unwrap_or_else(crate::process::binary_name),
+        window_busy: AtomicBool::new(false),
+        window_open_ms: AtomicU64::new(0),
+        page_since: Mutex::new(None),
+        shown: Mutex::default(),
+    });
+    let handler: Handler = Arc::new(move |r| state.handle(r));
+    let server = Server::start(listener, handler)?;
+    eprintln!(
+        "cabprof: serving live profiles on http://{}/ (no authentication)",
+        server.addr()
+    );
+    Ok(Endpoint { server })
+}
+
+/// What the handlers share.
+struct State {
+    snapshot: SnapshotFn,
+    service: String,
+    /// A window is being computed.
+    window_busy: AtomicBool,
+    /// When the window being computed took its first snapshot (ms since the Unix epoch; 0:
+    /// none open).
+    window_open_ms: AtomicU64,
+    /// The snapshot the page's next window starts from.
+    page_since: Mutex<Option<ReportData>>,
+    /// What the counters of `/metrics` have shown.
+    shown: Mutex<metrics::Shown>,
+}
+
+/// Closes the window and releases [`State::window_busy`].
+struct Busy<'a>(&'a State);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.window_open_ms.store(0, Ordering::Release);
+        self.0.window_busy.store(false, Ordering::Release);
+    }
+}
+
+/// A window's two snapshots and when it began.
+struct Window {
+    earlier: ReportData,
+    later: ReportData,
+    began: SystemTime,
+}
+
+impl State {
+    fn handle(&self, r: &Request) -> Response {
+        if r.method != "GET" && r.method != "HEAD" {
+            return Response::text(405, "only GET is served");
+        }
+        match r.path.as_str() {
+            "/debug/pprof/profile" => self.profile(r),
+            "/metrics" => self.metrics(),
+            "/report.json" => self.report_json(r),
+            "/" => self.page(),
+            "/debug/pprof/" | "/debug/pprof" => self.index(),
+            _ => Response::text(404, format!("404 page not found: {}", r.path)),
+        }
+    }
+
+    fn gone() -> Response {
+        Response::text(503, "the profiling session has finished")
+    }
+
+    /// Wait out a window of `seconds`, one at a time.
+    fn window(&self, r: &Request) -> Result<Window, Response> {
+        let seconds = parse_seconds(r.param("seconds")).map_err(|e| Response::text(400, e))?;
+        if self.window_busy.swap(true, Ordering::AcqRel) {
+            let mut busy = Response::text(
+                429,
+                "another window is being computed; retry when it is done",
+            );
+            busy.headers.push(("Retry-After", seconds.to_string()));
+            return Err(busy);
+        }
+        let _busy = Busy(self);
+        let began = SystemTime::now();
+        let earlier = (self.snapshot)().ok_or_else(State::gone)?.data;
+        self.window_open_ms
+            .store(unix_ms(began).max(1), Ordering::Release);
+        std::thread::sleep(Duration::from_secs(seconds));
+        let later = (self.snapshot)().ok_or_else(State::gone)?.data;
+        Ok(Window {
+            earlier,
+            later,
+            began,
+        })
+    }
+
+    fn profile(&self, r: &Request) -> Response {
+        let w = match self.window(r) {
+            Ok(w) => w,
+            Err(e) => return e,
+        };
+        let nanos = w
+            .began
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let labels = [("service_name", self.service.as_str())];
+        let body = w.later.pprof_at(Some(&w.earlier), &labels, nanos);
+        let mut ok = Response::new(200, "application/octet-stream", body);
+        ok.headers.push((
+            "Content-Disposition",
+            "attachment; filename=\"profile\"".into(),
+        ));
+        ok
+    }
+
+    fn report_json(&self, r: &Request) -> Response {
+        match self.window(r) {
+            Ok(w) => Response::new(200, "application/json", w.later.since(&w.earlier).json()),
+            Err(e) => e,
+        }
+    }
+
+    /// What is served, as Go's index at the same path lists its profiles, and the window in
+    /// progress: `window: open since <ms since the Unix epoch>` once its first snapshot is
+    /// taken, else `window: none`.
+    fn index(&self) -> Response {
+        let window = match self.window_open_ms.load(Ordering::Acquire) {
+            0 => "window: none".to_string(),
+            ms => format!("window: open since {ms}"),
+        };
+        Response::text(
+            200,
+            format!(
+                "cabprof live profiles of {}\n\
+                 profile: /debug/pprof/profile?seconds=N (1 to {MAX_SECONDS}, default \
+                 {DEFAULT_SECONDS})\n\
+                 metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
+                self.service
+            ),
+        )
+    }
+
+    fn metrics(&self) -> Response {
+        match (self.snapshot)() {
+            Some(report) => Response::new(
+                200,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                metrics::encode(
+                    &report,
+                    &mut self.shown.lock().unwrap_or_else(|e| e.into_inner()),
+                ),
+            ),
+            None => State::gone(),
+        }
+    }
+
+    fn page(&self) -> Response {
+        let Some(now) = (self.snapshot)() else {
+            return State::gone();
+        };
+        let mut since = self.page_since.lock().unwrap_or_else(|e| e.into_inner());
+        let window = match since.as_ref() {
+            Some(earlier) => now.data.since(earlier),
+            None => now.data.clone(),
+        };
+        let first = since.is_none();
+        *since = Some(now.data);
+        drop(since);
+        Response::new(
+            200,
+            "text/html; charset=utf-8",
+            page::render(&window, &self.service, first),
+        )
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `seconds` as Go's net/http/pprof takes it: absent is [`DEFAULT_SECONDS`]; otherwise a
+/// whole number from 1 to [`MAX_SECONDS`].
+pub(crate) fn parse_seconds(v: Option<&str>) -> Result<u64, String> {
+    let Some(v) = v else {
+        return Ok(DEFAULT_SECONDS);
+    };
+    let allowed = format!("allowed: a whole number of seconds from 1 to {MAX_SECONDS}");
+    match v.parse::<i64>() {
+        Ok(n) if (1..=MAX_SECONDS as i64).contains(&n) => Ok(n as u64),
+        Ok(n) if n > MAX_SECONDS as i64 => Err(format!(
+            "invalid seconds = {n}: longer than the longest window; {allowed}"
+        )),
+        Ok(n) => Err(format!("invalid seconds = {n}: {allowed}")),
+        Err(_) => Err(format!("invalid seconds = {v:?}: not a number; {allowed}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_checked_like_gos() {
+        assert_eq!(parse_seconds(None), Ok(DEFAULT_SECONDS));
+        assert_eq!(parse_seconds(Some("7")), Ok(7));
+        for bad in ["0", "-3", "abc", "", "1.5", "99999999999999999999", "301"] {
+            let e = parse_seconds(Some(bad)).unwrap_err();
+            assert!(e.contains("seconds") && e.contains("300"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn non_loopback_needs_asking() {
+        let s = ServeSettings {
+            addr: Some("0.0.0.0:0".into()),
+            field: "CABPROF_SERVE",
+            ..Default::default()
+        };
+        let e = s.bind().unwrap_err();
+        assert_eq!(e.field, "CABPROF_SERVE");
+        assert!(e.allowed.contains("CABPROF_SERVE_PUBLIC"), "{e}");
+        let public = ServeSettings { public: true, ..s };
+        assert!(public.bind().unwrap().is_some());
+    }
+
+    #[test]
+    fn a_port_in_use_is_named() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let s = ServeSettings {
+            addr: Some(addr.clone()),
+            field: "CABPROF_SERVE",
+            ..Default::default()
+        };
+        let e = s.bind().unwrap_err();
+        assert!(e.to_string().contains(&addr), "{e}");
+        assert!(e.to_string().contains("CABPROF_SERVE"), "{e}");
+    }
+}
