@@ -129,6 +129,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         return Ok(());
     }
     let builder = SessionBuilder::new().from_env()?;
+    let signals = signals_from_env()?;
     // Bound before the session starts: a port in use fails the start, naming it.
     #[cfg(feature = "serve")]
     let (serve, listener) = {
@@ -156,7 +157,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         }
         None => None,
     };
-    if write_at_exit {
+    if write_at_exit && signals {
         finish_on_termination();
     }
     static AT_EXIT: Once = Once::new();
@@ -177,6 +178,26 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         endpoint,
     });
     Ok(())
+}
+
+/// `CABPROF_SIGNALS`: whether the process-wide session takes SIGINT, SIGTERM and SIGHUP to
+/// write its report (1, the default), or leaves them to the program (0): a signal handler is
+/// one per process, and a program that installs its own through the `ctrlc` crate after its
+/// first instrumented call would otherwise get ctrlc's `MultipleHandlers` error.
+fn signals_from_env() -> Result<bool, cabprof_cab::ConfigError> {
+    match std::env::var("CABPROF_SIGNALS")
+        .ok()
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(other) => Err(cabprof_cab::ConfigError::new(
+            "CABPROF_SIGNALS",
+            other,
+            "0 (leave SIGINT, SIGTERM and SIGHUP to the program) or 1 (the default)",
+        )),
+    }
 }
 
 /// SIGINT and SIGTERM end the process through `exit`, so that the exit handler writes the

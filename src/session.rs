@@ -41,6 +41,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
     (
+        "CABPROF_SIGNALS",
+        "with CABPROF=1: 0 leaves SIGINT, SIGTERM and SIGHUP to the program (default 1: they write the report)",
+    ),
+    (
         "CABPROF_SERVE",
         "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
     ),

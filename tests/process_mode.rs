@@ -108,3 +108,67 @@ fn the_whole_binary_is_profiled_with_no_code_change() {
     assert_eq!(data.totals.dropped, 0);
     assert_eq!(data.totals.threads, 7, "{:?}", data.threads);
 }
+
+/// Set in the child that reports SIGTERM's handler.
+const SIGNALS_CHILD: &str = "CABPROF_TEST_SIGNALS_CHILD";
+
+/// Whether SIGTERM has its default action in this process.
+fn sigterm_is_default() -> bool {
+    // SAFETY: a query only (no new action); `old` is a zeroed, valid `sigaction` to fill.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(
+            libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old),
+            0
+        );
+        old.sa_sigaction == libc::SIG_DFL
+    }
+}
+
+#[test]
+fn child_reports_sigterm() {
+    if std::env::var_os(SIGNALS_CHILD).is_none() {
+        return;
+    }
+    work(5);
+    println!("sigterm default: {}", sigterm_is_default());
+}
+
+/// With `CABPROF=1` the session takes SIGTERM to write its report; `CABPROF_SIGNALS=0` leaves
+/// it to the program (one that installs its own handler after its first instrumented call),
+/// and a bad value is an error naming the variable.
+#[test]
+fn cabprof_signals_0_leaves_the_signals_to_the_program() {
+    if std::env::var_os(CHILD).is_some() || std::env::var_os(SIGNALS_CHILD).is_some() {
+        return;
+    }
+    let run = |signals: Option<&str>| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("signals_child.json");
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "child_reports_sigterm",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SIGNALS_CHILD, "1")
+        .env("CABPROF", "1")
+        .env("CABPROF_OUTPUT", &out)
+        .env_remove("CABPROF_SIGNALS");
+        if let Some(v) = signals {
+            cmd.env("CABPROF_SIGNALS", v);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (taken, _) = run(None);
+    assert!(taken.contains("sigterm default: false"), "{taken}");
+    let (left, _) = run(Some("0"));
+    assert!(left.contains("sigterm default: true"), "{left}");
+    let (_, err) = run(Some("maybe"));
+    assert!(err.contains("CABPROF_SIGNALS"), "{err}");
+}
