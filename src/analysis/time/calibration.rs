@@ -25,7 +25,7 @@
 
 use cabprof_cab::clock;
 use cabprof_cab::event;
-use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
 use std::hint::black_box;
 
 /// Calls per batch: a round is three batches of two words per instrumented call (the rounds
@@ -106,7 +106,7 @@ struct ProbeTicks {
     ticks: Vec<u64>,
 }
 
-impl RingAnalysis for ProbeTicks {
+impl EventAnalysis for ProbeTicks {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             if let Some((m, t)) = event::as_timed_return(w) {
