@@ -59,7 +59,7 @@
 //! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
-use cabprof_bench_support::stats::min_max;
+use cabprof_bench_support::stats::{self, min_max};
 use std::hint::black_box;
 use std::process::Command;
 use std::time::Instant;
@@ -182,11 +182,10 @@ fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnM
     // The process's first run: what a short program or a test suite meets (rings and tables
     // not yet touched, code not yet in the caches).
     let first = run();
-    let mut v: Vec<f64> = (0..REPS).map(|_| run()).collect();
-    v.sort_by(f64::total_cmp);
+    let v: Vec<f64> = (0..REPS).map(|_| run()).collect();
     Timing {
         first,
-        steady: v[REPS / 2],
+        steady: stats::median(&v),
     }
 }
 
@@ -365,9 +364,7 @@ struct Rounds {
 }
 
 fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
+    (!v.is_empty()).then(|| stats::median(v))
 }
 
 /// The suffix of a row run from the release-profile build.
