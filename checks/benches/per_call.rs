@@ -430,10 +430,7 @@ fn main() {
         }
         return;
     }
-    let rounds: usize = std::env::var("PER_CALL_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(3);
+    let rounds = cabprof_bench_support::rounds::rounds("PER_CALL_ROUNDS", 1, 100, 3);
     let only: Option<Vec<String>> = std::env::var("PER_CALL_ONLY")
         .ok()
         .map(|s| s.split(',').map(|n| n.trim().to_owned()).collect());
