@@ -85,6 +85,15 @@ fn ring(design: BufferDesign) -> SessionBuilder {
         .buffer_design(design)
 }
 
+/// How the table names a design.
+fn label(d: BufferDesign) -> &'static str {
+    match d {
+        BufferDesign::Cab => "CAB",
+        BufferDesign::FastForward => "FastForward",
+        BufferDesign::NWay => "N-way",
+    }
+}
+
 fn workload(name: &str) -> Result<String, String> {
     match cabprof_workloads::by_name(name) {
         Some(_) => Ok(name.to_string()),
@@ -114,11 +123,10 @@ fn main() {
     // Each candidate: its label and the session it runs in (CAB on huge pages first: the
     // reference every other is divided by).
     let designs: Vec<(&str, SessionBuilder)> = match args.compare {
-        Compare::Designs => vec![
-            ("CAB", ring(BufferDesign::Cab)),
-            ("N-way", ring(BufferDesign::NWay)),
-            ("FastForward", ring(BufferDesign::FastForward)),
-        ],
+        Compare::Designs => BufferDesign::ALL
+            .iter()
+            .map(|&d| (label(d), ring(d)))
+            .collect(),
         Compare::Pages => vec![
             ("CAB huge pages", ring(BufferDesign::Cab)),
             ("CAB 4K pages", ring(BufferDesign::Cab).huge_pages(false)),

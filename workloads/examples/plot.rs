@@ -8,6 +8,7 @@
 //! cargo run --profile eval -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
 
+use cabprof::BufferDesign;
 use cabprof_workloads::evaluate::page::{rewrite_page, Csv, Rec};
 use clap::Parser;
 use plotters::coord::Shift;
@@ -344,8 +345,11 @@ fn fig7(dir: &Path) -> Res<PathBuf> {
                 }
                 v
             });
-        let series: Vec<Series> = ["fastforward", "nway"]
+        // Every baseline design, under the names the evaluation writes in `design`.
+        let series: Vec<Series> = BufferDesign::ALL
             .iter()
+            .filter(|&&d| d != BufferDesign::Cab)
+            .map(|d| d.name())
             .map(|d| Series {
                 name: format!("{d} vs CAB"),
                 values: workloads

@@ -3,13 +3,13 @@
 
 use super::cells::{
     basis_points, cfg_fields, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg,
-    ConcurrentFields, Design, FIG10_CHUNK_BYTES,
+    ConcurrentFields, FIG10_CHUNK_BYTES,
 };
 use super::measure::{results_key, WorkloadResults};
 use super::table::{f, Table};
 use super::Options;
 use crate::{Variant, Workload};
-use cabprof::{Analysis, ReportData};
+use cabprof::{Analysis, BufferDesign, ReportData};
 use cabprof_bench_support::stats::median;
 use std::collections::HashMap;
 
@@ -25,7 +25,7 @@ pub(crate) fn fig7(res: &[WorkloadResults]) -> Table {
     for r in res {
         for a in fig7_analyses(&r.workload) {
             let cab = r.cell(Cfg::concurrent(a)).median_s();
-            for d in Design::ALL {
+            for d in BufferDesign::ALL {
                 let c = r.cell(
                     ConcurrentFields {
                         design: d,
@@ -96,7 +96,7 @@ pub(crate) fn fig10_cfg(w: &Workload, buffer: usize) -> Cfg {
     Cfg::Concurrent {
         variant: Variant::for_analysis(a),
         analysis: a,
-        design: Design::Cab,
+        design: BufferDesign::Cab,
         buffer,
         chunk: FIG10_CHUNK_BYTES,
         unpinned: false,
