@@ -216,14 +216,11 @@ pub(crate) fn weighted_error_of(sampled: &ReportData, exact: &ReportData, a: Ana
 /// The entries of a profile the error rates run over: call-graph edges or (method, path).
 pub(crate) fn entries(d: &ReportData, a: Analysis) -> HashMap<(u32, u32), u64> {
     match a {
-        Analysis::CallGraph => d.call_graph.as_ref().map_or_else(HashMap::new, |v| {
-            v.iter().map(|e| ((e.caller, e.callee), e.count)).collect()
-        }),
-        Analysis::Paths => d.paths.as_ref().map_or_else(HashMap::new, |v| {
-            v.iter().map(|e| ((e.method, e.path), e.count)).collect()
-        }),
-        _ => HashMap::new(),
+        Analysis::CallGraph => d.edge_counts(),
+        Analysis::Paths => d.path_counts(),
+        _ => None,
     }
+    .unwrap_or_default()
 }
 
 /// A sample expecting fewer hits than this of an entry (`count × rate`) cannot estimate it
