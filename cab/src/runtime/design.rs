@@ -105,7 +105,7 @@ fn cab_channel(config: &RingConfig) -> Result<(ThreadProducer, RingConsumer), Co
 }
 
 impl BufferDesign {
-    /// Every design, in [`DESIGNS`] order: CAB first, then the baselines.
+    /// Every design, in registration order: CAB first, then the baselines.
     pub const ALL: [BufferDesign; 3] = [
         BufferDesign::Cab,
         BufferDesign::FastForward,
