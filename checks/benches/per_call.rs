@@ -55,8 +55,8 @@
 //! every call), the share of the run the application spent blocked on a full ring, and the
 //! process's peak RSS. Then the targets, each with the measured figure and `met` or `missed`.
 //!
-//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3)
-//! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
+//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (1 to 100,
+//! default 3) sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
 use cabprof_bench_support::stats::{self, min_max};
