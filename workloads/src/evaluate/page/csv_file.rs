@@ -89,6 +89,11 @@ impl Csv {
         })
     }
 
+    /// The header's column names, in order.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
     /// Fail unless every column of `cols` is present.
     pub fn require(&self, cols: &[&str]) -> Res<()> {
         for c in cols {
