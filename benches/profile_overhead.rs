@@ -21,9 +21,9 @@
 //! `cargo bench --bench profile_overhead` (release, LTO as the workspace's bench profile sets).
 
 use cabprof::cab::event::{Event, MethodId};
-use cabprof::cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof::cab::runtime::{emit, RuntimeConfig, Session};
 use cabprof::profile;
-use cabprof_analyses::{EventAnalysis, MethodCount};
+use cabprof_analyses::MethodCount;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -33,19 +33,6 @@ const CALLS: u64 = 2_000_000;
 /// machine the low figures are the best estimate of the undisturbed cost (interference only
 /// ever adds time).
 const REPS: usize = 61;
-
-/// The method-count analysis, as the runtime runs it.
-#[derive(Default)]
-struct Counts(MethodCount);
-
-impl RingAnalysis for Counts {
-    fn consume(&mut self, words: &[u64]) {
-        EventAnalysis::consume(&mut self.0, words);
-    }
-    fn merge(&mut self, other: Self) {
-        EventAnalysis::merge(&mut self.0, other.0);
-    }
-}
 
 #[inline(never)]
 fn empty(x: u64) -> u64 {
@@ -205,7 +192,7 @@ fn main() {
         pin_application: true,
         ..RuntimeConfig::default()
     };
-    let session = Session::start(config, Counts::default).expect("session starts");
+    let session = Session::start(config, MethodCount::default).expect("session starts");
     let with_session = measure(&[profiled, two_emits, branchy, branchy_paths, straight_paths]);
     let report = session.finish();
     let without = measure(&[empty, profiled, branchy_plain, branchy]);

@@ -67,15 +67,20 @@ struct Args {
     short: bool,
 }
 
+/// How the table names a design.
+fn label(d: BufferDesign) -> &'static str {
+    match d {
+        BufferDesign::Cab => "CAB",
+        BufferDesign::FastForward => "FastForward",
+        BufferDesign::NWay => "N-way",
+    }
+}
+
 fn main() {
     let short = Args::parse().short;
     let (items, reps) = if short { (2_000, 3) } else { (200_000, 7) };
-    let designs: [(&str, Option<BufferDesign>); 4] = [
-        ("no session (branch only)", None),
-        ("CAB", Some(BufferDesign::Cab)),
-        ("FastForward", Some(BufferDesign::FastForward)),
-        ("N-way", Some(BufferDesign::NWay)),
-    ];
+    let designs = std::iter::once(("no session (branch only)", None))
+        .chain(BufferDesign::ALL.map(|d| (label(d), Some(d))));
     let mut rows = Vec::new();
     let mut expect = None;
     for (name, d) in designs {

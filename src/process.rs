@@ -58,7 +58,7 @@ use crate::session::SessionBuilder;
 use cabprof_cab::event::{Event, EventKind};
 use cabprof_cab::runtime::{
     self, activity, emit, flush_current_thread, process_session_requested, settle_idle, with_room,
-    Activity, RingAnalysis, SessionError, PROCESS_VAR,
+    Activity, EventAnalysis, SessionError, PROCESS_VAR,
 };
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -665,7 +665,7 @@ impl Split {
     }
 }
 
-impl RingAnalysis for Split {
+impl EventAnalysis for Split {
     fn consume(&mut self, words: &[u64]) {
         self.all.consume(words);
         let mut start = 0;

@@ -85,15 +85,6 @@ pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
 pub use time_profile::{Compensation, TimeProfile};
 
-/// A dynamic analysis over CAB event words; see the crate docs for the contract.
-pub trait EventAnalysis: Send + 'static {
-    /// Analyze the next words of this instance's stream. Words of kinds the analysis does not
-    /// use, and words that are not events, are skipped.
-    fn consume(&mut self, words: &[u64]);
-
-    /// Fold `other`'s results into `self` (its in-flight state, such as open frames, is
-    /// dropped).
-    fn merge(&mut self, other: Self)
-    where
-        Self: Sized;
-}
+/// The trait every analysis here implements; defined in `cabprof_cab`, where the runtime
+/// that runs it lives, so that both crates name the same trait.
+pub use cabprof_cab::EventAnalysis;

@@ -14,13 +14,13 @@
 
 use cabprof_bench_support::stats::median;
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Count(u64);
 
-impl RingAnalysis for Count {
+impl EventAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         self.0 += words.len() as u64;
     }

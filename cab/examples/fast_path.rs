@@ -18,7 +18,7 @@
 
 use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::ring::{self, Producer};
-use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
 use cabprof_cab::{Mode, Poll, RingConfig};
 
 /// One exhaustive push, not inlined, so its code stands alone in the binary.
@@ -87,7 +87,7 @@ fn main() {
 #[derive(Default)]
 struct Count(u64);
 
-impl RingAnalysis for Count {
+impl EventAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         self.0 += words.len() as u64;
     }

@@ -7,7 +7,7 @@
 //! `cargo run -p cabprof-cab --example interrupt -- 123457` then press Ctrl-C.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
 use clap::Parser;
 
 #[derive(Default)]
@@ -16,7 +16,7 @@ struct Count {
     sum: u64,
 }
 
-impl RingAnalysis for Count {
+impl EventAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             if let Some(cabprof_cab::EventKind::Marker { value }) = cabprof_cab::event::decode(w) {

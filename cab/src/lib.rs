@@ -70,6 +70,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod analysis;
 pub mod clock;
 pub mod config;
 pub mod event;
@@ -83,6 +84,7 @@ mod slots;
 mod sync;
 pub mod transport;
 
+pub use analysis::EventAnalysis;
 pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig};
 pub use event::{Event, EventKind, MethodId};
 pub use transport::{ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport};

@@ -7,7 +7,7 @@
 //! heavy case: 10,000 threads, 64 at a time, 40,000 calls (80,000 events) each.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ struct SlowCount {
     ns_per_word: u64,
 }
 
-impl RingAnalysis for SlowCount {
+impl EventAnalysis for SlowCount {
     fn consume(&mut self, words: &[u64]) {
         self.n += words.len() as u64;
         let until = Instant::now() + Duration::from_nanos(self.ns_per_word * words.len() as u64);

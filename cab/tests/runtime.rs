@@ -2,7 +2,7 @@
 //! every test takes `SERIAL` first.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RunMode, RuntimeConfig, Session, SessionError};
+use cabprof_cab::runtime::{emit, EventAnalysis, RunMode, RuntimeConfig, Session, SessionError};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -22,7 +22,7 @@ struct Count {
 
 const POISON: u64 = 0xDEAD;
 
-impl RingAnalysis for Count {
+impl EventAnalysis for Count {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             if let Some(cabprof_cab::EventKind::Marker { value }) = cabprof_cab::event::decode(w) {
@@ -379,7 +379,7 @@ fn adaptive_sampling_lowers_the_rate_when_lapped() {
     let _g = serial();
     #[derive(Default)]
     struct Slow(u64);
-    impl RingAnalysis for Slow {
+    impl EventAnalysis for Slow {
         fn consume(&mut self, words: &[u64]) {
             for &w in words {
                 // Deliberately heavy per event so the producer laps the analyzer.

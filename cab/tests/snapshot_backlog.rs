@@ -3,7 +3,7 @@
 //! not when a producer that keeps emitting finally stops.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 #[derive(Default, Clone)]
 struct SlowCount(u64);
 
-impl RingAnalysis for SlowCount {
+impl EventAnalysis for SlowCount {
     fn consume(&mut self, words: &[u64]) {
         self.0 += words.len() as u64;
         std::thread::sleep(Duration::from_millis(1));

@@ -31,6 +31,7 @@ mod body;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use cabprof_bench_support::rounds::interleaved;
     use cabprof_bench_support::stats::{self, Side};
     use std::hint::black_box;
     use std::time::Instant;
@@ -114,7 +115,7 @@ mod x86 {
     }
 
     pub(crate) fn run() {
-        let rounds = cabprof_checks::bench::rounds(
+        let rounds = cabprof_bench_support::rounds::rounds(
             "CLOCK_COST_ROUNDS",
             ROUNDS_MIN,
             ROUNDS_MAX,
@@ -139,18 +140,10 @@ mod x86 {
         if has_rdtscp {
             variants.insert(2, ("one rdtscp", one_rdtscp));
         }
-        let mut samples = vec![Vec::new(); variants.len()];
-        let mut order: Vec<usize> = (0..variants.len()).collect();
-        let mut rng = fastrand::Rng::with_seed(stats::SEED);
         for f in &variants {
             once(f.1); // warm up
         }
-        for _ in 0..rounds {
-            rng.shuffle(&mut order); // a fresh order each round (fixed seed)
-            for &i in &order {
-                samples[i].push(once(variants[i].1));
-            }
-        }
+        let samples = interleaved(rounds, variants.len(), stats::SEED, |i| once(variants[i].1));
         let med: Vec<f64> = samples.iter().map(|s| stats::median(s)).collect();
         let plain_ns = med[0];
         println!("clock_cost: {CALLS} calls per variant and round, median of {rounds} rounds");

@@ -25,6 +25,7 @@
 //! (9 to 1000, default 17).
 
 use cabprof::{Analysis, Session};
+use cabprof_bench_support::rounds::interleaved;
 use cabprof_bench_support::stats::{
     median, median_interval, min_max, paired_ratios, RESAMPLES, SEED,
 };
@@ -215,7 +216,7 @@ fn profiled(src: &[u8]) -> f64 {
 
 /// `IDLE_COST_ROUNDS`, checked: 9 to 1000, default 17.
 fn rounds() -> usize {
-    cabprof_checks::bench::rounds(
+    cabprof_bench_support::rounds::rounds(
         "IDLE_COST_ROUNDS",
         cabprof_bench_support::stats::MIN_ROUNDS,
         1000,
@@ -244,21 +245,12 @@ fn main() {
         "compiled out",
         "annotated, profiled",
     ];
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-    let mut rng = fastrand::Rng::with_seed(SEED);
-    for _ in 0..rounds {
-        let mut order = [0, 1, 2, 3];
-        rng.shuffle(&mut order);
-        for v in order {
-            let t = match v {
-                0 => time(&src, parse_plain),
-                1 => time(&src, parse_annotated),
-                2 => time(&src, parse_compiled_out),
-                _ => profiled(&src),
-            };
-            ns[v].push(t);
-        }
-    }
+    let ns = interleaved(rounds, names.len(), SEED, |v| match v {
+        0 => time(&src, parse_plain),
+        1 => time(&src, parse_annotated),
+        2 => time(&src, parse_compiled_out),
+        _ => profiled(&src),
+    });
 
     println!(
         "idle_cost: a {}-byte expression, {PARSES} parses per run, {rounds} rounds alternated; \

@@ -55,11 +55,11 @@
 //! every call), the share of the run the application spent blocked on a full ring, and the
 //! process's peak RSS. Then the targets, each with the measured figure and `met` or `missed`.
 //!
-//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (default 3)
-//! sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
+//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (1 to 100,
+//! default 3) sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
-use cabprof_bench_support::stats::min_max;
+use cabprof_bench_support::stats::{self, min_max};
 use std::hint::black_box;
 use std::process::Command;
 use std::time::Instant;
@@ -182,11 +182,10 @@ fn median_ns_batched(f: fn(u64) -> u64, batch: u64, around: impl Fn(&mut dyn FnM
     // The process's first run: what a short program or a test suite meets (rings and tables
     // not yet touched, code not yet in the caches).
     let first = run();
-    let mut v: Vec<f64> = (0..REPS).map(|_| run()).collect();
-    v.sort_by(f64::total_cmp);
+    let v: Vec<f64> = (0..REPS).map(|_| run()).collect();
     Timing {
         first,
-        steady: v[REPS / 2],
+        steady: stats::median(&v),
     }
 }
 
@@ -365,9 +364,7 @@ struct Rounds {
 }
 
 fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
+    (!v.is_empty()).then(|| stats::median(v))
 }
 
 /// The suffix of a row run from the release-profile build.
@@ -433,10 +430,7 @@ fn main() {
         }
         return;
     }
-    let rounds: usize = std::env::var("PER_CALL_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(3);
+    let rounds = cabprof_bench_support::rounds::rounds("PER_CALL_ROUNDS", 1, 100, 3);
     let only: Option<Vec<String>> = std::env::var("PER_CALL_ONLY")
         .ok()
         .map(|s| s.split(',').map(|n| n.trim().to_owned()).collect());

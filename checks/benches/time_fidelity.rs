@@ -50,7 +50,7 @@ fn figure(c: &Costs, k: usize) -> f64 {
 }
 
 fn main() {
-    let rounds = cabprof_checks::bench::rounds("TIME_FIDELITY_ROUNDS", 3, 100, 7);
+    let rounds = cabprof_bench_support::rounds::rounds("TIME_FIDELITY_ROUNDS", 3, 100, 7);
     let modes = [("every call timed", 1u32), ("one call in 16 timed", 16)];
     let mut series: Vec<Vec<Series>> = modes
         .iter()

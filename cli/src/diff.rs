@@ -10,9 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cabprof::ReportData;
@@ -211,17 +210,6 @@ pub(crate) fn compare(base: &ReportData, new: &ReportData) -> Vec<Row> {
     rows
 }
 
-fn read(path: &Path) -> Result<ReportData, CliError> {
-    let text = fs::read_to_string(path).map_err(|source| CliError::Read {
-        what: path.display().to_string(),
-        source,
-    })?;
-    ReportData::from_json(&text).map_err(|e| CliError::BadReport {
-        input: path.display().to_string(),
-        source: Box::new(e),
-    })
-}
-
 fn number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
@@ -336,7 +324,10 @@ pub(crate) fn run(args: &DiffArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
-    let (base, new) = (read(&args.base)?, read(&args.new)?);
+    let (base, new) = (
+        crate::report::read(&args.base)?,
+        crate::report::read(&args.new)?,
+    );
     let rows = compare(&base, &new);
     let text = match args.format {
         DiffFormat::Table => table(&rows, args),

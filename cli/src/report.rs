@@ -114,12 +114,9 @@ fn check_output_is_not_input(input: &Path, output: &Path) -> Result<(), CliError
     )))
 }
 
-/// Run `cabprof report`.
-pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
-    if let Some(output) = &args.output {
-        check_output_is_not_input(&args.file, output)?;
-    }
-    let (text, name) = if args.file.as_os_str() == "-" {
+/// Read the saved JSON report at `path` (`-`: standard input), naming the input on error.
+pub(crate) fn read(path: &Path) -> Result<ReportData, CliError> {
+    let (text, name) = if path.as_os_str() == "-" {
         let mut text = String::new();
         io::stdin()
             .read_to_string(&mut text)
@@ -129,16 +126,24 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             })?;
         (text, "standard input".to_string())
     } else {
-        let text = fs::read_to_string(&args.file).map_err(|source| CliError::Read {
-            what: args.file.display().to_string(),
+        let text = fs::read_to_string(path).map_err(|source| CliError::Read {
+            what: path.display().to_string(),
             source,
         })?;
-        (text, args.file.display().to_string())
+        (text, path.display().to_string())
     };
-    let data = ReportData::from_json(&text).map_err(|e| CliError::BadReport {
-        input: name.clone(),
+    ReportData::from_json(&text).map_err(|e| CliError::BadReport {
+        input: name,
         source: Box::new(e),
-    })?;
+    })
+}
+
+/// Run `cabprof report`.
+pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
+    if let Some(output) = &args.output {
+        check_output_is_not_input(&args.file, output)?;
+    }
+    let data = read(&args.file)?;
     let weight = match args.weight {
         WeightArg::Calls => Weight::Calls,
         WeightArg::Time => Weight::Time,

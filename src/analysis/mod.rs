@@ -45,7 +45,7 @@ mod plan;
 pub use plan::AnalysisPlan;
 
 use crate::model::{NotAReport, ReportData};
-use cabprof_cab::runtime::{self, RingAnalysis};
+use cabprof_cab::runtime::{self, EventAnalysis};
 use cabprof_cab::ConfigError;
 use std::collections::BTreeSet;
 
@@ -206,7 +206,7 @@ macro_rules! register {
             }
         }
 
-        impl RingAnalysis for AnalysisSet {
+        impl EventAnalysis for AnalysisSet {
             fn consume(&mut self, words: &[u64]) {
                 $(
                     if let Some(state) = &mut self.$module {

@@ -36,12 +36,6 @@ fn method_counts(d: &ReportData) -> Option<HashMap<u32, u64>> {
         .map(|v| v.iter().map(|e| (e.method, e.count)).collect())
 }
 
-fn edges(d: &ReportData) -> Option<HashMap<(u32, u32), u64>> {
-    d.call_graph
-        .as_ref()
-        .map(|v| v.iter().map(|e| ((e.caller, e.callee), e.count)).collect())
-}
-
 fn patterns(d: &ReportData) -> Option<HashMap<(u32, Vec<u32>), u64>> {
     d.call_tree.as_ref().map(|t| {
         t.patterns
@@ -51,22 +45,32 @@ fn patterns(d: &ReportData) -> Option<HashMap<(u32, Vec<u32>), u64>> {
     })
 }
 
-fn paths(d: &ReportData) -> Option<HashMap<(u32, u32), u64>> {
-    d.paths
-        .as_ref()
-        .map(|v| v.iter().map(|e| ((e.method, e.path), e.count)).collect())
-}
-
 impl ReportData {
+    /// The call graph's edge counts by `(caller, callee)` method id, collected into `C` (a
+    /// map, typically); `None` when the report has no call graph.
+    pub fn edge_counts<C: FromIterator<((u32, u32), u64)>>(&self) -> Option<C> {
+        self.call_graph
+            .as_ref()
+            .map(|v| v.iter().map(|e| ((e.caller, e.callee), e.count)).collect())
+    }
+
+    /// The path profile's counts by `(method id, path number)`, collected into `C`; `None`
+    /// when the report has no path profile.
+    pub fn path_counts<C: FromIterator<((u32, u32), u64)>>(&self) -> Option<C> {
+        self.paths
+            .as_ref()
+            .map(|v| v.iter().map(|e| ((e.method, e.path), e.count)).collect())
+    }
+
     /// Compare this sampled report with `exact` (an exhaustive run of the same workload),
     /// estimating full counts with [`estimate_rate`](Self::estimate_rate).
     pub fn sampling_error(&self, exact: &ReportData) -> SamplingError {
         let rate = self.estimate_rate();
         SamplingError {
             method_count: error(method_counts(exact), method_counts(self), rate),
-            call_graph: error(edges(exact), edges(self), rate),
+            call_graph: error(exact.edge_counts(), self.edge_counts(), rate),
             call_tree: error(patterns(exact), patterns(self), rate),
-            paths: error(paths(exact), paths(self), rate),
+            paths: error(exact.path_counts(), self.path_counts(), rate),
         }
     }
 

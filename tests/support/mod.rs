@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use cabprof::cab::event::decode;
-use cabprof::cab::runtime::{RingAnalysis, RunMode, RuntimeConfig, Session};
+use cabprof::cab::runtime::{EventAnalysis, RunMode, RuntimeConfig, Session};
 use cabprof::{EventKind, MethodId};
 use std::sync::{Mutex, MutexGuard};
 
@@ -21,7 +21,7 @@ pub(crate) struct Recorder {
     pub words: Vec<u64>,
 }
 
-impl RingAnalysis for Recorder {
+impl EventAnalysis for Recorder {
     fn consume(&mut self, words: &[u64]) {
         self.words.extend_from_slice(words);
     }

@@ -13,6 +13,7 @@
 //! iterations per run, default 200 000; each variant runs 7 times, interleaved, and the median
 //! is shown).
 
+use cabprof_bench_support::stats::median;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -109,11 +110,6 @@ fn run(iters: u64, f: fn(u64) -> u64) -> f64 {
     start.elapsed().as_nanos() as f64 / (iters * CALLS_PER_ITER) as f64
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let iters: u64 = std::env::var("ALLOC_BENCH_ITERS")
         .ok()
@@ -174,13 +170,13 @@ fn main() {
             drop(profiler);
         }
     }
-    let base = median(samples[0].clone());
+    let base = median(&samples[0]);
     println!(
         "alloc_overhead: {iters} iterations x {CALLS_PER_ITER} allocator calls, median of {ROUNDS} interleaved runs"
     );
     println!("{:<42} {:>12} {:>10}", "variant", "ns/call", "vs System");
     for (name, s) in names.iter().zip(samples) {
-        let m = median(s);
+        let m = median(&s);
         println!("{name:<42} {m:>12.1} {:>9.2}x", m / base);
     }
 }

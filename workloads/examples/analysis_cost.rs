@@ -17,7 +17,7 @@ use cabprof::analyses::{
     call_tree::consume_both, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis,
     MethodCount, PathProfile,
 };
-use cabprof::cab::runtime::{RingAnalysis, RunMode, RuntimeConfig, Session};
+use cabprof::cab::runtime::{RunMode, RuntimeConfig, Session};
 use cabprof_workloads::{Size, Variant, Workload};
 use clap::Parser;
 use std::hint::black_box;
@@ -27,7 +27,7 @@ use std::time::Instant;
 #[derive(Default)]
 struct Recorder(Vec<u64>);
 
-impl RingAnalysis for Recorder {
+impl EventAnalysis for Recorder {
     fn consume(&mut self, words: &[u64]) {
         self.0.extend_from_slice(words);
     }

@@ -27,7 +27,7 @@
 //! header gives the events per run and the repetitions.
 
 use cabprof::{Analysis, BufferDesign, Session, SessionBuilder};
-use cabprof_bench_support::stats;
+use cabprof_bench_support::{rounds::interleaved, stats};
 use cabprof_workloads::{Size, Variant};
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::hint::black_box;
@@ -85,6 +85,15 @@ fn ring(design: BufferDesign) -> SessionBuilder {
         .buffer_design(design)
 }
 
+/// How the table names a design.
+fn label(d: BufferDesign) -> &'static str {
+    match d {
+        BufferDesign::Cab => "CAB",
+        BufferDesign::FastForward => "FastForward",
+        BufferDesign::NWay => "N-way",
+    }
+}
+
 fn workload(name: &str) -> Result<String, String> {
     match cabprof_workloads::by_name(name) {
         Some(_) => Ok(name.to_string()),
@@ -114,11 +123,10 @@ fn main() {
     // Each candidate: its label and the session it runs in (CAB on huge pages first: the
     // reference every other is divided by).
     let designs: Vec<(&str, SessionBuilder)> = match args.compare {
-        Compare::Designs => vec![
-            ("CAB", ring(BufferDesign::Cab)),
-            ("N-way", ring(BufferDesign::NWay)),
-            ("FastForward", ring(BufferDesign::FastForward)),
-        ],
+        Compare::Designs => BufferDesign::ALL
+            .iter()
+            .map(|&d| (label(d), ring(d)))
+            .collect(),
         Compare::Pages => vec![
             ("CAB huge pages", ring(BufferDesign::Cab)),
             ("CAB 4K pages", ring(BufferDesign::Cab).huge_pages(false)),
@@ -137,23 +145,18 @@ fn main() {
     black_box(w.run_variant(variant, size));
     let once = s.finish().data.totals.events.max(1);
     let repeats = args.events.div_ceil(once);
-    let mut times = vec![Vec::new(); designs.len()];
     let mut events = Vec::new();
-    let mut order: Vec<usize> = (0..designs.len()).collect();
-    let mut rng = fastrand::Rng::with_seed(stats::SEED);
-    for _ in 0..rounds {
-        rng.shuffle(&mut order);
-        for &i in &order {
-            let t = Instant::now();
-            let s = session(&designs[i].1);
-            for _ in 0..repeats {
-                black_box(w.run_variant(variant, size));
-            }
-            let report = s.finish();
-            times[i].push(t.elapsed().as_secs_f64());
-            events.push(report.data.totals.events as f64);
+    let times = interleaved(rounds, designs.len(), stats::SEED, |i| {
+        let t = Instant::now();
+        let s = session(&designs[i].1);
+        for _ in 0..repeats {
+            black_box(w.run_variant(variant, size));
         }
-    }
+        let report = s.finish();
+        let secs = t.elapsed().as_secs_f64();
+        events.push(report.data.totals.events as f64);
+        secs
+    });
     let (few, many) = stats::min_max(&events);
     println!(
         "{name} ({}) x {repeats} per run, {} stream, {:.1}..{:.1} M events per run, {rounds} rounds, \

@@ -8,7 +8,8 @@
 //! cargo run --profile eval -p cabprof-workloads --example plot -- docs/eval [--page docs/EVALUATION.md]
 //! ```
 
-use cabprof_workloads::evaluate::page::rewrite_page;
+use cabprof::BufferDesign;
+use cabprof_workloads::evaluate::page::{rewrite_page, Csv, Rec};
 use clap::Parser;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -19,67 +20,35 @@ use std::path::{Path, PathBuf};
 type Res<T> = Result<T, Box<dyn Error>>;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-/// One CSV file: rows as column → value maps, in file order.
-struct Csv {
-    rows: Vec<HashMap<String, String>>,
+/// `dir/name`, read by the evaluation's strict reader and checked for the columns drawn
+/// (`numbers` parse as numbers or are empty), so that drawing reads its fields infallibly.
+fn read(dir: &Path, name: &str, text: &[&str], numbers: &[&str]) -> Res<Csv> {
+    let csv = Csv::read(dir, name)?;
+    csv.require(text)?;
+    csv.require(numbers)?;
+    for r in csv.recs() {
+        for c in numbers {
+            r.opt_num(c)?;
+        }
+    }
+    Ok(csv)
 }
 
-impl Csv {
-    fn read(dir: &Path, name: &str) -> Res<Csv> {
-        let path = dir.join(name);
-        let mut reader = csv::Reader::from_path(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let header = reader
-            .headers()
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .clone();
-        if header.is_empty() {
-            return Err(format!("{} is empty", path.display()).into());
-        }
-        let mut rows = Vec::new();
-        for record in reader.records() {
-            let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
-            rows.push(
-                header
-                    .iter()
-                    .map(str::to_owned)
-                    .zip(record.iter().map(str::to_owned))
-                    .collect(),
-            );
-        }
-        Ok(Csv { rows })
-    }
-
-    /// Distinct values of `col`, in order of first appearance.
-    fn distinct(&self, col: &str) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for r in &self.rows {
-            if let Some(x) = r.get(col) {
-                if !v.contains(x) {
-                    v.push(x.clone());
-                }
-            }
-        }
-        v
-    }
-
-    /// Rows where every `(col, value)` matches.
-    fn filter(&self, want: &[(&str, &str)]) -> Vec<&HashMap<String, String>> {
-        self.rows
-            .iter()
-            .filter(|r| {
-                want.iter()
-                    .all(|(c, v)| r.get(*c).map(String::as_str) == Some(*v))
-            })
-            .collect()
-    }
+/// A number of a row [`read`] checked (`NaN` when empty).
+fn num(r: &Rec, col: &str) -> f64 {
+    r.opt_num(col).ok().flatten().unwrap_or(f64::NAN)
 }
 
-/// A number from a row (`NaN` when absent or empty).
-fn num(r: &HashMap<String, String>, col: &str) -> f64 {
-    r.get(col)
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(f64::NAN)
+/// A text field of a row [`read`] checked.
+fn text<'a>(r: &Rec<'a>, col: &str) -> &'a str {
+    r.str(col).unwrap_or_default()
+}
+
+/// Rows where every `(column, value)` matches.
+fn filter<'a>(csv: &'a Csv, want: &[(&str, &str)]) -> Vec<Rec<'a>> {
+    csv.recs()
+        .filter(|r| want.iter().all(|(c, v)| text(r, c) == *v))
+        .collect()
 }
 
 /// A tick label: up to three significant digits, no float noise.
@@ -355,31 +324,38 @@ fn lines(
 }
 
 fn fig7(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "fig7.csv")?;
+    let csv = read(
+        dir,
+        "fig7.csv",
+        &["analysis", "workload", "design"],
+        &["ratio_to_cab"],
+    )?;
     let out = dir.join("fig7.svg");
     let root = SVGBackend::new(&out, (1100, 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let analyses = csv.distinct("analysis");
+    let analyses = csv.distinct("analysis")?;
     let panels = root.split_evenly((1, analyses.len().max(1)));
     for (a, area) in analyses.iter().zip(&panels) {
-        let workloads: Vec<String> = csv
-            .filter(&[("analysis", a)])
+        let workloads: Vec<String> = filter(&csv, &[("analysis", a)])
             .iter()
-            .map(|r| r["workload"].clone())
+            .map(|r| text(r, "workload").to_owned())
             .fold(Vec::new(), |mut v, w| {
                 if !v.contains(&w) {
                     v.push(w);
                 }
                 v
             });
-        let series: Vec<Series> = ["fastforward", "nway"]
+        // Every baseline design, under the names the evaluation writes in `design`.
+        let series: Vec<Series> = BufferDesign::ALL
             .iter()
+            .filter(|&&d| d != BufferDesign::Cab)
+            .map(|d| d.name())
             .map(|d| Series {
                 name: format!("{d} vs CAB"),
                 values: workloads
                     .iter()
                     .map(|w| {
-                        csv.filter(&[("analysis", a), ("workload", w), ("design", d)])
+                        filter(&csv, &[("analysis", a), ("workload", w), ("design", d)])
                             .first()
                             .map_or(f64::NAN, |r| (num(r, "ratio_to_cab") - 1.0) * 100.0)
                     })
@@ -400,9 +376,14 @@ fn fig7(dir: &Path) -> Res<PathBuf> {
 }
 
 fn fig8(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "fig8.csv")?;
+    let csv = read(
+        dir,
+        "fig8.csv",
+        &["analysis", "workload", "bar"],
+        &["overhead_vs_A"],
+    )?;
     let out = dir.join("fig8.svg");
-    let analyses = csv.distinct("analysis");
+    let analyses = csv.distinct("analysis")?;
     let rows = analyses.len().div_ceil(2).max(1);
     let root = SVGBackend::new(&out, (1200, 360 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -416,9 +397,10 @@ fn fig8(dir: &Path) -> Res<PathBuf> {
     ];
     for (a, area) in analyses.iter().zip(&panels) {
         let mut workloads: Vec<String> = Vec::new();
-        for r in csv.filter(&[("analysis", a)]) {
-            if !workloads.contains(&r["workload"]) {
-                workloads.push(r["workload"].clone());
+        for r in filter(&csv, &[("analysis", a)]) {
+            let w = text(&r, "workload");
+            if !workloads.iter().any(|x| x == w) {
+                workloads.push(w.to_owned());
             }
         }
         let mut series: Vec<Series> = bars
@@ -428,7 +410,7 @@ fn fig8(dir: &Path) -> Res<PathBuf> {
                 values: workloads
                     .iter()
                     .map(|w| {
-                        csv.filter(&[("analysis", a), ("workload", w), ("bar", b)])
+                        filter(&csv, &[("analysis", a), ("workload", w), ("bar", b)])
                             .first()
                             .map_or(f64::NAN, |r| num(r, "overhead_vs_A") + 1.0)
                     })
@@ -458,14 +440,14 @@ fn fig8(dir: &Path) -> Res<PathBuf> {
 
 /// `(workload, [(x, y)])` from rows grouped by `group`, x and y from columns (mapped).
 fn by_group(
-    rows: &[&HashMap<String, String>],
+    rows: &[Rec],
     group: &str,
-    x: impl Fn(&HashMap<String, String>) -> f64,
-    y: impl Fn(&HashMap<String, String>) -> f64,
+    x: impl Fn(&Rec) -> f64,
+    y: impl Fn(&Rec) -> f64,
 ) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in rows {
-        let g = r[group].clone();
+        let g = text(r, group).to_owned();
         let p = (x(r), y(r));
         match out.iter_mut().find(|(n, _)| *n == g) {
             Some((_, v)) => v.push(p),
@@ -476,28 +458,34 @@ fn by_group(
 }
 
 fn fig10(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "fig10.csv")?;
+    let csv = read(
+        dir,
+        "fig10.csv",
+        &["workload"],
+        &["buffer_bytes", "median_s", "blocks_per_s"],
+    )?;
     let out = dir.join("fig10.svg");
     let root = SVGBackend::new(&out, (1200, 440)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((1, 2));
-    let rows: Vec<_> = csv.rows.iter().collect();
-    let kib = |r: &HashMap<String, String>| num(r, "buffer_bytes") / 1024.0;
+    let rows: Vec<Rec> = csv.recs().collect();
+    let kib = |r: &Rec| num(r, "buffer_bytes") / 1024.0;
     // Time relative to the largest buffer, per workload.
     let mut largest: HashMap<String, f64> = HashMap::new();
     for r in &rows {
-        let e = largest.entry(r["workload"].clone()).or_insert(0.0);
+        let e = largest.entry(text(r, "workload").to_owned()).or_insert(0.0);
         if kib(r) >= *e {
             *e = kib(r);
         }
     }
     let time_at = |w: &str, k: f64| {
         rows.iter()
-            .find(|r| r["workload"] == w && kib(r) == k)
+            .find(|r| text(r, "workload") == w && kib(r) == k)
             .map_or(f64::NAN, |r| num(r, "median_s"))
     };
     let rel = by_group(&rows, "workload", kib, |r| {
-        num(r, "median_s") / time_at(&r["workload"], largest[&r["workload"]])
+        let w = text(r, "workload");
+        num(r, "median_s") / time_at(w, largest[w])
     });
     lines(
         &panels[0],
@@ -525,15 +513,20 @@ fn fig10(dir: &Path) -> Res<PathBuf> {
 }
 
 fn fig11(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "fig11.csv")?;
+    let csv = read(
+        dir,
+        "fig11.csv",
+        &["analysis", "workload"],
+        &["rate", "overhead_vs_A", "error_rate"],
+    )?;
     let out = dir.join("fig11.svg");
-    let analyses = csv.distinct("analysis");
+    let analyses = csv.distinct("analysis")?;
     let root =
         SVGBackend::new(&out, (1200, 400 * analyses.len().max(1) as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((analyses.len().max(1), 2));
     for (i, a) in analyses.iter().enumerate() {
-        let rows = csv.filter(&[("analysis", a)]);
+        let rows = filter(&csv, &[("analysis", a)]);
         let over = by_group(
             &rows,
             "workload",
@@ -572,11 +565,16 @@ fn fig11(dir: &Path) -> Res<PathBuf> {
 }
 
 fn costmodel(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "costmodel.csv")?;
+    let csv = read(
+        dir,
+        "costmodel.csv",
+        &["analysis"],
+        &["measured", "predicted"],
+    )?;
     let out = dir.join("costmodel.svg");
     let root = SVGBackend::new(&out, (700, 600)).into_drawing_area();
     root.fill(&WHITE)?;
-    let rows: Vec<_> = csv.rows.iter().collect();
+    let rows: Vec<Rec> = csv.recs().collect();
     let pts = by_group(
         &rows,
         "analysis",
@@ -632,11 +630,16 @@ fn costmodel(dir: &Path) -> Res<PathBuf> {
 }
 
 fn perturbation(dir: &Path) -> Res<PathBuf> {
-    let csv = Csv::read(dir, "perturbation.csv")?;
+    let csv = read(
+        dir,
+        "perturbation.csv",
+        &["workload"],
+        &["blocks_per_s", "slowdown_vs_largest"],
+    )?;
     let out = dir.join("perturbation.svg");
     let root = SVGBackend::new(&out, (800, 500)).into_drawing_area();
     root.fill(&WHITE)?;
-    let rows: Vec<_> = csv.rows.iter().collect();
+    let rows: Vec<Rec> = csv.recs().collect();
     let pts = by_group(
         &rows,
         "workload",

@@ -4,40 +4,21 @@
 //! are noise.
 
 use cabprof::Analysis;
+use cabprof_workloads::evaluate::page::{Csv, Rec};
 use cabprof_workloads::evaluate::{self as harness, Cfg, Options};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// A CSV file as a header and rows of column → value maps. Every row must be as wide as the
-/// header.
-fn read_csv(dir: &Path, name: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
-    let mut reader =
-        csv::Reader::from_path(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let header: Vec<String> = reader
-        .headers()
-        .unwrap_or_else(|e| panic!("{name}: a header: {e}"))
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    let rows = reader
-        .records()
-        .map(|r| {
-            // The reader refuses a row of another width than the header's.
-            let r = r.unwrap_or_else(|e| panic!("{name}: ragged or bad row: {e}"));
-            header
-                .iter()
-                .cloned()
-                .zip(r.iter().map(str::to_owned))
-                .collect()
-        })
-        .collect();
-    (header, rows)
+/// `dir/name` through the evaluation's strict reader: every row as wide as the header.
+fn read_csv(dir: &Path, name: &str) -> Csv {
+    Csv::read(dir, name).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn num(r: &HashMap<String, String>, col: &str) -> f64 {
-    r[col]
-        .parse::<f64>()
-        .unwrap_or_else(|_| panic!("{col} = {:?} is not a number in {r:?}", r[col]))
+fn num(r: &Rec, col: &str) -> f64 {
+    r.num(col).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn text<'a>(r: &Rec<'a>, col: &str) -> &'a str {
+    r.str(col).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn starts_with(header: &[String], cols: &[&str]) {
@@ -71,23 +52,25 @@ fn evaluation_smoke() {
     let analyses: usize = suite.iter().map(|w| harness::fig8_analyses(w).len()).sum();
 
     // Figure 7: every stream under three designs; CAB is the unit.
-    let (h, rows) = read_csv(d, "fig7.csv");
+    let csv = read_csv(d, "fig7.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &["workload", "analysis", "design", "median_s", "ratio_to_cab"],
     );
     assert_eq!(rows.len(), streams * 3);
     for r in &rows {
         assert!(num(r, "median_s") > 0.0);
-        if r["design"] == "cab" {
+        if text(r, "design") == "cab" {
             assert_eq!(num(r, "ratio_to_cab"), 1.0);
         }
     }
 
     // Figure 8: five bars per (workload, analysis).
-    let (h, rows) = read_csv(d, "fig8.csv");
+    let csv = read_csv(d, "fig8.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &["workload", "analysis", "bar", "median_s", "overhead_vs_A"],
     );
     assert_eq!(rows.len(), analyses * 5);
@@ -102,13 +85,17 @@ fn evaluation_smoke() {
         "concurrent",
         "sequential",
     ] {
-        assert_eq!(rows.iter().filter(|r| r["bar"] == bar).count(), analyses);
+        assert_eq!(
+            rows.iter().filter(|r| text(r, "bar") == bar).count(),
+            analyses
+        );
     }
 
     // Figure 10 and perturbation: every buffer size; exhaustive results never change.
-    let (h, rows) = read_csv(d, "fig10.csv");
+    let csv = read_csv(d, "fig10.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &[
             "workload",
             "buffer_bytes",
@@ -122,9 +109,10 @@ fn evaluation_smoke() {
         assert!(num(r, "median_s") > 0.0);
         assert!(num(r, "blocks_per_s") >= 0.0);
     }
-    let (h, rows) = read_csv(d, "perturbation.csv");
+    let csv = read_csv(d, "perturbation.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &[
             "workload",
             "buffer_bytes",
@@ -136,15 +124,18 @@ fn evaluation_smoke() {
     assert_eq!(rows.len(), suite.len() * nb);
     for r in &rows {
         assert_eq!(
-            r["results_identical"], "true",
-            "exhaustive results changed with the buffer size: {r:?}"
+            text(r, "results_identical"),
+            "true",
+            "exhaustive results changed with the buffer size: line {}",
+            r.line
         );
     }
 
     // Figure 11: every rate; error defined for rates above zero.
-    let (h, rows) = read_csv(d, "fig11.csv");
+    let csv = read_csv(d, "fig11.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &[
             "workload",
             "analysis",
@@ -160,14 +151,15 @@ fn evaluation_smoke() {
         if num(r, "rate") > 0.0 {
             assert!(num(r, "error_rate") >= 0.0);
         } else {
-            assert_eq!(r["error_rate"], "", "no error rate at rate 0");
+            assert_eq!(text(r, "error_rate"), "", "no error rate at rate 0");
         }
     }
 
     // The cost model: every term measured.
-    let (h, rows) = read_csv(d, "costmodel.csv");
+    let csv = read_csv(d, "costmodel.csv");
+    let rows: Vec<Rec> = csv.recs().collect();
     starts_with(
-        &h,
+        csv.header(),
         &[
             "workload",
             "analysis",
@@ -185,12 +177,16 @@ fn evaluation_smoke() {
     assert_eq!(rows.len(), analyses);
     for r in &rows {
         for col in ["A", "P", "E_s", "E_c", "predicted", "measured"] {
-            assert!(num(r, col) > 0.0, "{col} in {r:?}");
+            assert!(num(r, col) > 0.0, "{col} on line {}", r.line);
         }
         assert!(num(r, "P_c") >= 0.0);
         let m = num(r, "A") + num(r, "A_i") + num(r, "A_q");
         let p = num(r, "P") + num(r, "P_c");
-        assert!((num(r, "predicted") - m.max(p)).abs() < 1e-5, "{r:?}");
+        assert!(
+            (num(r, "predicted") - m.max(p)).abs() < 1e-5,
+            "line {}",
+            r.line
+        );
     }
 
     // Concurrent and sequential analysis see the same events. (Not checked for the pool: in

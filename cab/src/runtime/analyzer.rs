@@ -6,7 +6,7 @@
 use super::budget::BudgetTicket;
 use super::design::RingConsumer;
 use super::report::{push_thread, ThreadStats};
-use super::RingAnalysis;
+use super::EventAnalysis;
 use crate::transport::{EventConsumer, Poll};
 use parking_lot::Mutex;
 use std::any::Any;
@@ -144,7 +144,7 @@ pub(super) struct Inbox<A> {
 pub(super) type Spawned<A> = (Arc<AnalyzerShared<A>>, JoinHandle<AnalyzerOutput<A>>);
 
 /// Start analyzer number `index`. With `pin_core`, it pins itself to that core first.
-pub(super) fn spawn<A: RingAnalysis>(
+pub(super) fn spawn<A: EventAnalysis>(
     index: usize,
     factory: Arc<dyn Fn() -> A + Send + Sync>,
     clone_fn: Option<fn(&A) -> A>,
@@ -230,7 +230,7 @@ impl<A> Drop for AnalyzerExit<A> {
     }
 }
 
-impl<A: RingAnalysis> Analyzer<A> {
+impl<A: EventAnalysis> Analyzer<A> {
     fn run(mut self) -> AnalyzerOutput<A> {
         let _exit = AnalyzerExit(self.shared.clone());
         tracing::debug!("cabprof analyzer started");

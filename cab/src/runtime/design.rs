@@ -19,7 +19,7 @@ use std::any::TypeId;
 
 /// Which buffer carries events from application threads to analyzers. CAB is the design;
 /// the others are the baselines the paper compares it with (Figure 7), exhaustive mode only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BufferDesign {
     /// Cache-friendly Asymmetric Buffering.
     Cab,
@@ -105,6 +105,19 @@ fn cab_channel(config: &RingConfig) -> Result<(ThreadProducer, RingConsumer), Co
 }
 
 impl BufferDesign {
+    /// Every design, in registration order: CAB first, then the baselines.
+    pub const ALL: [BufferDesign; 3] = [
+        BufferDesign::Cab,
+        BufferDesign::FastForward,
+        BufferDesign::NWay,
+    ];
+
+    /// The canonical name, the first that `CABPROF_BUFFER_DESIGN` accepts: `cab`,
+    /// `fastforward` or `nway`.
+    pub fn name(self) -> &'static str {
+        self.registration().names[0]
+    }
+
     fn registration(self) -> &'static Registration {
         DESIGNS
             .iter()
@@ -378,5 +391,21 @@ impl RingConsumer {
         if let RingConsumer::Cab(c) = self {
             c.set_rate(rate);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_registered_design_once_in_order_and_names_parse_back() {
+        let registered: Vec<BufferDesign> = DESIGNS.iter().map(|r| r.design).collect();
+        assert_eq!(BufferDesign::ALL.to_vec(), registered);
+        for d in BufferDesign::ALL {
+            assert_eq!(BufferDesign::parse("design", d.name()).unwrap(), d);
+        }
+        let names: Vec<&str> = BufferDesign::ALL.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["cab", "fastforward", "nway"]);
     }
 }

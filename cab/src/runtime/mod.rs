@@ -45,17 +45,17 @@
 //!   alive (pool workers that never exit). A thread's results are merged when it exits or at `finish`, whichever
 //!   comes first.
 //!
-//! This is the generic layer: it runs any [`RingAnalysis`] and writes no files. Programs
+//! This is the generic layer: it runs any [`EventAnalysis`] and writes no files. Programs
 //! normally use the `cabprof` facade's `SessionBuilder`, which owns a [`RuntimeConfig`], the
 //! analyses to run and where the report goes.
 //!
 //! ```
-//! use cabprof_cab::runtime::{emit, RingAnalysis, RuntimeConfig, Session};
+//! use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
 //! use cabprof_cab::Event;
 //!
 //! #[derive(Default)]
 //! struct Count(u64);
-//! impl RingAnalysis for Count {
+//! impl EventAnalysis for Count {
 //!     fn consume(&mut self, words: &[u64]) { self.0 += words.len() as u64 }
 //!     fn merge(&mut self, other: Self) { self.0 += other.0 }
 //! }
@@ -127,15 +127,7 @@ use std::fmt;
 /// Bytes per event word, for sizing in reports.
 pub const EVENT_BYTES: usize = WORD_BYTES;
 
-/// An analysis the runtime can run: a plain single-threaded consumer of event words.
-pub trait RingAnalysis: Send + 'static {
-    /// Take a batch of event words (any length; chunk boundaries carry no meaning).
-    fn consume(&mut self, words: &[u64]);
-    /// Fold another instance's results into this one.
-    fn merge(&mut self, other: Self)
-    where
-        Self: Sized;
-}
+pub use crate::analysis::EventAnalysis;
 
 /// How events travel from the application to the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,7 +6,7 @@ use super::merge::merge_into;
 use super::pending::{self, Pending};
 use super::report::{push_thread, ThreadStats};
 use super::tls::InlineSink;
-use super::RingAnalysis;
+use super::EventAnalysis;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ struct InlineState<A> {
     consumed: usize,
 }
 
-impl<A: RingAnalysis> InlineState<A> {
+impl<A: EventAnalysis> InlineState<A> {
     /// Analyze the pending words not yet analyzed (the slot's lock is held: `self` is in it).
     fn drain(&mut self) {
         let (analysis, events) = (&mut self.analysis, &mut self.events);
@@ -77,7 +77,7 @@ struct InlineRegistry<A> {
     next_id: u64,
 }
 
-impl<A: RingAnalysis> InlineShared<A> {
+impl<A: EventAnalysis> InlineShared<A> {
     pub(super) fn new() -> Self {
         InlineShared {
             state: Mutex::new(InlineRegistry {
@@ -125,7 +125,7 @@ impl<A: RingAnalysis> InlineShared<A> {
     }
 }
 
-impl<A: RingAnalysis + Clone> InlineShared<A> {
+impl<A: EventAnalysis + Clone> InlineShared<A> {
     /// A snapshot: ended threads' merged results, then a copy of each live thread's so far.
     pub(super) fn snapshot_into(&self, analysis: &mut A, threads: &mut Vec<ThreadStats>) {
         let reg = self.state.lock();
@@ -143,7 +143,7 @@ impl<A: RingAnalysis + Clone> InlineShared<A> {
     }
 }
 
-impl<A: RingAnalysis> InlineRegistry<A> {
+impl<A: EventAnalysis> InlineRegistry<A> {
     fn merge(&mut self, state: InlineState<A>) {
         push_thread(&mut self.threads, state.stats());
         merge_into(&mut self.merged, Some(state.analysis));
@@ -193,7 +193,7 @@ impl InlineSink for Discard {
     fn retire(self: Box<Self>) {}
 }
 
-impl<A: RingAnalysis> InlineSink for InlineAnalysis<A> {
+impl<A: EventAnalysis> InlineSink for InlineAnalysis<A> {
     fn consume(&mut self, words: &[u64]) {
         // Uncontended but for a snapshot or `finish`: one atomic exchange to lock and one to
         // unlock (parking_lot's fast paths), once per buffer of events.

@@ -12,7 +12,7 @@ use super::pending::Pending;
 use super::report::{push_thread, Report, ThreadStats};
 use super::sequential::{Discard, InlineShared};
 use super::tls::{self, Hub, InlineSink, HUB};
-use super::{RingAnalysis, RunMode, RuntimeConfig, SessionError};
+use super::{EventAnalysis, RunMode, RuntimeConfig, SessionError};
 use crate::config::{Mode, RingConfig};
 use crate::ring;
 use parking_lot::{Mutex, MutexGuard};
@@ -29,7 +29,7 @@ const ENDING_THREADS_GRACE: Duration = Duration::from_millis(20);
 
 /// What a session shares with its handles ([`Snapshotter`], [`Finisher`]) and, as a [`Hub`],
 /// with attaching threads.
-struct Core<A: RingAnalysis> {
+struct Core<A: EventAnalysis> {
     key: u64,
     mode: RunMode,
     design: BufferDesign,
@@ -65,7 +65,7 @@ struct Core<A: RingAnalysis> {
 /// `Arc` is dropped between brackets (see [`RuntimeDrop`](super::RuntimeDrop)), so the state's
 /// blocks, the `Arc`'s own included, are freed as the runtime's work. Armed whoever makes the
 /// handle: it only ever holds the runtime's blocks.
-struct Shared<A: RingAnalysis> {
+struct Shared<A: EventAnalysis> {
     #[allow(dead_code, reason = "never read: being dropped first is its use")]
     drop_start: tls::RuntimeDropStart,
     core: Arc<Core<A>>,
@@ -73,7 +73,7 @@ struct Shared<A: RingAnalysis> {
     drop_end: tls::RuntimeDropEnd,
 }
 
-impl<A: RingAnalysis> Shared<A> {
+impl<A: EventAnalysis> Shared<A> {
     fn new(core: Arc<Core<A>>) -> Shared<A> {
         let (drop_start, drop_end) = tls::runtime_drop_brackets(true);
         Shared {
@@ -89,7 +89,7 @@ impl<A: RingAnalysis> Shared<A> {
     }
 }
 
-impl<A: RingAnalysis> std::ops::Deref for Shared<A> {
+impl<A: EventAnalysis> std::ops::Deref for Shared<A> {
     type Target = Core<A>;
 
     fn deref(&self) -> &Core<A> {
@@ -97,7 +97,7 @@ impl<A: RingAnalysis> std::ops::Deref for Shared<A> {
     }
 }
 
-impl<A: RingAnalysis> Hub for Core<A> {
+impl<A: EventAnalysis> Hub for Core<A> {
     fn key(&self) -> u64 {
         self.key
     }
@@ -160,11 +160,11 @@ impl<A: RingAnalysis> Hub for Core<A> {
 }
 
 /// A running session of analysis `A`. See the [module docs](super) for the contract.
-pub struct Session<A: RingAnalysis> {
+pub struct Session<A: EventAnalysis> {
     core: Shared<A>,
 }
 
-impl<A: RingAnalysis> fmt::Debug for Session<A> {
+impl<A: EventAnalysis> fmt::Debug for Session<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
             .field("mode", &self.core.mode)
@@ -181,7 +181,7 @@ fn claim_global() -> Result<MutexGuard<'static, Option<Arc<dyn Hub>>>, SessionEr
     Ok(hub)
 }
 
-impl<A: RingAnalysis> Session<A> {
+impl<A: EventAnalysis> Session<A> {
     /// Validate `config` and start a session with one `factory()` analysis instance per ring
     /// (or per thread in sequential mode).
     pub fn start<F>(config: RuntimeConfig, factory: F) -> Result<Session<A>, SessionError>
@@ -319,7 +319,7 @@ impl<A: RingAnalysis> Session<A> {
     }
 }
 
-impl<A: RingAnalysis + Clone> Session<A> {
+impl<A: EventAnalysis + Clone> Session<A> {
     /// Like [`start`](Session::start), and enables [`snapshot`](Self::snapshot).
     pub fn start_snapshotting<F>(config: RuntimeConfig, factory: F) -> Result<Self, SessionError>
     where
@@ -346,24 +346,24 @@ impl<A: RingAnalysis + Clone> Session<A> {
 }
 
 /// Takes snapshots of a session from any thread. See [`Session::snapshotter`].
-pub struct Snapshotter<A: RingAnalysis> {
+pub struct Snapshotter<A: EventAnalysis> {
     core: Shared<A>,
 }
 
-impl<A: RingAnalysis> fmt::Debug for Snapshotter<A> {
+impl<A: EventAnalysis> fmt::Debug for Snapshotter<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Snapshotter").finish_non_exhaustive()
     }
 }
 
-impl<A: RingAnalysis + Clone> Snapshotter<A> {
+impl<A: EventAnalysis + Clone> Snapshotter<A> {
     /// Results so far, as [`Session::snapshot`]; `None` once the session has finished.
     pub fn snapshot(&self) -> Option<Report<A>> {
         self.core.snapshot()
     }
 }
 
-impl<A: RingAnalysis + Clone> Core<A> {
+impl<A: EventAnalysis + Clone> Core<A> {
     fn snapshot(&self) -> Option<Report<A>> {
         let started = crate::clock::now();
         let report = self.snapshot_inner();
@@ -415,31 +415,31 @@ impl<A: RingAnalysis + Clone> Core<A> {
     }
 }
 
-impl<A: RingAnalysis> Drop for Session<A> {
+impl<A: EventAnalysis> Drop for Session<A> {
     fn drop(&mut self) {
         let _ = self.core.finish();
     }
 }
 
 /// Finishes a session from elsewhere (a signal handler thread). Finishing twice yields `None`.
-pub struct Finisher<A: RingAnalysis> {
+pub struct Finisher<A: EventAnalysis> {
     core: Shared<A>,
 }
 
-impl<A: RingAnalysis> fmt::Debug for Finisher<A> {
+impl<A: EventAnalysis> fmt::Debug for Finisher<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Finisher").finish_non_exhaustive()
     }
 }
 
-impl<A: RingAnalysis> Finisher<A> {
+impl<A: EventAnalysis> Finisher<A> {
     /// Finish the session if nobody has; the report, or `None` if it was already finished.
     pub fn finish(&self) -> Option<Report<A>> {
         self.core.finish()
     }
 }
 
-impl<A: RingAnalysis> Core<A> {
+impl<A: EventAnalysis> Core<A> {
     /// Whether this is a child process forked while the session ran.
     fn forked(&self) -> bool {
         std::process::id() != self.pid

@@ -3,7 +3,7 @@
 //! hands its report over, and exits with [`INTERRUPTED_EXIT_CODE`].
 
 use super::report::Report;
-use super::{RingAnalysis, Session, SessionError};
+use super::{EventAnalysis, Session, SessionError};
 use parking_lot::Mutex;
 
 /// What the process-wide Ctrl-C handler runs: finish the session and report. Replaced by each
@@ -14,7 +14,7 @@ static CTRLC_INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::Onc
 /// Exit status after a Ctrl-C report: 128 + SIGINT, as shells report an interrupted program.
 pub const INTERRUPTED_EXIT_CODE: i32 = 130;
 
-impl<A: RingAnalysis> Session<A> {
+impl<A: EventAnalysis> Session<A> {
     /// For services: on Ctrl-C (SIGINT), SIGTERM or SIGHUP, finish this session — stop, drain every ring of every
     /// thread (nothing emitted before the signal is lost in exhaustive mode), join the
     /// analyzers — hand the full report to `on_report`, then exit the process with status

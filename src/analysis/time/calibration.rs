@@ -25,7 +25,7 @@
 
 use cabprof_cab::clock;
 use cabprof_cab::event;
-use cabprof_cab::runtime::{RingAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
 use std::hint::black_box;
 
 /// Calls per batch: a round is three batches of two words per instrumented call (the rounds
@@ -106,7 +106,7 @@ struct ProbeTicks {
     ticks: Vec<u64>,
 }
 
-impl RingAnalysis for ProbeTicks {
+impl EventAnalysis for ProbeTicks {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             if let Some((m, t)) = event::as_timed_return(w) {
@@ -135,11 +135,15 @@ fn batch(f: fn(u64) -> u64) -> f64 {
     t1.saturating_sub(t0) as f64 / BATCH as f64
 }
 
+/// The median as `cabprof-bench-support`'s `stats::median` defines it (this crate cannot
+/// depend on that unpublished one): values ordered by `f64::total_cmp` (a NaN sorts to an end
+/// by its sign), an even count's median is the mean of the middle two, and an empty list's is
+/// `NaN`.
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n == 0 {
-        0.0
+        f64::NAN
     } else if n % 2 == 1 {
         v[n / 2]
     } else {
@@ -241,7 +245,8 @@ mod tests {
     fn medians_and_spreads_of_known_lists() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&mut []), 0.0);
+        assert!(median(&mut []).is_nan());
+        assert_eq!(median(&mut [f64::NAN, 1.0, 2.0]), 2.0);
         assert_eq!(half_iqr(&mut [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), 2.0);
     }
 }

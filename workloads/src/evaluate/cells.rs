@@ -35,39 +35,6 @@ pub const RATES: [f64; 7] = [0.0, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0];
 /// replay time of the recorded prefix up to the whole stream beyond that.
 pub const RECORD_CAP_WORDS: usize = 1 << 26;
 
-/// A buffer design (hashable twin of [`BufferDesign`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Design {
-    /// CAB (Ha et al. 2009).
-    Cab,
-    /// FastForward (Giacomoni et al. 2008).
-    FastForward,
-    /// N-way buffering (PiPA, Zhao et al. 2008).
-    NWay,
-}
-
-impl Design {
-    /// Every design, CAB first.
-    pub const ALL: [Design; 3] = [Design::Cab, Design::FastForward, Design::NWay];
-
-    /// The name used in the CSVs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Design::Cab => "cab",
-            Design::FastForward => "fastforward",
-            Design::NWay => "nway",
-        }
-    }
-
-    pub(crate) fn runtime(self) -> BufferDesign {
-        match self {
-            Design::Cab => BufferDesign::Cab,
-            Design::FastForward => BufferDesign::FastForward,
-            Design::NWay => BufferDesign::NWay,
-        }
-    }
-}
-
 /// One cell's configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Cfg {
@@ -87,7 +54,7 @@ pub enum Cfg {
         /// The analysis.
         analysis: Analysis,
         /// The buffer design.
-        design: Design,
+        design: BufferDesign,
         /// Ring bytes per thread.
         buffer: usize,
         /// Chunk bytes.
@@ -116,7 +83,7 @@ impl Cfg {
         Cfg::Concurrent {
             variant: Variant::for_analysis(analysis),
             analysis,
-            design: Design::Cab,
+            design: BufferDesign::Cab,
             buffer: BUFFER_BYTES,
             chunk: CHUNK_BYTES,
             unpinned: false,
@@ -205,7 +172,7 @@ pub fn cells(w: &Workload, o: &Options) -> Vec<Cfg> {
         v.push(Cfg::Replay(Variant::for_analysis(a), a));
     }
     for a in fig7_analyses(w) {
-        for design in Design::ALL {
+        for design in BufferDesign::ALL {
             v.push(
                 ConcurrentFields {
                     design,
@@ -220,7 +187,7 @@ pub fn cells(w: &Workload, o: &Options) -> Vec<Cfg> {
         v.push(Cfg::Concurrent {
             variant: Variant::for_analysis(a10),
             analysis: a10,
-            design: Design::Cab,
+            design: BufferDesign::Cab,
             buffer: b,
             chunk: FIG10_CHUNK_BYTES,
             unpinned: false,
@@ -275,7 +242,7 @@ pub(crate) fn cfg_fields(c: Cfg) -> ConcurrentFields {
 pub(crate) struct ConcurrentFields {
     pub(crate) variant: Variant,
     pub(crate) analysis: Analysis,
-    pub(crate) design: Design,
+    pub(crate) design: BufferDesign,
     pub(crate) buffer: usize,
     pub(crate) chunk: usize,
     pub(crate) unpinned: bool,

@@ -3,13 +3,13 @@
 
 use super::cells::{
     basis_points, cfg_fields, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg,
-    ConcurrentFields, Design, FIG10_CHUNK_BYTES,
+    ConcurrentFields, FIG10_CHUNK_BYTES,
 };
 use super::measure::{results_key, WorkloadResults};
 use super::table::{f, Table};
 use super::Options;
 use crate::{Variant, Workload};
-use cabprof::{Analysis, ReportData};
+use cabprof::{Analysis, BufferDesign, ReportData};
 use cabprof_bench_support::stats::median;
 use std::collections::HashMap;
 
@@ -25,7 +25,7 @@ pub(crate) fn fig7(res: &[WorkloadResults]) -> Table {
     for r in res {
         for a in fig7_analyses(&r.workload) {
             let cab = r.cell(Cfg::concurrent(a)).median_s();
-            for d in Design::ALL {
+            for d in BufferDesign::ALL {
                 let c = r.cell(
                     ConcurrentFields {
                         design: d,
@@ -96,7 +96,7 @@ pub(crate) fn fig10_cfg(w: &Workload, buffer: usize) -> Cfg {
     Cfg::Concurrent {
         variant: Variant::for_analysis(a),
         analysis: a,
-        design: Design::Cab,
+        design: BufferDesign::Cab,
         buffer,
         chunk: FIG10_CHUNK_BYTES,
         unpinned: false,
@@ -216,14 +216,11 @@ pub(crate) fn weighted_error_of(sampled: &ReportData, exact: &ReportData, a: Ana
 /// The entries of a profile the error rates run over: call-graph edges or (method, path).
 pub(crate) fn entries(d: &ReportData, a: Analysis) -> HashMap<(u32, u32), u64> {
     match a {
-        Analysis::CallGraph => d.call_graph.as_ref().map_or_else(HashMap::new, |v| {
-            v.iter().map(|e| ((e.caller, e.callee), e.count)).collect()
-        }),
-        Analysis::Paths => d.paths.as_ref().map_or_else(HashMap::new, |v| {
-            v.iter().map(|e| ((e.method, e.path), e.count)).collect()
-        }),
-        _ => HashMap::new(),
+        Analysis::CallGraph => d.edge_counts(),
+        Analysis::Paths => d.path_counts(),
+        _ => None,
     }
+    .unwrap_or_default()
 }
 
 /// A sample expecting fewer hits than this of an entry (`count × rate`) cannot estimate it

@@ -167,7 +167,7 @@ fn run_once(
             Session::builder()
                 .analyses(&[analysis])
                 .mode(RunMode::Exhaustive)
-                .buffer_design(design.runtime())
+                .buffer_design(design)
                 .buffer_bytes(buffer)
                 .chunk_bytes(chunk)
                 .pin(pin && !unpinned),

@@ -40,7 +40,7 @@ mod summary;
 mod table;
 
 pub use cells::{
-    cells, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, Design, BUFFER_BYTES,
+    cells, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, BUFFER_BYTES,
     CHUNK_BYTES, FIG10_BUFFERS, FIG10_CHUNK_BYTES, RATES, RECORD_CAP_WORDS,
 };
 pub use executor::{cpu_model, cpus_allowed, loadavg};

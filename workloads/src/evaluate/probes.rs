@@ -3,7 +3,7 @@
 
 use super::cells::{CHUNK_BYTES, RECORD_CAP_WORDS};
 use crate::{Size, Variant, Workload};
-use cabprof::cab::runtime::{self, RingAnalysis};
+use cabprof::cab::runtime::{self, EventAnalysis};
 use cabprof::{Analysis, AnalysisPlan, AnalysisSet, RunMode};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +24,7 @@ fn thread_cpu_ns() -> Option<u64> {
 #[derive(Default)]
 pub(crate) struct Probe;
 
-impl RingAnalysis for Probe {
+impl EventAnalysis for Probe {
     fn consume(&mut self, words: &[u64]) {
         black_box(words);
     }
@@ -51,7 +51,7 @@ struct Recorder {
     streams: Vec<Vec<u64>>,
 }
 
-impl RingAnalysis for Recorder {
+impl EventAnalysis for Recorder {
     fn consume(&mut self, words: &[u64]) {
         let room = (RECORD_CAP_WORDS as u64).saturating_sub(RECORDED.load(Ordering::Relaxed));
         let take = words.len().min(room as usize);

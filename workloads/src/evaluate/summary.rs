@@ -3,7 +3,6 @@
 
 use super::cells::{
     basis_points, cfg_fields, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, ConcurrentFields,
-    Design,
 };
 use super::figures::{
     entries, error_of, fig10_cfg, model, sampling_cfg, weighted_error_of, FEW_EXPECTED,
@@ -11,7 +10,7 @@ use super::figures::{
 use super::measure::{results_key, WorkloadResults};
 use super::Options;
 use crate::Variant;
-use cabprof::Analysis;
+use cabprof::{Analysis, BufferDesign};
 use cabprof_bench_support::stats::{mean, median};
 use std::fmt::Write as _;
 
@@ -251,7 +250,7 @@ fn design_target(s: &mut String, res: &[WorkloadResults]) {
     for r in res {
         for a in fig7_analyses(&r.workload) {
             let cab = r.cell(Cfg::concurrent(a)).median_s();
-            let rel = |d: Design| {
+            let rel = |d: BufferDesign| {
                 r.cell(
                     ConcurrentFields {
                         design: d,
@@ -262,8 +261,8 @@ fn design_target(s: &mut String, res: &[WorkloadResults]) {
                 .median_s()
                     / cab
             };
-            let ff = rel(Design::FastForward);
-            let nw = rel(Design::NWay);
+            let ff = rel(BufferDesign::FastForward);
+            let nw = rel(BufferDesign::NWay);
             let ok = ff > 1.0 && nw > 1.0;
             if a == Analysis::Paths {
                 all &= ok;

@@ -5,30 +5,37 @@ use super::Res;
 use std::path::Path;
 
 /// One CSV file, strictly parsed: every row has the header's number of fields.
-pub(crate) struct Csv {
-    pub(crate) name: String,
+#[derive(Debug)]
+pub struct Csv {
+    /// The file's path (or the name it was parsed under), for error messages.
+    pub name: String,
     header: Vec<String>,
     /// (line number in the file, fields).
     rows: Vec<(usize, Vec<String>)>,
 }
 
 /// One row of a `Csv`, with typed access that names the file, line and column on error.
-#[derive(Clone, Copy)]
-pub(crate) struct Rec<'a> {
-    pub(crate) csv: &'a Csv,
-    pub(crate) line: usize,
+#[derive(Clone, Copy, Debug)]
+pub struct Rec<'a> {
+    /// The file the row is in.
+    pub csv: &'a Csv,
+    /// The 1-based line the row starts on.
+    pub line: usize,
     fields: &'a [String],
 }
 
 impl Csv {
-    pub(crate) fn read(dir: &Path, name: &str) -> Res<Csv> {
+    /// Read and parse `dir/name`.
+    pub fn read(dir: &Path, name: &str) -> Res<Csv> {
         let path = dir.join(name);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Csv::parse(&path.display().to_string(), &text)
     }
 
-    pub(crate) fn parse(name: &str, text: &str) -> Res<Csv> {
+    /// Parse `text`, naming it `name` in errors: a header line, then at least one data row of
+    /// the header's width (fields trimmed; blank lines skipped).
+    pub fn parse(name: &str, text: &str) -> Res<Csv> {
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             // Widths are checked here, to name the file and line.
@@ -82,8 +89,13 @@ impl Csv {
         })
     }
 
+    /// The header's column names, in order.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
     /// Fail unless every column of `cols` is present.
-    pub(crate) fn require(&self, cols: &[&str]) -> Res<()> {
+    pub fn require(&self, cols: &[&str]) -> Res<()> {
         for c in cols {
             if !self.header.iter().any(|h| h == c) {
                 return Err(format!(
@@ -96,7 +108,8 @@ impl Csv {
         Ok(())
     }
 
-    pub(crate) fn recs(&self) -> impl Iterator<Item = Rec<'_>> {
+    /// The data rows, in file order.
+    pub fn recs(&self) -> impl Iterator<Item = Rec<'_>> {
         self.rows.iter().map(move |(line, fields)| Rec {
             csv: self,
             line: *line,
@@ -105,7 +118,7 @@ impl Csv {
     }
 
     /// Distinct values of `col`, in order of first appearance.
-    pub(crate) fn distinct(&self, col: &str) -> Res<Vec<String>> {
+    pub fn distinct(&self, col: &str) -> Res<Vec<String>> {
         let mut v: Vec<String> = Vec::new();
         for r in self.recs() {
             let x = r.str(col)?;
@@ -152,7 +165,8 @@ impl Csv {
 }
 
 impl<'a> Rec<'a> {
-    pub(crate) fn str(&self, col: &str) -> Res<&'a str> {
+    /// The field of column `col`; an error names a missing column.
+    pub fn str(&self, col: &str) -> Res<&'a str> {
         let i = self
             .csv
             .header
@@ -169,7 +183,7 @@ impl<'a> Rec<'a> {
     }
 
     /// A number, `None` when the field is empty.
-    pub(crate) fn opt_num(&self, col: &str) -> Res<Option<f64>> {
+    pub fn opt_num(&self, col: &str) -> Res<Option<f64>> {
         let s = self.str(col)?;
         if s.is_empty() {
             return Ok(None);
@@ -182,7 +196,8 @@ impl<'a> Rec<'a> {
         })
     }
 
-    pub(crate) fn num(&self, col: &str) -> Res<f64> {
+    /// A number; an empty field is an error naming the file, line and column.
+    pub fn num(&self, col: &str) -> Res<f64> {
         self.opt_num(col)?.ok_or_else(|| {
             format!(
                 "{} line {}: column `{col}` is empty",

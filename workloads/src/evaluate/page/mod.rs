@@ -26,6 +26,8 @@ mod figures;
 mod format;
 mod targets;
 
+pub use csv_file::{Csv, Rec};
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
