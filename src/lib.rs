@@ -27,7 +27,7 @@
 //! Modules:
 //! - [`session`]: sessions: the builder users configure, start, snapshot, finish.
 //! - [`test_profile`] and `CABPROF=1`: the process-wide session, which profiles a program or
-//!   a test binary without code, and per-test reports within it (`src/process.rs`).
+//!   a test binary without code, and per-test reports within it (`src/process/`).
 //! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
 //!   declared once in `src/analysis/` (one file per analysis, one registration list).
 //! - [`report`]: the report data model and its renderings ([`report::Format`] lists them;

@@ -16,12 +16,14 @@ use miniserde::{Deserialize, Serialize};
 
 mod contexts;
 mod read;
+mod time;
 pub use contexts::{
     context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
 };
 pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
+pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cabprof-report/1";
@@ -325,153 +327,6 @@ impl CallTreeData {
     pub fn stack(&self, parents: &[Option<usize>], i: usize) -> Vec<u32> {
         context_stack(&self.contexts, parents, i)
     }
-}
-
-/// The time analysis' results: times in nanoseconds, converted from counter ticks with the
-/// calibration stated here.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TimeData {
-    /// The counter read per event (`rdtsc`, `cntvct_el0` or the monotonic clock).
-    pub clock: String,
-    /// Counter ticks per nanosecond.
-    pub ticks_per_ns: f64,
-    /// How `ticks_per_ns` was measured.
-    pub calibration: String,
-    /// One call in `sample_period` per function and thread was timed (1: every call).
-    pub sample_period: u32,
-    /// Estimates from a sampled or resynchronised stream rather than exact sums.
-    pub approximate: bool,
-    /// Per function, most inclusive time first.
-    pub functions: Vec<FunctionTimeEntry>,
-    /// Per caller → callee edge (caller 0 is the root), most time first.
-    pub edges: Vec<EdgeTimeEntry>,
-    /// The calling contexts, each after its parent (a depth-first walk, the most called
-    /// child first).
-    pub contexts: Vec<ContextTimeEntry>,
-    /// What was subtracted from the times (absent in older files, whose times are raw).
-    pub compensation: Option<CompensationEntry>,
-    /// Time the application's threads spent inside cabprof (waiting for an analyzer,
-    /// attaching a ring, registering a name, taking a snapshot), taken out of every frame
-    /// open meanwhile.
-    pub inside_cabprof_ns: Option<f64>,
-    /// How many times they entered cabprof (one `Stall` event word each).
-    pub inside_cabprof_entries: Option<u64>,
-    /// Show the raw figures beside the compensated ones in the text report
-    /// (`CABPROF_TIME_RAW=1`).
-    pub show_raw: Option<bool>,
-}
-
-/// The calibrated cost of a timed call, subtracted from the times reported (overhead
-/// compensation): a call's duration loses `inside_ns`; the frames around a call lose what it
-/// cost them, `timed_ns` for a timed call and `untimed_ns` for an untimed one. Measured on
-/// the instrumented code path when the session started, and again when it finished.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CompensationEntry {
-    /// One clock read (two back to back).
-    pub clock_ns: f64,
-    /// The part of a timed call inside its own interval.
-    pub inside_ns: f64,
-    /// What a timed call adds to the time of the frames around it.
-    pub timed_ns: f64,
-    /// What an untimed call adds to them.
-    pub untimed_ns: f64,
-    /// What a compensated time can resolve: a call whose compensated mean is below it is
-    /// marked (`below_resolution`), not shown as a precise figure.
-    pub resolution_ns: f64,
-    /// `timed_ns` measured again when the session finished (absent for a snapshot or a
-    /// per-test report of a session still running).
-    pub timed_ns_at_finish: Option<f64>,
-    /// `inside_ns` measured again when the session finished.
-    pub inside_ns_at_finish: Option<f64>,
-}
-
-impl TimeData {
-    /// For each context, the index in [`contexts`](Self::contexts) of its parent (`None`: the
-    /// root); see [`parent_indices`].
-    pub fn parent_indices(&self) -> Vec<Option<usize>> {
-        parent_indices(&self.contexts)
-    }
-}
-
-/// One function's time. With sampled timing the totals are estimates (timed calls' sum ×
-/// calls / timed) and the per-call figures describe the timed calls.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FunctionTimeEntry {
-    /// Method id.
-    pub method: u32,
-    /// Calls.
-    pub calls: u64,
-    /// Calls timed.
-    pub timed: u64,
-    /// Inclusive time of all its calls (outermost activations, so recursion counts once).
-    pub inclusive_ns: f64,
-    /// Half-width of the 95% confidence interval of `inclusive_ns` (0 when every call was
-    /// timed).
-    pub inclusive_ci_ns: f64,
-    /// Exclusive (self) time: inclusive time of every activation minus that of its callees.
-    pub exclusive_ns: f64,
-    /// Mean of one call's inclusive time.
-    pub mean_ns: f64,
-    /// Median of one call.
-    pub p50_ns: f64,
-    /// 95th percentile of one call.
-    pub p95_ns: f64,
-    /// 99th percentile of one call.
-    pub p99_ns: f64,
-    /// Longest call.
-    pub max_ns: f64,
-    /// `inclusive_ns` before compensation.
-    pub raw_inclusive_ns: Option<f64>,
-    /// `exclusive_ns` before compensation.
-    pub raw_exclusive_ns: Option<f64>,
-    /// `mean_ns` before compensation.
-    pub raw_mean_ns: Option<f64>,
-    /// The compensated mean is below what the calibration resolves
-    /// ([`CompensationEntry::resolution_ns`]): the call costs less than that, how much less
-    /// is not known. Its times are shown as bounds.
-    pub below_resolution: Option<bool>,
-}
-
-/// Inclusive time along one caller → callee edge.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EdgeTimeEntry {
-    /// Caller id (0 = root).
-    pub caller: u32,
-    /// Callee id.
-    pub callee: u32,
-    /// Calls.
-    pub calls: u64,
-    /// Calls timed.
-    pub timed: u64,
-    /// Inclusive time of the callee's calls along this edge.
-    pub inclusive_ns: f64,
-    /// `inclusive_ns` before compensation.
-    pub raw_inclusive_ns: Option<f64>,
-}
-
-/// Time in one calling context: a node of the calling-context tree, linked to its parent
-/// like a [`ContextEntry`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ContextTimeEntry {
-    /// The context's id, unique among the time contexts and never 0 (the root).
-    pub id: u32,
-    /// The id of the calling context (0: the root); it comes before this entry in
-    /// [`TimeData::contexts`].
-    pub parent: u32,
-    /// The method called in this context: the innermost frame of its stack.
-    pub method: u32,
-    /// Calls made in exactly this context.
-    pub calls: u64,
-    /// Calls timed.
-    pub timed: u64,
-    /// Inclusive time of those calls.
-    pub inclusive_ns: f64,
-    /// Their self time: inclusive minus that of the contexts directly below.
-    pub exclusive_ns: f64,
-    /// `inclusive_ns` before compensation.
-    pub raw_inclusive_ns: Option<f64>,
-    /// `exclusive_ns` before compensation.
-    pub raw_exclusive_ns: Option<f64>,
 }
 
 /// Executions of one Ball-Larus path.
