@@ -76,11 +76,18 @@ impl ReportData {
 /// more than their caller are scaled down together to fit inside it.
 fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
     let parents = parent_indices(contexts);
-    let clamped = |c: &ContextTimeEntry| c.inclusive_ns.max(0.0);
+    // Each context's inclusive time, never below 0; a context never called itself (only on
+    // the way to others, as an older report's whole stacks leave them) is as wide as its
+    // callees. Callees come after their callers in the list, so a backward pass sees every
+    // callee before its caller.
+    let mut own: Vec<f64> = contexts.iter().map(|c| c.inclusive_ns.max(0.0)).collect();
     let mut callees = vec![0.0f64; contexts.len()];
-    for (i, c) in contexts.iter().enumerate() {
+    for i in (0..contexts.len()).rev() {
+        if contexts[i].calls == 0 {
+            own[i] = own[i].max(callees[i]);
+        }
         if let Some(p) = parents[i] {
-            callees[p] += clamped(c);
+            callees[p] += own[i];
         }
     }
     let mut inclusive = vec![0.0f64; contexts.len()];
@@ -92,10 +99,10 @@ fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
         }
     };
     // Callers come before their callees in the list (the model's order).
-    for (i, c) in contexts.iter().enumerate() {
+    for i in 0..contexts.len() {
         inclusive[i] = match parents[i] {
-            Some(p) => clamped(c) * scale(inclusive[p], callees[p]),
-            None => clamped(c),
+            Some(p) => own[i] * scale(inclusive[p], callees[p]),
+            None => own[i],
         };
     }
     (0..contexts.len())
@@ -200,5 +207,10 @@ mod tests {
         // A negative inclusive time is drawn as nothing, and its callees with it.
         let contexts = [ctx(1, 0, 50.0), ctx(2, 1, -5.0), ctx(3, 2, 10.0)];
         assert_eq!(drawn_self_times(&contexts), vec![50, 0, 0]);
+        // A context never called itself (an older report's gap) is as wide as its callees.
+        let mut gap = ctx(2, 1, 0.0);
+        gap.calls = 0;
+        let contexts = [ctx(1, 0, 100.0), gap, ctx(3, 2, 30.0)];
+        assert_eq!(drawn_self_times(&contexts), vec![70, 0, 30]);
     }
 }
