@@ -130,13 +130,37 @@ fn child_reports_sigterm() {
     if std::env::var_os(SIGNALS_CHILD).is_none() {
         return;
     }
+    // As `nohup` leaves a program: SIGHUP ignored before its first instrumented call.
+    // SAFETY: sets an ignore disposition; no handler runs.
+    unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
     work(5);
     println!("sigterm default: {}", sigterm_is_default());
+    // SAFETY: a query only, into a zeroed `sigaction`.
+    let hup_ignored = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old);
+        old.sa_sigaction == libc::SIG_IGN
+    };
+    println!("sighup still ignored: {hup_ignored}");
+    // A child forked without exec has no thread to run the handler: its signals are its own.
+    // SAFETY: the child only queries a disposition and calls `_exit`.
+    let child_default = unsafe {
+        match libc::fork() {
+            0 => libc::_exit(if sigterm_is_default() { 0 } else { 1 }),
+            pid => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+            }
+        }
+    };
+    println!("forked child sigterm default: {child_default}");
 }
 
-/// With `CABPROF=1` the session takes SIGTERM to write its report; `CABPROF_SIGNALS=0` leaves
-/// it to the program (one that installs its own handler after its first instrumented call),
-/// and a bad value is an error naming the variable.
+/// With `CABPROF=1` the session takes SIGTERM to write its report, but not a signal the program
+/// ignores (SIGHUP under `nohup`), and a child forked without exec gets the default back;
+/// `CABPROF_SIGNALS=0` leaves the signals to the program (one that installs its own handler
+/// after its first instrumented call), and a bad value is an error naming the variable.
 #[test]
 fn cabprof_signals_0_leaves_the_signals_to_the_program() {
     if std::env::var_os(CHILD).is_some() || std::env::var_os(SIGNALS_CHILD).is_some() {
@@ -167,6 +191,11 @@ fn cabprof_signals_0_leaves_the_signals_to_the_program() {
     };
     let (taken, _) = run(None);
     assert!(taken.contains("sigterm default: false"), "{taken}");
+    assert!(taken.contains("sighup still ignored: true"), "{taken}");
+    assert!(
+        taken.contains("forked child sigterm default: true"),
+        "{taken}"
+    );
     let (left, _) = run(Some("0"));
     assert!(left.contains("sigterm default: true"), "{left}");
     let (_, err) = run(Some("maybe"));

@@ -209,7 +209,7 @@ fn signals_from_env() -> Result<bool, cabprof_cab::ConfigError> {
 /// that handler exits the process).
 fn finish_on_termination() {
     if let Err(e) = runtime::exit_on_termination() {
-        eprintln!("cabprof: SIGINT and SIGTERM will not write the report: {e}");
+        eprintln!("cabprof: SIGINT, SIGTERM and SIGHUP will not write the report: {e}");
     }
 }
 

@@ -35,10 +35,68 @@ impl<A: EventAnalysis> Session<A> {
     }
 }
 
+/// The signals the handler takes.
+#[cfg(unix)]
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// What each of [`SIGNALS`] did before the handler was installed (a zeroed action for a
+/// signal that had its default), for the child of a `fork`.
+#[cfg(unix)]
+static BEFORE: std::sync::OnceLock<[libc::sigaction; 3]> = std::sync::OnceLock::new();
+
+/// The handler takes a signal only where it had its default action: a signal the program
+/// ignores (`nohup` ignores SIGHUP, a shell's background job SIGINT) or handles already stays
+/// as it was. `ctrlc` installs all three at once, so the others are put back right after.
+#[cfg(unix)]
+fn set_handler_where_default(handler: impl FnMut() + Send + 'static) -> Result<(), String> {
+    let mut before: [libc::sigaction; 3] =
+        // SAFETY: `sigaction` is plain old data; all zeroes is a valid (default) action.
+        unsafe { std::mem::zeroed() };
+    for (i, &sig) in SIGNALS.iter().enumerate() {
+        // SAFETY: a query (no new action) into a valid, writable `sigaction`.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut before[i]) } != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+    }
+    if before.iter().all(|a| a.sa_sigaction != libc::SIG_DFL) {
+        return Err("SIGINT, SIGTERM and SIGHUP are all ignored or handled already".into());
+    }
+    ctrlc::set_handler(handler).map_err(|e| e.to_string())?;
+    for (i, &sig) in SIGNALS.iter().enumerate() {
+        if before[i].sa_sigaction != libc::SIG_DFL {
+            // SAFETY: restores the action read above, unchanged.
+            unsafe { libc::sigaction(sig, &before[i], std::ptr::null_mut()) };
+        }
+    }
+    let _ = BEFORE.set(before);
+    // ctrlc's handler only wakes a thread of this process; a child forked without exec has
+    // no such thread, and would ignore the signals for good.
+    // SAFETY: registers a plain `extern "C"` function with no arguments.
+    unsafe { libc::pthread_atfork(None, None, Some(restore_in_child)) };
+    Ok(())
+}
+
+/// In the child of a `fork`: every signal the handler took gets back what it did before.
+#[cfg(unix)]
+extern "C" fn restore_in_child() {
+    if let Some(before) = BEFORE.get() {
+        for (i, &sig) in SIGNALS.iter().enumerate() {
+            // SAFETY: `sigaction` is async-signal-safe, as a fork's child handler needs; the
+            // action is one read from the kernel before.
+            unsafe { libc::sigaction(sig, &before[i], std::ptr::null_mut()) };
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn set_handler_where_default(handler: impl FnMut() + Send + 'static) -> Result<(), String> {
+    ctrlc::set_handler(handler).map_err(|e| e.to_string())
+}
+
 /// Install the process-wide handler once; later calls report how the first went.
 fn install() -> Result<(), SessionError> {
     let installed = CTRLC_INSTALLED.get_or_init(|| {
-        ctrlc::set_handler(|| {
+        set_handler_where_default(|| {
             super::tls::mark_runtime_thread();
             let job = INTERRUPT.lock().take();
             tracing::info!("cabprof: interrupted, writing the final report");
@@ -47,7 +105,6 @@ fn install() -> Result<(), SessionError> {
             }
             std::process::exit(INTERRUPTED_EXIT_CODE);
         })
-        .map_err(|e| e.to_string())
     });
     installed
         .as_ref()
