@@ -166,6 +166,42 @@ fn hostile_clients_do_not_stop_the_server() {
     session.finish();
 }
 
+/// A client that trickles its request a byte a second is cut off once the whole head has
+/// taken the read timeout (5 s), not kept as long as each byte comes in time.
+#[test]
+fn a_trickling_client_is_cut_off() {
+    let _one = one_session();
+    let (session, addr) = start();
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .unwrap();
+    let head = b"GET /metrics HTTP/1.1\r\nHost: a-very-slow-client.example\r\n\r\n";
+    let mut answer = Vec::new();
+    let mut sent = 0;
+    for &b in head.iter() {
+        if c.write_all(&[b]).is_err() {
+            break;
+        }
+        sent += 1;
+        let mut buf = [0u8; 256];
+        match std::io::Read::read(&mut c, &mut buf) {
+            Ok(n) if n > 0 => {
+                answer.extend_from_slice(&buf[..n]);
+                break;
+            }
+            Ok(_) => break,
+            Err(_) => {} // nothing yet: a second went by
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "{sent} bytes sent: {answer:?}"
+    );
+    assert!(sent < 20, "cut off after {sent} bytes, about a second each");
+    session.finish();
+}
+
 #[test]
 fn a_port_in_use_fails_the_start_naming_it() {
     let _one = one_session();

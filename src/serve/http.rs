@@ -4,9 +4,13 @@
 //! It must never hurt the program it runs in, so everything is bounded: the connections
 //! waiting for a handler ([`QUEUE`]; more are answered 503 at once), the request head
 //! ([`MAX_HEAD`] bytes, then 431), how long a client may take to send it or to read the
-//! answer ([`READ_TIMEOUT`], [`WRITE_TIMEOUT`]); a handler that panics answers 500 and goes
-//! on. The program's threads never wait for any of this: the server reads the session
-//! through snapshots, which the analyzers answer.
+//! answer ([`READ_TIMEOUT`] for the whole request head, however slowly it trickles in;
+//! [`WRITE_TIMEOUT`]); a handler that panics answers 500 and goes on. The program's threads
+//! never wait for a connection: the server reads the session through snapshots. A snapshot
+//! is what they may meet: in exhaustive and sampling mode the analyzers pause reading rings
+//! while they copy their results (a producer on a full ring then waits that long), and in
+//! sequential mode a thread's first event, its exit and each buffer it flushes wait for the
+//! snapshot's lock.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -17,11 +21,12 @@ use std::time::Duration;
 
 /// Connections accepted but not yet taken by a handler.
 pub(crate) const QUEUE: usize = 16;
-/// Handler threads: one may spend a whole window waiting while another answers scrapes.
-pub(crate) const HANDLERS: usize = 2;
+/// Handler threads: one may spend a whole window waiting and another wait for a slow client
+/// while the others answer scrapes.
+pub(crate) const HANDLERS: usize = 4;
 /// The largest request line plus headers accepted.
 pub(crate) const MAX_HEAD: usize = 8 * 1024;
-/// How long a client may take to send its request.
+/// How long a client may take to send its whole request head.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one write to a client may block (a client that never reads).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -173,7 +178,7 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<TcpStream>, stop: &AtomicBo
             Err(TrySendError::Full(mut stream)) => {
                 let _ = stream.set_read_timeout(Some(LINGER));
                 let _ = stream.set_write_timeout(Some(LINGER));
-                let _ = read_request(&mut stream);
+                let _ = read_request(&mut stream, LINGER);
                 let busy = Response::text(503, "too many connections waiting; retry later");
                 close(stream, &busy);
             }
@@ -187,7 +192,7 @@ fn handle_loop(rx: &Mutex<Receiver<TcpStream>>, handler: &Handler) {
     loop {
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(mut stream) = next else { return };
-        let response = match read_request(&mut stream) {
+        let response = match read_request(&mut stream, READ_TIMEOUT) {
             Ok(request) => {
                 let handler = handler.clone();
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
@@ -224,9 +229,13 @@ fn close(mut stream: TcpStream, response: &Response) {
 
 /// Read the request head; `Err(Some(answer))` for a bad one, `Err(None)` when the client is
 /// gone or too slow to deserve an answer.
-fn read_request(stream: &mut TcpStream) -> Result<Request, Option<Response>> {
+/// Read a request head within `budget`, all of it.
+fn read_request(stream: &mut TcpStream, budget: Duration) -> Result<Request, Option<Response>> {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
+    // One deadline for the whole head: a client sending a byte now and then must not hold a
+    // handler for longer than one that sends nothing.
+    let deadline = std::time::Instant::now() + budget;
     let end = loop {
         if let Some(end) = find(&head, b"\r\n\r\n") {
             break end;
@@ -236,6 +245,10 @@ fn read_request(stream: &mut TcpStream) -> Result<Request, Option<Response>> {
                 431,
                 format!("the request line and headers exceed {MAX_HEAD} bytes"),
             )));
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return Err(Some(Response::text(408, "the request took too long")));
         }
         match stream.read(&mut buf) {
             Ok(0) => return Err(None),
