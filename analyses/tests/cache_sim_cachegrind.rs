@@ -1,5 +1,5 @@
 //! Counting as Valgrind's Cachegrind (`CacheSim::cachegrind`, `ReuseDistance::with_counting`),
-//! by hand counts; `tests/cachegrind_counts.rs` at the workspace root checks it against
+//! by hand counts; `cli/tests/cachegrind_counts.rs` checks it against
 //! cachegrind itself.
 
 use cabprof_analyses::cache_sim::IFETCH_MARKER;

@@ -69,8 +69,8 @@ impl Format {
             Format::Dot => "The call graph in Graphviz DOT",
             Format::Svg => "A flame graph of the calling contexts, as SVG",
             Format::Pprof => {
-                "pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca): calls per \
-                 calling context, misses per function"
+                "pprof's gzipped profile.proto (go tool pprof, Pyroscope, Parca): calls, wall \
+                 time and allocations per calling context, misses per function"
             }
             Format::Callgrind => {
                 "The callgrind format (KCachegrind, QCachegrind, callgrind_annotate): calls and \
