@@ -4,7 +4,8 @@
 //! earlier one's, matched by what they count rather than by position: a method by its id, an
 //! edge by its two ids, a path by method and number, a calling context by its parent's match
 //! and its method (context ids are renumbered by every snapshot's merge), a thread by its
-//! name. Counts saturate at 0 (a sampled estimate may shrink when the rate changes).
+//! name. Counts saturate at 0. A sampled window's estimates are made afresh from its own
+//! counts and the fraction of its own events analyzed.
 //!
 //! What cannot be subtracted keeps the later snapshot's value, which covers the session so
 //! far: a function's time percentiles and longest call (its mean is the window's), the
@@ -138,6 +139,16 @@ impl ReportData {
                 sub(&mut m.calls, e.calls);
                 sub_alloc(&mut m.counts, &e.counts);
             });
+        }
+        if d.is_sampled() {
+            // A sampled window is estimated from its own sample: the counts it analyzed over
+            // the fraction of its events analyzed, not the difference of two estimates made
+            // with the fractions of two different stretches of the session.
+            let (events, analyzed) = (d.totals.events, d.totals.analyzed);
+            if events > 0 {
+                d.session.rate_effective = analyzed as f64 / events as f64;
+            }
+            crate::analysis::fill_estimates(&mut d);
         }
         d
     }
@@ -279,6 +290,36 @@ mod tests {
             count,
             estimated: None,
         }
+    }
+
+    fn sampled(events: u64, analyzed: u64, count: u64) -> ReportData {
+        let mut d = ReportData::default();
+        d.session.mode = "sampling".into();
+        d.totals.events = events;
+        d.totals.analyzed = analyzed;
+        d.session.rate_effective = analyzed as f64 / events as f64;
+        d.method_count = Some(vec![MethodCountEntry {
+            method: 1,
+            count,
+            estimated: None,
+        }]);
+        crate::analysis::fill_estimates(&mut d);
+        d
+    }
+
+    /// A sampled window is estimated from its own sample: 100 calls seen among the 500 of its
+    /// 1000 events analyzed estimate 200, not the difference of the two snapshots' estimates
+    /// (367 - 100 = 267, each made with its own stretch's fraction).
+    #[test]
+    fn a_sampled_window_is_estimated_from_its_own_fraction() {
+        let then = sampled(1000, 100, 10);
+        let now = sampled(2000, 600, 110);
+        assert_eq!(then.method_count.as_ref().unwrap()[0].estimated, Some(100));
+        assert_eq!(now.method_count.as_ref().unwrap()[0].estimated, Some(367));
+        let w = now.since(&then);
+        let m = &w.method_count.as_ref().unwrap()[0];
+        assert_eq!((m.count, m.estimated), (100, Some(200)));
+        assert_eq!(w.session.rate_effective, 0.5);
     }
 
     /// Context ids differ between snapshots; stacks match by parent and method.
