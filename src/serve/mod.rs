@@ -210,7 +210,7 @@ struct Window {
 
 impl State {
     fn handle(&self, r: &Request) -> Response {
-        if r.method != "GET" && r.method != "HEAD" {
+        if r.method != "GET" {
             return Response::text(405, "only GET is served");
         }
         match r.path.as_str() {
