@@ -193,7 +193,7 @@ fn signals_from_env() -> Result<bool, cabprof_cab::ConfigError> {
         .as_deref()
         .map(str::trim)
     {
-        None | Some("1") => Ok(true),
+        None | Some("" | "1") => Ok(true),
         Some("0") => Ok(false),
         Some(other) => Err(cabprof_cab::ConfigError::new(
             "CABPROF_SIGNALS",
