@@ -127,7 +127,7 @@ pub struct EdgeTimeEntry {
 }
 
 /// Time in one calling context: a node of the calling-context tree, linked to its parent
-/// like a [`ContextEntry`].
+/// like a [`ContextEntry`](super::ContextEntry).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextTimeEntry {
     /// The context's id, unique among the time contexts and never 0 (the root).
