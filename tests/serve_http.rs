@@ -117,7 +117,10 @@ fn bad_requests_get_gos_answers() {
     let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(post.status, 405);
     // HEAD too: it would open a window (and get a body) for an answer it throws away.
-    let head = raw(addr, b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n");
+    let head = raw(
+        addr,
+        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
     assert_eq!(head.status, 405);
     let long = format!("/metrics?{}", "x".repeat(20_000));
     assert_eq!(get(addr, &long).status, 431, "a 20 KB request line");
