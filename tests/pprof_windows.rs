@@ -2,6 +2,8 @@
 //! wall time (self time per context) and allocations, read back by `go tool pprof`, with the
 //! stacks of whichever analysis has them. Fails, rather than skips, without `go` under `CI`.
 
+mod go_pprof;
+
 use cabprof::alloc::Tracked;
 use cabprof::{Analysis, ReportData, Session};
 use std::collections::BTreeMap;
@@ -65,27 +67,10 @@ fn top(file: &Path, sample_index: &str) -> BTreeMap<String, (u64, u64)> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut rows = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.first() == Some(&"flat") {
-            in_table = true;
-            continue;
-        }
-        if in_table && f.len() >= 6 {
-            let n = |s: &str| -> u64 {
-                s.trim_end_matches(|c: char| c.is_alphabetic())
-                    .parse()
-                    .unwrap_or_else(|_| panic!("a number: {s} in\n{text}"))
-            };
-            let name = f[5..].join(" ");
-            let short = name.rsplit("::").next().unwrap().to_string();
-            rows.insert(short, (n(f[0]), n(f[3])));
-        }
-    }
-    assert!(in_table, "no table:\n{text}");
-    rows
+    go_pprof::top_rows(&text)
+        .into_iter()
+        .map(|(name, v)| (name.rsplit("::").next().unwrap().to_string(), v))
+        .collect()
 }
 
 /// One session per process: the tests take turns.

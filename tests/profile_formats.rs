@@ -5,6 +5,9 @@
 //! When a reader is missing the test says so on stderr and passes, unless the `CI` variable is
 //! set: then a missing reader fails the test (`.ci/run` installs both).
 
+#[cfg(feature = "pprof")]
+mod go_pprof;
+
 use cabprof::analyses::{LevelConfig, Policy};
 use cabprof::{profile, Analysis, ReportData, Session};
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,22 +156,7 @@ fn pprof_top(file: &Path, sample_index: &str) -> BTreeMap<String, (u64, u64)> {
             &format!("-sample_index={sample_index}"),
         ])
         .arg(file));
-    let mut rows = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.first() == Some(&"flat") {
-            in_table = true;
-            continue;
-        }
-        if in_table && fields.len() >= 6 {
-            let flat: u64 = fields[0].parse().expect("a count");
-            let cum: u64 = fields[3].parse().expect("a count");
-            rows.insert(fields[5..].join(" "), (flat, cum));
-        }
-    }
-    assert!(in_table, "no table in go tool pprof's output:\n{text}");
-    rows
+    go_pprof::top_rows(&text)
 }
 
 #[cfg(feature = "pprof")]

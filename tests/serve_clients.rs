@@ -2,11 +2,11 @@
 //! a Prometheus server scraping `/metrics`, headless Chromium rendering the page. Each test
 //! fails, rather than skips, when its client is missing and `CI` is set.
 
+mod go_pprof;
 mod serve_support;
 
 use cabprof::{Analysis, Session};
 use serve_support::{available, get, one_session, wait_for_open_window};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -49,32 +49,6 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `go tool pprof -top` rows: function name → (flat, cum).
-fn pprof_top(text: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut rows = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.first() == Some(&"flat") {
-            in_table = true;
-            continue;
-        }
-        if in_table && fields.len() >= 6 {
-            let number = |s: &str| -> u64 {
-                s.trim_end_matches(|c: char| c.is_alphabetic())
-                    .parse()
-                    .expect("a count")
-            };
-            rows.insert(
-                fields[5..].join(" "),
-                (number(fields[0]), number(fields[3])),
-            );
-        }
-    }
-    assert!(in_table, "no table in go tool pprof's output:\n{text}");
-    rows
-}
-
 #[test]
 fn go_tool_pprof_fetches_a_window_with_exact_counts() {
     if !available("go", &["version"], "golang-go") {
@@ -113,7 +87,7 @@ fn go_tool_pprof_fetches_a_window_with_exact_counts() {
         "go tool pprof failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let top = pprof_top(&text);
+    let top = go_pprof::top_rows(&text);
     let row = |name: &str| {
         top.iter()
             .find(|(k, _)| k.ends_with(name))
