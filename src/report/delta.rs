@@ -34,15 +34,7 @@ impl ReportData {
             }
         }
         if let (Some(now), Some(then)) = (&mut d.method_count, &earlier.method_count) {
-            subtract_by(
-                now,
-                then,
-                |m| m.method,
-                |m, e| {
-                    sub(&mut m.count, e.count);
-                    sub_opt(&mut m.estimated, e.estimated);
-                },
-            );
+            subtract_by(now, then, |m| m.method, |m, e| sub(&mut m.count, e.count));
             now.retain(|m| m.count > 0);
         }
         if let (Some(now), Some(then)) = (&mut d.call_graph, &earlier.call_graph) {
@@ -50,10 +42,7 @@ impl ReportData {
                 now,
                 then,
                 |e| (e.caller, e.callee),
-                |m, e| {
-                    sub(&mut m.count, e.count);
-                    sub_opt(&mut m.estimated, e.estimated);
-                },
+                |m, e| sub(&mut m.count, e.count),
             );
             now.retain(|e| e.count > 0);
         }
@@ -62,15 +51,11 @@ impl ReportData {
                 &mut now.patterns,
                 &then.patterns,
                 |p| (p.method, p.callees.clone()),
-                |m, e| {
-                    sub(&mut m.count, e.count);
-                    sub_opt(&mut m.estimated, e.estimated);
-                },
+                |m, e| sub(&mut m.count, e.count),
             );
             now.patterns.retain(|p| p.count > 0);
             subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
-                sub(&mut m.count, e.count);
-                sub_opt(&mut m.estimated, e.estimated);
+                sub(&mut m.count, e.count)
             });
             if let (Some(m), Some(e)) = (&mut now.overlong, then.overlong) {
                 sub(m, e);
@@ -81,10 +66,7 @@ impl ReportData {
                 now,
                 then,
                 |p| (p.method, p.path),
-                |m, e| {
-                    sub(&mut m.count, e.count);
-                    sub_opt(&mut m.estimated, e.estimated);
-                },
+                |m, e| sub(&mut m.count, e.count),
             );
             now.retain(|p| p.count > 0);
         }
@@ -114,10 +96,7 @@ impl ReportData {
                 &mut now.histogram,
                 &then.histogram,
                 |b| (b.min, b.max),
-                |m, e| {
-                    sub(&mut m.count, e.count);
-                    sub_opt(&mut m.estimated, e.estimated);
-                },
+                |m, e| sub(&mut m.count, e.count),
             );
         }
         if let (Some(now), Some(then)) = (&mut d.time, &earlier.time) {
@@ -140,16 +119,13 @@ impl ReportData {
                 sub_alloc(&mut m.counts, &e.counts);
             });
         }
-        if d.is_sampled() {
-            // A sampled window is estimated from its own sample: the counts it analyzed over
-            // the fraction of its events analyzed, not the difference of two estimates made
-            // with the fractions of two different stretches of the session.
-            let (events, analyzed) = (d.totals.events, d.totals.analyzed);
-            if events > 0 {
-                d.session.rate_effective = analyzed as f64 / events as f64;
-            }
-            crate::analysis::fill_estimates(&mut d);
+        // Estimates are not subtracted: a sampled window is estimated from its own sample, the
+        // counts it analyzed over the fraction of its own events analyzed, not as the
+        // difference of two estimates made with the fractions of two stretches of the session.
+        if d.is_sampled() && d.totals.events > 0 {
+            d.session.rate_effective = d.totals.analyzed as f64 / d.totals.events as f64;
         }
+        crate::analysis::fill_estimates(&mut d);
         d
     }
 }
@@ -204,12 +180,6 @@ fn subtract_time(now: &mut TimeData, then: &TimeData) {
 
 fn sub(a: &mut u64, b: u64) {
     *a = a.saturating_sub(b);
-}
-
-fn sub_opt(a: &mut Option<u64>, b: Option<u64>) {
-    if let (Some(a), Some(b)) = (a, b) {
-        sub(a, b);
-    }
 }
 
 fn sub_f(a: &mut f64, b: f64) {
