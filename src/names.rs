@@ -1,5 +1,6 @@
-//! Method names and decoded paths for reports, from the registry the instrumentation fills
-//! (`cabprof_cab::registry`): reports print names and source lines, never raw ids.
+//! Names for reports: method names and decoded paths, from the registry the instrumentation
+//! fills (`cabprof_cab::registry`), so that reports print names and source lines, never raw
+//! ids; and the program's own name, which reports and served profiles are named after.
 //!
 //! A leaf: it reads the registry and returns plain values; the report conversion and the
 //! path analysis's descriptor turn them into report data.
@@ -102,6 +103,21 @@ fn last_segment(path: &str) -> &str {
     match path[..base_end].rfind("::") {
         Some(i) => &path[i + 2..],
         None => path,
+    }
+}
+
+/// The executable's name without the `-<16 hex digits>` cargo gives test binaries.
+pub(crate) fn binary_name() -> String {
+    let exe = std::env::current_exe().ok();
+    let stem = exe
+        .as_deref()
+        .and_then(|p| p.file_stem())
+        .map_or_else(|| "cabprof".into(), |s| s.to_string_lossy().into_owned());
+    match stem.rsplit_once('-') {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            name.to_owned()
+        }
+        _ => stem,
     }
 }
 

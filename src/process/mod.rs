@@ -303,21 +303,6 @@ fn is_target_dir(dir: &Path) -> bool {
     dir.join("CACHEDIR.TAG").is_file() || dir.join(".rustc_info.json").is_file()
 }
 
-/// The executable's name without the `-<16 hex digits>` cargo gives test binaries.
-pub(crate) fn binary_name() -> String {
-    let exe = std::env::current_exe().ok();
-    let stem = exe
-        .as_deref()
-        .and_then(Path::file_stem)
-        .map_or_else(|| "cabprof".into(), |s| s.to_string_lossy().into_owned());
-    match stem.rsplit_once('-') {
-        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            name.to_owned()
-        }
-        _ => stem,
-    }
-}
-
 /// Set by rustdoc (edition 2024's merged doctests) in the environment of each doctest it runs:
 /// the test's number within the crate's doctests.
 const DOCTEST_NUMBER_VAR: &str = "RUSTDOC_DOCTEST_RUN_NB_TEST";
@@ -358,7 +343,7 @@ pub(crate) fn report_dir() -> PathBuf {
 pub(crate) fn report_name() -> String {
     match std::env::var(DOCTEST_NUMBER_VAR) {
         Ok(n) if is_doctest() && !n.is_empty() => format!("doctest_{}", file_name_part(&n)),
-        _ => binary_name(),
+        _ => crate::names::binary_name(),
     }
 }
 

@@ -161,7 +161,7 @@ pub(crate) fn start(
         service: settings
             .service
             .clone()
-            .unwrap_or_else(crate::process::binary_name),
+            .unwrap_or_else(crate::names::binary_name),
         window_busy: AtomicBool::new(false),
         window_open_ms: AtomicU64::new(0),
         page_since: Mutex::new(None),

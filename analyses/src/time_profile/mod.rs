@@ -85,9 +85,37 @@ use crate::call_tree::trie::Trie;
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
-use futures::{combine, Task, TaskKey};
+use futures::{combine, Polling, Task, TaskKey};
 use results::{NodeTime, COST_ONE};
-use stack::{Callee, ThreadState};
+use stack::{Active, Callee, Stack};
+
+/// One thread's state in the analysis: its frames, the polls it is inside, and the stamps
+/// and costs pending.
+#[derive(Clone, Debug, Default)]
+struct ThreadState {
+    stack: Stack,
+    /// Polls in progress, innermost last.
+    polls: Vec<Polling>,
+    /// The last word opened a frame or poll: a `Time` now is its start stamp.
+    just_opened: bool,
+    /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
+    pending_end: u64,
+    /// [`cost`](Self::cost) at `pending_end`: what comes after the closing stamp (a stall
+    /// while its word was pushed) is outside the frame.
+    end_cost: u64,
+    /// [`Open::last`] for calls from the root (an empty stack), and whether it was outermost
+    /// ([`LAST_OUTER`] or 0).
+    root_last: Callee,
+    root_last_outer: u8,
+    /// What is open on this thread, parked stacks included.
+    active: Active,
+    /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
+    base: u32,
+    /// What the instrumentation and cabprof itself cost this thread so far, in 1/256 ticks
+    /// (wrapping): every call adds its cost, every `Stall` its ticks. A frame loses what this
+    /// grew by while it was open (see [`Compensation`](super::Compensation)).
+    cost: u64,
+}
 
 /// Time per function, edge and calling context; see the module docs.
 #[derive(Clone, Debug)]

@@ -122,7 +122,7 @@ pub struct Compensation {
 
 /// Fixed-point scale of the per-thread cost counter ([`ThreadState::cost`]).
 ///
-/// [`ThreadState::cost`]: super::stack::ThreadState::cost
+/// [`ThreadState::cost`]: super::ThreadState::cost
 pub(super) const COST_ONE: f64 = 256.0;
 
 /// A closed frame's (or a future's polls') ticks: all of them, those of outermost

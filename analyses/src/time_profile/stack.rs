@@ -1,6 +1,5 @@
 //! Per-thread state: the stack of open frames and their stamps, and the table of what is open.
 
-use super::futures::Polling;
 use super::results::Ticks;
 
 /// One open frame: a call, or a future (whose frame spans its polls). An untimed call, most
@@ -18,7 +17,7 @@ pub(super) struct Open {
     pub(super) last: Callee,
     /// [`OUTER`], [`WRITTEN`] and [`LAST_OUTER`] bits.
     pub(super) state: u8,
-    /// The thread's [`ThreadState::cost`] when it opened.
+    /// The thread's [`ThreadState::cost`](super::ThreadState::cost) when it opened.
     pub(super) cost: u64,
 }
 
@@ -43,7 +42,7 @@ pub(super) struct Stamp {
     pub(super) depth: u32,
     /// Start stamp of the call (or of the current poll of a future); [`NO_STAMP`] if none.
     pub(super) start: u64,
-    /// The thread's [`ThreadState::cost`] at `start`.
+    /// The thread's [`ThreadState::cost`](super::ThreadState::cost) at `start`.
     pub(super) cost: u64,
     /// A future's ticks polled before the current poll.
     pub(super) polled: Ticks,
@@ -169,32 +168,6 @@ impl Stack {
             _ => None,
         }
     }
-}
-
-#[derive(Clone, Debug, Default)]
-pub(super) struct ThreadState {
-    pub(super) stack: Stack,
-    /// Polls in progress, innermost last.
-    pub(super) polls: Vec<Polling>,
-    /// The last word opened a frame or poll: a `Time` now is its start stamp.
-    pub(super) just_opened: bool,
-    /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
-    pub(super) pending_end: u64,
-    /// [`cost`](Self::cost) at `pending_end`: what comes after the closing stamp (a stall
-    /// while its word was pushed) is outside the frame.
-    pub(super) end_cost: u64,
-    /// [`Open::last`] for calls from the root (an empty stack), and whether it was outermost
-    /// ([`LAST_OUTER`] or 0).
-    pub(super) root_last: Callee,
-    pub(super) root_last_outer: u8,
-    /// What is open on this thread, parked stacks included.
-    pub(super) active: Active,
-    /// The depth of `stack`'s first frame on the thread: the frames of the parked stacks.
-    pub(super) base: u32,
-    /// What the instrumentation and cabprof itself cost this thread so far, in 1/256 ticks
-    /// (wrapping): every call adds its cost, every `Stall` its ticks. A frame loses what this
-    /// grew by while it was open (see [`Compensation`](super::Compensation)).
-    pub(super) cost: u64,
 }
 
 /// The state of a frame opened and written to the table, outermost if `outer`.

@@ -6,10 +6,10 @@
 use super::budget::BudgetTicket;
 use super::design::RingConsumer;
 use super::report::{push_thread, ThreadStats};
+use super::stack::panic_message;
 use super::EventAnalysis;
 use crate::transport::{EventConsumer, Poll};
 use parking_lot::Mutex;
-use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -185,7 +185,7 @@ pub(super) fn spawn<A: EventAnalysis>(
     let handle = std::thread::Builder::new()
         .name(format!("cabprof-analyzer-{index}"))
         .spawn(move || {
-            super::tls::mark_runtime_thread();
+            super::work::mark_runtime_thread();
             let _ = marked_tx.send(());
             drop(marked_tx);
             if let Some(core) = pin_core {
@@ -472,14 +472,6 @@ impl<A: EventAnalysis> Analyzer<A> {
         self.snapshots_answered = want;
         self.shared.snapshot_done.store(want, Ordering::Release);
     }
-}
-
-pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(non-string panic)".into())
 }
 
 /// Adaptive sampling (the paper's §6.4 future work): halve the rate when the producer laps the

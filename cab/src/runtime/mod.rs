@@ -104,6 +104,7 @@ mod session;
 mod signal;
 mod stack;
 mod tls;
+mod work;
 
 pub use affinity::online_cores;
 pub use analyzer::{drain, Backoff};
@@ -115,10 +116,13 @@ pub use session::{Finisher, Session, Snapshotter};
 pub use signal::{exit_on_termination, INTERRUPTED_EXIT_CODE};
 pub use stack::{with_room, ROOM};
 pub use tls::{
-    active, activity, activity_of, drop_as_runtime_work, emit, emit_with, flush_current_thread,
-    in_runtime_work, process_session_requested, recording, runtime_work, session_key, settle_idle,
-    stalled_since, thread_name, Activity, RuntimeDrop, RuntimeDropEnd, RuntimeDropStart,
-    RuntimeWork, PROCESS_VAR,
+    active, activity, activity_of, emit, emit_with, flush_current_thread,
+    process_session_requested, recording, session_key, settle_idle, stalled_since, thread_name,
+    Activity, PROCESS_VAR,
+};
+pub use work::{
+    drop_as_runtime_work, in_runtime_work, runtime_work, RuntimeDrop, RuntimeDropEnd,
+    RuntimeDropStart, RuntimeWork,
 };
 
 use crate::config::{ConfigError, WORD_BYTES};

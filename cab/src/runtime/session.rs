@@ -3,7 +3,7 @@
 //! [`finish`](Session::finish) (stop, drain, join, merge).
 
 use super::affinity::{analyzer_core, current_core, online_cores, pin_to};
-use super::analyzer::{self, panic_message, AnalyzerOutput, AnalyzerShared, RingEntry};
+use super::analyzer::{self, AnalyzerOutput, AnalyzerShared, RingEntry};
 use super::budget::{CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
 use super::design::{BufferDesign, ThreadProducer};
@@ -11,7 +11,9 @@ use super::merge::merge_into;
 use super::pending::Pending;
 use super::report::{push_thread, Report, ThreadStats};
 use super::sequential::{Discard, InlineShared};
+use super::stack::panic_message;
 use super::tls::{self, Hub, InlineSink, HUB};
+use super::work;
 use super::{EventAnalysis, RunMode, RuntimeConfig, SessionError};
 use crate::config::{Mode, RingConfig};
 use crate::ring;
@@ -67,15 +69,15 @@ struct Core<A: EventAnalysis> {
 /// handle: it only ever holds the runtime's blocks.
 struct Shared<A: EventAnalysis> {
     #[allow(dead_code, reason = "never read: being dropped first is its use")]
-    drop_start: tls::RuntimeDropStart,
+    drop_start: work::RuntimeDropStart,
     core: Arc<Core<A>>,
     #[allow(dead_code, reason = "never read: being dropped last is its use")]
-    drop_end: tls::RuntimeDropEnd,
+    drop_end: work::RuntimeDropEnd,
 }
 
 impl<A: EventAnalysis> Shared<A> {
     fn new(core: Arc<Core<A>>) -> Shared<A> {
-        let (drop_start, drop_end) = tls::runtime_drop_brackets(true);
+        let (drop_start, drop_end) = work::runtime_drop_brackets(true);
         Shared {
             drop_start,
             core,
@@ -214,7 +216,7 @@ impl<A: EventAnalysis> Session<A> {
         clone_fn: Option<fn(&A) -> A>,
         published: bool,
     ) -> Result<Session<A>, SessionError> {
-        let _work = tls::runtime_work();
+        let _work = work::runtime_work();
         b.validate()?;
         let ring = b.ring_config()?;
         if matches!(b.mode, RunMode::Exhaustive | RunMode::Sampling { .. }) {
@@ -373,7 +375,7 @@ impl<A: EventAnalysis + Clone> Core<A> {
     }
 
     fn snapshot_inner(&self) -> Option<Report<A>> {
-        let _work = tls::runtime_work();
+        let _work = work::runtime_work();
         // One snapshot at a time: each analyzer has a single answer slot.
         if self.forked() {
             return None;
@@ -449,7 +451,7 @@ impl<A: EventAnalysis> Core<A> {
     /// locks may have been held by threads that do not exist here, so take none.
     fn finish_forked(&self) -> Report<A> {
         let analysis = (self.factory)();
-        let (drop_start, drop_end) = tls::drop_as_runtime_work();
+        let (drop_start, drop_end) = work::drop_as_runtime_work();
         let mut r = Report {
             drop_start,
             analysis,
@@ -485,7 +487,7 @@ impl<A: EventAnalysis> Core<A> {
                 _ => 1.0,
             });
         let analyzer_failures = self.failures.lock().clone();
-        let (drop_start, drop_end) = tls::drop_as_runtime_work();
+        let (drop_start, drop_end) = work::drop_as_runtime_work();
         let mut r = Report {
             drop_start,
             analysis,
@@ -537,7 +539,7 @@ impl<A: EventAnalysis> Core<A> {
     }
 
     fn finish(&self) -> Option<Report<A>> {
-        let _work = tls::runtime_work();
+        let _work = work::runtime_work();
         if self.finished.swap(true, Ordering::AcqRel) {
             return None;
         }

@@ -97,7 +97,7 @@ fn set_handler_where_default(handler: impl FnMut() + Send + 'static) -> Result<(
 fn install() -> Result<(), SessionError> {
     let installed = CTRLC_INSTALLED.get_or_init(|| {
         set_handler_where_default(|| {
-            super::tls::mark_runtime_thread();
+            super::work::mark_runtime_thread();
             let job = INTERRUPT.lock().take();
             tracing::info!("cabprof: interrupted, writing the final report");
             if let Some(job) = job {

@@ -8,7 +8,6 @@
 //! calling thread has [`ROOM`] bytes of stack left, and otherwise on a short-lived helper
 //! thread with a stack of its own, while the caller waits for it.
 
-use super::analyzer::panic_message;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -59,7 +58,7 @@ fn off_stack(job: Box<dyn FnOnce() + Send>) -> Result<(), String> {
         .stack_size(HELPER_STACK)
         .spawn(move || {
             // Its allocations are the runtime's, not the program's.
-            super::tls::mark_runtime_thread();
+            super::work::mark_runtime_thread();
             job();
         })
         .map_err(|e| format!("could not spawn a helper thread: {e}"))?;
@@ -96,6 +95,15 @@ fn stack_low() -> Option<usize> {
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn stack_low() -> Option<usize> {
     None
+}
+
+/// The message of a caught panic (its `&str` or `String` payload).
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic)".into())
 }
 
 #[cfg(test)]
