@@ -263,3 +263,139 @@ fn ids_are_assigned_once_and_looked_up() {
     assert!(registry::lookup(cabprof::MethodId::ROOT).is_none());
     assert_eq!(registry::overflowed(), 0);
 }
+
+// What the closure form (`__private::run(&SITE, move || -> Ret { body })`) must keep of a
+// function: borrows of its arguments in the return value, `mut` arguments, `self` by value,
+// generics, and one instance of a `static` in the body whether the call was recorded or not.
+
+struct Counter {
+    hits: u32,
+    log: Vec<u32>,
+}
+
+#[profile(all)] // `all`: the accessors too, whose returned borrows are the point
+impl Counter {
+    fn hits_mut(&mut self) -> &mut u32 {
+        self.log.push(self.hits);
+        &mut self.hits
+    }
+
+    fn first_mut(&mut self) -> Option<&mut u32> {
+        self.log.push(0);
+        self.log.iter_mut().next()
+    }
+
+    fn with_hits(mut self, n: u32) -> Self {
+        for _ in 0..n {
+            self.hits += 1;
+        }
+        self
+    }
+}
+
+#[profile]
+fn shortest<'a>(a: &'a str, b: &'a str) -> &'a str {
+    let mut out = a;
+    for s in [a, b] {
+        if s.len() < out.len() {
+            out = s;
+        }
+    }
+    out
+}
+
+#[profile]
+fn filled<T: Clone, const N: usize>(mut v: Vec<T>, t: T) -> [T; N] {
+    while v.len() < N {
+        v.push(t.clone());
+    }
+    std::array::from_fn(|i| v[i].clone())
+}
+
+#[profile]
+fn ticket() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Drops by calling an instrumented function, so the drop's place shows in the events.
+struct Noisy;
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        dropped();
+    }
+}
+
+#[profile(all)]
+fn dropped() {}
+
+#[profile]
+fn consume(n: Noisy) -> u32 {
+    let _n = n;
+    7
+}
+
+#[profile]
+#[track_caller]
+fn where_called() -> u32 {
+    std::panic::Location::caller().line()
+}
+
+#[test]
+fn the_closure_form_keeps_what_the_function_does() {
+    let _g = serial();
+    let (r, ev) = record(|| {
+        let mut c = Counter {
+            hits: 1,
+            log: Vec::new(),
+        };
+        *c.hits_mut() += 10;
+        *c.first_mut().unwrap() += 5;
+        let c = c.with_hits(3);
+        let s = shortest("abc", "de").to_owned();
+        let a: [u8; 3] = filled(vec![1], 9);
+        (c.hits, c.log, s, a)
+    });
+    assert_eq!(r, (14, vec![6, 0], "de".to_owned(), [1, 9, 9]));
+    assert_balanced(&ev);
+    let names: Vec<String> = calls(&ev);
+    for f in ["hits_mut", "first_mut", "with_hits", "shortest", "filled"] {
+        assert!(
+            names.iter().any(|c| c.starts_with('+') && c.ends_with(f)),
+            "{f} recorded: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_static_in_the_body_is_one_whether_recorded_or_not() {
+    let _g = serial();
+    let first = ticket();
+    let (second, ev) = record(ticket);
+    let third = ticket();
+    assert_eq!((second, third), (first + 1, first + 2));
+    assert_eq!(calls(&ev), ["+root>ticket", "-ticket"]);
+}
+
+#[test]
+fn arguments_are_dropped_inside_the_frame() {
+    let _g = serial();
+    let (r, ev) = record(|| consume(Noisy));
+    assert_eq!(r, 7);
+    assert_eq!(
+        calls(&ev),
+        ["+root>consume", "+consume>dropped", "-dropped", "-consume"]
+    );
+}
+
+#[test]
+fn track_caller_still_sees_its_caller() {
+    let _g = serial();
+    // `#[track_caller]` keeps the guard form: a closure would be the caller it sees.
+    let (seen, ev) = record(|| (where_called(), line!()));
+    assert_eq!(seen.0, seen.1);
+    assert_eq!(calls(&ev), ["+root>where_called", "-where_called"]);
+    let idle = (where_called(), line!());
+    assert_eq!(idle.0, idle.1);
+}

@@ -1,11 +1,27 @@
 //! Generating the instrumented item.
 //!
-//! A profiled function keeps its signature and attributes; its body becomes:
+//! A profiled function keeps its signature and attributes. Most bodies become:
 //!
 //! ```text
 //! {
 //!     fn __cabprof_here() {}                      // its type name is the function's path
-//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), paths);
+//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None);
+//!     ::cabprof::__private::run(&__CABPROF_SITE, move || -> Ret { <the original statements> })
+//! }
+//! ```
+//!
+//! `run` checks for a session (one load, one branch) and calls the closure either bare or
+//! inside a recorded frame, so the compiler makes an idle copy of the body that needs no guard
+//! (see `as_closure` for the functions that keep one body, and `__private::run` for why).
+//! The closure's return type is the function's, which `?` in the body needs.
+//!
+//! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `-> !`, `-> impl Trait`)
+//! keep one body behind a guard:
+//!
+//! ```text
+//! {
+//!     fn __cabprof_here() {}
+//!     static __CABPROF_SITE: Site = Site::new(..., paths);
 //!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
 //!     match ::cabprof::__private::enter(&__CABPROF_SITE) {   // enter_paths with `paths`
 //!         ref mut __cabprof_frame => { <the original statements, instrumented for paths / memory> }
@@ -170,7 +186,7 @@ fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> sy
                      time, where there is no session to record to",
                 ));
             }
-            function(opts, &mut f.sig, &mut f.block)
+            function(opts, &f.attrs, &mut f.sig, &mut f.block)
         }
         Item::Const(syn::ItemConst { expr, .. }) | Item::Static(syn::ItemStatic { expr, .. }) => {
             match &**expr {
@@ -204,7 +220,7 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                 && !has_profile(&f.attrs)
                 && !left_alone_as_small(opts, &f.sig, &f.block) =>
         {
-            collect(function(opts, &mut f.sig, &mut f.block), errors);
+            collect(function(opts, &f.attrs, &mut f.sig, &mut f.block), errors);
         }
         Item::Impl(i) if !has_profile(&i.attrs) => {
             for it in &mut i.items {
@@ -213,7 +229,7 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                         && !has_profile(&f.attrs)
                         && !left_alone_as_small(opts, &f.sig, &f.block)
                     {
-                        collect(function(opts, &mut f.sig, &mut f.block), errors);
+                        collect(function(opts, &f.attrs, &mut f.sig, &mut f.block), errors);
                     }
                 }
             }
@@ -230,7 +246,7 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                         None => false,
                     };
                     if let (true, Some(block)) = (instrument, &mut f.default) {
-                        collect(function(opts, &mut f.sig, block), errors);
+                        collect(function(opts, &f.attrs, &mut f.sig, block), errors);
                     }
                 }
             }
@@ -389,8 +405,32 @@ fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
         )
 }
 
+/// Whether the body becomes a closure run by `__private::run` (see the module docs): a plain
+/// `#[profile]` (paths and memory instrument the body itself, so they keep one body), not
+/// `async` (a future of its own), `unsafe` or variadic (the body's context would change),
+/// `#[track_caller]` (a closure would be the caller `Location::caller` sees), nor returning
+/// `!` (no closure type can say it) or an `impl Trait` (which a closure's return type cannot
+/// name).
+fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
+    !opts.paths
+        && !opts.memory
+        && sig.asyncness.is_none()
+        && sig.unsafety.is_none()
+        && sig.variadic.is_none()
+        && !attrs.iter().any(|a| a.path().is_ident("track_caller"))
+        && match &sig.output {
+            ReturnType::Default => true,
+            ReturnType::Type(_, ty) => !matches!(**ty, Type::Never(_)) && !has_impl_trait(ty),
+        }
+}
+
 /// Instrument one function body in place.
-fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Result<()> {
+fn function(
+    opts: &Options,
+    attrs: &[Attribute],
+    sig: &mut Signature,
+    block: &mut Block,
+) -> syn::Result<()> {
     let is_async = sig.asyncness.is_some();
     let by_return = tail_needs_return(sig, block);
     let mut items = TokenStream::new();
@@ -419,7 +459,20 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
         #items
     };
     let stmts = std::mem::take(&mut block.stmts);
-    let body = if is_async {
+    let body = if as_closure(opts, attrs, sig) {
+        // The return type is written out for the closure: a `?` in the body needs it, and the
+        // closure given straight to `run` (which takes an `FnOnce`) may then return borrows of
+        // what it captured, `&mut self.field` included.
+        let ret = match &sig.output {
+            ReturnType::Default => TokenStream::new(),
+            ReturnType::Type(arrow, ty) => quote!(#arrow #ty),
+        };
+        let closure = user_closure(block, ret, &stmts);
+        quote! {
+            #site
+            ::cabprof::__private::run(&__CABPROF_SITE, #closure)
+        }
+    } else if is_async {
         let ret = match &sig.output {
             ReturnType::Default => quote!(()),
             ReturnType::Type(_, ty) if has_impl_trait(ty) => quote!(_),
@@ -472,6 +525,18 @@ fn function(opts: &Options, sig: &mut Signature, block: &mut Block) -> syn::Resu
     // the fn (`new_without_default`, `result_large_err`, ...) would skip it.
     block.stmts = syn::parse::Parser::parse2(Block::parse_within, body)?;
     Ok(())
+}
+
+/// `move || -> Ret { stmts }`, spanned at the user's body as [`user_match`] spans its `match`:
+/// clippy skips a closure from another expansion, and with it lints on the user's body
+/// (`needless_return`) and on the tail's value flowing out (`needless_borrow`).
+fn user_closure(block: &Block, ret: TokenStream, stmts: &[Stmt]) -> TokenStream {
+    use proc_macro2::{Delimiter, Group};
+    let at = block.brace_token.span.join();
+    let mut body = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
+    body.set_span(at);
+    let head = quote_spanned!(at=> move ||);
+    quote!(#head #ret #body)
 }
 
 /// `match guard { ref mut __cabprof_frame => { stmts } }`, its `match`, arm and braces spanned
@@ -592,13 +657,136 @@ mod tests {
         assert!(!left_alone_as_small(&plain, &at.sig, &at.block));
     }
 
+    /// The closure form for plain functions; one body behind a guard where a closure would
+    /// change what the function is or means.
+    #[test]
+    fn the_closure_form_where_it_keeps_the_function() {
+        use proc_macro2::TokenStream;
+        let form = |attr: TokenStream, item: TokenStream| {
+            let out = entry(true, attr, item).to_string();
+            match (
+                out.contains("__private :: run"),
+                out.contains("__private :: enter"),
+            ) {
+                (true, false) => "closure",
+                (false, true) => "guard",
+                _ => panic!("one form: {out}"),
+            }
+        };
+        let plain = || TokenStream::new();
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    fn f(x: &mut Vec<u8>) -> Option<&mut u8> {
+                        x.iter_mut().next()
+                    }
+                )
+            ),
+            "closure"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    fn f() {
+                        g()
+                    }
+                )
+            ),
+            "closure"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    unsafe fn f() -> u8 {
+                        0
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    #[track_caller]
+                    fn f() -> u8 {
+                        0
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    fn f() -> ! {
+                        loop {}
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    fn f() -> Box<impl Fn()> {
+                        Box::new(|| ())
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                quote!(paths),
+                quote!(
+                    fn f(x: u8) -> u8 {
+                        if x > 1 {
+                            1
+                        } else {
+                            2
+                        }
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                quote!(memory),
+                quote!(
+                    fn f(v: &[u8]) -> u8 {
+                        v[0]
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert!(entry(
+            true,
+            plain(),
+            quote!(
+                async fn f() -> u8 {
+                    0
+                }
+            )
+        )
+        .to_string()
+        .contains("__private :: instrument"));
+    }
+
     /// `crate = path` sends every generated call to that path, and nothing else changes.
     #[test]
     fn crate_option_retargets_generated_paths_only() {
         let item = quote! { fn f(v: &[u8]) -> u8 { ::cabprof::mem::load(&v[0]); v[0] } };
         let out = entry(true, quote!(crate = renamed), item).to_string();
         assert!(!out.contains(":: cabprof :: __private"), "{out}");
-        assert!(out.contains("renamed :: __private :: enter"), "{out}");
+        assert!(out.contains("renamed :: __private :: run"), "{out}");
         assert!(out.contains(":: cabprof :: mem :: load"), "{out}");
         let string_form = entry(
             true,
@@ -609,7 +797,7 @@ mod tests {
         )
         .to_string();
         assert!(
-            string_form.contains("renamed :: __private :: enter"),
+            string_form.contains("renamed :: __private :: run"),
             "{string_form}"
         );
     }

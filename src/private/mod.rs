@@ -20,7 +20,7 @@ pub use cabprof_cab::registry::{
     PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
 };
 pub(crate) use frames::enter_keyed;
-pub use frames::{enter, FrameGuard};
+pub use frames::{enter, run, FrameGuard};
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
