@@ -137,8 +137,8 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
     }
 }
 
-#[cfg(feature = "enabled")]
 /// The process-wide counters the wrapper keeps while a session runs.
+#[cfg(feature = "enabled")]
 struct Counters {
     /// Bytes allocated minus bytes freed by the program since the session started.
     live: AtomicI64,
@@ -170,9 +170,9 @@ fn grow(bytes: i64) {
     }
 }
 
-#[cfg(feature = "enabled")]
 /// Count the runtime's own allocator call apart: `made` a block of that many bytes, `freed`
 /// one of that many (a reallocation does both).
+#[cfg(feature = "enabled")]
 #[cold]
 fn runtime_call(made: Option<usize>, freed: Option<usize>) {
     let c = &COUNTERS;
@@ -231,8 +231,8 @@ fn on_realloc(old: usize, new: usize) {
     }
 }
 
-#[cfg(feature = "enabled")]
 /// What the wrapper counted process-wide since the session started.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GlobalCounts {
     /// The program's bytes allocated minus bytes freed since the session started.
@@ -249,9 +249,9 @@ pub struct GlobalCounts {
     pub runtime_freed_bytes: u64,
 }
 
-#[cfg(feature = "enabled")]
 /// The wrapper's process-wide counters now (all zero without a [`Tracked`] global
 /// allocator).
+#[cfg(feature = "enabled")]
 pub fn global_counts() -> GlobalCounts {
     let c = &COUNTERS;
     GlobalCounts {
@@ -264,8 +264,8 @@ pub fn global_counts() -> GlobalCounts {
     }
 }
 
-#[cfg(feature = "enabled")]
 /// Zero the counters: a session is starting.
+#[cfg(feature = "enabled")]
 pub(crate) fn reset() {
     let c = &COUNTERS;
     for a in [&c.live, &c.peak] {

@@ -40,7 +40,7 @@
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 //!
 //! Without the default `enabled` feature only [`profile`], [`flush_thread`], [`mem`] and
-//! [`alloc::Tracked`] exist, and do nothing: see *Cargo features*.
+//! [`alloc::Tracked`] exist, inert: see *Cargo features*.
 //!
 //! # Cargo features
 //!

@@ -38,9 +38,9 @@ pub fn store<T: ?Sized>(x: &T) {
     let _ = x;
 }
 
-#[cfg(feature = "enabled")]
 /// The event size for a value of `bytes` bytes: the next power of two, at most 128; `None` for
 /// zero-sized values.
+#[cfg(feature = "enabled")]
 #[inline(always)]
 pub(crate) const fn size_class(bytes: usize) -> Option<u32> {
     if bytes == 0 {
