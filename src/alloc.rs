@@ -22,7 +22,8 @@
 //! `Realloc { old, new }`, two words for a resize of half a gigabyte or more: frees carry the
 //! layout's size, so a block freed on another thread than the one that made it still
 //! balances) and updates the process-wide live-bytes counter, whose maximum is the report's
-//! peak.
+//! peak. Compiled out (without cabprof's `enabled` feature) it only forwards to the inner
+//! allocator, so the `#[global_allocator]` line can stay.
 //!
 //! The event path never allocates, so it never recurses into the allocator: the runtime marks
 //! its own work (making a thread's ring on its first event, sequential-mode analyses, the
@@ -41,9 +42,12 @@
 //! (`let data = report.data`) is the program's from then on: its frees count as the
 //! program's if a session runs when it is dropped.
 
+#[cfg(feature = "enabled")]
 use cabprof_cab::event::Event;
+#[cfg(feature = "enabled")]
 use cabprof_cab::runtime::{emit, in_runtime_work, recording};
 use std::alloc::{GlobalAlloc, Layout, System};
+#[cfg(feature = "enabled")]
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// A global allocator that reports to the running cabprof session; see the module docs.
@@ -92,6 +96,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's guarantees for `layout` are passed on unchanged.
         let p = unsafe { self.inner.alloc(layout) };
+        #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
             on_alloc(layout.size());
         }
@@ -102,6 +107,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as in `alloc`.
         let p = unsafe { self.inner.alloc_zeroed(layout) };
+        #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
             on_alloc(layout.size());
         }
@@ -113,6 +119,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
         // SAFETY: the caller guarantees `ptr` was allocated by this allocator (so by `inner`)
         // with `layout`.
         unsafe { self.inner.dealloc(ptr, layout) };
+        #[cfg(feature = "enabled")]
         if recording() {
             on_dealloc(layout.size());
         }
@@ -122,6 +129,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller's guarantees for `ptr`, `layout` and `new_size` are passed on.
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
             on_realloc(layout.size(), new_size);
         }
@@ -130,6 +138,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
 }
 
 /// The process-wide counters the wrapper keeps while a session runs.
+#[cfg(feature = "enabled")]
 struct Counters {
     /// Bytes allocated minus bytes freed by the program since the session started.
     live: AtomicI64,
@@ -142,6 +151,7 @@ struct Counters {
     runtime_freed_bytes: AtomicU64,
 }
 
+#[cfg(feature = "enabled")]
 static COUNTERS: Counters = Counters {
     live: AtomicI64::new(0),
     peak: AtomicI64::new(0),
@@ -151,6 +161,7 @@ static COUNTERS: Counters = Counters {
     runtime_freed_bytes: AtomicU64::new(0),
 };
 
+#[cfg(feature = "enabled")]
 #[inline]
 fn grow(bytes: i64) {
     let live = COUNTERS.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
@@ -161,6 +172,7 @@ fn grow(bytes: i64) {
 
 /// Count the runtime's own allocator call apart: `made` a block of that many bytes, `freed`
 /// one of that many (a reallocation does both).
+#[cfg(feature = "enabled")]
 #[cold]
 fn runtime_call(made: Option<usize>, freed: Option<usize>) {
     let c = &COUNTERS;
@@ -175,6 +187,7 @@ fn runtime_call(made: Option<usize>, freed: Option<usize>) {
     }
 }
 
+#[cfg(feature = "enabled")]
 #[inline]
 fn on_alloc(size: usize) {
     if in_runtime_work() {
@@ -184,6 +197,7 @@ fn on_alloc(size: usize) {
     grow(size as i64);
 }
 
+#[cfg(feature = "enabled")]
 #[inline]
 fn on_dealloc(size: usize) {
     if in_runtime_work() {
@@ -193,6 +207,7 @@ fn on_dealloc(size: usize) {
     COUNTERS.live.fetch_sub(size as i64, Ordering::Relaxed);
 }
 
+#[cfg(feature = "enabled")]
 #[inline]
 fn on_realloc(old: usize, new: usize) {
     if in_runtime_work() {
@@ -217,6 +232,7 @@ fn on_realloc(old: usize, new: usize) {
 }
 
 /// What the wrapper counted process-wide since the session started.
+#[cfg(feature = "enabled")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GlobalCounts {
     /// The program's bytes allocated minus bytes freed since the session started.
@@ -235,6 +251,7 @@ pub struct GlobalCounts {
 
 /// The wrapper's process-wide counters now (all zero without a [`Tracked`] global
 /// allocator).
+#[cfg(feature = "enabled")]
 pub fn global_counts() -> GlobalCounts {
     let c = &COUNTERS;
     GlobalCounts {
@@ -248,6 +265,7 @@ pub fn global_counts() -> GlobalCounts {
 }
 
 /// Zero the counters: a session is starting.
+#[cfg(feature = "enabled")]
 pub(crate) fn reset() {
     let c = &COUNTERS;
     for a in [&c.live, &c.peak] {

@@ -39,13 +39,34 @@
 //! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
 //! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
 //!
+//! Without the default `enabled` feature only [`profile`], [`flush_thread`], [`mem`] and
+//! [`alloc::Tracked`] exist, inert: see *Cargo features*.
+//!
 //! # Cargo features
 //!
-//! - `enabled` (default): `#[profile]` instruments. Without it the attribute returns the item
-//!   unchanged and the library builds no renderer, compressor or protocol crate; sessions and
-//!   [`test_profile`] still compile and run, and [`Report::instrumented`] says that no call
-//!   was recorded.
+//! - `enabled` (default): `#[profile]` instruments, and the runtime is built: sessions,
+//!   [`test_profile`], reports, [`cab`] and [`analyses`]. Without it (`default-features =
+//!   false`) the crate holds only what production code names, inert: [`profile`] returns the
+//!   item unchanged, [`flush_thread`] and [`mem`]'s functions do nothing, and
+//!   [`alloc::Tracked`] forwards to its inner allocator. A build then compiles the attribute
+//!   (with proc-macro2, quote and syn) and no other crate. To instrument the tests of a crate
+//!   whose builds leave cabprof out, turn `enabled` on in its dev-dependency (cargo's feature
+//!   resolver 2, the default from edition 2021, keeps it out of `cargo build`):
+//!
+//!   ```toml
+//!   [dependencies]
+//!   cabprof = { version = "0.1", default-features = false }
+//!
+//!   [dev-dependencies]
+//!   cabprof = { version = "0.1", features = ["enabled"] }
+//!   ```
+//!
+//!   `cargo test` (and `CABPROF=1 cargo test`) then instruments the crate and its tests can
+//!   call [`test_profile`], while `cargo build --release` compiles it out. A program that
+//!   starts sessions itself puts that code behind a feature of its own, `profile =
+//!   ["cabprof/enabled"]`, with `#[cfg(feature = "profile")]`.
 //! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
+//!   Turns on `enabled`, as `pprof` and `serve` do.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
 //! - `serve`: live profiles over HTTP from a running program (`CABPROF_SERVE`,
 //!   [`SessionBuilder::serve`]): pprof windows, Prometheus metrics (prometheus-client), a
@@ -53,43 +74,70 @@
 //!
 //! The `cabprof` command-line tool is its own package, `cabprof-cli` (`cargo install --path cli`).
 
-pub use cabprof_analyses as analyses;
-pub use cabprof_cab as cab;
-pub use cabprof_cab::event::{Event, EventKind, MethodId};
-pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
-// The root holds what a program that runs sessions and reads reports names; the ring's own
-// types (`cab::Mode`, `cab::RingConfig`) are for programs that drive a ring by hand.
-pub use cabprof_cab::ConfigError;
+// Compiled out, the crate is the attribute and the inert `flush_thread`, `mem` and
+// `alloc::Tracked` that production code names; the docs keep their text, whose links to the
+// runtime's items have no target in that build.
+#![cfg_attr(not(feature = "enabled"), allow(rustdoc::broken_intra_doc_links))]
+
 pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;
-mod analysis;
 pub mod mem;
-mod model;
-mod names;
-mod process;
-pub mod report;
-#[cfg(feature = "serve")]
-pub mod serve;
-pub mod session;
-pub mod trace;
-
-pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
-pub use process::{test_profile, TestProfile};
-pub use report::{Report, ReportData};
-pub use session::{Session, SessionBuilder, Snapshotter};
 
 /// Hand the calling thread's buffered events to the analyzers now. Call it before a thread
 /// blocks for long (a worker waiting for its next request) so that what it did so far is in
 /// the next snapshot, served window or scrape. Exhaustive mode's snapshots read a partly
 /// filled chunk anyway; in sampling mode the analyzer takes only published chunks, and an
 /// idle thread's tail waits for this or for its chunk to fill. Cheap; a thread with no
-/// events does nothing.
+/// events does nothing. Compiled out (without `enabled`) it does nothing.
+#[inline]
 pub fn flush_thread() {
+    #[cfg(feature = "enabled")]
     cabprof_cab::runtime::flush_current_thread();
 }
 
+// The runtime and what reads it: built with `enabled` only.
+#[cfg(feature = "enabled")]
+pub use cabprof_analyses as analyses;
+#[cfg(feature = "enabled")]
+pub use cabprof_cab as cab;
+#[cfg(feature = "enabled")]
+pub use cabprof_cab::event::{Event, EventKind, MethodId};
+#[cfg(feature = "enabled")]
+pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
+// The root holds what a program that runs sessions and reads reports names; the ring's own
+// types (`cab::Mode`, `cab::RingConfig`) are for programs that drive a ring by hand.
+#[cfg(feature = "enabled")]
+pub use cabprof_cab::ConfigError;
+
+#[cfg(feature = "enabled")]
+mod analysis;
+#[cfg(feature = "enabled")]
+mod model;
+#[cfg(feature = "enabled")]
+mod names;
+#[cfg(feature = "enabled")]
+mod process;
+#[cfg(feature = "enabled")]
+pub mod report;
+#[cfg(feature = "serve")]
+pub mod serve;
+#[cfg(feature = "enabled")]
+pub mod session;
+#[cfg(feature = "enabled")]
+pub mod trace;
+
+#[cfg(feature = "enabled")]
+pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
+#[cfg(feature = "enabled")]
+pub use process::{test_profile, TestProfile};
+#[cfg(feature = "enabled")]
+pub use report::{Report, ReportData};
+#[cfg(feature = "enabled")]
+pub use session::{Session, SessionBuilder, Snapshotter};
+
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
+#[cfg(feature = "enabled")]
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;

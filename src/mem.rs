@@ -4,7 +4,8 @@
 //! Each call emits one `Mem { addr, size, store }` event for the bytes of `x`: the address of
 //! `x`, and its size rounded up to a power of two and capped at 128 bytes (the event's size
 //! field; the cache simulator splits an access across lines itself). Zero-sized values emit
-//! nothing. With no session running a call costs one load and one branch.
+//! nothing. With no session running a call costs one load and one branch; compiled out
+//! (without cabprof's `enabled` feature) nothing.
 //!
 //! ```
 //! let table = [1u32, 2, 3];
@@ -14,23 +15,32 @@
 //! cabprof::mem::store(&total); // as if `total` were written here
 //! ```
 
+#[cfg(feature = "enabled")]
 use cabprof_cab::event::{Event, MAX_ACCESS_SIZE};
+#[cfg(feature = "enabled")]
 use cabprof_cab::runtime::{active, emit};
 
 /// Record a read of `x`.
 #[inline(always)]
 pub fn load<T: ?Sized>(x: &T) {
+    #[cfg(feature = "enabled")]
     record(x, false);
+    #[cfg(not(feature = "enabled"))]
+    let _ = x;
 }
 
 /// Record a write of `x` (only its address is needed, so a shared reference will do).
 #[inline(always)]
 pub fn store<T: ?Sized>(x: &T) {
+    #[cfg(feature = "enabled")]
     record(x, true);
+    #[cfg(not(feature = "enabled"))]
+    let _ = x;
 }
 
 /// The event size for a value of `bytes` bytes: the next power of two, at most 128; `None` for
 /// zero-sized values.
+#[cfg(feature = "enabled")]
 #[inline(always)]
 pub(crate) const fn size_class(bytes: usize) -> Option<u32> {
     if bytes == 0 {
@@ -42,6 +52,7 @@ pub(crate) const fn size_class(bytes: usize) -> Option<u32> {
     }
 }
 
+#[cfg(feature = "enabled")]
 #[inline(always)]
 pub(crate) fn record<T: ?Sized>(x: &T, store: bool) {
     if active() {
@@ -49,6 +60,7 @@ pub(crate) fn record<T: ?Sized>(x: &T, store: bool) {
     }
 }
 
+#[cfg(feature = "enabled")]
 #[inline]
 fn record_active<T: ?Sized>(x: &T, store: bool) {
     let Some(size) = size_class(std::mem::size_of_val(x)) else {
@@ -62,6 +74,7 @@ fn record_active<T: ?Sized>(x: &T, store: bool) {
     }
 }
 
+#[cfg(feature = "enabled")]
 #[cfg(test)]
 mod tests {
     use super::size_class;

@@ -1,51 +1,113 @@
-//! `#[profile]` with and without cabprof's `enabled` feature: a test profile says whether
-//! calls were recorded, and reading counts from one that recorded none neither panics nor
-//! pretends. CI runs this file both ways (`cargo test -p cabprof --no-default-features --test
-//! compiled_out`, and with the workspace's `--all-features`).
+//! What production code names compiles with and without cabprof's `enabled` feature:
+//! `#[profile]`, `flush_thread`, the `mem` events and the `Tracked` allocator. Compiled out
+//! they are inert: the attribute hands the item back unchanged, and nothing starts even with
+//! `CABPROF=1`. CI runs this file both ways (`cargo test -p cabprof --no-default-features
+//! --test compiled_out`, and with the workspace's `--all-features`). Each build has one test,
+//! so that the threads it counts are its own.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+#[global_allocator]
+static ALLOC: cabprof::alloc::Tracked = cabprof::alloc::Tracked::system();
 
 #[cabprof::profile]
 fn parse(x: u64) -> u64 {
     x.rotate_left(7) ^ 0x5A
 }
 
-#[test]
-fn a_test_profile_says_whether_calls_were_recorded() {
-    let profile = cabprof::test_profile();
+/// What a program's hot path does with cabprof: an annotated call, explicit memory events, a
+/// flush before the thread waits. Returns `parse`'s results, xored.
+fn production_code(n: u64) -> u64 {
     let mut acc = 0;
-    for i in 0..25 {
+    let table = [3u32, 5, 7];
+    for i in 0..n {
         acc ^= parse(i);
+        cabprof::mem::load(&table[(i % 3) as usize]);
+        cabprof::mem::store(&acc);
     }
-    std::hint::black_box(acc);
-    let report = profile.finish();
-    let text = report.text(5);
-    assert_eq!(report.instrumented(), cfg!(feature = "enabled"));
-    if report.instrumented() {
-        assert_eq!(report.data.calls("parse"), 25);
-        assert_eq!(report.data.calls("compiled_out::parse"), 25);
-        assert!(!text.contains("compiled out"), "{text}");
-    } else {
-        assert_eq!(report.data.calls("parse"), 0);
-        assert!(report
-            .data
-            .method_count
-            .as_ref()
-            .is_none_or(|counts| counts.is_empty()));
-        let first = text.lines().next().unwrap_or_default();
-        assert!(
-            first.starts_with("instrumentation compiled out")
-                && first.contains("`enabled` feature"),
-            "{text}"
-        );
-    }
+    cabprof::flush_thread();
+    acc
 }
 
+fn expected(n: u64) -> u64 {
+    (0..n).fold(0, |acc, i| acc ^ (i.rotate_left(7) ^ 0x5A))
+}
+
+/// The wrapper's constructors and `GlobalAlloc` calls, on a wrapper of its own: the bytes
+/// come back as the inner allocator gives them.
+fn the_tracked_allocator_forwards_to_its_inner_one() {
+    let tracked = cabprof::alloc::Tracked::new(System);
+    let _: &System = tracked.inner();
+    let layout = Layout::from_size_align(64, 16).unwrap();
+    // SAFETY: `layout` has a non-zero size; every block is freed once, by the same allocator,
+    // with the layout it was made with (the resized one with its new size).
+    unsafe {
+        let zeroed = tracked.alloc_zeroed(layout);
+        assert!(!zeroed.is_null());
+        assert!(std::slice::from_raw_parts(zeroed, 64)
+            .iter()
+            .all(|&b| b == 0));
+        zeroed.write_bytes(0xAB, 64);
+        let grown = tracked.realloc(zeroed, layout, 256);
+        assert!(!grown.is_null());
+        assert!(std::slice::from_raw_parts(grown, 64)
+            .iter()
+            .all(|&b| b == 0xAB));
+        tracked.dealloc(grown, Layout::from_size_align(256, 16).unwrap());
+        let p = tracked.alloc(layout);
+        assert!(!p.is_null());
+        assert_eq!(p as usize % 16, 0);
+        tracked.dealloc(p, layout);
+    }
+    // And as this binary's global allocator.
+    let v: Vec<u64> = (0..1000).collect();
+    assert_eq!(v.iter().sum::<u64>(), 499_500);
+}
+
+/// Compiled out, the attribute returns the item as written: a `const fn`, which the
+/// instrumenting attribute rejects, stays one and runs at compile time.
+#[cfg(not(feature = "enabled"))]
+#[cabprof::profile]
+const fn twice(x: u32) -> u32 {
+    2 * x
+}
+
+#[cfg(not(feature = "enabled"))]
+const TWICE: u32 = twice(21);
+
+/// The threads of this process (Linux).
+#[cfg(not(feature = "enabled"))]
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// Compiled out, `CABPROF=1` starts nothing: the code runs as written and no analyzer thread
+/// appears.
+#[cfg(not(feature = "enabled"))]
 #[test]
-fn calls_match_whole_path_segments_only() {
+fn compiled_out_code_runs_as_written_and_starts_nothing() {
+    assert_eq!(TWICE, 42);
+    // As a user's run asks for a profile. Nothing else of this binary runs meanwhile (its
+    // only test), and the compiled-out build has no code that reads it.
+    std::env::set_var("CABPROF", "1");
+    let before = threads();
+    assert_eq!(production_code(10_000), expected(10_000));
+    the_tracked_allocator_forwards_to_its_inner_one();
+    let after = threads();
+    std::env::remove_var("CABPROF");
+    assert_eq!(after, before, "a compiled-out cabprof started a thread");
+}
+
+/// With `enabled` the same code is instrumented: a test profile counts its calls.
+#[cfg(feature = "enabled")]
+#[test]
+fn enabled_the_same_code_is_profiled() {
     let profile = cabprof::test_profile();
-    std::hint::black_box(parse(1));
+    assert_eq!(production_code(25), expected(25));
+    the_tracked_allocator_forwards_to_its_inner_one();
     let report = profile.finish();
+    assert_eq!(report.data.calls("parse"), 25);
+    assert_eq!(report.data.calls("compiled_out::parse"), 25);
     // `arse` ends `parse` but is not a segment of its path.
     assert_eq!(report.data.calls("arse"), 0);
-    assert_eq!(report.data.calls("no_such_function"), 0);
-    assert_eq!(report.data.calls("parse"), u64::from(report.instrumented()));
 }

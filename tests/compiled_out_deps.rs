@@ -1,11 +1,11 @@
-//! With `#[profile]` compiled out (`default-features = false`) cabprof builds no renderer,
-//! compressor or protocol crate, and the heavy renderers stay behind their own features. Reads
-//! the dependency tree with `cargo tree --offline` (the lock file is the repository's).
+//! With `#[profile]` compiled out (`default-features = false`) cabprof builds the attribute and
+//! nothing else; with it, the heavy renderers stay behind their own features. Reads the
+//! dependency tree with `cargo tree --offline` (the lock file is the repository's).
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
-/// Crates a compiled-out build must not compile: inferno (`flamegraph`), prost and flate2
+/// Crates the default build must not compile: inferno (`flamegraph`), prost and flate2
 /// (`pprof`), prometheus-client (`serve`), what they pull in, tempfile, and tracing's
 /// `#[instrument]` proc macro.
 const HEAVY: &[&str] = &[
@@ -23,6 +23,11 @@ const HEAVY: &[&str] = &[
 
 /// The names of the crates `cargo tree` lists for the facade's normal build with `features`.
 fn tree(features: &[&str]) -> BTreeSet<String> {
+    tree_of("cabprof", features)
+}
+
+/// The names of the crates `cargo tree` lists for `package`'s normal build with `features`.
+fn tree_of(package: &str, features: &[&str]) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -30,7 +35,7 @@ fn tree(features: &[&str]) -> BTreeSet<String> {
             "tree",
             "--offline",
             "-p",
-            "cabprof",
+            package,
             "-e",
             "normal",
             "--prefix",
@@ -61,11 +66,19 @@ fn heavy_in(crates: &BTreeSet<String>) -> Vec<&'static str> {
 }
 
 #[test]
-fn compiled_out_and_default_builds_pull_no_heavy_crate() {
+fn compiled_out_builds_the_attribute_and_nothing_else() {
     let off = tree(&["--no-default-features"]);
-    assert!(off.contains("cabprof-instrument-macros"), "{off:?}");
-    assert_eq!(heavy_in(&off), Vec::<&str>::new(), "compiled out: {off:?}");
+    // The attribute's own tree, as the facade depends on it (without its `enabled`).
+    let mut attribute = tree_of("cabprof-instrument-macros", &["--no-default-features"]);
+    assert!(attribute.contains("syn"), "{attribute:?}");
+    attribute.insert("cabprof".to_owned());
+    assert_eq!(off, attribute, "compiled out");
+}
+
+#[test]
+fn the_default_build_pulls_no_heavy_crate() {
     let default = tree(&[]);
+    assert!(default.contains("cabprof-cab"), "{default:?}");
     assert_eq!(
         heavy_in(&default),
         Vec::<&str>::new(),

@@ -645,8 +645,7 @@ impl ReportData {
     /// The calls of the functions named `name` or `<path>::name` (`"parse"` matches
     /// `my_crate::parse` and `Parser::parse`, `"Parser::parse"` only the latter), summed, from
     /// the method count: exact, or in a sampled session the estimates. 0 when no such function
-    /// was called, when method counting did not run, and when `#[profile]` is compiled out
-    /// (see [`Report::instrumented`](crate::Report::instrumented)).
+    /// was called, and when method counting did not run.
     pub fn calls(&self, name: &str) -> u64 {
         let Some(counts) = &self.method_count else {
             return 0;

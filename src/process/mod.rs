@@ -505,23 +505,13 @@ static NEXT_TEST: AtomicU32 = AtomicU32::new(0);
 /// }
 /// ```
 ///
-/// # Without instrumentation
+/// # In a crate that compiles cabprof out
 ///
-/// With cabprof's `enabled` feature off (`default-features = false`, the compile-time
-/// off switch), `#[profile]` functions record nothing and the report holds no calls:
-/// [`Report::instrumented`] is `false`, the text report's first line says so, and
-/// [`ReportData::calls`](crate::ReportData::calls) is 0. A test that asserts counts checks
-/// first:
-///
-/// ```no_run
-/// # fn parse(_: &str) {}
-/// let profile = cabprof::test_profile();
-/// parse("...");
-/// let report = profile.finish();
-/// if report.instrumented() {
-///     assert_eq!(report.data.calls("parse"), 1);
-/// }
-/// ```
+/// `test_profile` exists with cabprof's `enabled` feature only. A crate whose builds leave
+/// instrumentation out (`default-features = false`) turns it on for its tests alone with a
+/// dev-dependency, `cabprof = { version = "0.1", features = ["enabled"] }`: `cargo test`
+/// then instruments the crate and its tests, and `cargo build` does not (the README's
+/// *Turning it off*).
 ///
 /// # Panics
 ///
@@ -571,8 +561,7 @@ pub struct TestProfile {
 }
 
 impl TestProfile {
-    /// End the profile and return its report. Its calls are empty when `#[profile]` is
-    /// compiled out: see [`Report::instrumented`].
+    /// End the profile and return its report.
     pub fn finish(mut self) -> Report {
         self.finished = true;
         self.end();

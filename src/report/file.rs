@@ -112,10 +112,7 @@ pub(crate) fn replaceable(path: &Path, contents: Contents) -> io::Result<()> {
     };
     let ours = match contents {
         Contents::Json => starts_as_json_report(&start),
-        Contents::Tables => {
-            start.starts_with(b"cabprof report")
-                || start.starts_with(crate::report::COMPILED_OUT.as_bytes())
-        }
+        Contents::Tables => start.starts_with(b"cabprof report"),
     };
     if start.is_empty() || ours {
         return Ok(());

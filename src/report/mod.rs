@@ -109,10 +109,6 @@ pub use format::Format;
 use crate::analysis::AnalysisSet;
 use cabprof_cab::runtime;
 
-/// The first line of the text report of a build without `#[profile]` instrumentation.
-pub(crate) const COMPILED_OUT: &str = "instrumentation compiled out: cabprof's `enabled` feature \
-     is off, so #[profile] functions record no calls (Report::instrumented() is false)";
-
 /// A finished (or snapshot) profile: the merged analyses and the session's counters.
 ///
 /// Built as the runtime's own work and dropped by the program, maybe while a later session
@@ -150,26 +146,9 @@ impl Report {
         }
     }
 
-    /// Whether `#[profile]` instrumented this build: cabprof's `enabled` feature, on by
-    /// default. Without it the attribute leaves every function as written, so no function
-    /// call is recorded: the method count, call graph, call tree, paths and times are empty,
-    /// and only explicit events ([`mem`](crate::mem), the [`Tracked`](crate::alloc::Tracked)
-    /// allocator's) reach a session. Code that reads calls from a report, such as a test
-    /// asserting a count, checks this first (or reads counts with
-    /// [`ReportData::calls`], which gives 0 rather than panicking).
-    pub fn instrumented(&self) -> bool {
-        cfg!(feature = "enabled")
-    }
-
-    /// Text tables, `top` rows each. Without instrumentation (see
-    /// [`instrumented`](Self::instrumented)) they start with a line saying so.
+    /// Text tables, `top` rows each.
     pub fn text(&self, top: usize) -> String {
-        let tables = self.data.text(top);
-        if self.instrumented() {
-            tables
-        } else {
-            format!("{COMPILED_OUT}\n{tables}")
-        }
+        self.data.text(top)
     }
 
     /// The JSON report (schema in the module docs).
