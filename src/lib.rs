@@ -69,8 +69,8 @@
 //!   Turns on `enabled`, as `pprof` and `serve` do.
 //! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
 //! - `serve`: live profiles over HTTP from a running program (`CABPROF_SERVE`,
-//!   [`SessionBuilder::serve`]): pprof windows, Prometheus metrics (prometheus-client), a
-//!   flame-graph page; see [`serve`]. Turns on `flamegraph` and `pprof`.
+//!   `SessionBuilder::serve`): pprof windows, Prometheus metrics (prometheus-client), a
+//!   flame-graph page; see the `serve` module. Turns on `flamegraph` and `pprof`.
 //!
 //! The `cabprof` command-line tool is its own package, `cabprof-cli` (`cargo install --path cli`).
 
