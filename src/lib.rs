@@ -65,9 +65,9 @@
 //!   call [`test_profile`], while `cargo build --release` compiles it out. A program that
 //!   starts sessions itself puts that code behind a feature of its own, `profile =
 //!   ["cabprof/enabled"]`, with `#[cfg(feature = "profile")]`.
-//! - `flamegraph`: `Report::svg` and `Report::svg_by`, flame graphs drawn by inferno.
+//! - `flamegraph`: `report.svg()` and `report.svg_by(..)`, flame graphs drawn by inferno.
 //!   Turns on `enabled`, as `pprof` and `serve` do.
-//! - `pprof`: `Report::pprof` and the [`ReportData`] `pprof` methods (prost, flate2).
+//! - `pprof`: `report.pprof()` and the other [`ReportData`] `pprof` methods (prost, flate2).
 //! - `serve`: live profiles over HTTP from a running program (`CABPROF_SERVE`,
 //!   `SessionBuilder::serve`): pprof windows, Prometheus metrics (prometheus-client), a
 //!   flame-graph page; see the `serve` module. Turns on `flamegraph` and `pprof`.

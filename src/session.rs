@@ -390,8 +390,9 @@ impl Session {
         SessionBuilder::new()
     }
 
-    /// Start with every setting from `CABPROF_*` variables over the defaults.
-    pub fn from_env() -> Result<Session, SessionError> {
+    /// Start a session with every setting from `CABPROF_*` variables over the defaults
+    /// (`Session::builder().from_env()?.start()`).
+    pub fn start_from_env() -> Result<Session, SessionError> {
         SessionBuilder::new().from_env()?.start()
     }
 

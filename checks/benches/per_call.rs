@@ -256,7 +256,7 @@ fn cabprof_session(b: cabprof::SessionBuilder, exact: bool) -> Measured {
     let ns = median_ns(with_cabprof);
     let wall = t.elapsed();
     let r = s.finish();
-    let totals = &r.runtime.totals;
+    let totals = &r.totals;
     assert_eq!(totals.dropped, 0, "events dropped");
     let counts = r.data.method_count.as_ref().expect("method count ran");
     let top = counts.iter().map(|e| e.count).max().unwrap_or(0);
@@ -268,7 +268,7 @@ fn cabprof_session(b: cabprof::SessionBuilder, exact: bool) -> Measured {
     }
     Measured {
         ns,
-        blocked: Some(totals.blocked.as_secs_f64() / wall.as_secs_f64()),
+        blocked: Some(totals.blocked_s / wall.as_secs_f64()),
     }
 }
 

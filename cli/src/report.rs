@@ -29,7 +29,7 @@ Examples:
   cat profile.json | cabprof report -
 
 The JSON is what a session writes (Session::finish_and_write, CABPROF_OUTPUT) or
-Report::json() returns; its schema is documented in cabprof::report.";
+report.json() returns; its schema is documented in cabprof::report.";
 
 /// `--format`'s values, with their help lines, from the library's one list of formats.
 fn format_parser() -> impl TypedValueParser<Value = Format> {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Contents {
     /// The JSON report.
     Json,
-    /// The text tables ([`Report::text`](crate::Report::text)).
+    /// The text tables ([`ReportData::text`](crate::ReportData::text)).
     Tables,
 }
 

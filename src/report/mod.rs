@@ -122,8 +122,8 @@ pub struct Report {
     /// Opens the runtime's scope the fields below are dropped in (the first field).
     #[allow(dead_code, reason = "never read: being dropped first is its use")]
     drop_start: runtime::RuntimeDropStart,
-    /// The runtime's report, with the live analysis objects.
-    pub runtime: runtime::Report<AnalysisSet>,
+    /// The runtime's report, with the live analysis objects (the data below is made from it).
+    pub(crate) runtime: runtime::Report<AnalysisSet>,
     /// The same, as plain data (what the JSON holds and every rendering reads).
     pub data: ReportData,
     /// Closes the scope (the last field).
@@ -145,66 +145,16 @@ impl Report {
             drop_end,
         }
     }
+}
 
-    /// Text tables, `top` rows each.
-    pub fn text(&self, top: usize) -> String {
-        self.data.text(top)
-    }
+/// A report reads as its [`ReportData`]: `report.text(10)`, `report.calls("parse")`,
+/// `report.json()` and every other rendering and query are [`ReportData`]'s. `Report` adds
+/// only how it is dropped (its blocks are freed as the runtime's, so a program that drops
+/// reports does not see them as its own frees).
+impl std::ops::Deref for Report {
+    type Target = ReportData;
 
-    /// The JSON report (schema in the module docs).
-    pub fn json(&self) -> String {
-        self.data.json()
-    }
-
-    /// The JSON report written to `out` without holding its whole text (see
-    /// [`ReportData::write_json`]).
-    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
-        self.data.write_json(out)
-    }
-
-    /// Folded stacks of the calling-context tree (`root;a;b count` lines).
-    pub fn folded(&self) -> String {
-        self.data.folded()
-    }
-
-    /// Folded stacks weighted by calls or by time.
-    pub fn folded_by(&self, weight: Weight) -> String {
-        self.data.folded_by(weight)
-    }
-
-    /// A flame graph weighted by calls or by time, as SVG.
-    ///
-    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
-    /// [`folded_by`](Self::folded_by) gives the stacks any flame-graph tool draws.
-    #[cfg(feature = "flamegraph")]
-    pub fn svg_by(&self, weight: Weight) -> String {
-        self.data.svg_by(weight)
-    }
-
-    /// DOT of the call graph.
-    pub fn dot(&self) -> String {
-        self.data.dot()
-    }
-
-    /// A flame graph of the calling-context tree, as SVG.
-    ///
-    /// Needs cabprof's `flamegraph` feature (off by default: it builds inferno). Without it,
-    /// [`folded`](Self::folded) gives the stacks any flame-graph tool draws.
-    #[cfg(feature = "flamegraph")]
-    pub fn svg(&self) -> String {
-        self.data.svg()
-    }
-
-    /// pprof's gzipped `profile.proto`, for `go tool pprof` and continuous-profiling backends.
-    ///
-    /// Needs cabprof's `pprof` feature (off by default: it builds prost and flate2).
-    #[cfg(feature = "pprof")]
-    pub fn pprof(&self) -> Vec<u8> {
-        self.data.pprof()
-    }
-
-    /// The callgrind format, for KCachegrind, QCachegrind and `callgrind_annotate`.
-    pub fn callgrind(&self) -> String {
-        self.data.callgrind()
+    fn deref(&self) -> &ReportData {
+        &self.data
     }
 }
