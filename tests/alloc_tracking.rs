@@ -3,6 +3,10 @@
 //! `String`) give exact counts per calling context and function, in exhaustive and sequential
 //! mode; a block allocated on one thread and freed on another balances; a thread whose first
 //! event is an allocation makes its ring without recursing or deadlocking.
+//!
+//! Its own test binary, not a module of `tests/it/`: it installs `Tracked` and checks process-
+//! wide counters (live and peak bytes, all frees since the start), which other tests'
+//! allocations would move.
 
 use cabprof::alloc::{global_counts, Tracked};
 use cabprof::report::{context_stack, AllocCountsEntry, AllocationsData, ReportData};

@@ -1,6 +1,10 @@
 //! `CABPROF=1 cargo test`: a test binary run with its tests on parallel threads writes one
 //! report, of every test's events, when it exits. This file is that binary: its `workload_*`
 //! tests are the suite, and the driver runs the file's own executable again on them.
+//!
+//! Its own test binary, not a module of `tests/it/`: its child run is the binary under
+//! `CABPROF=1`, and the report it writes must hold exactly this file's `workload_*` tests,
+//! named after this binary.
 
 use cabprof::report::ReportData;
 use std::path::PathBuf;

@@ -3,6 +3,9 @@
 //! and same-named binaries of two packages. This file is the child too: its `child_workload`
 //! test does the work, run again by the drivers under names and environments that imitate
 //! rustdoc and cargo.
+//!
+//! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
+//! `CABPROF=1` session under names and environments that imitate rustdoc and cargo.
 
 mod support;
 

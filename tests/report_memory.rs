@@ -2,7 +2,7 @@
 //! 2,000 and 8,000 levels of recursion (call tree, call graph, time, allocations), `finish()`
 //! and each rendering must cost a bounded number of bytes per calling context, the same at
 //! both depths: a copy of the tree, a copied stack per context or text built twice shows up
-//! here without the heavy 100,000-deep run (`deep_and_odd_reports.rs`, ignored).
+//! here without the heavy 100,000-deep run (`tests/tracked/deep_and_odd_reports.rs`, ignored).
 //!
 //! Alone in its binary: the counts are process-wide, so no other test may run beside it.
 

@@ -3,6 +3,9 @@
 //! one whole report, never a mix; an output ending in `.txt` keeps its JSON; a file that is
 //! not a cabprof report is never overwritten; `/dev/stdout` gets the JSON itself. This file is
 //! the child too: its `child_*` tests do the work when the drivers run it again.
+//!
+//! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
+//! `CABPROF=1` session and fork while it runs.
 
 mod support;
 

@@ -4,6 +4,9 @@
 //! default, `huge_pages(true)`), one, taken at the first event. The faults are the thread's
 //! own minor faults (`/proc/thread-self/stat`), counted around the calls that fill its ring
 //! once and a half; the counts the session reports must be the same either way.
+//!
+//! Its own test binary, not a module of `tests/it/`: freed rings are kept process-wide for the
+//! next ring of their size, so a ring another test freed would come with its pages already in.
 
 #![cfg(target_os = "linux")]
 

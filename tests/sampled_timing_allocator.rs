@@ -5,6 +5,9 @@
 //! The allocator here moves every block it reallocates on an armed thread, fills the old one
 //! with a marker before the instrumented call and checks the marker after it: a write into
 //! the old block (a countdown decremented through a stale pointer) is caught.
+//!
+//! Its own test binary, not a module of `tests/it/`: its global allocator is one of its own,
+//! which moves blocks and checks markers.
 
 use cabprof::cab::runtime::RunMode;
 use cabprof::{profile, Analysis, Session};

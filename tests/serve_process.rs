@@ -1,6 +1,9 @@
 //! `CABPROF=1 CABPROF_SERVE=...`: the process-wide session serves its profiles with no code,
 //! and SIGTERM (as SIGINT) writes its report. This binary is also the child: its
 //! `child_serves` test does the work when the driver runs it again.
+//!
+//! Its own test binary, not a module of `tests/it/`: its child run installs the process-wide
+//! `CABPROF=1` session and is stopped by SIGTERM, whose handler is process-wide.
 
 mod serve_support;
 

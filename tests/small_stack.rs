@@ -9,6 +9,9 @@
 //! has the process to itself (one session per process, and the process-wide one lives until
 //! exit). `CABPROF_TEST_SMALL_STACK_BYTES` sets the threads' stack size (default 16 KiB), to
 //! find the smallest that works.
+//!
+//! Its own test binary, not a module of `tests/it/`: CI runs it by name in a release build too
+//! (`--test small_stack`), and its child runs install the process-wide `CABPROF=1` session.
 
 use cabprof::report::ReportData;
 use cabprof::{Analysis, RunMode, Session, SessionBuilder};

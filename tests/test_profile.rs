@@ -1,5 +1,9 @@
 //! `cabprof::test_profile()`: each test's profile holds its own thread's events while other
 //! tests (and threads the tests spawn) emit at the same time.
+//!
+//! Its own test binary, not a module of `tests/it/`: `test_profile()` guards share one process-
+//! wide session, which this file's tests start and finish, and each checks whose events reach
+//! it.
 
 use cabprof::report::ReportData;
 

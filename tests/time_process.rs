@@ -3,6 +3,9 @@
 //! that make their first calls while the first thread's call is starting the session wait for
 //! it and are counted, as without the time analysis. Each case runs this binary again as a
 //! child with the variables set.
+//!
+//! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
+//! `CABPROF=1` session, with calibration, which counts every thread of the process.
 
 use std::process::Command;
 use std::time::Duration;

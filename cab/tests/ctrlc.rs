@@ -1,4 +1,7 @@
 //! Ctrl-C on a real child process: the report printed after SIGINT is complete and exact.
+//!
+//! Its own test binary, not a module of `tests/it/`: it runs itself again as a child and
+//! interrupts it with SIGINT, whose handler is process-wide.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -6,7 +9,17 @@ use std::process::{Command, Stdio};
 fn example_binary() -> std::path::PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "-q", "-p", "cabprof-cab", "--example", "interrupt"])
+        // The packages and features of the README's test command, which has built the example
+        // already (it builds every example): this selection finds it up to date, where `-p
+        // cabprof-cab` would resolve the dependencies' features anew and build them again.
+        .args([
+            "build",
+            "-q",
+            "--workspace",
+            "--all-features",
+            "--example",
+            "interrupt",
+        ])
         .status()
         .expect("run cargo build");
     assert!(status.success());

@@ -1,6 +1,9 @@
 //! `fork` in a profiled process: the child keeps running with profiling off (its copy of the
 //! rings has no analyzer), and `finish` there returns an empty report instead of panicking.
 //! The parent's session is unaffected.
+//!
+//! Its own test binary, not a module of `tests/it/`: it forks the process while a session runs;
+//! other tests' threads in the same process would be cut off in the child mid-operation.
 
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{active, emit, RuntimeConfig, Session};

@@ -10,6 +10,9 @@
 //! of 64 bytes: 32 events, 8 per chunk) and the event counts small: loom's state space grows
 //! exponentially with both. The preemption bound is 3 (the whole file takes 6 to 7 minutes
 //! optimized on 2 cores in CI); `LOOM_PREEMPTIONS=<n>` overrides it.
+//!
+//! Its own test binary, not a module of `tests/it/`: built only with `--cfg loom` (its own
+//! target dir in CI), which swaps the atomics of the whole crate.
 
 #![cfg(loom)]
 
@@ -140,7 +143,7 @@ fn is_pushed(word: u64) -> bool {
 ///
 /// Loom once found a schedule where the consumer, exactly one lap behind, cleared the next
 /// lap's first event and later delivered that `CLEAR` slot (reproduced deterministically by
-/// `tests/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in the ring (`ring/consumer.rs`).
+/// `tests/it/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in the ring (`ring/consumer.rs`).
 /// Since the producer arms each next chunk start with `MAGIC` (keeping its word aside) and
 /// publishes its position at each, this model also covers the consumer reading an armed first
 /// slot and the side word racing the producer's arming and beacon stores (most of the file's
@@ -157,7 +160,7 @@ fn cab_sampling_wrap_delivers_only_pushed_events() {
 /// The word a chunk start gets in `cab_sampling_lap_is_counted_even_with_identical_first_words`.
 const SAME: u64 = 1000;
 
-/// The ABA of re-arming a chunk start (deterministically: `tests/sampling.rs`,
+/// The ABA of re-arming a chunk start (deterministically: `tests/it/sampling.rs`,
 /// `a_lap_that_rewrites_the_same_first_word_is_still_counted`), under every interleaving of
 /// the moment it needs: the producer writes the same word at every chunk start (positions
 /// `8k`) and distinct words elsewhere, and enters the next lap of chunk 1 while the consumer

@@ -5,6 +5,9 @@
 //!
 //! `cargo test -p cabprof-cab --release --test ring_memory -- --ignored --nocapture` runs the
 //! heavy case: 10,000 threads, 64 at a time, 40,000 calls (80,000 events) each.
+//!
+//! Its own test binary, not a module of `tests/it/`: it measures the process's resident set,
+//! which other tests' threads would add to.
 
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};

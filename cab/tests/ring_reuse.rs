@@ -2,6 +2,9 @@
 //! ring then costs it no page faults, and none of the last owner's words reach the new
 //! consumer. Tests in their own binary, one at a time, because the kept rings are
 //! process-wide: each test then knows which rings are kept when it starts one.
+//!
+//! Its own test binary, not a module of `tests/it/`: the kept rings are process-wide, and other
+//! tests' sessions would take or leave some.
 
 #![cfg(unix)]
 

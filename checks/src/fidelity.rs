@@ -2,7 +2,7 @@
 //! `plain`, and `instrumented` with `#[cabprof::profile]` on every function. The plain build is
 //! the reference nobody here wrote a number for: its functions' costs are measured with plain
 //! loops, and the time analysis' figures for the instrumented build (raw and compensated) are
-//! compared with them (`benches/time_fidelity.rs`, `tests/time_fidelity.rs`).
+//! compared with them (`benches/time_fidelity.rs`, `tests/it/time_fidelity.rs`).
 //!
 //! - `tiny`: one multiply;
 //! - `leaf`: 800 multiplies (four independent chains);

@@ -27,7 +27,7 @@
 //!    renders it, and its `fill_estimates` and `check` (if it has estimated counts or calling
 //!    contexts) fill and check it.
 //!
-//! Besides, `tests/analysis_names.rs` lists the names it expects, the evaluation's
+//! Besides, `tests/it/analysis_names.rs` lists the names it expects, the evaluation's
 //! `Variant::for_analysis` (`workloads/src/lib.rs`) says which instrumentation feeds it, and
 //! the README tells users about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
 //! help text ([`ANALYSES_HELP`]), the estimates and the checks of a file read back are

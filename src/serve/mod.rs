@@ -14,7 +14,7 @@
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
 //! event the analyzers saw between them: in exhaustive mode an idle thread's last events
 //! too; in sampling mode those wait until the thread calls [`crate::flush_thread`] or fills
-//! its chunk (see `tests/serve_http.rs`). One window is computed at a time: a request for another while
+//! its chunk (see `tests/tracked/serve_http.rs`). One window is computed at a time: a request for another while
 //! one runs gets 429. Bad `seconds` get 400 with the reason, unknown paths 404.
 //!
 //! The endpoint has no authentication: it binds the address given, and an address that is

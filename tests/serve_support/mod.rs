@@ -1,18 +1,11 @@
-//! Shared by the `serve_*` tests: a plain HTTP/1.1 client, the one-session-at-a-time lock, and
-//! the wait for a window to open.
+//! Shared by the `serve_*` tests (`tests/it/`, `tests/tracked/`, `serve_process.rs`): a plain
+//! HTTP/1.1 client and the wait for a window to open. Each binary has its own one-session lock.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-
-/// One session per process: the tests of a binary take turns.
-pub fn one_session() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// An answer: status and body.
 pub struct Answer {

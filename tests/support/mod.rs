@@ -1,5 +1,6 @@
-//! Shared by the `profile_*` behaviour tests: a session that records every event word, one
-//! session at a time per test binary.
+//! Shared by `tests/it/` (its `support` module) and the separate binaries that use it: a
+//! session that records every event word, and the lock that keeps one session at a time per
+//! test binary.
 
 #![allow(dead_code)]
 
@@ -8,7 +9,7 @@ use cabprof::cab::runtime::{EventAnalysis, RunMode, RuntimeConfig, Session};
 use cabprof::{EventKind, MethodId};
 use std::sync::{Mutex, MutexGuard};
 
-static SERIAL: Mutex<()> = Mutex::new(());
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 /// One session per process: every test that starts one holds this.
 pub(crate) fn serial() -> MutexGuard<'static, ()> {

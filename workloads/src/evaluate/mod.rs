@@ -1,7 +1,7 @@
 //! The evaluation harness: every measurement of the paper's section 6 (and the cost model of
 //! section 4) over the workload suite, written as CSV files plus a `summary.txt` that checks
 //! the evaluation's targets. Run by the `evaluate` example and by the CI smoke test
-//! (`tests/evaluate_smoke.rs`).
+//! (`tests/it/evaluate_smoke.rs`).
 //!
 //! # How a figure is measured
 //!

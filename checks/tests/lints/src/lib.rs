@@ -1,6 +1,6 @@
 //! Code with the crate's own lint warnings in everything `#[cabprof::profile]` rewrites: a
 //! free fn, an `impl` block, an `async fn`, a `paths` fn and a `memory` fn. The warnings are
-//! the point; `tests/user_lints.rs` checks that instrumenting keeps exactly these.
+//! the point; `tests/it/user_lints.rs` checks that instrumenting keeps exactly these.
 
 #![allow(dead_code)]
 

@@ -1,0 +1,14 @@
+//! UI tests of `#[cabprof::profile]`: what must compile (without warnings) and the exact error
+//! of each misuse. Regenerate the expected errors with
+//! `TRYBUILD=overwrite cargo test -p cabprof-compile-tests --test compiletest` after reviewing them.
+
+#[test]
+fn ui() {
+    // trybuild builds cabprof and its dependencies again for the cases, in a project of its
+    // own that does not take the workspace's profiles: without debug info, as the workspace's
+    // dependencies are built. A process-wide variable, but this binary has one test.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}

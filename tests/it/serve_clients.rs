@@ -1,0 +1,227 @@
+//! The live endpoint read by the real clients: `go tool pprof` fetching a window over HTTP,
+//! a Prometheus server scraping `/metrics`, headless Chromium rendering the page. Each test
+//! fails, rather than skips, when its client is missing and `CI` is set.
+
+use crate::go_pprof;
+use crate::serve_support::{available, get, wait_for_open_window};
+use crate::support::serial;
+
+use cabprof::{Analysis, Session};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+#[cabprof::profile]
+fn handle_request(n: u64) -> u64 {
+    (0..n).map(parse_field).sum()
+}
+
+#[cabprof::profile]
+fn parse_field(i: u64) -> u64 {
+    i.wrapping_mul(0x9e37_79b9).rotate_left(11) & 0xff
+}
+
+/// 40 requests of 3 fields: 40 + 120 calls.
+fn workload() {
+    for _ in 0..40 {
+        std::hint::black_box(handle_request(3));
+    }
+}
+
+fn start(analyses: &[Analysis]) -> (Session, SocketAddr) {
+    let session = Session::builder()
+        .analyses(analyses)
+        .serve("127.0.0.1:0")
+        .service_name("serve-clients-test")
+        .start()
+        .expect("start a served session");
+    let addr = session.serve_addr().expect("an endpoint");
+    (session, addr)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("serve_clients")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn go_tool_pprof_fetches_a_window_with_exact_counts() {
+    if !available("go", &["version"], "golang-go") {
+        return;
+    }
+    let _one = serial();
+    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallTree, Analysis::Time]);
+    workload(); // before the window: not in it
+    let tmp = scratch("pprof");
+    let url = format!("http://{addr}/debug/pprof/profile?seconds=2");
+    let go = {
+        let tmp = tmp.clone();
+        std::thread::spawn(move || {
+            Command::new("go")
+                .args([
+                    "tool",
+                    "pprof",
+                    "-top",
+                    "-nodecount=1000",
+                    "-nodefraction=0",
+                    "-sample_index=calls",
+                ])
+                .arg(&url)
+                .env("PPROF_TMPDIR", &tmp)
+                .env("HOME", &tmp)
+                .output()
+                .expect("run go tool pprof")
+        })
+    };
+    wait_for_open_window(addr);
+    workload();
+    let out = go.join().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let top = go_pprof::top_rows(&text);
+    let row = |name: &str| {
+        top.iter()
+            .find(|(k, _)| k.ends_with(name))
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    assert_eq!(row("::parse_field"), (120, 120), "\n{text}");
+    assert_eq!(row("::handle_request"), (40, 160), "\n{text}");
+
+    // The saved copy holds the window's sample types and the service label.
+    let saved = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "gz"))
+        .expect("go tool pprof saves what it fetched");
+    let raw = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&saved)
+        .env("HOME", &tmp)
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&raw.stdout);
+    assert!(raw.contains("calls/count[dflt] wall/nanoseconds"), "{raw}");
+    assert!(raw.contains("service_name:[serve-clients-test]"), "{raw}");
+    assert!(raw.contains("Duration: 2"), "{raw}");
+    session.finish();
+}
+
+#[test]
+fn prometheus_scrapes_exact_counts() {
+    if !available("prometheus", &["--version"], "prometheus") {
+        return;
+    }
+    let _one = serial();
+    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallGraph]);
+    workload();
+    let dir = scratch("prometheus");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: cabprof\n    \
+             static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("log")).unwrap())
+        .spawn()
+        .expect("start prometheus");
+    let api: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let query = "/api/v1/query?query=cabprof_function_calls_total";
+    let mut found = None;
+    let mut last = String::new();
+    for _ in 0..120 {
+        std::thread::sleep(Duration::from_millis(500));
+        let Ok(stream) = std::net::TcpStream::connect(api) else {
+            continue;
+        };
+        drop(stream);
+        last = get(api, query).text();
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&last) else {
+            continue;
+        };
+        let results = json["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let value = results.iter().find_map(|r| {
+            let f = r["metric"]["function"].as_str()?;
+            f.ends_with("::parse_field")
+                .then(|| r["value"][1].as_str().map(str::to_owned))?
+        });
+        if let Some(v) = value {
+            found = Some(v);
+            break;
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        found.as_deref(),
+        Some("120"),
+        "Prometheus' answer: {last}\nits log: {}",
+        std::fs::read_to_string(dir.join("log")).unwrap_or_default()
+    );
+    session.finish();
+}
+
+#[test]
+fn chromium_renders_the_page() {
+    if !available("chromium", &["--version"], "chromium") {
+        return;
+    }
+    let _one = serial();
+    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallTree]);
+    workload();
+    let dir = scratch("chromium");
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", dir.display()))
+        .arg("--dump-dom")
+        .arg(format!("http://{addr}/"))
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("<table id=\"top\">"),
+        "no table in the DOM; stderr: {}\n{dom}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in [
+        "it::serve_clients::handle_request",
+        "it::serve_clients::parse_field",
+    ] {
+        assert!(dom.contains(name), "{name} not in the DOM:\n{dom}");
+    }
+    assert!(dom.contains("<svg"), "the flame graph is in the DOM");
+    session.finish();
+}

@@ -1,0 +1,165 @@
+//! Overhead compensation as a user meets it: the calibration stated in the report, the raw
+//! figures kept beside the compensated ones, the time a thread spends inside cabprof (a
+//! snapshot here) taken out of the frames open meanwhile, and reports written before
+//! compensation existed still read back. One session at a time.
+
+use cabprof::{profile, Analysis, ReportData, RunMode, Session};
+use std::time::{Duration, Instant};
+
+use crate::support::SERIAL;
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[profile]
+fn leaf(x: u64) -> u64 {
+    std::hint::black_box(x).wrapping_mul(3)
+}
+
+#[profile]
+fn caller(n: u64) -> u64 {
+    (0..n).fold(0, |a, i| a ^ leaf(i))
+}
+
+/// Spins `spin` and takes a snapshot of the running session in the middle.
+#[profile]
+fn snapshotting(s: &cabprof::Snapshotter, spin: Duration) -> Duration {
+    let t = Instant::now();
+    while t.elapsed() < spin {
+        std::hint::spin_loop();
+    }
+    let taken = Instant::now();
+    let _ = s.snapshot().expect("the session runs");
+    taken.elapsed()
+}
+
+fn entry<'a>(d: &'a ReportData, name: &str) -> &'a cabprof::report::FunctionTimeEntry {
+    let t = d.time.as_ref().expect("time ran");
+    t.functions
+        .iter()
+        .find(|f| d.name(f.method).ends_with(name))
+        .unwrap_or_else(|| panic!("{name} in the report"))
+}
+
+#[test]
+fn the_report_states_the_calibration_and_keeps_the_raw_figures() {
+    let _g = serial();
+    for mode in [
+        RunMode::Exhaustive,
+        RunMode::Sequential,
+        RunMode::sampling(1.0),
+    ] {
+        let s = Session::builder()
+            .analyses(&[Analysis::Time])
+            .mode(mode)
+            .time_raw(true)
+            .start()
+            .unwrap();
+        std::hint::black_box(caller(20_000));
+        let r = s.finish();
+        let t = r.data.time.as_ref().unwrap();
+        let c = t.compensation.as_ref().expect("calibrated");
+        assert!(c.timed_ns > 0.0, "{mode:?}: {c:?}");
+        assert!(
+            c.timed_ns_at_finish.is_some(),
+            "{mode:?}: measured again at finish"
+        );
+        let text = r.text(10);
+        assert!(
+            text.contains("compensated: each timed call's own time less"),
+            "{text}"
+        );
+        if matches!(mode, RunMode::Sampling { .. }) {
+            // A sampling ring may lose any word (the caller's one call among them).
+            continue;
+        }
+        let (l, cl) = (entry(&r.data, "leaf"), entry(&r.data, "caller"));
+        assert_eq!(l.calls, 20_000);
+        // Compensated below raw: the caller loses what its 20 000 timed calls cost it.
+        let raw = cl.raw_inclusive_ns.unwrap();
+        assert!(
+            cl.inclusive_ns < raw,
+            "{mode:?}: {} vs raw {raw}",
+            cl.inclusive_ns
+        );
+        assert!(
+            raw - cl.inclusive_ns >= 0.5 * 20_000.0 * c.timed_ns,
+            "{mode:?}: at least half of the calibrated cost of its calls is taken out"
+        );
+        assert!(l.mean_ns <= l.raw_mean_ns.unwrap());
+        assert!(
+            text.contains("raw incl"),
+            "time_raw shows the raw columns: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_snapshot_is_taken_out_of_the_frames_open_around_it() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time, Analysis::CallTree])
+        .start()
+        .unwrap();
+    // Enough events for the snapshot to have work to do.
+    std::hint::black_box(caller(50_000));
+    let snap_took = snapshotting(&s.snapshotter(), Duration::from_millis(3));
+    let r = s.finish();
+    let f = entry(&r.data, "snapshotting");
+    let t = r.data.time.as_ref().unwrap();
+    let inside = t.inside_cabprof_ns.unwrap();
+    assert!(t.inside_cabprof_entries.unwrap() >= 1);
+    let raw = f.raw_inclusive_ns.unwrap();
+    let snap = snap_took.as_nanos() as f64;
+    assert!(
+        raw >= 3e6 + snap * 0.9,
+        "raw {raw} holds the spin and the snapshot ({snap})"
+    );
+    assert!(
+        f.inclusive_ns <= raw - 0.9 * snap,
+        "the snapshot ({snap} ns) is taken out: {} of raw {raw} (inside cabprof {inside})",
+        f.inclusive_ns
+    );
+    assert!(
+        f.inclusive_ns >= 3e6 * 0.95,
+        "the spin stays: {}",
+        f.inclusive_ns
+    );
+}
+
+#[test]
+fn a_report_without_compensation_reads_back() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    std::hint::black_box(caller(100));
+    let json = s.finish().data.json();
+    // As a report from before compensation existed: none of its fields.
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let t = v["time"].as_object_mut().unwrap();
+    for k in [
+        "compensation",
+        "inside_cabprof_ns",
+        "inside_cabprof_entries",
+        "show_raw",
+    ] {
+        assert!(t.remove(k).is_some(), "{k} is written");
+    }
+    for f in t["functions"].as_array_mut().unwrap() {
+        let f = f.as_object_mut().unwrap();
+        for k in [
+            "raw_inclusive_ns",
+            "raw_exclusive_ns",
+            "raw_mean_ns",
+            "below_resolution",
+        ] {
+            f.remove(k);
+        }
+    }
+    let old = ReportData::from_json(&v.to_string()).expect("an older report reads back");
+    let t = old.time.unwrap();
+    assert!(t.compensation.is_none() && t.functions[0].raw_inclusive_ns.is_none());
+}

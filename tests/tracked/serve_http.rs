@@ -1,0 +1,347 @@
+//! The live endpoint (`SessionBuilder::serve`) over plain HTTP: windows and scrapes hold an
+//! idle thread's events, bad requests get Go's answers, one window runs at a time, hostile
+//! clients do not stop the server, a port in use fails the start.
+
+use crate::serve_support::{get, raw, wait_for_open_window};
+use cabprof::{Analysis, ReportData, Session};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+
+#[cabprof::profile]
+fn alloc_some() -> usize {
+    std::hint::black_box(vec![1u8; 4096]).len()
+}
+
+#[cabprof::profile]
+fn leaf(x: u64) -> u64 {
+    x.wrapping_mul(31).rotate_left(7)
+}
+
+fn start() -> (Session, SocketAddr) {
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::CallTree])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = session.serve_addr().expect("an endpoint");
+    (session, addr)
+}
+
+/// `cabprof_function_calls_total` of the function named `name` (its last path segment).
+fn scraped_calls(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .filter(|l| l.starts_with("cabprof_function_calls_total{"))
+        .find(|l| l.contains(&format!("::{name}\"")))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A worker that makes `n` calls when told and then waits for the next request, never
+/// flushing: an idle thread whose last events may sit in a partly filled ring chunk.
+fn worker() -> (mpsc::Sender<u64>, mpsc::Receiver<()>) {
+    let (work, jobs) = mpsc::channel::<u64>();
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        for n in jobs {
+            let mut acc = 0;
+            for i in 0..n {
+                acc ^= leaf(i);
+            }
+            std::hint::black_box(acc);
+            done.send(()).unwrap();
+        }
+    });
+    (work, finished)
+}
+
+#[test]
+fn an_idle_threads_events_are_in_the_next_scrape_and_window() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let (work, finished) = worker();
+    work.send(1000).unwrap();
+    finished.recv().unwrap();
+    let metrics = get(addr, "/metrics");
+    assert_eq!(metrics.status, 200);
+    assert_eq!(
+        scraped_calls(&metrics.text(), "leaf"),
+        Some(1000),
+        "{}",
+        metrics.text()
+    );
+
+    // A window opened, then 250 calls, then the worker idles again.
+    let window = std::thread::spawn(move || get(addr, "/report.json?seconds=2"));
+    wait_for_open_window(addr);
+    work.send(250).unwrap();
+    finished.recv().unwrap();
+    let answer = window.join().unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let data = ReportData::from_json(&answer.text()).expect("the window reads as a report");
+    assert_eq!(data.calls("leaf"), 250, "the window's calls");
+    assert!(data.session.elapsed_s >= 2.0 && data.session.elapsed_s < 60.0);
+
+    // Counters only grow.
+    assert_eq!(
+        scraped_calls(&get(addr, "/metrics").text(), "leaf"),
+        Some(1250)
+    );
+    drop(work);
+    let report = session.finish();
+    assert_eq!(report.data.calls("leaf"), 1250);
+}
+
+#[test]
+fn bad_requests_get_gos_answers() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    for bad in ["abc", "0", "-5", "301", "99999999999999999999", "1.5"] {
+        let a = get(addr, &format!("/debug/pprof/profile?seconds={bad}"));
+        assert_eq!(a.status, 400, "seconds={bad}: {}", a.text());
+        assert!(
+            a.text().contains("seconds") && a.text().contains("300"),
+            "{}",
+            a.text()
+        );
+        assert!(a.head.contains("text/plain"), "{}", a.head);
+        let a = get(addr, &format!("/report.json?seconds={bad}"));
+        assert_eq!(a.status, 400, "report.json seconds={bad}");
+    }
+    assert_eq!(get(addr, "/no/such/path").status, 404);
+    assert_eq!(get(addr, "/debug/pprof/heap").status, 404);
+    let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(post.status, 405);
+    // HEAD too: it would open a window (and get a body) for an answer it throws away.
+    let head = raw(
+        addr,
+        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(head.status, 405);
+    let long = format!("/metrics?{}", "x".repeat(20_000));
+    assert_eq!(get(addr, &long).status, 431, "a 20 KB request line");
+    assert_eq!(raw(addr, b"NONSENSE\r\n\r\n").status, 400);
+    // Still serving.
+    assert_eq!(get(addr, "/metrics").status, 200);
+    session.finish();
+}
+
+#[test]
+fn one_window_at_a_time() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let first = std::thread::spawn(move || get(addr, "/debug/pprof/profile?seconds=2"));
+    wait_for_open_window(addr);
+    let second = get(addr, "/debug/pprof/profile?seconds=1");
+    assert_eq!(second.status, 429, "{}", second.text());
+    assert!(second.head.contains("Retry-After"), "{}", second.head);
+    // Scrapes are not windows: answered meanwhile.
+    assert_eq!(get(addr, "/metrics").status, 200);
+    let first = first.join().unwrap();
+    assert_eq!(first.status, 200);
+    assert_eq!(&first.body[..2], &[0x1f, 0x8b], "gzip");
+    session.finish();
+}
+
+#[test]
+fn hostile_clients_do_not_stop_the_server() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    leaf(1);
+    // Many at once: each is answered, at worst with 503 when the queue is full.
+    let many: Vec<_> = (0..64)
+        .map(|_| std::thread::spawn(move || get(addr, "/metrics").status))
+        .collect();
+    for c in many {
+        let status = c.join().unwrap();
+        assert!(status == 200 || status == 503, "status {status}");
+    }
+    // Clients that send nothing, and one that asks and never reads.
+    let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let mut deaf = TcpStream::connect(addr).unwrap();
+    deaf.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let a = get(addr, "/metrics");
+    assert_eq!(a.status, 200);
+    assert_eq!(scraped_calls(&a.text(), "leaf"), Some(1));
+    drop((silent, deaf));
+    session.finish();
+}
+
+/// A client that trickles its request a byte a second is cut off once the whole head has
+/// taken the read timeout (5 s), not kept as long as each byte comes in time.
+#[test]
+fn a_trickling_client_is_cut_off() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .unwrap();
+    let head = b"GET /metrics HTTP/1.1\r\nHost: a-very-slow-client.example\r\n\r\n";
+    let mut answer = Vec::new();
+    let mut sent = 0;
+    for &b in head.iter() {
+        if c.write_all(&[b]).is_err() {
+            break;
+        }
+        sent += 1;
+        let mut buf = [0u8; 256];
+        match std::io::Read::read(&mut c, &mut buf) {
+            Ok(n) if n > 0 => {
+                answer.extend_from_slice(&buf[..n]);
+                break;
+            }
+            Ok(_) => break,
+            Err(_) => {} // nothing yet: a second went by
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "{sent} bytes sent: {answer:?}"
+    );
+    assert!(sent < 20, "cut off after {sent} bytes, about a second each");
+    session.finish();
+}
+
+#[test]
+fn a_port_in_use_fails_the_start_naming_it() {
+    let _one = crate::serial();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let e = Session::builder().serve(&addr).start().unwrap_err();
+    assert!(e.to_string().contains(&addr), "{e}");
+    let e = Session::builder().serve("0.0.0.0:0").start().unwrap_err();
+    assert!(e.to_string().contains("not loopback"), "{e}");
+    // Neither left a session running.
+    let (session, _) = start();
+    session.finish();
+}
+
+#[test]
+fn the_endpoint_stops_with_the_session() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    assert_eq!(get(addr, "/metrics").status, 200);
+    session.finish();
+    // The port is free again: this process can listen there.
+    let mut freed = false;
+    for _ in 0..500 {
+        if TcpListener::bind(addr).is_ok() {
+            freed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(freed, "{addr} still taken after the session finished");
+}
+
+/// The value of the sample line starting with `prefix`.
+fn sample(text: &str, prefix: &str) -> Option<String> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .map(str::to_owned)
+}
+
+#[test]
+fn metrics_hold_durations_and_allocated_bytes() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::Time, Analysis::Allocations])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    for i in 0..500 {
+        std::hint::black_box(leaf(i));
+    }
+    for _ in 0..10 {
+        alloc_some();
+    }
+    let text = get(addr, "/metrics").text();
+    let f = "{function=\"tracked::serve_http::leaf\"";
+    assert_eq!(
+        sample(
+            &text,
+            &format!("cabprof_function_duration_seconds_count{f}")
+        )
+        .as_deref(),
+        Some("500"),
+        "{text}"
+    );
+    // Cumulative buckets (the label order is the encoder's), the last one all calls.
+    let buckets: Vec<u64> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("cabprof_function_duration_seconds_bucket{")
+                && l.contains("function=\"tracked::serve_http::leaf\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        buckets.len() >= 2 && buckets.windows(2).all(|w| w[0] <= w[1]),
+        "{buckets:?}"
+    );
+    assert_eq!(buckets.last(), Some(&500));
+    assert!(
+        text.contains("le=\"+Inf\",function=\"tracked::serve_http::leaf\"} 500"),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "cabprof_function_allocated_bytes_total{function=\"tracked::serve_http::alloc_some\"}"
+        )
+        .as_deref(),
+        Some("40960"),
+        "{text}"
+    );
+    assert!(text.contains("cabprof_events_total "), "{text}");
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+    session.finish();
+}
+
+/// Sampling mode is different: the analyzer takes only the chunks a producer has published
+/// (it cannot trust a slot the producer may be overwriting), so an idle thread's partly
+/// filled chunk is held back, and only bounded (`events_in_flight`), until the thread calls
+/// `cabprof::flush_thread()`; then the next scrape counts it.
+#[test]
+fn sampling_holds_an_idle_threads_tail_back_until_it_flushes() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .sampling(0.5)
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    let (tell, told) = mpsc::channel::<()>();
+    let (done, finished) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        for i in 0..1000 {
+            std::hint::black_box(leaf(i));
+        }
+        done.send(()).unwrap();
+        told.recv().unwrap(); // idle, as a worker waiting for its next request
+        cabprof::flush_thread();
+        done.send(()).unwrap();
+        let _ = told.recv();
+    });
+    let events = || {
+        let text = get(addr, "/metrics").text();
+        text.lines()
+            .find(|l| l.starts_with("cabprof_events_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no cabprof_events_total in\n{text}"))
+    };
+    finished.recv().unwrap();
+    assert!(events() < 2000, "the tail is held back");
+    assert!(session.snapshot().unwrap().data.events_in_flight > 0);
+    tell.send(()).unwrap();
+    finished.recv().unwrap();
+    // A call and a return each, and the thread's own words (its name registration).
+    assert!(events() >= 2000, "flushed, the tail is counted");
+    drop(tell);
+    worker.join().unwrap();
+    session.finish();
+}
