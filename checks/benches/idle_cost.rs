@@ -255,10 +255,7 @@ fn profiled(src: &[u8]) -> f64 {
         .expect("no other session runs in this bench");
     let ns = time(src, parse_annotated);
     let r = s.finish();
-    assert_eq!(
-        r.totals.dropped, 0,
-        "an exhaustive session drops nothing"
-    );
+    assert_eq!(r.totals.dropped, 0, "an exhaustive session drops nothing");
     ns
 }
 
