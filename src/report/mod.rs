@@ -122,7 +122,10 @@ pub struct Report {
     /// Opens the runtime's scope the fields below are dropped in (the first field).
     #[allow(dead_code, reason = "never read: being dropped first is its use")]
     drop_start: runtime::RuntimeDropStart,
-    /// The runtime's report, with the live analysis objects (the data below is made from it).
+    /// The runtime's report, with the live analysis objects the data below is made from: the
+    /// live endpoint reads the time histograms from them. Without `serve` nothing does, and
+    /// it is dropped once the data is made.
+    #[cfg(feature = "serve")]
     pub(crate) runtime: runtime::Report<AnalysisSet>,
     /// The same, as plain data (what the JSON holds and every rendering reads).
     pub data: ReportData,
@@ -138,8 +141,12 @@ impl Report {
         runtime.analysis.complete_counts();
         let data = ReportData::from_runtime(&runtime);
         let (drop_start, drop_end) = runtime::drop_as_runtime_work();
+        // Inside the runtime's scope: its blocks are freed as the runtime's, not the program's.
+        #[cfg(not(feature = "serve"))]
+        drop(runtime);
         Report {
             drop_start,
+            #[cfg(feature = "serve")]
             runtime,
             data,
             drop_end,
