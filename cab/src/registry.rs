@@ -177,13 +177,23 @@ static TABLE: Mutex<Table> = Mutex::new(Table {
 });
 
 /// Strip the marker item's name (and the `{{closure}}` an `async fn` body adds) and, when it
-/// lies inside it, the module path.
+/// lies inside it, the module path. A function defined inside another profiled one sits in
+/// that one's body closure (`outer::{{closure}}::inner`): its name leaves the closure out, as
+/// the source does. That name is made once per function and kept for the process (leaked),
+/// like every other name in the table.
 fn display_name(type_name: &'static str, module_path: &str) -> &'static str {
     let mut full = type_name
         .strip_suffix("::__cabprof_here")
         .unwrap_or(type_name);
     while let Some(f) = full.strip_suffix("::{{closure}}") {
         full = f;
+    }
+    if full.contains("::{{closure}}::") {
+        let mut owned = full.to_owned();
+        while owned.contains("::{{closure}}::") {
+            owned = owned.replace("::{{closure}}::", "::");
+        }
+        full = Box::leak(owned.into_boxed_str());
     }
     match full.strip_prefix(module_path) {
         Some(rest) if rest.starts_with("::") => &rest[2..],
@@ -555,6 +565,13 @@ mod tests {
         assert_eq!(
             display_name("app::fetch::{{closure}}::__cabprof_here", "app"),
             "fetch"
+        );
+        assert_eq!(
+            display_name(
+                "app::outer::{{closure}}::{{closure}}::inner::__cabprof_here",
+                "app"
+            ),
+            "outer::inner"
         );
     }
 

@@ -387,6 +387,19 @@ fn has_impl_trait(ty: &Type) -> bool {
     f.0
 }
 
+/// Whether a type mentions a macro (`-> my_iter!()`), whose expansion the attribute cannot see.
+fn has_type_macro(ty: &Type) -> bool {
+    struct Find(bool);
+    impl VisitMut for Find {
+        fn visit_type_macro_mut(&mut self, _: &mut syn::TypeMacro) {
+            self.0 = true;
+        }
+    }
+    let mut f = Find(false);
+    f.visit_type_mut(&mut ty.clone());
+    f.0
+}
+
 /// Whether the body's value must be checked against the return type as a `return` operand,
 /// not as a `match` arm: the return type mentions an `impl Trait` (in the body an inference
 /// variable, which a `match` does not pass on to its arms, so a closure `|s| s.len()` returned
@@ -409,8 +422,8 @@ fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
 /// `#[profile]` (paths and memory instrument the body itself, so they keep one body), not
 /// `async` (a future of its own), `unsafe` or variadic (the body's context would change),
 /// `#[track_caller]` (a closure would be the caller `Location::caller` sees), nor returning
-/// `!` (no closure type can say it) or an `impl Trait` (which a closure's return type cannot
-/// name).
+/// `!` (a function that never returns gains nothing from an idle copy), an `impl Trait`
+/// (which a closure's return type cannot name) or a macro's type (which may be one).
 fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
     !opts.paths
         && !opts.memory
@@ -420,7 +433,9 @@ fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
         && !attrs.iter().any(|a| a.path().is_ident("track_caller"))
         && match &sig.output {
             ReturnType::Default => true,
-            ReturnType::Type(_, ty) => !matches!(**ty, Type::Never(_)) && !has_impl_trait(ty),
+            ReturnType::Type(_, ty) => {
+                !matches!(**ty, Type::Never(_)) && !has_impl_trait(ty) && !has_type_macro(ty)
+            }
         }
 }
 
@@ -736,6 +751,17 @@ mod tests {
                 quote!(
                     fn f() -> Box<impl Fn()> {
                         Box::new(|| ())
+                    }
+                )
+            ),
+            "guard"
+        );
+        assert_eq!(
+            form(
+                plain(),
+                quote!(
+                    fn f() -> iter_of!(u8) {
+                        [0].into_iter()
                     }
                 )
             ),

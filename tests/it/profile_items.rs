@@ -402,3 +402,39 @@ fn track_caller_still_sees_its_caller() {
     let idle = (where_called(), line!());
     assert_eq!(idle.0, idle.1);
 }
+
+#[profile]
+fn outer_fn(x: u32) -> u32 {
+    #[profile]
+    fn inner_fn(x: u32) -> u32 {
+        x + 1
+    }
+    inner_fn(x) * 2
+}
+
+macro_rules! iter_of {
+    ($t:ty) => { impl Iterator<Item = $t> };
+}
+
+#[profile]
+fn counted_to(n: u8) -> iter_of!(u8) {
+    0..n
+}
+
+#[test]
+fn a_function_inside_a_profiled_one_keeps_its_source_name() {
+    let _g = serial();
+    let (r, ev) = record(|| (outer_fn(3), counted_to(3).sum::<u8>()));
+    assert_eq!(r, (8, 3));
+    assert_eq!(
+        calls(&ev),
+        [
+            "+root>outer_fn",
+            "+outer_fn>outer_fn::inner_fn",
+            "-outer_fn::inner_fn",
+            "-outer_fn",
+            "+root>counted_to",
+            "-counted_to"
+        ]
+    );
+}
