@@ -33,11 +33,28 @@ fn example_binary() -> std::path::PathBuf {
         .join("interrupt")
 }
 
+/// A child that takes Ctrl-C as it would from a terminal: SIGINT at its default action,
+/// whatever this process inherited. A shell starts a background job (`cmd &` in a script,
+/// `nohup`) with SIGINT ignored, the child inherits that, and cabprof leaves a signal the
+/// program ignores ignored, so `kill -INT` would not end it.
+#[cfg(unix)]
+fn default_sigint(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls `signal`, which is
+    // async-signal-safe, and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
 #[test]
 #[cfg(unix)]
 fn sigint_produces_a_complete_exact_report() {
     let per: u64 = 123_457; // not a multiple of any chunk: the tails are partial chunks
-    let mut child = Command::new(example_binary())
+    let mut child = default_sigint(&mut Command::new(example_binary()))
         .arg(per.to_string())
         .env("CABPROF_BUFFER", "64K")
         .env("CABPROF_CHUNK", "4K")

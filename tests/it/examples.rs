@@ -116,13 +116,30 @@ fn cache_sim_compares_naive_and_blocked() {
     }
 }
 
+/// A child that takes Ctrl-C as it would from a terminal: SIGINT at its default action,
+/// whatever this process inherited. A shell starts a background job (`cmd &` in a script,
+/// `nohup`) with SIGINT ignored, the child inherits that, and cabprof leaves a signal the
+/// program ignores ignored, so `kill -INT` would not end it.
+#[cfg(unix)]
+fn default_sigint(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls `signal`, which is
+    // async-signal-safe, and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
 #[test]
 #[cfg(unix)]
 fn service_survives_load_and_reports_completely_on_sigint() {
     let dir = std::env::temp_dir().join(format!("cabprof-service-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let requests = 20_000u64;
-    let mut child = Command::new(examples_dir().join("service"))
+    let mut child = default_sigint(&mut Command::new(examples_dir().join("service")))
         .args([
             "--requests",
             &requests.to_string(),
