@@ -98,13 +98,14 @@ struct ThreadState {
     polls: Vec<Polling>,
     /// The last word opened a frame or poll: a `Time` now is its start stamp.
     just_opened: bool,
-    /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`] if none.
+    /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`](stack::NO_STAMP) if
+    /// none.
     pending_end: u64,
     /// [`cost`](Self::cost) at `pending_end`: what comes after the closing stamp (a stall
     /// while its word was pushed) is outside the frame.
     end_cost: u64,
-    /// [`Open::last`] for calls from the root (an empty stack), and whether it was outermost
-    /// ([`LAST_OUTER`] or 0).
+    /// [`Open::last`](stack::Open::last) for calls from the root (an empty stack), and whether
+    /// it was outermost ([`LAST_OUTER`](stack::LAST_OUTER) or 0).
     root_last: Callee,
     root_last_outer: u8,
     /// What is open on this thread, parked stacks included.
@@ -113,7 +114,7 @@ struct ThreadState {
     base: u32,
     /// What the instrumentation and cabprof itself cost this thread so far, in 1/256 ticks
     /// (wrapping): every call adds its cost, every `Stall` its ticks. A frame loses what this
-    /// grew by while it was open (see [`Compensation`](super::Compensation)).
+    /// grew by while it was open (see [`Compensation`]).
     cost: u64,
 }
 
