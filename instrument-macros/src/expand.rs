@@ -1,56 +1,17 @@
-//! Generating the instrumented item.
-//!
-//! A profiled function keeps its signature and attributes. Most bodies become:
-//!
-//! ```text
-//! {
-//!     fn __cabprof_here() {}                      // its type name is the function's path
-//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None);
-//!     ::cabprof::__private::run(&__CABPROF_SITE, move || -> Ret { <the original statements> })
-//! }
-//! ```
-//!
-//! `run` checks for a session (one load, one branch) and calls the closure either bare or
-//! inside a recorded frame, so the compiler makes an idle copy of the body that needs no guard
-//! (see `as_closure` for the functions that keep one body, and `__private::run` for why).
-//! The closure's return type is the function's, which `?` in the body needs.
-//!
-//! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `-> !`, `-> impl Trait`)
-//! keep one body behind a guard:
-//!
-//! ```text
-//! {
-//!     fn __cabprof_here() {}
-//!     static __CABPROF_SITE: Site = Site::new(..., paths);
-//!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
-//!     match ::cabprof::__private::enter(&__CABPROF_SITE) {   // enter_paths with `paths`
-//!         ref mut __cabprof_frame => { <the original statements, instrumented for paths / memory> }
-//!     }
-//! }
-//! ```
-//!
-//! The guard is a temporary of the function's tail, so it is dropped last, after the
-//! temporaries of the body's own tail expression (see `function`). A function whose return type
-//! mentions an `impl Trait` and that ends in a tail expression gets
-//! `let __cabprof_frame = &mut enter(..); return { <statements> };` instead, so that the tail is
-//! still checked against the return type (see `tail_needs_return`); the guard, an extended
-//! temporary, is again dropped after the `return` statement's temporaries.
-//!
-//! An `async fn` keeps its signature too; its body becomes
-//! `instrument::<Ret, _>(&__CABPROF_SITE, async move { <statements> }).await`, so the frame is
-//! the inner future's lifetime (first poll to completion) and `return`/`?` in the body still
-//! leave the body.
+//! Expanding the attribute: parsing its options, finding the functions of the item it is on
+//! (directly, or inside an `impl`, trait or inline module, where small functions are left
+//! alone), and handing each to [`body::function`](crate::body::function), which writes its new
+//! body. A profiled function keeps its signature and attributes.
 //!
 //! On a misuse, the original item is emitted unchanged next to a `compile_error!` pointing at
 //! the offending tokens, so the user sees one error.
 
 use crate::attr::Options;
 use crate::source::first_span;
-use crate::{memory, paths};
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{quote, ToTokens};
 use syn::visit_mut::VisitMut;
-use syn::{Attribute, Block, Expr, ImplItem, Item, ReturnType, Signature, Stmt, TraitItem, Type};
+use syn::{Attribute, Block, Expr, ImplItem, Item, Signature, TraitItem};
 
 /// The attribute: parse `attr`, then instrument `item`, or (not `enabled`) hand it back
 /// unchanged. A bad option is an error next to the unchanged item, enabled or not.
@@ -186,7 +147,7 @@ fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> sy
                      time, where there is no session to record to",
                 ));
             }
-            function(opts, &f.attrs, &mut f.sig, &mut f.block)
+            crate::body::function(opts, &f.attrs, &mut f.sig, &mut f.block)
         }
         Item::Const(syn::ItemConst { expr, .. }) | Item::Static(syn::ItemStatic { expr, .. }) => {
             match &**expr {
@@ -220,7 +181,10 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                 && !has_profile(&f.attrs)
                 && !left_alone_as_small(opts, &f.sig, &f.block) =>
         {
-            collect(function(opts, &f.attrs, &mut f.sig, &mut f.block), errors);
+            collect(
+                crate::body::function(opts, &f.attrs, &mut f.sig, &mut f.block),
+                errors,
+            );
         }
         Item::Impl(i) if !has_profile(&i.attrs) => {
             for it in &mut i.items {
@@ -229,7 +193,10 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                         && !has_profile(&f.attrs)
                         && !left_alone_as_small(opts, &f.sig, &f.block)
                     {
-                        collect(function(opts, &f.attrs, &mut f.sig, &mut f.block), errors);
+                        collect(
+                            crate::body::function(opts, &f.attrs, &mut f.sig, &mut f.block),
+                            errors,
+                        );
                     }
                 }
             }
@@ -246,7 +213,10 @@ fn nested_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) {
                         None => false,
                     };
                     if let (true, Some(block)) = (instrument, &mut f.default) {
-                        collect(function(opts, &f.attrs, &mut f.sig, block), errors);
+                        collect(
+                            crate::body::function(opts, &f.attrs, &mut f.sig, block),
+                            errors,
+                        );
                     }
                 }
             }
@@ -372,207 +342,6 @@ fn has_profile(attrs: &[Attribute]) -> bool {
             .last()
             .is_some_and(|s| s.ident == "profile")
     })
-}
-
-/// Whether a type mentions `impl Trait` (which cannot be written in a turbofish).
-fn has_impl_trait(ty: &Type) -> bool {
-    struct Find(bool);
-    impl VisitMut for Find {
-        fn visit_type_impl_trait_mut(&mut self, _: &mut syn::TypeImplTrait) {
-            self.0 = true;
-        }
-    }
-    let mut f = Find(false);
-    f.visit_type_mut(&mut ty.clone());
-    f.0
-}
-
-/// Whether a type mentions a macro (`-> my_iter!()`), whose expansion the attribute cannot see.
-fn has_type_macro(ty: &Type) -> bool {
-    struct Find(bool);
-    impl VisitMut for Find {
-        fn visit_type_macro_mut(&mut self, _: &mut syn::TypeMacro) {
-            self.0 = true;
-        }
-    }
-    let mut f = Find(false);
-    f.visit_type_mut(&mut ty.clone());
-    f.0
-}
-
-/// Whether the body's value must be checked against the return type as a `return` operand,
-/// not as a `match` arm: the return type mentions an `impl Trait` (in the body an inference
-/// variable, which a `match` does not pass on to its arms, so a closure `|s| s.len()` returned
-/// as `impl Fn(&str) -> usize` would lose its parameter types, E0282), and the body ends in a
-/// tail expression that can be that value. Tails that diverge as written (a macro such as
-/// `todo!()`, `return`, `loop`) keep the `match`: after them, the `return` would be unreachable
-/// code, a warning in the user's crate.
-fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
-    matches!(&sig.output, ReturnType::Type(_, ty) if has_impl_trait(ty))
-        && matches!(
-            block.stmts.last(),
-            Some(Stmt::Expr(e, None)) if !matches!(
-                e,
-                Expr::Macro(_) | Expr::Return(_) | Expr::Loop(_) | Expr::Break(_) | Expr::Continue(_)
-            )
-        )
-}
-
-/// Whether the body becomes a closure run by `__private::run` (see the module docs): a plain
-/// `#[profile]` (paths and memory instrument the body itself, so they keep one body), not
-/// `async` (a future of its own), `unsafe` or variadic (the body's context would change),
-/// `#[track_caller]` (a closure would be the caller `Location::caller` sees), nor returning
-/// `!` (a function that never returns gains nothing from an idle copy), an `impl Trait`
-/// (which a closure's return type cannot name) or a macro's type (which may be one).
-fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
-    !opts.paths
-        && !opts.memory
-        && sig.asyncness.is_none()
-        && sig.unsafety.is_none()
-        && sig.variadic.is_none()
-        && !attrs.iter().any(|a| a.path().is_ident("track_caller"))
-        && match &sig.output {
-            ReturnType::Default => true,
-            ReturnType::Type(_, ty) => {
-                !matches!(**ty, Type::Never(_)) && !has_impl_trait(ty) && !has_type_macro(ty)
-            }
-        }
-}
-
-/// Instrument one function body in place.
-fn function(
-    opts: &Options,
-    attrs: &[Attribute],
-    sig: &mut Signature,
-    block: &mut Block,
-) -> syn::Result<()> {
-    let is_async = sig.asyncness.is_some();
-    let by_return = tail_needs_return(sig, block);
-    let mut items = TokenStream::new();
-    let mut paths_arg = quote!(::core::option::Option::None);
-    let mut frame_args = None;
-    if opts.paths {
-        let out = paths::instrument(block, opts.path_limit())?;
-        items = out.items;
-        paths_arg = quote!(::core::option::Option::Some(&__CABPROF_PATHS));
-        frame_args = Some((out.num_paths, out.hashed));
-    }
-    if opts.memory {
-        memory::instrument(block);
-    }
-    // `line!()` spanned at the name: the line of the fn's name.
-    let line = quote_spanned!(sig.ident.span()=> ::core::line!());
-    let site = quote! {
-        fn __cabprof_here() {}
-        static __CABPROF_SITE: ::cabprof::__private::Site = ::cabprof::__private::Site::new(
-            || ::cabprof::__private::type_name_of(&__cabprof_here),
-            ::core::module_path!(),
-            ::core::file!(),
-            #line,
-            #paths_arg,
-        );
-        #items
-    };
-    let stmts = std::mem::take(&mut block.stmts);
-    let body = if as_closure(opts, attrs, sig) {
-        // The return type is written out for the closure: a `?` in the body needs it, and the
-        // closure given straight to `run` (which takes an `FnOnce`) may then return borrows of
-        // what it captured, `&mut self.field` included.
-        let ret = match &sig.output {
-            ReturnType::Default => TokenStream::new(),
-            ReturnType::Type(arrow, ty) => quote!(#arrow #ty),
-        };
-        let closure = user_closure(block, ret, &stmts);
-        quote! {
-            #site
-            ::cabprof::__private::run(&__CABPROF_SITE, #closure)
-        }
-    } else if is_async {
-        let ret = match &sig.output {
-            ReturnType::Default => quote!(()),
-            ReturnType::Type(_, ty) if has_impl_trait(ty) => quote!(_),
-            ReturnType::Type(_, ty) => ty.to_token_stream(),
-        };
-        let body = match frame_args {
-            Some((n, hashed)) => user_match(
-                block,
-                quote!(::cabprof::__private::async_paths(&__CABPROF_SITE, #n, #hashed)),
-                &stmts,
-            ),
-            None => quote!(#(#stmts)*),
-        };
-        quote! {
-            #site
-            ::cabprof::__private::instrument::<#ret, _>(&__CABPROF_SITE, async move { #body })
-            .await
-        }
-    } else {
-        // The guard is the scrutinee of the body's `match`, not a `let`: a temporary of the
-        // function's tail, it is dropped after everything the body makes, the temporaries of its
-        // own tail expression included (which edition 2021 drops after the locals). A `let`
-        // guard closed the frame first, and the profiler's exit ran while the tail still held,
-        // say, a lock guard, and the drops that ran after it were attributed to the caller.
-        // When the arm would lose the expected type (see `tail_needs_return`), the statements
-        // are a `return` operand instead, checked like a tail: their temporaries belong to that
-        // statement and are dropped before the locals, the guard (an extended temporary) last.
-        let guard = match frame_args {
-            Some((n, hashed)) => quote! {
-                ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed)
-            },
-            None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
-        };
-        if by_return {
-            quote! {
-                #site
-                let __cabprof_frame = &mut #guard;
-                return { #(#stmts)* };
-            }
-        } else {
-            let wrapped = user_match(block, guard, &stmts);
-            quote! {
-                #site
-                #wrapped
-            }
-        }
-    };
-    // The user's braces stay: the fn item's span ends at its closing brace, and a
-    // macro-generated brace there would make the whole item look expanded, so that lints on
-    // the fn (`new_without_default`, `result_large_err`, ...) would skip it.
-    block.stmts = syn::parse::Parser::parse2(Block::parse_within, body)?;
-    Ok(())
-}
-
-/// `move || -> Ret { stmts }`, spanned at the user's body as [`user_match`] spans its `match`:
-/// clippy skips a closure from another expansion, and with it lints on the user's body
-/// (`needless_return`) and on the tail's value flowing out (`needless_borrow`).
-fn user_closure(block: &Block, ret: TokenStream, stmts: &[Stmt]) -> TokenStream {
-    use proc_macro2::{Delimiter, Group};
-    let at = block.brace_token.span.join();
-    let mut body = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
-    body.set_span(at);
-    let head = quote_spanned!(at=> move ||);
-    quote!(#head #ret #body)
-}
-
-/// `match guard { ref mut __cabprof_frame => { stmts } }`, its `match`, arm and braces spanned
-/// at the user's body (`block`'s braces), the guard and the binding's name at the call site.
-///
-/// Clippy decides much from the expressions around the user's: whether a `&x` at the tail is
-/// needless depends on where its value goes, and the walk up to there gives up at a parent from
-/// another expansion than the expression's. With the match and its arm in the user's context,
-/// the tail's value flows out as it did in the plain body. The match itself is not linted as
-/// the user's: clippy's `match` lints check that the source text at its span starts with
-/// `match`, and the user's body starts with `{`.
-fn user_match(block: &Block, guard: TokenStream, stmts: &[Stmt]) -> TokenStream {
-    use proc_macro2::{Delimiter, Group};
-    let at = block.brace_token.span.join();
-    let mut arm = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
-    arm.set_span(at);
-    let by_ref = quote_spanned!(at=> ref mut);
-    let mut arms = Group::new(Delimiter::Brace, quote!(#by_ref __cabprof_frame => #arm));
-    arms.set_span(at);
-    let kw = quote_spanned!(at=> match);
-    quote!(#kw #guard #arms)
 }
 
 #[cfg(test)]

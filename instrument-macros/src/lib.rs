@@ -23,6 +23,7 @@
 //! - `source`: source lines and snippets for decoded paths.
 
 mod attr;
+mod body;
 mod expand;
 mod memory;
 mod paths;
