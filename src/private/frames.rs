@@ -56,16 +56,11 @@ pub(super) const UNTIMED: u64 = u64::MAX;
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
     let key = session_key();
-    let e = if key == 0 {
+    FrameGuard::from(if key == 0 {
         Entry::IDLE
     } else {
         enter_recorded::<true>(site, key)
-    };
-    FrameGuard {
-        callee: e.callee(),
-        caller: e.caller(),
-        start: e.start,
-    }
+    })
 }
 
 /// Run the body of `site`'s function, the form `#[profile]` gives most functions: with no
@@ -75,21 +70,16 @@ pub fn enter(site: &'static Site) -> FrameGuard {
 /// The body is a closure called at two places, so the compiler compiles it (or inlines it)
 /// twice: an idle copy that is the plain function behind the check, and a recorded one. A
 /// guard around a single body costs more with no session running, since the guard's state
-/// lives across the body in a saved register and is tested at every exit (a parser of ~3 ns
-/// methods ran at 1.6x its plain time that way, against 1.2x for this form;
-/// `cargo bench -p cabprof-checks --bench idle_cost`, docs/PERFORMANCE.md).
+/// lives across the body in a saved register and is tested at every exit: on small methods
+/// that is most of the idle cost (`cargo bench -p cabprof-checks --bench idle_cost`; figures
+/// in docs/PERFORMANCE.md).
 #[inline(always)]
 pub fn run<R>(site: &'static Site, body: impl FnOnce() -> R) -> R {
     let key = session_key();
     if key == 0 {
         return body();
     }
-    let e = enter_recorded::<true>(site, key);
-    let _frame = FrameGuard {
-        callee: e.callee(),
-        caller: e.caller(),
-        start: e.start,
-    };
+    let _frame = FrameGuard::from(enter_recorded::<true>(site, key));
     body()
 }
 
@@ -119,6 +109,17 @@ impl Entry {
     #[inline(always)]
     pub(super) fn caller(self) -> u32 {
         (self.ids >> 32) as u32
+    }
+}
+
+impl From<Entry> for FrameGuard {
+    #[inline(always)]
+    fn from(e: Entry) -> FrameGuard {
+        FrameGuard {
+            callee: e.callee(),
+            caller: e.caller(),
+            start: e.start,
+        }
     }
 }
 
