@@ -141,3 +141,13 @@ pub use session::{Session, SessionBuilder, Snapshotter};
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;
+
+/// The starter the code `#[profile]` generates gives every function's `Site`: the process's
+/// first instrumented event runs it to decide whether the `CABPROF=1` session starts. Handed
+/// over by the generated code, so that `__private`, which every event runs through, has no
+/// path to the process-wide session. Not a public API.
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
+pub fn __first_event() -> bool {
+    process::decide()
+}

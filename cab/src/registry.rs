@@ -50,6 +50,16 @@ pub struct Site {
     file: &'static str,
     line: u32,
     paths: Option<&'static PathNumbering>,
+    /// What the process's first instrumented event runs before anything is recorded: it
+    /// decides whether a session the process starts by itself runs (the facade's `CABPROF=1`
+    /// session) and says whether one records now. The generated code names it, so the code
+    /// every event runs through has no path to what starts sessions.
+    first_event: fn() -> bool,
+}
+
+/// [`Site::first_event`] of a site that never starts anything.
+fn starts_nothing() -> bool {
+    false
 }
 
 impl Site {
@@ -62,6 +72,7 @@ impl Site {
         file: &'static str,
         line: u32,
         paths: Option<&'static PathNumbering>,
+        first_event: fn() -> bool,
     ) -> Site {
         Site {
             id: AtomicU32::new(0),
@@ -70,6 +81,7 @@ impl Site {
             file,
             line,
             paths,
+            first_event,
         }
     }
 
@@ -85,6 +97,7 @@ impl Site {
             file: "",
             line: 0,
             paths: None,
+            first_event: starts_nothing,
         }
     }
 
@@ -105,6 +118,13 @@ impl Site {
     /// The path numbering emitted with this function, if it was instrumented with `paths`.
     pub fn paths(&self) -> Option<&'static PathNumbering> {
         self.paths
+    }
+
+    /// Run the decision of the process's first event (see [`Activity::Undecided`]
+    /// (crate::runtime::Activity::Undecided)): whether a session records now.
+    #[cold]
+    pub fn first_event(&self) -> bool {
+        (self.first_event)()
     }
 }
 

@@ -5,7 +5,8 @@
 //! ```text
 //! {
 //!     fn __cabprof_here() {}                      // its type name is the function's path
-//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None);
+//!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None,
+//!                                             ::cabprof::__first_event);  // see Site
 //!     ::cabprof::__private::run(&__CABPROF_SITE, move || -> Ret { <the original statements> })
 //! }
 //! ```
@@ -21,7 +22,7 @@
 //! ```text
 //! {
 //!     fn __cabprof_here() {}
-//!     static __CABPROF_SITE: Site = Site::new(..., paths);
+//!     static __CABPROF_SITE: Site = Site::new(..., paths, ::cabprof::__first_event);
 //!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
 //!     match ::cabprof::__private::enter(&__CABPROF_SITE) {   // enter_paths with `paths`
 //!         ref mut __cabprof_frame => { <the original statements, instrumented for paths / memory> }
@@ -144,6 +145,7 @@ pub(crate) fn function(
             ::core::file!(),
             #line,
             #paths_arg,
+            ::cabprof::__first_event,
         );
         #items
     };

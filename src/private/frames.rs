@@ -150,7 +150,7 @@ pub(super) extern "C" fn enter_recorded<const IN_CALLER: bool>(
         || {
             let key = match activity_of(key) {
                 Activity::Recording => key,
-                Activity::Undecided => decided_key(),
+                Activity::Undecided => decided_key(site),
                 Activity::Idle => 0,
             };
             (key != 0).then(|| (key, site.id()))

@@ -145,7 +145,7 @@ impl<F: Future> Future for Instrumented<F> {
         // very first poll: a future that started the session itself (`#[profile] async fn
         // main` whose body calls `start`) is counted from its next poll on, and what it calls
         // from then on names it as the caller. With no session this is one load and a branch.
-        if this.callee == 0 && !this.finished && recording() {
+        if this.callee == 0 && !this.finished && recording(this.site) {
             // The caller is the frame polling us; we become innermost just below.
             let callee = this.site.id();
             let caller = CURRENT.with(Cell::get);

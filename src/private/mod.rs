@@ -64,30 +64,32 @@ pub(super) fn pop(caller: u32) {
     CURRENT.with(|c| c.set(caller));
 }
 
-/// Whether to record: a session runs, or this is the process's first event and it has just
-/// started one (`CABPROF=1`, see [`crate::process`]). With no session: one load, one branch.
+/// Whether to record the event of `site`'s function: a session runs, or this is the process's
+/// first event and the site's [`first_event`](Site::first_event) has just started one. With
+/// no session: one load, one branch.
 #[inline(always)]
-pub(crate) fn recording() -> bool {
-    recording_key() != 0
+pub(crate) fn recording(site: &Site) -> bool {
+    recording_key(site) != 0
 }
 
 /// [`recording`], as the running session's key (0: not recording), for
 /// [`emit_with`](cabprof_cab::runtime::emit_with).
 #[inline(always)]
-fn recording_key() -> u64 {
+fn recording_key(site: &Site) -> u64 {
     let key = session_key();
     match activity_of(key) {
         Activity::Idle => 0,
         Activity::Recording => key,
-        Activity::Undecided => decided_key(),
+        Activity::Undecided => decided_key(site),
     }
 }
 
-/// The first event of the process: decide, then the key of the session that runs (0: none).
+/// The first event of the process: `site`'s starter decides, then the key of the session
+/// that runs (0: none).
 #[cold]
 #[inline(never)]
-pub(super) fn decided_key() -> u64 {
-    if !crate::process::decide() {
+pub(super) fn decided_key(site: &Site) -> u64 {
+    if !site.first_event() {
         return 0;
     }
     let key = session_key();

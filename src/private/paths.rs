@@ -59,7 +59,7 @@ pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
 #[inline(always)]
 pub fn async_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGuard<false> {
     PathGuard {
-        method: if recording() { site.id() } else { 0 },
+        method: if recording(site) { site.id() } else { 0 },
         caller: 0,
         register: 0,
         unwound: num_paths,

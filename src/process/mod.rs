@@ -96,7 +96,8 @@ fn process() -> MutexGuard<'static, Option<Process>> {
 }
 
 /// The first instrumented event of the process: start the process-wide session if `CABPROF`
-/// asks for it, else go idle for good. Whether a session now runs.
+/// asks for it, else go idle for good. Whether a session now runs. Every generated `Site`
+/// carries it (as `crate::__first_event`), and the hot path calls it through the site.
 #[cold]
 #[inline(never)]
 pub(crate) fn decide() -> bool {
