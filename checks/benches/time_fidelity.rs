@@ -98,7 +98,7 @@ fn main() {
     println!(
         "time_fidelity on {}: run({N}) of the program in cabprof_checks::fidelity, {rounds} rounds \
          alternated; ns, medians over rounds; errors in % of plain, median [min, max]",
-        cabprof_checks::bench::cpu_model()
+        cabprof_bench_support::host::cpu_model()
     );
     if !calibrations.is_empty() {
         let col = |f: fn(&cabprof::report::CompensationEntry) -> f64| {

@@ -20,7 +20,7 @@
 //! instructions) kept annotated accessors from being inlined into their callers. Both calls
 //! are `extern "C"` with panics contained, so they cannot unwind and the instrumented
 //! function needs no landing pad for them. With a session the call then costs one call and
-//! return more than an inlined entry would; `cargo bench -p cabprof-checks --bench per_call`
+//! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
 use super::timing::timed;

@@ -85,19 +85,6 @@ pub fn cpus_allowed() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// The CPU model name from /proc/cpuinfo.
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 /// The first three fields of /proc/loadavg.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -22,7 +22,7 @@
 //!
 //! - `cells`: the ring constants, the buffer designs and the cell configurations ([`Cfg`],
 //!   [`cells`]).
-//! - `executor`: the pinned and the free executor thread, and host facts ([`cpu_model`]).
+//! - `executor`: the pinned and the free executor thread, and host facts (its load and allowed cores).
 //! - `probes`: the analyzer's CPU time, and the cost model's recording and replay.
 //! - `measure`: running the cells ([`WorkloadResults`], [`results_key`]).
 //! - `table` and `figures`: the CSV tables of every figure ([`Table`]).
@@ -39,11 +39,12 @@ mod probes;
 mod summary;
 mod table;
 
+pub use cabprof_bench_support::host::cpu_model;
 pub use cells::{
     cells, fig10_analysis, fig11_analyses, fig7_analyses, fig8_analyses, Cfg, BUFFER_BYTES,
     CHUNK_BYTES, FIG10_BUFFERS, FIG10_CHUNK_BYTES, RATES, RECORD_CAP_WORDS,
 };
-pub use executor::{cpu_model, cpus_allowed, loadavg};
+pub use executor::{cpus_allowed, loadavg};
 pub use figures::Model;
 pub use measure::{results_key, Cell, RunOut, WorkloadResults};
 pub use probes::Recording;

@@ -21,7 +21,7 @@
 //! Their ratio (next to the reads / alone) is, as for every comparison in this project, the
 //! median of the per-round ratios with a 95 % bootstrap interval
 //! (`cabprof_bench_support::stats::median_interval`, fixed seed): below 1 only if the whole interval is.
-//! `cargo bench -p cabprof-checks --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (9 to
+//! `cargo bench -p cabprof-per-call --bench clock_cost` (release); `CLOCK_COST_ROUNDS` (9 to
 //! 1000, default 17: `cabprof_bench_support::stats::MIN_ROUNDS` and `ROUNDS`) sets the rounds. x86-64
 //! only (it reads the time-stamp counter directly).
 

@@ -55,7 +55,7 @@
 //! every call), the share of the run the application spent blocked on a full ring, and the
 //! process's peak RSS. Then the targets, each with the measured figure and `met` or `missed`.
 //!
-//! `cargo bench -p cabprof-checks --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (1 to 100,
+//! `cargo bench -p cabprof-per-call --bench per_call` (release, LTO). `PER_CALL_ROUNDS` (1 to 100,
 //! default 3) sets the rounds; `PER_CALL_ONLY=mc,tracy` runs a subset (names as in the list above;
 //! `plain` always runs).
 
@@ -386,7 +386,7 @@ fn release_build() -> Option<std::path::PathBuf> {
             "--profile",
             "release",
             "-p",
-            "cabprof-checks",
+            "cabprof-per-call",
             "--bench",
             "per_call",
             "--no-run",
@@ -524,7 +524,7 @@ fn main() {
     println!(
         "per_call: {CALLS} calls x {REPS} runs per process (median; the first run apart), median \
          of {rounds} rounds, K = {K}, {BATCH} calls per fastrace root / puffin frame; CPU: {}",
-        cabprof_checks::bench::cpu_model()
+        cabprof_bench_support::host::cpu_model()
     );
     println!(
         "{:<34} {:>8} {:>13} {:>7} {:>6} {:>6} {:>8} {:>9} {:>8} {:>8}",
