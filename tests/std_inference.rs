@@ -1,8 +1,14 @@
 //! Instrumented code loads `cabprof` and everything it depends on, with all their trait impls.
 //! None of them may make the standard library's own inference ambiguous: with a JSON crate
-//! whose `Value` implements `PartialEq` for `u8`, `&[]` below has no single element type
-//! (E0282/E0283). Built with cabprof's `serve` feature, whose crates (prometheus-client,
-//! inferno, prost, flate2) are loaded too: `serve_builder` fails to compile without it.
+//! whose `Value` implements `PartialEq` for `u8` loaded, `&[]` below has no single element
+//! type (E0282/E0283) and this file does not compile. Built with the `serve` feature, whose
+//! crates (prometheus-client, inferno, prost, flate2) are loaded too: `serve_builder` does not
+//! compile without it.
+//!
+//! Its own test binary, not a module of `tests/it/`: a crate loads the impls of every crate it
+//! names, and other modules there name dev-dependencies (serde_json among them) that a user's
+//! crate would not load; here only cabprof and its dependency graph are loaded, as in a user's
+//! crate.
 #![deny(warnings)]
 
 #[cabprof::profile]
@@ -19,12 +25,12 @@ impl Holder {
 
 struct Holder(Vec<u8>);
 
-#[allow(dead_code)]
 fn serve_builder() -> cabprof::SessionBuilder {
     cabprof::SessionBuilder::new().serve("127.0.0.1:0")
 }
 
-fn main() {
+#[test]
+fn the_standard_librarys_inference_is_unchanged() {
     let small_vec = small_vec(0);
     assert_eq!(&*small_vec, &[]);
     let h = Holder(vec![1, 2]);
@@ -32,4 +38,5 @@ fn main() {
     assert!(small_vec == []);
     let words = ["a", "b"];
     assert_eq!(words.iter().map(|w| w.len()).sum::<usize>(), 2);
+    assert!(serve_builder().validate().is_ok());
 }
