@@ -40,6 +40,16 @@ fn start(analyses: &[Analysis]) -> (Session, SocketAddr) {
     (session, addr)
 }
 
+/// A child process stopped when this is dropped, on a failed assertion too.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("serve_clients")
@@ -122,40 +132,51 @@ fn prometheus_scrapes_exact_counts() {
     if !available("prometheus", &["--version"], "prometheus") {
         return;
     }
-    let _one = serial();
-    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallGraph]);
-    workload();
-    let dir = scratch("prometheus");
-    let port = {
+    // Prometheus takes seconds to start: it starts before this test takes the session lock,
+    // scraping an address the session will serve on (a target that is down is tried again
+    // at the next interval).
+    let free_port = || {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let (port, target) = (free_port(), free_port());
+    let dir = scratch("prometheus");
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: cabprof\n    \
-             static_configs:\n      - targets: ['{addr}']\n"
+             static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
         ),
     )
     .unwrap();
-    let mut server = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.join("log")).unwrap())
-        .spawn()
-        .expect("start prometheus");
+    let server = Stopped(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let _one = serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::CallGraph])
+        .serve(format!("127.0.0.1:{target}"))
+        .service_name("serve-clients-test")
+        .start()
+        .expect("start a served session");
+    workload();
     let api: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let query = "/api/v1/query?query=cabprof_function_calls_total";
     let mut found = None;
     let mut last = String::new();
-    for _ in 0..120 {
-        std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..600 {
+        std::thread::sleep(Duration::from_millis(100));
         let Ok(stream) = std::net::TcpStream::connect(api) else {
             continue;
         };
@@ -178,8 +199,7 @@ fn prometheus_scrapes_exact_counts() {
             break;
         }
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(
         found.as_deref(),
         Some("120"),
