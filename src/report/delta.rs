@@ -15,6 +15,17 @@ use crate::model::*;
 use std::collections::HashMap;
 use std::hash::Hash;
 
+/// Subtracts from each entry of `$now` (a `&mut Vec` of entries with a `count`) the count of
+/// its match by `$key` in `$then`, and drops the entries left at 0: nothing of them happened
+/// in the window.
+macro_rules! subtract_counts {
+    ($now:expr, $then:expr, $key:expr) => {{
+        let now = $now;
+        subtract_by(&mut now[..], $then, $key, |m, e| sub(&mut m.count, e.count));
+        now.retain(|m| m.count > 0);
+    }};
+}
+
 impl ReportData {
     /// This snapshot minus `earlier`, a snapshot of the same session: a report of the window
     /// between them (see the module docs for what is subtracted and what is kept), with
@@ -34,26 +45,16 @@ impl ReportData {
             }
         }
         if let (Some(now), Some(then)) = (&mut d.method_count, &earlier.method_count) {
-            subtract_by(now, then, |m| m.method, |m, e| sub(&mut m.count, e.count));
-            now.retain(|m| m.count > 0);
+            subtract_counts!(now, then, |m| m.method);
         }
         if let (Some(now), Some(then)) = (&mut d.call_graph, &earlier.call_graph) {
-            subtract_by(
-                now,
-                then,
-                |e| (e.caller, e.callee),
-                |m, e| sub(&mut m.count, e.count),
-            );
-            now.retain(|e| e.count > 0);
+            subtract_counts!(now, then, |e| (e.caller, e.callee));
         }
         if let (Some(now), Some(then)) = (&mut d.call_tree, &earlier.call_tree) {
-            subtract_by(
-                &mut now.patterns,
-                &then.patterns,
-                |p| (p.method, p.callees.clone()),
-                |m, e| sub(&mut m.count, e.count),
-            );
-            now.patterns.retain(|p| p.count > 0);
+            subtract_counts!(&mut now.patterns, &then.patterns, |p| (
+                p.method,
+                p.callees.clone()
+            ));
             subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
                 sub(&mut m.count, e.count)
             });
@@ -62,13 +63,7 @@ impl ReportData {
             }
         }
         if let (Some(now), Some(then)) = (&mut d.paths, &earlier.paths) {
-            subtract_by(
-                now,
-                then,
-                |p| (p.method, p.path),
-                |m, e| sub(&mut m.count, e.count),
-            );
-            now.retain(|p| p.count > 0);
+            subtract_counts!(now, then, |p| (p.method, p.path));
         }
         if let (Some(now), Some(then)) = (&mut d.cache, &earlier.cache) {
             for (m, e) in now.levels.iter_mut().zip(&then.levels) {
