@@ -120,8 +120,9 @@ impl Site {
         self.paths
     }
 
-    /// Run the decision of the process's first event (see [`Activity::Undecided`]
-    /// (crate::runtime::Activity::Undecided)): whether a session records now.
+    /// Run the decision of the process's first event (see
+    /// [`Activity::Undecided`](crate::runtime::Activity::Undecided)): whether a session
+    /// records now.
     #[cold]
     pub fn first_event(&self) -> bool {
         (self.first_event)()
