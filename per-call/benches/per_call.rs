@@ -30,7 +30,7 @@
 //! Peers (dev-dependencies of this crate only), each timing every call:
 //!
 //! - `hotpath`: `#[hotpath::measure]` with its `hotpath` (timing) feature and a guard;
-//! - `tracing`: `#[tracing::instrument]` into a `Registry` with a minimal timing layer (span
+//! - `tracing`: `#[instrument]` (tracing-attributes) into a `Registry` with a minimal timing layer (span
 //!   enter/exit times summed per span name, kept in the span's extensions);
 //! - `fastrace`: `#[fastrace::trace]` under a root span per 1000 calls (as per request; under
 //!   one long-lived root it records only the first 10240 spans), spans reported to a reporter
@@ -126,7 +126,7 @@ fn with_hotpath(x: u64) -> u64 {
     work(x)
 }
 
-#[tracing::instrument(skip_all)]
+#[tracing_attributes::instrument(skip_all)]
 #[inline(never)]
 fn with_tracing(x: u64) -> u64 {
     work(x)

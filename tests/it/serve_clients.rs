@@ -133,20 +133,21 @@ fn prometheus_scrapes_exact_counts() {
         return;
     }
     // Prometheus takes seconds to start: it starts before this test takes the session lock,
-    // scraping an address the session will serve on (a target that is down is tried again
-    // at the next interval).
-    let free_port = || {
+    // and learns the session's address from a target file written once the session serves
+    // (file-based discovery, read again when the file changes).
+    let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let (port, target) = (free_port(), free_port());
     let dir = scratch("prometheus");
     let config = dir.join("prometheus.yml");
+    let targets = dir.join("targets.json");
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: cabprof\n    \
-             static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+             file_sd_configs:\n      - files: ['{}']\n        refresh_interval: 1s\n",
+            targets.display()
         ),
     )
     .unwrap();
@@ -164,13 +165,12 @@ fn prometheus_scrapes_exact_counts() {
             .expect("start prometheus"),
     );
     let _one = serial();
-    let session = Session::builder()
-        .analyses(&[Analysis::MethodCount, Analysis::CallGraph])
-        .serve(format!("127.0.0.1:{target}"))
-        .service_name("serve-clients-test")
-        .start()
-        .expect("start a served session");
+    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallGraph]);
     workload();
+    // Whole or not at all: written beside, then renamed over.
+    let partial = dir.join("targets.json.new");
+    std::fs::write(&partial, format!("[{{\"targets\": [\"{addr}\"]}}]")).unwrap();
+    std::fs::rename(&partial, &targets).unwrap();
     let api: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let query = "/api/v1/query?query=cabprof_function_calls_total";
     let mut found = None;
@@ -194,8 +194,9 @@ fn prometheus_scrapes_exact_counts() {
             f.ends_with("::parse_field")
                 .then(|| r["value"][1].as_str().map(str::to_owned))?
         });
-        if let Some(v) = value {
-            found = Some(v);
+        // Counters only grow: wait for the whole workload's count, not the first seen.
+        found = value;
+        if found.as_deref() == Some("120") {
             break;
         }
     }
