@@ -7,6 +7,7 @@
 //! named after this binary.
 
 use cabprof::report::ReportData;
+use std::future::Future;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -111,6 +112,95 @@ fn the_whole_binary_is_profiled_with_no_code_change() {
     assert_eq!(data.totals.events, 2 * (works + leaves));
     assert_eq!(data.totals.dropped, 0);
     assert_eq!(data.totals.threads, 7, "{:?}", data.threads);
+}
+
+/// Set in a child whose first instrumented event comes from one form of `#[profile]`, which
+/// the value names.
+const FIRST_EVENT_CHILD: &str = "CABPROF_TEST_FIRST_EVENT_CHILD";
+
+/// `-> impl Trait`: the guard form.
+#[cabprof::profile]
+fn evens(n: u64) -> impl Iterator<Item = u64> {
+    (0..n).filter(|x| x % 2 == 0)
+}
+
+#[cabprof::profile(paths)]
+fn collatz_step(x: u64) -> u64 {
+    if x % 2 == 0 {
+        x / 2
+    } else {
+        3 * x + 1
+    }
+}
+
+#[cabprof::profile]
+async fn next_of(x: u64) -> u64 {
+    x + 1
+}
+
+#[cabprof::profile(memory)]
+#[allow(clippy::needless_range_loop)] // indexing is what `memory` records
+fn sum_of(v: &[u64]) -> u64 {
+    let mut s = 0;
+    for i in 0..v.len() {
+        s += v[i];
+    }
+    s
+}
+
+#[test]
+fn first_event_child() {
+    let Some(form) = std::env::var_os(FIRST_EVENT_CHILD) else {
+        return;
+    };
+    let r = match form.to_str().unwrap() {
+        "closure" => leaf(1),
+        "guard" => evens(10).count() as u64,
+        "paths" => collatz_step(7),
+        "async" => {
+            let mut f = std::pin::pin!(next_of(1));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match f.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => v,
+                std::task::Poll::Pending => unreachable!("nothing to wait for"),
+            }
+        }
+        "memory" => sum_of(&[1, 2, 3]),
+        other => panic!("no form {other}"),
+    };
+    std::hint::black_box(r);
+}
+
+/// With `CABPROF=1`, the process's first instrumented event starts the session whichever form
+/// of `#[profile]` emits it (the starter travels in each function's `Site`): the function is
+/// in the report, its one call counted.
+#[test]
+fn every_form_of_the_attribute_starts_the_session_at_the_first_event() {
+    if std::env::var_os(CHILD).is_some() || std::env::var_os(FIRST_EVENT_CHILD).is_some() {
+        return;
+    }
+    for (form, name) in [
+        ("closure", "::leaf"),
+        ("guard", "::evens"),
+        ("paths", "::collatz_step"),
+        ("async", "::next_of"),
+        ("memory", "::sum_of"),
+    ] {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("first_{form}.json"));
+        let _ = std::fs::remove_file(&out);
+        let o = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "first_event_child", "--test-threads=1"])
+            .env(FIRST_EVENT_CHILD, form)
+            .env("CABPROF", "1")
+            .env("CABPROF_PIN", "0")
+            .env("CABPROF_OUTPUT", &out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{form}: {o:?}");
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{form}: {e}"));
+        let data = ReportData::from_json(&text).unwrap();
+        assert_eq!(calls(&data, name), 1, "{form}: {:?}", data.method_count);
+    }
 }
 
 /// Set in the child that reports SIGTERM's handler.
