@@ -121,12 +121,12 @@ const FIRST_EVENT_CHILD: &str = "CABPROF_TEST_FIRST_EVENT_CHILD";
 /// `-> impl Trait`: the guard form.
 #[cabprof::profile]
 fn evens(n: u64) -> impl Iterator<Item = u64> {
-    (0..n).filter(|x| x % 2 == 0)
+    (0..n).filter(|x| x.is_multiple_of(2))
 }
 
 #[cabprof::profile(paths)]
 fn collatz_step(x: u64) -> u64 {
-    if x % 2 == 0 {
+    if x.is_multiple_of(2) {
         x / 2
     } else {
         3 * x + 1
