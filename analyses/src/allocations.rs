@@ -548,7 +548,9 @@ impl EventAnalysis for Allocations {
                     }
                 }
                 Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
-                Some(EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }) => {
+                Some(EventKind::Return { callee }
+                | EventKind::TimedReturn { callee, .. }
+                | EventKind::LongReturn { callee, .. }) => {
                     self.on_return(callee)
                 }
                 Some(EventKind::Thread { id }) => {

@@ -36,6 +36,10 @@ pub struct TimeData {
     /// Show the raw figures beside the compensated ones in the text report
     /// (`CABPROF_TIME_RAW=1`).
     pub show_raw: Option<bool>,
+    /// With sampled timing: the mean interval of the coarse clock that found the long calls
+    /// (a call during which it ticked twice is measured in full; see
+    /// [`FunctionTimeEntry::long`]). Absent in older files and without sampled timing.
+    pub tick_ns: Option<f64>,
 }
 
 /// The calibrated cost of a timed call, subtracted from the times reported (overhead
@@ -70,21 +74,28 @@ impl TimeData {
     }
 }
 
-/// One function's time. With sampled timing the totals are estimates (timed calls' sum ×
-/// calls / timed) and the per-call figures describe the timed calls.
+/// One function's time. With sampled timing the totals are estimates: the long calls' sum
+/// (each measured) plus the other calls' estimated from the timed ones (their sum × calls not
+/// long / timed ones not long); the per-call figures describe all calls, each timed call
+/// standing for the calls not long it samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionTimeEntry {
     /// Method id.
     pub method: u32,
     /// Calls.
     pub calls: u64,
-    /// Calls timed.
+    /// Calls timed (long ones included).
     pub timed: u64,
     /// Inclusive time of all its calls (outermost activations, so recursion counts once).
     pub inclusive_ns: f64,
     /// Half-width of the 95% confidence interval of `inclusive_ns` (0 when every call was
-    /// timed).
+    /// timed): of the estimate of the calls not long, and of where the untimed long calls'
+    /// entries were placed.
     pub inclusive_ci_ns: f64,
+    /// With sampled timing, the calls measured in full because they were long (the coarse
+    /// clock ticked twice during each), timed or not: in `inclusive_ns` as they are, never
+    /// scaled. Absent in older files and without sampled timing.
+    pub long: Option<u64>,
     /// Exclusive (self) time: inclusive time of every activation minus that of its callees.
     pub exclusive_ns: f64,
     /// Mean of one call's inclusive time.

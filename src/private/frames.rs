@@ -23,8 +23,8 @@
 //! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
-use super::timing::timed;
-use super::{contained, decided_key, method, pop, push, Site};
+use super::timing::{entry_start, COARSE, SAMPLED};
+use super::{contained, decided_key, method, pop, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{activity_of, emit, emit_with, session_key, Activity};
@@ -37,7 +37,8 @@ pub struct FrameGuard {
     callee: u32,
     /// The frame that was innermost at entry, restored on drop.
     caller: u32,
-    /// The clock at entry if this call is timed, else [`UNTIMED`].
+    /// The clock at entry if this call is timed, else [`UNTIMED`]; with sampled timing,
+    /// marked (see [`entry_start`]).
     start: u64,
 }
 
@@ -167,11 +168,7 @@ pub(super) extern "C" fn enter_recorded<const IN_CALLER: bool>(
     let start = contained(
         || {
             emit_with(key, Event::call(method(caller), method(callee)));
-            if timed(callee) {
-                clock::now()
-            } else {
-                UNTIMED
-            }
+            entry_start(callee)
         },
         UNTIMED,
     );
@@ -206,13 +203,44 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
     if start == UNTIMED {
         pop(caller);
         emit(Event::ret(method(callee)));
-    } else {
+    } else if start & COARSE != 0 {
+        // Untimed, with sampled timing: long if the coarse clock ticked twice meanwhile.
+        let entered = start & !COARSE;
+        let last = ticker::seq();
+        let word = if last.wrapping_sub(entered) < 2 {
+            Event::ret(method(callee))
+        } else {
+            long_untimed(callee, entered, last)
+        };
+        pop(caller);
+        emit(word);
+    } else if start & SAMPLED == 0 {
         // An exit reading below the entry one (reordered reads, or counters that disagree
         // across cores) counts as 0, not as a wrapped 2^64 − 1.
         let ticks = clock::now().saturating_sub(start);
         pop(caller);
         emit(Event::timed_return(method(callee), ticks));
+    } else {
+        let start = start & !SAMPLED;
+        let ticks = (clock::now() & (SAMPLED - 1)).saturating_sub(start);
+        let word = if ticker::ticked_twice_since(start) {
+            Event::long_return(method(callee), ticks, true)
+        } else {
+            Event::timed_return(method(callee), ticks)
+        };
+        pop(caller);
+        emit(word);
     }
+}
+
+/// The `LongReturn` of an untimed call entered after tick `entered` that returns now, tick
+/// `last` being the latest: measured from the middle of the tick interval it entered in.
+#[cold]
+#[inline(never)]
+fn long_untimed(callee: u32, entered: u64, last: u64) -> Event {
+    let end = clock::now();
+    let ticks = end.saturating_sub(ticker::entry_estimate(entered, last));
+    Event::long_return(method(callee), ticks, false)
 }
 
 /// The calibration probe's frame: an instrumented function's, recording into the private

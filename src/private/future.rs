@@ -152,6 +152,10 @@ impl<F: Future> Future for Instrumented<F> {
             emit(Event::call(method(caller), method(callee)));
             this.callee = callee;
             this.task = next_task();
+            // Timed or not for all its polls. An untimed future is not checked for long polls
+            // as a synchronous call is (`ticker`): its time is a sum of polls that may run on
+            // several threads, and a check at every poll would cost every poll; so a rare
+            // long future the sample missed is estimated, not measured.
             this.timed = timed(callee);
             first = true;
         }

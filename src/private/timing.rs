@@ -9,7 +9,9 @@
 //! setting ([`TIME_PERIOD`]) read only on the active path, after the session check: the
 //! no-session path stays one load and one branch. With sampled timing (one call in K per
 //! function and thread) the others are counted only; a per-thread table of countdowns indexed
-//! by function id decides.
+//! by function id decides. An untimed call of such a session still keeps the coarse clock's
+//! tick number (see [`ticker`](super::ticker)), so that a long call the sample missed is
+//! measured at its exit all the same.
 
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
@@ -65,6 +67,33 @@ thread_local! {
     static SKIP_TABLE: RefCell<SkipTable> = const {
         RefCell::new(SkipTable { skip: Vec::new(), rng: 0 })
     };
+}
+
+/// [`Entry::start`](super::frames::Entry) of a timed call of a sampled session: its clock
+/// reading (below 2^62: decades of a counter's ticks) with this bit set, so that its exit
+/// also asks whether it was long.
+pub(super) const SAMPLED: u64 = 1 << 62;
+/// [`Entry::start`](super::frames::Entry) of an untimed call of a sampled session: the
+/// coarse clock's tick number with this bit set.
+pub(super) const COARSE: u64 = 1 << 63;
+
+/// What a call of `id` keeps from its entry for its exit (a session runs, its `Call` is
+/// emitted): the clock reading if it is timed; with sampled timing, that reading marked
+/// [`SAMPLED`], or for an untimed call the coarse clock's tick marked [`COARSE`]; with no
+/// timing, [`UNTIMED`](super::frames::UNTIMED).
+#[inline(always)]
+pub(super) fn entry_start(id: u32) -> u64 {
+    match TIME_PERIOD.load(Ordering::Relaxed) {
+        0 => super::frames::UNTIMED,
+        1 => clock::now(),
+        k => {
+            if sample(id, k) {
+                clock::now() & (SAMPLED - 1) | SAMPLED
+            } else {
+                super::ticker::seq() | COARSE
+            }
+        }
+    }
 }
 
 /// Whether to stamp this call of `id` (a session runs).

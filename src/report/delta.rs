@@ -133,6 +133,9 @@ fn subtract_time(now: &mut TimeData, then: &TimeData) {
         |m, e| {
             sub(&mut m.calls, e.calls);
             sub(&mut m.timed, e.timed);
+            if let (Some(m), Some(e)) = (&mut m.long, e.long) {
+                sub(m, e);
+            }
             sub_f(&mut m.inclusive_ns, e.inclusive_ns);
             sub_f(&mut m.exclusive_ns, e.exclusive_ns);
             sub_fo(&mut m.raw_inclusive_ns, e.raw_inclusive_ns);

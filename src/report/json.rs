@@ -287,6 +287,7 @@ mod tests {
                 inside_cabprof_ns: Some(0.0),
                 inside_cabprof_entries: None,
                 show_raw: Some(false),
+                tick_ns: None,
             }),
             allocations: Some(AllocationsData {
                 live_bytes: -12,

@@ -6,8 +6,8 @@
 //!
 //! - `cabprof_function_calls_total{function}`: calls (exact, or estimates in sampling mode).
 //! - `cabprof_function_duration_seconds{function}` (histogram; with the time analysis): the
-//!   durations of the timed calls, from the analysis' per-function histogram (2 significant
-//!   digits), in [`BUCKETS`].
+//!   durations of the timed calls (and, with sampled timing, of the long calls measured in
+//!   full), from the analysis' per-function histograms (2 significant digits), in [`BUCKETS`].
 //! - `cabprof_function_allocated_bytes_total{function}` (with the allocations analysis): bytes
 //!   allocated while the function was the innermost instrumented one (`root`: outside all).
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
@@ -115,7 +115,12 @@ fn scrape(report: &Report) -> Scrape {
     if let (Some(profile), Some(time)) = (&report.runtime.analysis.time, &data.time) {
         let ticks_per_s = time.ticks_per_ns * 1e9;
         for (method, f) in profile.functions() {
-            let h = &f.histogram;
+            // The timed calls and, with sampled timing, the long calls measured in full.
+            let mut h = f.histogram;
+            if let Some(long) = &f.long_histogram {
+                let _ = h.add(long);
+            }
+            let h = &h;
             if h.is_empty() || ticks_per_s <= 0.0 {
                 continue;
             }

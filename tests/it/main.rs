@@ -27,6 +27,7 @@ mod serve_clients;
 mod session_inside_profiled;
 mod time;
 mod time_compensation;
+mod time_long;
 mod xray_recovers_simulator;
 
 #[cfg(feature = "pprof")]

@@ -208,7 +208,9 @@ fn paths_per_call(events: &[EventKind], method: MethodId) -> Vec<Vec<u32>> {
     for e in events {
         match *e {
             EventKind::Path { method: m, path } if m == method => cur.push(path),
-            EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }
+            EventKind::Return { callee }
+                | EventKind::TimedReturn { callee, .. }
+                | EventKind::LongReturn { callee, .. }
                 if callee == method =>
             {
                 calls.push(std::mem::take(&mut cur))

@@ -77,7 +77,9 @@ pub(crate) fn calls(events: &[EventKind]) -> Vec<String> {
                 };
                 Some(format!("+{c}>{}", name(callee)))
             }
-            EventKind::Return { callee } | EventKind::TimedReturn { callee, .. } => {
+            EventKind::Return { callee }
+                | EventKind::TimedReturn { callee, .. }
+                | EventKind::LongReturn { callee, .. } => {
                 Some(format!("-{}", name(callee)))
             }
             _ => None,
@@ -98,7 +100,9 @@ pub(crate) fn assert_balanced(events: &[EventKind]) {
                 );
                 stack.push(callee);
             }
-            EventKind::Return { callee } | EventKind::TimedReturn { callee, .. } => {
+            EventKind::Return { callee }
+                | EventKind::TimedReturn { callee, .. }
+                | EventKind::LongReturn { callee, .. } => {
                 assert_eq!(stack.pop(), Some(callee), "unbalanced return in {events:?}");
             }
             _ => {}

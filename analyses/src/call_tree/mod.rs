@@ -112,7 +112,9 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
                 }
                 a.on_call(caller, callee)
             }
-            Some(EventKind::Return { callee } | EventKind::TimedReturn { callee, .. }) => {
+            Some(EventKind::Return { callee }
+                | EventKind::TimedReturn { callee, .. }
+                | EventKind::LongReturn { callee, .. }) => {
                 a.on_return(callee)
             }
             Some(EventKind::Thread { id }) => a.on_thread(id),
@@ -127,10 +129,13 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
     }
 }
 
-/// The callee id of a `Return` or `TimedReturn` word (the words `decode` takes as either).
+/// The callee id of a `Return`, `TimedReturn` or `LongReturn` word (the words `decode` takes
+/// as one of them).
 #[inline(always)]
 fn returns_from(word: u64) -> Option<u32> {
-    event::as_return(word).or_else(|| event::as_timed_return(word).map(|(callee, _)| callee))
+    event::as_return(word)
+        .or_else(|| event::as_timed_return(word).map(|(callee, _)| callee))
+        .or_else(|| event::as_long_return(word).map(|(callee, _, _)| callee))
 }
 
 /// Feed `words` to both call-tree analyses in one pass (one decode per word): the same

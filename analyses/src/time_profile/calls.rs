@@ -4,7 +4,7 @@ use cabprof_cab::event::{decode, EventKind, MAX_PAYLOAD};
 
 use crate::call_tree::trie::ROOT as ROOT_NODE;
 
-use super::results::{Ticks, COST_ONE};
+use super::results::{new_histogram, Long, Ticks, COST_ONE};
 use super::stack::{opened, Callee, Open, Stamp, LAST_OUTER, NO_STAMP, OUTER};
 use super::{method_id, TimeProfile};
 
@@ -300,6 +300,58 @@ impl TimeProfile {
         }
     }
 
+    /// A `LongReturn` of a call of `ticks` (`timed`: in the timed sample): the frame closes as
+    /// for a `TimedReturn`, its time going to the long calls instead. Out of line: long calls
+    /// are at most about one per coarse tick and frame.
+    #[inline(never)]
+    pub(super) fn on_long_return(&mut self, callee: u32, ticks: u64, timed: bool) {
+        let st = &mut self.threads.current;
+        st.just_opened = false;
+        st.pending_end = NO_STAMP;
+        if st.stack.top_is(callee).is_none() && !self.unwind_to(callee) {
+            return;
+        }
+        let st = &mut self.threads.current;
+        let outer = st
+            .active
+            .close(st.stack.open.last().expect("the callee's frame is on top"));
+        let f = st.stack.open.pop().expect("a frame to close");
+        let depth = st.stack.open.len();
+        st.stack.take_stamp(depth);
+        // An untimed call's probe has no part inside its interval.
+        let inside = if timed { 0.0 } else { self.comp_inside };
+        let t = Ticks::one(ticks, self.compensated(ticks, f.cost) + inside, outer);
+        if self.is_future_frame(&f) {
+            // Not sent for a future's frame (its exit is its last poll's); taken as timed.
+            self.future_returned(f, Some(t));
+        } else {
+            self.record_long(f.method, f.node, outer, t, timed);
+        }
+        if timed {
+            self.timed_call_closed();
+        }
+    }
+
+    /// One long call of `method` at context `node` (`outer_call`: an outermost activation),
+    /// of `t` ticks, timed or not.
+    #[cold]
+    fn record_long(&mut self, method: u32, node: u32, outer_call: bool, t: Ticks, timed: bool) {
+        let ft = self.function(method);
+        ft.long.add(&Long::one(t.all, t.comp, timed));
+        if outer_call {
+            ft.outer_long.add(&Long::one(t.outer, t.comp_outer, timed));
+        }
+        let one = t.comp.max(0.0).round() as u64;
+        let h = ft.long_histogram.get_or_insert_with(new_histogram);
+        if h.record(one).is_err() {
+            h.saturating_record(one);
+        }
+        self.long_nodes
+            .entry(node)
+            .or_default()
+            .add(&Long::one(t.all, t.comp, timed));
+    }
+
     /// A `Return` below the top: close the frames above it untimed, leaving its frame on top;
     /// `false` (and counted) if no open frame matches.
     #[cold]
@@ -397,6 +449,11 @@ impl TimeProfile {
         match decode(w) {
             Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
             Some(EventKind::Return { callee }) => self.on_return(callee.get()),
+            Some(EventKind::LongReturn {
+                callee,
+                ticks,
+                timed,
+            }) => self.on_long_return(callee.get(), ticks, timed),
             Some(EventKind::Time { ticks }) => self.on_time(ticks),
             Some(EventKind::Stall { ticks }) => self.on_stall(ticks),
             Some(EventKind::Thread { id }) => {

@@ -262,6 +262,9 @@ impl TimeProfile {
         for (&c, &n) in &here {
             let t = std::mem::take(&mut self.node_time[c as usize]);
             self.node_time[n as usize].add(t);
+            if let Some(l) = self.long_nodes.remove(&c) {
+                self.long_nodes.entry(n).or_default().add(&l);
+            }
         }
         moved.extend(here);
     }

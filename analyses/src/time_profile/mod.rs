@@ -25,6 +25,12 @@
 //! - Per caller → callee edge: calls, timed calls, inclusive ticks.
 //! - Per calling context (a path from the root, as in the calling-context tree): calls, timed
 //!   calls, inclusive ticks.
+//! - Everywhere, apart: the long calls (`LongReturn` words), each measured in full. With
+//!   sampled timing the producer sends one for every call during which its coarse clock
+//!   ticked twice, timed or not, so they are all known: an estimate is their sum plus the other
+//!   calls' estimated from the timed ones, which sample those alone (two strata), and its
+//!   interval comes from that sample. A rare long call the sample missed is then in the
+//!   estimate, not missing from it and from its interval.
 //! - Exclusive (self) time is derived, never stored: a function's self time is its `ticks_all`
 //!   minus the inclusive ticks of every call it made (its outgoing edges). In an exhaustive
 //!   stream this is exactly the sum over its activations of (duration − callees' durations),
@@ -74,8 +80,10 @@ mod results;
 mod stack;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_long;
 
-pub use results::{Compensation, FunctionEstimate, FunctionTime, TimeContext, Timed};
+pub use results::{Compensation, FunctionEstimate, FunctionTime, Long, TimeContext, Timed};
 
 use cabprof_cab::event::{self, MethodId};
 use hashbrown::HashMap;
@@ -131,6 +139,8 @@ pub struct TimeProfile {
     tree: Trie,
     /// Per context node, same indices as the tree's nodes.
     node_time: Vec<NodeTime>,
+    /// Per context node with long calls: those (rare, so apart from `node_time`).
+    long_nodes: HashMap<u32, Long>,
     threads: ThreadStacks<ThreadState>,
     /// Futures between polls, or finished but waiting for polls other streams saw.
     tasks: HashMap<TaskKey, Task>,
@@ -157,6 +167,7 @@ impl Default for TimeProfile {
             nested: Vec::new(),
             tree: Trie::default(),
             node_time: vec![NodeTime::default()],
+            long_nodes: HashMap::new(),
             threads: ThreadStacks::default(),
             tasks: HashMap::new(),
             approximate: false,
@@ -291,6 +302,14 @@ impl EventAnalysis for TimeProfile {
             mine.histogram
                 .add(&f.histogram)
                 .expect("auto-resizing histograms of the same precision add");
+            mine.long.add(&f.long);
+            mine.outer_long.add(&f.outer_long);
+            if let Some(h) = &f.long_histogram {
+                mine.long_histogram
+                    .get_or_insert_with(results::new_histogram)
+                    .add(h)
+                    .expect("auto-resizing histograms of the same precision add");
+            }
         }
         if self.nested.len() < other.nested.len() {
             self.nested.resize(other.nested.len(), 0);
@@ -303,6 +322,12 @@ impl EventAnalysis for TimeProfile {
         self.grow_nodes();
         for (i, o) in other.node_time.iter().enumerate() {
             self.node_time[to_self[i] as usize].add(*o);
+        }
+        for (n, l) in &other.long_nodes {
+            self.long_nodes
+                .entry(to_self[*n as usize])
+                .or_default()
+                .add(l);
         }
         // Futures seen in both: what one saw of it goes where the other placed it, and the
         // time of one whose every poll is now accounted for is recorded.

@@ -9,12 +9,49 @@ use crate::call_tree::trie::{NONE, ROOT as ROOT_NODE};
 
 use super::{method_id, TimeProfile};
 
+/// Calls measured in full because they were long (`LongReturn` words: with sampled timing, a
+/// call during which the coarse clock ticked at least twice, timed or not), and their
+/// inclusive ticks. They are added as they are to a sampled estimate, never scaled: the
+/// timed calls ([`FunctionTime::timed`], [`Timed::timed`]) are the sample of the other calls
+/// only.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Long {
+    /// Long calls.
+    pub calls: u64,
+    /// Of those, the ones in the timed sample (measured exactly; the others from the middle
+    /// of the coarse clock's interval they entered in).
+    pub timed: u64,
+    /// Their inclusive ticks.
+    pub ticks: u64,
+    /// The same, compensated (see [`Compensation`]).
+    pub comp: f64,
+}
+
+impl Long {
+    pub(super) fn add(&mut self, o: &Long) {
+        self.calls += o.calls;
+        self.timed += o.timed;
+        self.ticks = self.ticks.saturating_add(o.ticks);
+        self.comp += o.comp;
+    }
+
+    /// One long call of `raw` ticks, `comp` compensated.
+    pub(super) fn one(raw: u64, comp: f64, timed: bool) -> Long {
+        Long {
+            calls: 1,
+            timed: u64::from(timed),
+            ticks: raw,
+            comp,
+        }
+    }
+}
+
 /// Per-function time.
 #[derive(Clone, Debug)]
 pub struct FunctionTime {
     /// Calls seen.
     pub calls: u64,
-    /// Calls with both stamps.
+    /// Calls with both stamps, long ones apart (the sample of the calls that were not long).
     pub timed: u64,
     /// Inclusive ticks of the timed calls, every activation.
     pub ticks_all: u64,
@@ -38,6 +75,12 @@ pub struct FunctionTime {
     /// One timed call's compensated inclusive ticks (a call below 0 counts as 0: the
     /// quantiles of the clamped values are the clamped quantiles).
     pub histogram: Histogram<u64>,
+    /// The long calls, every activation.
+    pub long: Long,
+    /// The long calls that were outermost activations (their ticks are `ticks_outer`'s).
+    pub outer_long: Long,
+    /// One long call's compensated inclusive ticks, as `histogram` (`None`: no long call).
+    pub long_histogram: Option<Histogram<u64>>,
 }
 
 /// Significant digits of a function's call-duration histogram: quantiles within 1 %. Each
@@ -59,17 +102,92 @@ impl Default for FunctionTime {
             comp_all: 0.0,
             comp_outer: 0.0,
             comp_open_polled: 0.0,
-            histogram: Histogram::new(HISTOGRAM_DIGITS).expect("2 significant digits is in 0..=5"),
+            histogram: new_histogram(),
+            long: Long::default(),
+            outer_long: Long::default(),
+            long_histogram: None,
         }
     }
 }
 
-/// Calls, timed calls and their inclusive ticks (an edge or a context).
+pub(super) fn new_histogram() -> Histogram<u64> {
+    Histogram::new(HISTOGRAM_DIGITS).expect("2 significant digits is in 0..=5")
+}
+
+impl FunctionTime {
+    /// The estimated number of calls not long, over the timed ones that stand for them: the
+    /// weight of one timed call in the distribution of all calls (1 when every call was
+    /// timed).
+    fn sample_weight(&self) -> f64 {
+        let rest = self.calls.saturating_sub(self.long.calls);
+        if self.timed == 0 || self.timed >= rest {
+            1.0
+        } else {
+            rest as f64 / self.timed as f64
+        }
+    }
+
+    /// The `q` quantile (0..=1) of one call's compensated ticks: of the timed calls, each
+    /// standing for the calls not long it samples, and of the long calls, each for itself.
+    /// With no long call, `histogram`'s quantile.
+    pub fn value_at_quantile(&self, q: f64) -> u64 {
+        let Some(long) = self.long_histogram.as_ref().filter(|h| !h.is_empty()) else {
+            return self.histogram.value_at_quantile(q);
+        };
+        let w = self.sample_weight();
+        let total = w * self.histogram.len() as f64 + long.len() as f64;
+        let target = q.clamp(0.0, 1.0) * total;
+        // Both histograms' recorded values in ascending order, each with its weight.
+        let mut a = self.histogram.iter_recorded().peekable();
+        let mut b = long.iter_recorded().peekable();
+        let mut seen = 0.0;
+        let mut last = 0;
+        loop {
+            let take_a = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => x.value_iterated_to() <= y.value_iterated_to(),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return last,
+            };
+            let (v, weight) = if take_a {
+                let x = a.next().expect("peeked");
+                (x.value_iterated_to(), w * x.count_at_value() as f64)
+            } else {
+                let y = b.next().expect("peeked");
+                (y.value_iterated_to(), y.count_at_value() as f64)
+            };
+            seen += weight;
+            last = v;
+            if seen >= target {
+                return v;
+            }
+        }
+    }
+
+    /// The longest call's compensated ticks, timed or long (0 if none).
+    pub fn max(&self) -> u64 {
+        let long = self.long_histogram.as_ref().map_or(0, |h| h.max());
+        let timed = if self.histogram.is_empty() {
+            0
+        } else {
+            self.histogram.max()
+        };
+        timed.max(long)
+    }
+
+    /// Whether any call's duration is known (timed or long).
+    pub fn has_durations(&self) -> bool {
+        !self.histogram.is_empty() || self.long.calls > 0
+    }
+}
+
+/// Calls, timed calls and their inclusive ticks (an edge or a context). The long calls
+/// ([`Long`]) are kept apart: [`estimate_with`](Self::estimate_with) adds them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Timed {
     /// Calls seen.
     pub calls: u64,
-    /// Calls with both stamps.
+    /// Calls with both stamps, long ones apart.
     pub timed: u64,
     /// Their inclusive ticks.
     pub ticks: u64,
@@ -78,15 +196,32 @@ pub struct Timed {
 }
 
 impl Timed {
-    /// The estimated compensated inclusive ticks of all calls: `comp × calls / timed` (exact
-    /// when every call was timed; 0 when none was).
+    /// The estimated compensated inclusive ticks of all calls, none of them long: `comp ×
+    /// calls / timed` (exact when every call was timed; 0 when none was).
     pub fn estimate(&self) -> f64 {
-        scale(self.comp, self.calls, self.timed)
+        self.estimate_with(&Long::default())
     }
 
     /// [`estimate`](Self::estimate) of the raw ticks.
     pub fn raw_estimate(&self) -> f64 {
-        scale(self.ticks as f64, self.calls, self.timed)
+        self.raw_estimate_with(&Long::default())
+    }
+
+    /// The estimated compensated inclusive ticks of all calls, `long` of them long: the long
+    /// calls' as they are, plus `comp × (calls − long calls) / timed` (exact when every call
+    /// was timed or long; the long calls' alone when no other was timed).
+    pub fn estimate_with(&self, long: &Long) -> f64 {
+        long.comp + scale(self.comp, self.calls.saturating_sub(long.calls), self.timed)
+    }
+
+    /// [`estimate_with`](Self::estimate_with) of the raw ticks.
+    pub fn raw_estimate_with(&self, long: &Long) -> f64 {
+        long.ticks as f64
+            + scale(
+                self.ticks as f64,
+                self.calls.saturating_sub(long.calls),
+                self.timed,
+            )
     }
 
     fn add(&mut self, o: &Timed) {
@@ -183,6 +318,8 @@ pub struct TimeContext {
     pub method: MethodId,
     /// Calls made in exactly this context, timed calls and their inclusive ticks.
     pub time: Timed,
+    /// Of those calls, the long ones (in `time.calls`, not in `time.timed`).
+    pub long: Long,
     /// Estimated self ticks, compensated: the inclusive estimate minus those of the contexts
     /// directly below (never negative).
     pub exclusive: f64,
@@ -203,10 +340,16 @@ pub struct FunctionEstimate {
     pub raw_inclusive: f64,
     /// `exclusive` from the raw ticks.
     pub raw_exclusive: f64,
-    /// Half-width of the 95% confidence interval of `inclusive` (0 when every call was timed):
-    /// `1.96 × calls × s / √timed × √(1 − timed / calls)`, `s` the standard deviation of one
-    /// call's ticks.
+    /// Half-width of the 95% confidence interval of `inclusive` (0 when every call was timed
+    /// or long), from the sample of the calls that were not long: `1.96 × n × s / √timed ×
+    /// √(1 − timed / n)`, `n` the outermost calls not long, `s` the standard deviation of one
+    /// timed call's ticks. The long calls add nothing to it but their entries' placement
+    /// (see `long_untimed`).
     pub inclusive_ci: f64,
+    /// Outermost long calls that were not timed: each one's entry is placed in the middle of
+    /// the coarse clock's interval it fell in, an error the reader adds to the interval
+    /// from that clock's intervals.
+    pub long_untimed: u64,
 }
 
 impl TimeProfile {
@@ -288,6 +431,20 @@ impl TimeProfile {
         }
     }
 
+    /// A context node's long calls.
+    fn long_at(&self, n: usize) -> Long {
+        self.long_nodes
+            .get(&(n as u32))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The estimated compensated and raw inclusive ticks of a context node's calls.
+    fn estimate_at(&self, n: usize) -> (f64, f64) {
+        let (t, l) = (self.timed_at(n), self.long_at(n));
+        (t.estimate_with(&l), t.raw_estimate_with(&l))
+    }
+
     /// Per-edge time: (caller, callee) → calls, timed calls, ticks, summed over the contexts
     /// where the caller calls the callee. Caller 0 is the root.
     pub fn edges(&self) -> Vec<((MethodId, MethodId), Timed)> {
@@ -300,6 +457,24 @@ impl TimeProfile {
             e.entry((caller, n.method))
                 .or_default()
                 .add(&self.timed_at(i));
+        }
+        let mut v: Vec<_> = e.into_iter().collect();
+        v.sort_unstable_by_key(|(k, _)| *k);
+        v
+    }
+
+    /// The long calls per edge (see [`Long`]), for the edges that have some, sorted as
+    /// [`edges`](Self::edges): an edge's estimate is
+    /// [`Timed::estimate_with`] its long calls.
+    pub fn long_edges(&self) -> Vec<((MethodId, MethodId), Long)> {
+        let mut e: HashMap<(MethodId, MethodId), Long> = HashMap::new();
+        for (&i, l) in &self.long_nodes {
+            let n = &self.tree.nodes[i as usize];
+            if n.parent == NONE || i == ROOT_NODE {
+                continue;
+            }
+            let caller = self.tree.nodes[n.parent as usize].method;
+            e.entry((caller, n.method)).or_default().add(l);
         }
         let mut v: Vec<_> = e.into_iter().collect();
         v.sort_unstable_by_key(|(k, _)| *k);
@@ -336,6 +511,7 @@ impl TimeProfile {
                     raw_inclusive: 0.0,
                     raw_exclusive: 0.0,
                     inclusive_ci: 0.0,
+                    long_untimed: 0,
                 },
                 |(_, e)| e,
             )
@@ -358,12 +534,12 @@ impl TimeProfile {
         let mut out = HashMap::new();
         for (i, n) in self.tree.nodes.iter().enumerate().skip(1) {
             if n.parent != NONE {
-                let t = self.timed_at(i);
+                let (est, raw) = self.estimate_at(i);
                 let e: &mut (f64, f64) = out
                     .entry(self.tree.nodes[n.parent as usize].method)
                     .or_default();
-                e.0 += t.estimate();
-                e.1 += t.raw_estimate();
+                e.0 += est;
+                e.1 += raw;
             }
         }
         out
@@ -371,14 +547,21 @@ impl TimeProfile {
 }
 
 /// A function's estimate, given the estimated ticks of the calls it made (compensated, raw).
+/// Two strata: the long calls, all known, added as they are; the others estimated from the
+/// timed ones (which are a sample of them alone).
 fn estimate_with(f: &FunctionTime, (callees, raw_callees): (f64, f64)) -> FunctionEstimate {
-    let all = scale(f.comp_all, f.calls, f.timed) + f.comp_open_polled;
-    let inclusive = scale(f.comp_outer, f.outer_calls, f.outer_timed) + f.comp_open_polled;
-    let raw_all = scale(f.ticks_all as f64, f.calls, f.timed) + f.open_polled as f64;
-    let raw_inclusive =
-        scale(f.ticks_outer as f64, f.outer_calls, f.outer_timed) + f.open_polled as f64;
-    let (n, k) = (f.outer_calls as f64, f.outer_timed as f64);
-    let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= f.outer_calls {
+    let rest = f.calls.saturating_sub(f.long.calls);
+    let outer_rest = f.outer_calls.saturating_sub(f.outer_long.calls);
+    let all = f.long.comp + scale(f.comp_all, rest, f.timed) + f.comp_open_polled;
+    let inclusive =
+        f.outer_long.comp + scale(f.comp_outer, outer_rest, f.outer_timed) + f.comp_open_polled;
+    let raw_all =
+        f.long.ticks as f64 + scale(f.ticks_all as f64, rest, f.timed) + f.open_polled as f64;
+    let raw_inclusive = f.outer_long.ticks as f64
+        + scale(f.ticks_outer as f64, outer_rest, f.outer_timed)
+        + f.open_polled as f64;
+    let (n, k) = (outer_rest as f64, f.outer_timed as f64);
+    let inclusive_ci = if f.outer_timed == 0 || f.outer_timed >= outer_rest {
         0.0
     } else {
         1.96 * n * f.histogram.stdev() / k.sqrt() * (1.0 - k / n).sqrt()
@@ -391,6 +574,7 @@ fn estimate_with(f: &FunctionTime, (callees, raw_callees): (f64, f64)) -> Functi
         raw_inclusive,
         raw_exclusive: (raw_all - raw_callees).max(0.0),
         inclusive_ci,
+        long_untimed: f.outer_long.calls - f.outer_long.timed,
     }
 }
 
@@ -402,18 +586,13 @@ impl TimeProfile {
         let nodes = &self.tree.nodes;
         let attached = self.tree.attached();
         // Each node's inclusive estimate minus its children's, in one pass.
-        let mut own: Vec<(f64, f64)> = (0..nodes.len())
-            .map(|i| {
-                let t = self.timed_at(i);
-                (t.estimate(), t.raw_estimate())
-            })
-            .collect();
+        let mut own: Vec<(f64, f64)> = (0..nodes.len()).map(|i| self.estimate_at(i)).collect();
         for (i, n) in nodes.iter().enumerate().skip(1) {
             if attached[i] {
-                let t = self.timed_at(i);
+                let (est, raw) = self.estimate_at(i);
                 let p = &mut own[n.parent as usize];
-                p.0 -= t.estimate();
-                p.1 -= t.raw_estimate();
+                p.0 -= est;
+                p.1 -= raw;
             }
         }
         let reported = self.reported();
@@ -424,6 +603,7 @@ impl TimeProfile {
                 parent: nodes[i].parent,
                 method: nodes[i].method,
                 time: self.timed_at(i),
+                long: self.long_at(i),
                 exclusive: own[i].0.max(0.0),
                 raw_exclusive: own[i].1.max(0.0),
             })

@@ -11,6 +11,8 @@
 //! +-------+-----------------------------------------------------------+
 //! tag 1  Call    caller: bits 30..60 (30 bits)   callee: bits 0..30 (30 bits)
 //! tag 2  Return  callee: bits 0..30
+//!        LongReturn  timed: bit 59   duration: bits 30..59 (29 bits)   callee: bits 0..30
+//!                    (bits 30..60 not all 0: a Return with them all 0 is a plain one)
 //! tag 3  Path    method: bits 30..60             path:   bits 0..30
 //! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
 //! tag 5  Thread  id: bits 0..60
@@ -238,6 +240,21 @@ pub enum EventKind {
         /// Its call's duration in clock ticks.
         ticks: u64,
     },
+    /// `callee` returns from a call known to be long: with sampled timing, a call during
+    /// which the coarse clock (a ticker thread's reading, about every millisecond) ticked at
+    /// least twice, so it lasted more than one tick interval. `timed`: the call was one of the
+    /// timed sample, and `ticks` is its exact duration, as a `TimedReturn`'s; otherwise its
+    /// entry was placed between two ticks and `ticks` is measured from their midpoint (within
+    /// half a tick interval). Exact below [`LONG_EXACT_DURATION`] ticks; longer durations
+    /// keep 24 significant bits.
+    LongReturn {
+        /// The function returning.
+        callee: MethodId,
+        /// Its call's duration in clock ticks (at least 1).
+        ticks: u64,
+        /// Whether the call was timed (both ends read from the clock).
+        timed: bool,
+    },
     /// The thread spent `ticks` clock ticks inside cabprof itself (an exhaustive producer
     /// waiting for its analyzer, a ring attached, a name registered, a snapshot), between the
     /// event before this one and the event after it. Every frame open on the thread contains
@@ -302,6 +319,22 @@ impl Event {
         Event(
             TAG_TIMED_RETURN << TAG_SHIFT
                 | (encode_duration(ticks) as u64) << ID_BITS
+                | callee.0 as u64,
+        )
+    }
+
+    /// `callee` returns from a long call of `ticks` clock ticks (see
+    /// [`EventKind::LongReturn`]). Durations below [`LONG_EXACT_DURATION`] are carried
+    /// exactly; longer ones keep 24 significant bits (a relative error below 2^-23) and
+    /// saturate at [`MAX_LONG_DURATION`]. An untimed call of 0 ticks is carried as 1: the
+    /// word must differ from a plain `Return`.
+    #[inline]
+    pub const fn long_return(callee: MethodId, ticks: u64, timed: bool) -> Event {
+        let ticks = if ticks == 0 && !timed { 1 } else { ticks };
+        Event(
+            TAG_RETURN << TAG_SHIFT
+                | if timed { LONG_TIMED_BIT } else { 0 }
+                | (encode_long_duration(ticks) as u64) << ID_BITS
                 | callee.0 as u64,
         )
     }
@@ -473,6 +506,60 @@ pub const fn as_timed_return(word: u64) -> Option<(u32, u64)> {
     }
 }
 
+/// A `LongReturn` word's callee id, duration in ticks and whether it was timed (the words
+/// [`decode`] reads as a `LongReturn`).
+#[inline(always)]
+pub const fn as_long_return(word: u64) -> Option<(u32, u64, bool)> {
+    if word >> TAG_SHIFT == TAG_RETURN && (word & PAYLOAD_MASK) >> ID_BITS != 0 {
+        let p = word & PAYLOAD_MASK;
+        Some((
+            (p & ID_MASK) as u32,
+            decode_long_duration(((p >> ID_BITS) & LONG_FIELD_MASK) as u32),
+            p & LONG_TIMED_BIT != 0,
+        ))
+    } else {
+        None
+    }
+}
+
+/// A `LongReturn`'s timed flag.
+const LONG_TIMED_BIT: u64 = 1 << 59;
+/// Its 29-bit duration field.
+const LONG_FIELD_MASK: u64 = (1 << 29) - 1;
+/// Durations a `LongReturn` carries exactly: below 2^28 ticks (about 0.09 s at 3 GHz).
+pub const LONG_EXACT_DURATION: u64 = 1 << 28;
+/// The longest duration a `LongReturn` carries (2^60 − 2^36 ticks: years); longer ones
+/// saturate.
+pub const MAX_LONG_DURATION: u64 = ((1 << 24) - 1) << MAX_DURATION_SHIFT;
+
+/// The 29-bit duration field of a `LongReturn`: below [`LONG_EXACT_DURATION`] the ticks
+/// themselves; above, bit 28 set, a 5-bit shift − 5 and the 23 bits below the leading one of
+/// `ticks >> shift`.
+#[inline]
+const fn encode_long_duration(ticks: u64) -> u32 {
+    if ticks < LONG_EXACT_DURATION {
+        return ticks as u32;
+    }
+    let t = if ticks > MAX_LONG_DURATION {
+        MAX_LONG_DURATION
+    } else {
+        ticks
+    };
+    let bits = 64 - t.leading_zeros(); // 29..=60
+    let shift = bits - 24; // 5..=36
+    let top = t >> shift; // 24 bits, leading one set
+    (1 << 28) | ((shift - 5) << 23) | (top as u32 & 0x7F_FFFF)
+}
+
+#[inline]
+const fn decode_long_duration(field: u32) -> u64 {
+    if field < (1 << 28) {
+        return field as u64;
+    }
+    let shift = ((field >> 23) & 0x1F) + 5;
+    ((field as u64 & 0x7F_FFFF) | 1 << 23) << shift
+}
+
 /// Durations a `TimedReturn` carries exactly: below 2^29 ticks (about 0.18 s at 3 GHz).
 pub const EXACT_DURATION: u64 = 1 << 29;
 /// The longest duration a `TimedReturn` carries (2^61 − 2^36 ticks: months); longer ones
@@ -552,9 +639,14 @@ pub const fn decode(word: u64) -> Option<EventKind> {
             caller: hi,
             callee: MethodId(lo),
         },
-        // A Return carries nothing above its id: a word that does is not one we made.
+        // A plain Return carries nothing above its id; a long one, its duration.
         TAG_RETURN if p >> ID_BITS == 0 => EventKind::Return {
             callee: MethodId(lo),
+        },
+        TAG_RETURN => EventKind::LongReturn {
+            callee: MethodId(lo),
+            ticks: decode_long_duration((hi.0 as u64 & LONG_FIELD_MASK) as u32),
+            timed: p & LONG_TIMED_BIT != 0,
         },
         TAG_PATH => EventKind::Path {
             method: hi,
@@ -638,6 +730,22 @@ impl EventKind {
                         field: "duration (ticks; exact below 2^29, else 25 significant bits)",
                         value: ticks,
                         max: MAX_DURATION,
+                    }),
+                }
+            }
+            EventKind::LongReturn {
+                callee,
+                ticks,
+                timed,
+            } => {
+                let e = Event::long_return(callee, ticks, timed);
+                match e.kind() {
+                    EventKind::LongReturn { ticks: kept, .. } if kept == ticks => Ok(e),
+                    _ => Err(EventError {
+                        field: "long duration (ticks; exact below 2^28, else 24 significant \
+                                bits; an untimed one at least 1)",
+                        value: ticks,
+                        max: MAX_LONG_DURATION,
                     }),
                 }
             }

@@ -1,9 +1,10 @@
 //! Event words round-trip and can never be a ring sentinel.
 
 use cabprof_cab::event::{
-    as_timed_return, decode, Event, EventKind, MethodId, CLEAR, EXACT_DURATION, MAGIC,
-    MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_DURATION, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD,
-    MAX_POLL_NUMBER, MAX_REALLOC_SIZE, MAX_TASK_ID, MAX_WIDE_REALLOC_SIZE,
+    as_long_return, as_return, as_timed_return, decode, Event, EventKind, MethodId, CLEAR,
+    EXACT_DURATION, LONG_EXACT_DURATION, MAGIC, MAX_ACCESS_SIZE, MAX_ADDRESS, MAX_DURATION,
+    MAX_LONG_DURATION, MAX_METHOD_ID, MAX_PATH_NUMBER, MAX_PAYLOAD, MAX_POLL_NUMBER,
+    MAX_REALLOC_SIZE, MAX_TASK_ID, MAX_WIDE_REALLOC_SIZE,
 };
 use proptest::prelude::*;
 
@@ -42,6 +43,21 @@ fn kind() -> impl Strategy<Value = EventKind> {
                 ticks: (m | 1 << 24) << shift,
             }
         }),
+        (method(), 1..LONG_EXACT_DURATION, any::<bool>()).prop_map(|(callee, ticks, timed)| {
+            EventKind::LongReturn {
+                callee,
+                ticks,
+                timed,
+            }
+        }),
+        // Long durations past the exact ones: 24 significant bits.
+        (method(), 0u64..1 << 23, 5u32..=36, any::<bool>()).prop_map(
+            |(callee, m, shift, timed)| EventKind::LongReturn {
+                callee,
+                ticks: (m | 1 << 23) << shift,
+                timed,
+            }
+        ),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Alloc { size }),
         (0..=MAX_PAYLOAD).prop_map(|size| EventKind::Dealloc { size }),
         (0..=MAX_REALLOC_SIZE, 0..=MAX_REALLOC_SIZE)
@@ -218,4 +234,65 @@ fn allocation_sizes_saturate_or_split_instead_of_corrupting_the_tag() {
     .unwrap_err();
     assert_eq!(err.field, "reallocation size (two words)");
     assert_eq!(err.max, MAX_WIDE_REALLOC_SIZE);
+}
+
+proptest! {
+    /// A long call's duration: exact below `LONG_EXACT_DURATION`, else 24 significant bits
+    /// (never more than the true value, short of it by less than 2^-23 of it), saturating
+    /// past the maximum; never read as a plain `Return`.
+    #[test]
+    fn long_returns_keep_24_significant_bits(ticks in 1..=u64::MAX, timed in any::<bool>()) {
+        let m = MethodId::new(9).unwrap();
+        let w = Event::long_return(m, ticks, timed).word();
+        prop_assert_eq!(as_return(w), None);
+        prop_assert_eq!(as_timed_return(w), None);
+        let (callee, kept, was_timed) = as_long_return(w).unwrap();
+        prop_assert_eq!((callee, was_timed), (9, timed));
+        let want = ticks.min(MAX_LONG_DURATION);
+        if want < LONG_EXACT_DURATION {
+            prop_assert_eq!(kept, want);
+        }
+        prop_assert!(kept <= want, "{} > {}", kept, want);
+        prop_assert!((want - kept) as f64 <= want as f64 / (1u64 << 23) as f64);
+    }
+}
+
+#[test]
+fn a_long_return_is_never_a_plain_return() {
+    let m = MethodId::new(5).unwrap();
+    // An untimed call of no ticks is carried as one, so that its word differs from `Return`.
+    assert_eq!(
+        Event::long_return(m, 0, false).kind(),
+        EventKind::LongReturn {
+            callee: m,
+            ticks: 1,
+            timed: false
+        }
+    );
+    assert_eq!(
+        Event::long_return(m, 0, true).kind(),
+        EventKind::LongReturn {
+            callee: m,
+            ticks: 0,
+            timed: true
+        }
+    );
+    assert_eq!(as_return(Event::ret(m).word()), Some(5));
+    assert_eq!(as_long_return(Event::ret(m).word()), None);
+    let e = EventKind::LongReturn {
+        callee: m,
+        ticks: 0,
+        timed: false,
+    }
+    .encode()
+    .unwrap_err();
+    assert!(e.to_string().contains("long duration"), "{e}");
+    let e = EventKind::LongReturn {
+        callee: m,
+        ticks: LONG_EXACT_DURATION + 1,
+        timed: true,
+    }
+    .encode()
+    .unwrap_err();
+    assert_eq!(e.max, MAX_LONG_DURATION);
 }

@@ -23,8 +23,8 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 /// Timed calls below which a sampled estimate's interval is not shown: the normal
-/// approximation behind it needs a sample of some size, and says nothing of untimed calls
-/// unlike every timed one (a rare long call missed by the sample).
+/// approximation behind it needs a sample of some size. (A rare long call the sample missed
+/// is not the interval's business: it is measured in full, see `private::ticker`.)
 const MIN_TIMED_FOR_INTERVAL: u64 = 30;
 
 /// Largest `time_sample` accepted.
@@ -80,6 +80,11 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
             show_raw: plan.time_raw,
         });
     }
+    // Sampled timing finds the long calls the sample misses with a coarse clock, ticking
+    // from before the session's first call.
+    if period > 1 {
+        crate::__private::start_ticker();
+    }
     let old_period = crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(on);
     (old_period, old)
@@ -87,6 +92,7 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
 
 /// The session did not start: put back what [`begin_timing`] replaced.
 pub(crate) fn restore_timing((period, old): TimingState) {
+    crate::__private::stop_ticker();
     crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(period != 0);
     *timing() = old;
@@ -95,6 +101,7 @@ pub(crate) fn restore_timing((period, old): TimingState) {
 /// The timed session has finished (no session runs): measure a timed call's cost again, to
 /// state the drift in its report.
 pub(crate) fn finish_timing() {
+    crate::__private::stop_ticker();
     cabprof_cab::event::set_stall_words(false);
     let Some((config, period)) = timing()
         .as_ref()
@@ -166,6 +173,13 @@ impl AnalysisDescriptor for Descriptor {
         });
         let resolution = compensation.as_ref().map(|c| c.resolution_ns);
         let estimates: std::collections::HashMap<_, _> = t.estimates().into_iter().collect();
+        let sample_period = crate::__private::time_period().max(1);
+        // The coarse clock's intervals: each untimed long call's entry was placed in the
+        // middle of one, an error of variance `placement` (ticks²) added to the interval.
+        let ticks = (sample_period > 1)
+            .then(crate::__private::tick_intervals)
+            .flatten();
+        let placement = ticks.map_or(0.0, |(_, v)| v);
         let per_call = |ticks: f64, timed: u64| {
             if timed == 0 {
                 0.0
@@ -178,24 +192,42 @@ impl AnalysisDescriptor for Descriptor {
             .into_iter()
             .map(|(m, f)| {
                 let e = estimates[&m];
-                let h = &f.histogram;
-                let q = |p: f64| if h.is_empty() { 0.0 } else { ns(h.value_at_quantile(p) as f64) };
-                let mean = per_call(f.comp_all, f.timed);
+                let known = f.has_durations();
+                let q = |p: f64| if known { ns(f.value_at_quantile(p) as f64) } else { 0.0 };
+                // With long calls, the mean of all calls from the two strata; without, the
+                // timed calls' (the same estimate, as it always was computed).
+                let (mean, raw_mean) = if f.long.calls == 0 {
+                    (
+                        per_call(f.comp_all, f.timed),
+                        per_call(f.ticks_all as f64, f.timed),
+                    )
+                } else {
+                    let rest = f.calls.saturating_sub(f.long.calls);
+                    let scaled = |sum: f64| if f.timed == 0 { 0.0 } else { sum * rest as f64 / f.timed as f64 };
+                    (
+                        per_call(f.long.comp + scaled(f.comp_all), f.calls),
+                        per_call(f.long.ticks as f64 + scaled(f.ticks_all as f64), f.calls),
+                    )
+                };
+                let ci = (e.inclusive_ci.powi(2)
+                    + 1.96f64.powi(2) * e.long_untimed as f64 * placement)
+                    .sqrt();
                 FunctionTimeEntry {
                     method: m.get(),
                     calls: f.calls,
-                    timed: f.timed,
+                    timed: f.timed + f.long.timed,
                     inclusive_ns: ns(e.inclusive),
-                    inclusive_ci_ns: ns(e.inclusive_ci),
+                    inclusive_ci_ns: ns(ci),
+                    long: (sample_period > 1).then_some(f.long.calls),
                     exclusive_ns: ns(e.exclusive),
                     mean_ns: mean.max(0.0),
                     p50_ns: q(0.5),
                     p95_ns: q(0.95),
                     p99_ns: q(0.99),
-                    max_ns: if h.is_empty() { 0.0 } else { ns(h.max() as f64) },
+                    max_ns: ns(f.max() as f64),
                     raw_inclusive_ns: Some(ns(e.raw_inclusive)),
                     raw_exclusive_ns: Some(ns(e.raw_exclusive)),
-                    raw_mean_ns: Some(per_call(f.ticks_all as f64, f.timed)),
+                    raw_mean_ns: Some(raw_mean),
                     below_resolution: resolution.map(|r| f.timed > 0 && mean < r),
                 }
             })
@@ -205,16 +237,20 @@ impl AnalysisDescriptor for Descriptor {
                 .total_cmp(&a.inclusive_ns)
                 .then(a.method.cmp(&b.method))
         });
+        let long_edges: std::collections::HashMap<_, _> = t.long_edges().into_iter().collect();
         let mut edges: Vec<EdgeTimeEntry> = t
             .edges()
             .into_iter()
-            .map(|((a, b), e)| EdgeTimeEntry {
-                caller: a.get(),
-                callee: b.get(),
-                calls: e.calls,
-                timed: e.timed,
-                inclusive_ns: ns(e.estimate()).max(0.0),
-                raw_inclusive_ns: Some(ns(e.raw_estimate())),
+            .map(|((a, b), e)| {
+                let long = long_edges.get(&(a, b)).copied().unwrap_or_default();
+                EdgeTimeEntry {
+                    caller: a.get(),
+                    callee: b.get(),
+                    calls: e.calls,
+                    timed: e.timed + long.timed,
+                    inclusive_ns: ns(e.estimate_with(&long)).max(0.0),
+                    raw_inclusive_ns: Some(ns(e.raw_estimate_with(&long))),
+                }
             })
             .collect();
         edges.sort_by(|a, b| {
@@ -238,17 +274,16 @@ impl AnalysisDescriptor for Descriptor {
                 parent,
                 method: c.method.get(),
                 calls: c.time.calls,
-                timed: c.time.timed,
-                inclusive_ns: ns(c.time.estimate()).max(0.0),
+                timed: c.time.timed + c.long.timed,
+                inclusive_ns: ns(c.time.estimate_with(&c.long)).max(0.0),
                 exclusive_ns: ns(c.exclusive),
-                raw_inclusive_ns: Some(ns(c.time.raw_estimate())),
+                raw_inclusive_ns: Some(ns(c.time.raw_estimate_with(&c.long))),
                 raw_exclusive_ns: Some(ns(c.raw_exclusive)),
             }
         })
         .collect();
         methods.extend(functions.iter().map(|f| f.method));
         methods.extend(contexts.iter().map(|c| c.method));
-        let sample_period = crate::__private::time_period().max(1);
         data.time = Some(TimeData {
             clock: clock::SOURCE.into(),
             ticks_per_ns: cal.ticks_per_ns,
@@ -267,6 +302,7 @@ impl AnalysisDescriptor for Descriptor {
             inside_cabprof_ns: Some(ns(t.stalled_ticks() as f64)),
             inside_cabprof_entries: Some(t.stalls()),
             show_raw: Some(timing.is_some_and(|t| t.show_raw)),
+            tick_ns: ticks.map(|(mean, _)| ns(mean)),
         });
     }
 
@@ -275,8 +311,16 @@ impl AnalysisDescriptor for Descriptor {
             return;
         };
         let how = if t.sample_period > 1 {
+            let long = match t.tick_ns {
+                Some(tick) => format!(
+                    ", long calls apart: those during which a {} clock ticked twice are measured in full, timed or not ({} calls)",
+                    dur(tick),
+                    t.functions.iter().filter_map(|f| f.long).sum::<u64>()
+                ),
+                None => String::new(),
+            };
             format!(
-                "sampled: one call in {} per function and thread timed, totals are estimates (~) ± the 95% interval shown (? under 30 timed calls), which assumes the untimed calls are like the timed ones",
+                "sampled: one call in {} per function and thread timed, totals are estimates (~) ± the 95% interval shown (? under 30 timed calls), which assumes the untimed calls are like the timed ones{long}",
                 t.sample_period
             )
         } else {
@@ -329,10 +373,11 @@ impl AnalysisDescriptor for Descriptor {
         let _ = writeln!(o, "  method");
         for f in t.functions.iter().take(top) {
             // An estimate (some calls untimed) is marked `~` whatever its interval; an
-            // interval from fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given.
+            // interval from fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given,
+            // unless every call was long (then it is only where their entries were placed).
             let incl = if f.timed >= f.calls {
                 dur(f.inclusive_ns)
-            } else if f.timed < MIN_TIMED_FOR_INTERVAL {
+            } else if f.timed < MIN_TIMED_FOR_INTERVAL && f.long.unwrap_or(0) < f.calls {
                 format!("~{}±?", dur(f.inclusive_ns))
             } else {
                 format!("~{}±{}", dur(f.inclusive_ns), dur(f.inclusive_ci_ns))
