@@ -53,8 +53,9 @@ fn timing() -> std::sync::MutexGuard<'static, Option<Timing>> {
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What [`begin_timing`] replaced, for [`restore_timing`].
-pub(crate) type TimingState = (u32, Option<Timing>);
+/// What [`begin_timing`] replaced, for [`restore_timing`], and whether it started the
+/// ticker.
+pub(crate) type TimingState = (u32, Option<Timing>, bool);
 
 /// A session running `plan` with `config` is about to start (no session runs): stamp calls
 /// if it times, measure what a timed call costs, and take the clock calibration's first
@@ -62,7 +63,7 @@ pub(crate) type TimingState = (u32, Option<Timing>);
 pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> TimingState {
     if cabprof_cab::runtime::activity() == cabprof_cab::runtime::Activity::Recording {
         // A session runs: this one will not start, and the running one's settings stay.
-        return (crate::__private::time_period(), timing().clone());
+        return (crate::__private::time_period(), timing().clone(), false);
     }
     let on = plan.kinds.contains(&crate::Analysis::Time);
     let period = if on { plan.time_sample } else { 0 };
@@ -82,17 +83,23 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
     }
     // Sampled timing finds the long calls the sample misses with a coarse clock, ticking
     // from before the session's first call.
-    if period > 1 {
+    let ticking = period > 1;
+    if ticking {
         crate::__private::start_ticker();
+    } else {
+        // One left by a session dropped without `finish`.
+        crate::__private::stop_ticker();
     }
     let old_period = crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(on);
-    (old_period, old)
+    (old_period, old, ticking)
 }
 
 /// The session did not start: put back what [`begin_timing`] replaced.
-pub(crate) fn restore_timing((period, old): TimingState) {
-    crate::__private::stop_ticker();
+pub(crate) fn restore_timing((period, old, ticking): TimingState) {
+    if ticking {
+        crate::__private::stop_ticker();
+    }
     crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(period != 0);
     *timing() = old;
