@@ -101,7 +101,9 @@ pub struct ReportData {
     ///   "approximate": bool,                   // sampled timing or sampled rings
     ///   "functions": [ { "method": u32, "calls": u64, "timed": u64,
     ///                    "inclusive_ns", "inclusive_ci_ns", "exclusive_ns",
-    ///                    "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64 } ],
+    ///                    "mean_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns": f64,
+    ///                    "long": u64? } ],     // sampled timing: calls measured in full
+    ///   "tick_ns": f64?,                       // sampled timing: the coarse clock's tick
     ///   "edges": [ { "caller": u32, "callee": u32, "calls": u64, "timed": u64,
     ///                "inclusive_ns": f64 } ],
     ///   "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,

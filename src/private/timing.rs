@@ -88,7 +88,7 @@ pub(super) fn entry_start(id: u32) -> u64 {
         1 => clock::now(),
         k => {
             if sample(id, k) {
-                clock::now() & (SAMPLED - 1) | SAMPLED
+                (clock::now() & (SAMPLED - 1)) | SAMPLED
             } else {
                 super::ticker::seq() | COARSE
             }
