@@ -548,11 +548,11 @@ impl EventAnalysis for Allocations {
                     }
                 }
                 Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
-                Some(EventKind::Return { callee }
-                | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. }) => {
-                    self.on_return(callee)
-                }
+                Some(
+                    EventKind::Return { callee }
+                    | EventKind::TimedReturn { callee, .. }
+                    | EventKind::LongReturn { callee, .. },
+                ) => self.on_return(callee),
                 Some(EventKind::Thread { id }) => {
                     self.threads.switch_to(id);
                 }

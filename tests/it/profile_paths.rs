@@ -209,8 +209,8 @@ fn paths_per_call(events: &[EventKind], method: MethodId) -> Vec<Vec<u32>> {
         match *e {
             EventKind::Path { method: m, path } if m == method => cur.push(path),
             EventKind::Return { callee }
-                | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. }
+            | EventKind::TimedReturn { callee, .. }
+            | EventKind::LongReturn { callee, .. }
                 if callee == method =>
             {
                 calls.push(std::mem::take(&mut cur))

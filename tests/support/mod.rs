@@ -78,10 +78,8 @@ pub(crate) fn calls(events: &[EventKind]) -> Vec<String> {
                 Some(format!("+{c}>{}", name(callee)))
             }
             EventKind::Return { callee }
-                | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. } => {
-                Some(format!("-{}", name(callee)))
-            }
+            | EventKind::TimedReturn { callee, .. }
+            | EventKind::LongReturn { callee, .. } => Some(format!("-{}", name(callee))),
             _ => None,
         })
         .collect()
@@ -101,8 +99,8 @@ pub(crate) fn assert_balanced(events: &[EventKind]) {
                 stack.push(callee);
             }
             EventKind::Return { callee }
-                | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. } => {
+            | EventKind::TimedReturn { callee, .. }
+            | EventKind::LongReturn { callee, .. } => {
                 assert_eq!(stack.pop(), Some(callee), "unbalanced return in {events:?}");
             }
             _ => {}

@@ -625,11 +625,11 @@ impl EventAnalysis for CacheSim {
                     self.next_is_fetch = self.counting == Counting::Cachegrind;
                 }
                 Some(EventKind::Call { callee, .. }) => self.on_call(callee),
-                Some(EventKind::Return { callee }
-                | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. }) => {
-                    self.on_return(callee)
-                }
+                Some(
+                    EventKind::Return { callee }
+                    | EventKind::TimedReturn { callee, .. }
+                    | EventKind::LongReturn { callee, .. },
+                ) => self.on_return(callee),
                 Some(EventKind::Thread { id }) => self.on_thread(id),
                 _ => {}
             }

@@ -112,11 +112,11 @@ fn feed(a: &mut impl CallEvents, words: &[u64]) {
                 }
                 a.on_call(caller, callee)
             }
-            Some(EventKind::Return { callee }
+            Some(
+                EventKind::Return { callee }
                 | EventKind::TimedReturn { callee, .. }
-                | EventKind::LongReturn { callee, .. }) => {
-                a.on_return(callee)
-            }
+                | EventKind::LongReturn { callee, .. },
+            ) => a.on_return(callee),
             Some(EventKind::Thread { id }) => a.on_thread(id),
             Some(EventKind::Poll {
                 method,

@@ -43,7 +43,10 @@ fn a_long_call_is_added_whole_and_the_others_scaled_from_the_sample() {
     p.consume(&one_long_among_many());
     let a = m(2);
     let f = function(&p, a);
-    assert_eq!((f.calls, f.timed, f.long.calls, f.long.timed), (100, 50, 1, 0));
+    assert_eq!(
+        (f.calls, f.timed, f.long.calls, f.long.timed),
+        (100, 50, 1, 0)
+    );
     assert_eq!(f.long.ticks, 5000);
     let e = p.estimate(a);
     // 5,000 as it is, and the 99 others from the 50 timed ones (mean 20).
@@ -52,14 +55,21 @@ fn a_long_call_is_added_whole_and_the_others_scaled_from_the_sample() {
     // The interval is the sample's alone: 99 calls, 50 timed, standard deviation 10.
     let want = 1.96 * 99.0 * f.histogram.stdev() / 50f64.sqrt() * (1.0 - 50.0 / 99.0f64).sqrt();
     assert!((f.histogram.stdev() - 10.0).abs() < 1e-9);
-    assert!((e.inclusive_ci - want).abs() < 1e-9, "{} {want}", e.inclusive_ci);
+    assert!(
+        (e.inclusive_ci - want).abs() < 1e-9,
+        "{} {want}",
+        e.inclusive_ci
+    );
     assert_eq!(e.long_untimed, 1);
     assert_eq!(p.estimate(m(1)).exclusive, 10_000.0 - 6980.0);
     // The same in the context and along the edge.
     let ctx = p.context_nodes();
     let at_a = ctx.iter().find(|c| c.method == a).unwrap();
     assert_eq!(at_a.time.estimate_with(&at_a.long), 6980.0);
-    assert_eq!((at_a.time.calls, at_a.time.timed, at_a.long.calls), (100, 50, 1));
+    assert_eq!(
+        (at_a.time.calls, at_a.time.timed, at_a.long.calls),
+        (100, 50, 1)
+    );
     let edge = p.edges().into_iter().find(|(k, _)| k.1 == a).unwrap().1;
     let long = p.long_edges();
     assert_eq!(long.len(), 1);
