@@ -1,5 +1,5 @@
-//! Sampled timing and a rare long call (issue 31, item 9): one call of 200 ms among hundreds
-//! of under a millisecond, in the same function. A sample of one call in K usually misses the
+//! Sampled timing and a rare long call: one call of 200 ms among hundreds of under a
+//! millisecond, in the same function. A sample of one call in K usually misses the
 //! long one; it must be in the estimate and in its interval all the same (the coarse clock
 //! finds it at its exit), show as the function's longest call, and survive the report's JSON.
 //! Each call's reference duration is taken by `Instant` around it; the tolerance is twice the

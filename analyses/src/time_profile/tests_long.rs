@@ -88,8 +88,8 @@ fn a_long_call_is_added_whole_and_the_others_scaled_from_the_sample() {
 
 #[test]
 fn without_the_long_word_the_long_call_is_missed() {
-    // The same stream with the long call's exit a plain `Return`, as before long calls were
-    // told apart: the estimate is the sample's alone, and far below.
+    // The same stream with the long call's exit a plain `Return` (a producer that does not
+    // tell long calls apart): the estimate is the sample's alone, and far below.
     let w: Vec<u64> = one_long_among_many()
         .into_iter()
         .map(|w| match cabprof_cab::event::as_long_return(w) {

@@ -188,8 +188,8 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
     PROBE_KEY.store(session.key(), std::sync::atomic::Ordering::Relaxed);
     let before = crate::__private::time_period();
     // Timed batches time every call, untimed ones none. (With sampled timing an untimed call
-    // also counts down, about a nanosecond more; a countdown here would change the global
-    // period that other threads' countdowns read.)
+    // also counts down and keeps the coarse clock's tick, about a nanosecond more; a countdown
+    // here would change the global period that other threads' countdowns read.)
     let _ = period;
     let untimed_period = 0;
     let (mut timed, mut untimed, mut plains, mut clocks) = (vec![], vec![], vec![], vec![]);

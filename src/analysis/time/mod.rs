@@ -202,7 +202,7 @@ impl AnalysisDescriptor for Descriptor {
                 let known = f.has_durations();
                 let q = |p: f64| if known { ns(f.value_at_quantile(p) as f64) } else { 0.0 };
                 // With long calls, the mean of all calls from the two strata; without, the
-                // timed calls' (the same estimate, as it always was computed).
+                // timed calls' mean, which is the same estimate.
                 let (mean, raw_mean) = if f.long.calls == 0 {
                     (
                         per_call(f.comp_all, f.timed),
