@@ -206,3 +206,50 @@ fn a_report_from_before_long_calls_still_reads() {
     assert!(text.contains("sampled: one call in 4"), "{text}");
     assert!(!text.contains("measured in full"), "{text}");
 }
+
+/// Whether a thread of this process is named `cabprof-ticker`.
+#[cfg(target_os = "linux")]
+fn ticker_runs() -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .any(|name| name.trim_end() == "cabprof-ticker")
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_ticker_runs_only_while_a_sampled_session_does() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let start = |k: u32| {
+        Session::builder()
+            .analyses(&[Analysis::MethodCount, Analysis::Time])
+            .time_sample(k)
+            .pin(false)
+            .start()
+            .expect("session starts")
+    };
+    // No ticker left (one of a session another test dropped stops within 0.2 s).
+    wait_for_no_ticker();
+    let s = start(4);
+    assert!(ticker_runs(), "a sampled session's ticker");
+    drop(s.finish());
+    assert!(!ticker_runs(), "finish joins the ticker");
+    let s = start(1);
+    assert!(!ticker_runs(), "every call timed: no ticker");
+    drop(s.finish());
+    // A session dropped without `finish`: its ticker stops by itself once idle.
+    drop(start(4));
+    wait_for_no_ticker();
+}
+
+#[cfg(target_os = "linux")]
+fn wait_for_no_ticker() {
+    let t = Instant::now();
+    while ticker_runs() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "a ticker without a session runs on"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
