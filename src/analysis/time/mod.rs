@@ -216,9 +216,12 @@ impl AnalysisDescriptor for Descriptor {
                         per_call(f.long.ticks as f64 + scaled(f.ticks_all as f64), f.calls),
                     )
                 };
-                let ci = (e.inclusive_ci.powi(2)
-                    + 1.96f64.powi(2) * e.long_untimed as f64 * placement)
-                    .sqrt();
+                let ci = if e.long_untimed == 0 {
+                    e.inclusive_ci
+                } else {
+                    (e.inclusive_ci.powi(2) + 1.96f64.powi(2) * e.long_untimed as f64 * placement)
+                        .sqrt()
+                };
                 FunctionTimeEntry {
                     method: m.get(),
                     calls: f.calls,
