@@ -23,7 +23,7 @@
 //! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
-use super::timing::{entry_start, COARSE, SAMPLED};
+use super::timing::{entry_start, COARSE, SAMPLED, UNTIMED};
 use super::{contained, decided_key, method, pop, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
@@ -41,9 +41,6 @@ pub struct FrameGuard {
     /// marked (see [`entry_start`]).
     start: u64,
 }
-
-/// [`FrameGuard::start`] of a call that is not timed.
-pub(super) const UNTIMED: u64 = u64::MAX;
 
 /// Enter the function of `site`: with no session, one load and one branch.
 ///

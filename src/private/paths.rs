@@ -7,7 +7,8 @@
 //! function unwinds, the path emitted is `num_paths + register`, which decodes as "cut short by
 //! a panic".
 
-use super::frames::{enter_recorded, leave_inner, Entry, UNTIMED};
+use super::frames::{enter_recorded, leave_inner, Entry};
+use super::timing::UNTIMED;
 use super::{contained, method, recording, Site};
 use cabprof_cab::event::{Event, MAX_PATH_NUMBER};
 use cabprof_cab::runtime::{emit, session_key};

@@ -69,6 +69,8 @@ thread_local! {
     };
 }
 
+/// [`Entry::start`](super::frames::Entry) of a call that is not timed (no time analysis runs).
+pub(super) const UNTIMED: u64 = u64::MAX;
 /// [`Entry::start`](super::frames::Entry) of a timed call of a sampled session: its clock
 /// reading (below 2^62: decades of a counter's ticks) with this bit set, so that its exit
 /// also asks whether it was long.
@@ -80,11 +82,11 @@ pub(super) const COARSE: u64 = 1 << 63;
 /// What a call of `id` keeps from its entry for its exit (a session runs, its `Call` is
 /// emitted): the clock reading if it is timed; with sampled timing, that reading marked
 /// [`SAMPLED`], or for an untimed call the coarse clock's tick marked [`COARSE`]; with no
-/// timing, [`UNTIMED`](super::frames::UNTIMED).
+/// timing, [`UNTIMED`].
 #[inline(always)]
 pub(super) fn entry_start(id: u32) -> u64 {
     match TIME_PERIOD.load(Ordering::Relaxed) {
-        0 => super::frames::UNTIMED,
+        0 => UNTIMED,
         1 => clock::now(),
         k => {
             if sample(id, k) {
