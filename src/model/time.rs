@@ -37,7 +37,7 @@ pub struct TimeData {
     /// (`CABPROF_TIME_RAW=1`).
     pub show_raw: Option<bool>,
     /// With sampled timing: the mean interval of the coarse clock that found the long calls
-    /// (a call during which it ticked twice is measured in full; see
+    /// (a call during which it ticked 16 times is measured in full; see
     /// [`FunctionTimeEntry::long`]). Absent in older files and without sampled timing.
     pub tick_ns: Option<f64>,
 }
@@ -93,7 +93,7 @@ pub struct FunctionTimeEntry {
     /// entries were placed.
     pub inclusive_ci_ns: f64,
     /// With sampled timing, the calls measured in full because they were long (the coarse
-    /// clock ticked twice during each), timed or not: in `inclusive_ns` as they are, never
+    /// clock ticked 16 times during each), timed or not: in `inclusive_ns` as they are, never
     /// scaled. Absent in older files and without sampled timing.
     pub long: Option<u64>,
     /// Exclusive (self) time: inclusive time of every activation minus that of its callees.

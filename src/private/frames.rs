@@ -201,10 +201,11 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         pop(caller);
         emit(Event::ret(method(callee)));
     } else if start & COARSE != 0 {
-        // Untimed, with sampled timing: long if the coarse clock ticked twice meanwhile.
+        // Untimed, with sampled timing: long if the coarse clock ticked LONG_TICKS times
+        // meanwhile.
         let entered = start & !COARSE;
         let last = ticker::seq();
-        let word = if last.wrapping_sub(entered) < 2 {
+        let word = if last.wrapping_sub(entered) < ticker::LONG_TICKS {
             Event::ret(method(callee))
         } else {
             long_untimed(callee, entered, last)
@@ -220,7 +221,7 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
     } else {
         let start = start & !SAMPLED;
         let ticks = (clock::now() & (SAMPLED - 1)).saturating_sub(start);
-        let word = if ticker::ticked_twice_since(start) {
+        let word = if ticker::long_since(start) {
             Event::long_return(method(callee), ticks, true)
         } else {
             Event::timed_return(method(callee), ticks)

@@ -25,7 +25,9 @@ pub use frames::{enter, run, FrameGuard};
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
-pub(crate) use ticker::{intervals as tick_intervals, start as start_ticker, stop as stop_ticker};
+pub(crate) use ticker::{
+    intervals as tick_intervals, start as start_ticker, stop as stop_ticker, LONG_TICKS,
+};
 pub(crate) use timing::{set_time_period, time_period};
 
 /// `std::any::type_name_of_val`, for the generated `Site` (see `Site::new`): called here, in

@@ -5,13 +5,13 @@
 //! usually not in the sample, and an estimate scaled from the sample would miss it entirely,
 //! interval included. An untimed call therefore keeps the number of the last tick at its entry
 //! (one load of a line written once per tick) and compares it at its exit with the current one
-//! (one load and a compare): if the ticker ticked at least twice in between, the call lasted
-//! more than a tick interval, so it reads the clock and returns with a `LongReturn` word
-//! carrying its duration, measured from the middle of the tick interval it entered in (each
-//! tick's reading is kept here, [`HISTORY`] of them). A timed call of a sampled session asks
-//! the same question at its exit (was the tick before the last one after its entry?), so that
-//! "long" means the same for timed and untimed calls, and the time analysis can count the long
-//! calls in full and estimate only the others from the sample.
+//! (one load and a compare): if the ticker ticked at least [`LONG_TICKS`] times in between,
+//! the call is long, so it reads the clock and returns with a `LongReturn` word carrying its
+//! duration, measured from the middle of the tick interval it entered in (each tick's reading
+//! is kept here, [`HISTORY`] of them). A timed call of a sampled session asks the same question
+//! at its exit (did that many ticks come after its entry?), so that "long" means the same for
+//! timed and untimed calls, and the time analysis can count the long calls in full and
+//! estimate only the others from the sample.
 //!
 //! One ticker per process, running while a session with sampled timing runs: started before
 //! the session ([`start`]), stopped and joined when it finishes ([`stop`]). It also stops by
@@ -35,6 +35,15 @@ pub(crate) const PERIOD: Duration = Duration::from_millis(1);
 /// ticks (about 8 s); an older entry is placed from the mean interval since (see
 /// [`entry_estimate`]).
 const HISTORY: usize = 8192;
+
+/// Ticks that must come during a call for it to be long (about 17 ms at 1.1 ms a tick). Placed
+/// from the middle of the interval it entered in, a long call's duration is off by at most half
+/// an interval, under 4 % of it. Not fewer: a call of about the threshold is found long only
+/// when it entered late in its interval, so calls that all last about as long as the threshold
+/// (1 ms calls against a two-tick threshold, say) would all be placed too early, and their
+/// errors would add up instead of cancelling. Not more: a call shorter than the threshold is
+/// estimated from the sample, rare or not.
+pub(crate) const LONG_TICKS: u64 = 16;
 
 /// Ticks without a session after which the ticker stops by itself.
 const IDLE_TICKS: u32 = 200;
@@ -75,12 +84,12 @@ pub(super) fn seq() -> u64 {
     SEQ.0.load(Ordering::Acquire)
 }
 
-/// Whether the tick before the last one came after clock reading `start` (a timed call's
-/// entry): then at least two ticks came during the call.
+/// Whether at least [`LONG_TICKS`] ticks came after clock reading `start` (a timed call's
+/// entry): whether the tick that many before the next one did.
 #[inline(always)]
-pub(super) fn ticked_twice_since(start: u64) -> bool {
+pub(super) fn long_since(start: u64) -> bool {
     let s = seq();
-    s >= 2 && AT[(s - 1) as usize % HISTORY].load(Ordering::Relaxed) > start
+    s >= LONG_TICKS && AT[(s + 1 - LONG_TICKS) as usize % HISTORY].load(Ordering::Relaxed) > start
 }
 
 /// Publish tick `n`, read now.

@@ -27,7 +27,7 @@
 //!   calls, inclusive ticks.
 //! - Everywhere, apart: the long calls (`LongReturn` words), each measured in full. With
 //!   sampled timing the producer sends one for every call during which its coarse clock
-//!   ticked twice, timed or not, so they are all known: an estimate is their sum plus the other
+//!   ticked many times (16 in the facade), timed or not, so they are all known: an estimate is their sum plus the other
 //!   calls' estimated from the timed ones, which sample those alone (two strata), and its
 //!   interval comes from that sample. A rare long call the sample missed is then in the
 //!   estimate, not missing from it and from its interval.

@@ -10,7 +10,7 @@ use crate::call_tree::trie::{NONE, ROOT as ROOT_NODE};
 use super::{method_id, TimeProfile};
 
 /// Calls measured in full because they were long (`LongReturn` words: with sampled timing, a
-/// call during which the coarse clock ticked at least twice, timed or not), and their
+/// call during which the coarse clock ticked many times, timed or not), and their
 /// inclusive ticks. They are added as they are to a sampled estimate, never scaled: the
 /// timed calls ([`FunctionTime::timed`], [`Timed::timed`]) are the sample of the other calls
 /// only.

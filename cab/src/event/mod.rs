@@ -241,8 +241,8 @@ pub enum EventKind {
         ticks: u64,
     },
     /// `callee` returns from a call known to be long: with sampled timing, a call during
-    /// which the coarse clock (a ticker thread's reading, about every millisecond) ticked at
-    /// least twice, so it lasted more than one tick interval. `timed`: the call was one of the
+    /// which the coarse clock (a ticker thread's reading, about every millisecond) ticked
+    /// many times (the facade's threshold: 16). `timed`: the call was one of the
     /// timed sample, and `ticks` is its exact duration, as a `TimedReturn`'s; otherwise its
     /// entry was placed between two ticks and `ticks` is measured from their midpoint (within
     /// half a tick interval). Exact below [`LONG_EXACT_DURATION`] ticks; longer durations

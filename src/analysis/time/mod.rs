@@ -323,8 +323,9 @@ impl AnalysisDescriptor for Descriptor {
         let how = if t.sample_period > 1 {
             let long = match t.tick_ns {
                 Some(tick) => format!(
-                    ", long calls apart: those during which a {} clock ticked twice are measured in full, timed or not ({} calls)",
+                    ", long calls apart: those during which a {} clock ticked {} times are measured in full, timed or not ({} calls)",
                     dur(tick),
+                    crate::__private::LONG_TICKS,
                     t.functions.iter().filter_map(|f| f.long).sum::<u64>()
                 ),
                 None => String::new(),
