@@ -16,12 +16,14 @@ use miniserde::{Deserialize, Serialize};
 
 mod contexts;
 mod read;
+mod stacks;
 mod time;
 pub use contexts::{
     context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
 };
 pub(crate) use read::check_contexts;
+pub(crate) use stacks::{parent_links, parent_of, StackSet};
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 
