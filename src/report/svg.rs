@@ -110,12 +110,12 @@ impl DrawnLines {
         let depth = |line: u32| 1 + stacks.tokens(line as usize).len();
 
         // First walk: each frame's width (inferno's: the run of neighbouring lines that share
-        // it), and which frames are drawn, by the order they open in. A frame is kept from
-        // half inferno's minimum width up, so that no rounding drops one inferno draws; what
-        // is kept beyond that inferno drops itself.
+        // it), and which frames are drawn, by the order they open in. The threshold is
+        // inferno's, computed as inferno computes it, less a hair so that no rounding can drop
+        // a frame inferno draws; a frame kept beyond that inferno drops itself.
         let total: u64 = (0..stacks.len()).map(|i| stacks.weight(i)).sum();
         let min_time = min_width / (100.0 / total as f64);
-        let kept = |width: u64| width as f64 * 2.0 >= min_time;
+        let kept = |width: u64| width as f64 >= min_time * 0.999;
         let mut open: Vec<(u64, u64)> = Vec::new();
         let mut drawn: Vec<u64> = Vec::new();
         let (mut time, mut opened, mut prev) = (0u64, 0u64, None);
