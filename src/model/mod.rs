@@ -23,8 +23,8 @@ pub use contexts::{
     FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
 };
 pub(crate) use read::check_contexts;
-pub(crate) use stacks::{parent_links, parent_of, StackSet};
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
+pub(crate) use stacks::{parent_links, parent_of, StackSet};
 pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 
 /// Schema tag of the JSON report.

@@ -176,11 +176,6 @@ impl StackSet {
         self.stacks.len()
     }
 
-    /// No stacks.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.stacks.is_empty()
-    }
-
     /// Stack `i`'s tokens, outermost frame first.
     pub(crate) fn tokens(&self, i: usize) -> &[u32] {
         let s = &self.stacks[i];

@@ -59,7 +59,11 @@ impl ReportData {
     /// buffer of its own, without holding them (the text repeats each context's whole stack,
     /// so it can be many times the report's size). Returns the shift the weights were divided
     /// by ([`FlameStacks::shift`], 0 normally), or the first error `out` gave.
-    pub fn write_folded_by(&self, weight: Weight, out: impl std::io::Write) -> std::io::Result<u32> {
+    pub fn write_folded_by(
+        &self,
+        weight: Weight,
+        out: impl std::io::Write,
+    ) -> std::io::Result<u32> {
         let stacks = self.stack_set_by(weight);
         let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
         let names = frame_names(self, &stacks);
@@ -95,9 +99,7 @@ impl ReportData {
                 None => StackSet::default(),
             },
             Weight::AllocBytes => match &self.allocations {
-                Some(a) => {
-                    StackSet::from_nodes(&a.contexts, a.root().bytes, |_, c| c.counts.bytes)
-                }
+                Some(a) => StackSet::from_nodes(&a.contexts, a.root().bytes, |_, c| c.counts.bytes),
                 None => StackSet::default(),
             },
         }

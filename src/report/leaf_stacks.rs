@@ -152,14 +152,17 @@ impl<'t> LeafStacks<'t> {
         };
         let mut distinct: HashTable<u32> = HashTable::new();
         let mut stacks: Vec<Entry> = Vec::new();
-        let nodes = std::iter::once((ROOT, root)).chain((0..tree.method.len()).map(|i| (i as u32, weight(i))));
+        let nodes = std::iter::once((ROOT, root))
+            .chain((0..tree.method.len()).map(|i| (i as u32, weight(i))));
         for (node, w) in nodes {
             if w == 0 {
                 continue;
             }
             let h = hash(node);
             let found = distinct
-                .find(h, |&s| tree.frames(stacks[s as usize].node).eq(tree.frames(node)))
+                .find(h, |&s| {
+                    tree.frames(stacks[s as usize].node).eq(tree.frames(node))
+                })
                 .copied();
             match found {
                 Some(s) => {
@@ -167,7 +170,8 @@ impl<'t> LeafStacks<'t> {
                     e.set_weight(e.weight() + w as u128);
                 }
                 None => {
-                    distinct.insert_unique(h, stacks.len() as u32, |&s| hash(stacks[s as usize].node));
+                    distinct
+                        .insert_unique(h, stacks.len() as u32, |&s| hash(stacks[s as usize].node));
                     stacks.push(Entry {
                         node,
                         high: 0,
@@ -253,7 +257,11 @@ impl<'a, 't> Samples<'a, 't> {
 
     /// Call `f` with each sample: a column holding its stack, the stack's index there, and
     /// its value in each column (weights through `scale`, 0 where a column lacks it).
-    pub(super) fn for_each(&self, scale: &impl Fn(u64) -> i64, mut f: impl FnMut(usize, usize, &[i64])) {
+    pub(super) fn for_each(
+        &self,
+        scale: &impl Fn(u64) -> i64,
+        mut f: impl FnMut(usize, usize, &[i64]),
+    ) {
         let cmp = |a: (usize, usize), b: (usize, usize)| -> Ordering {
             self.columns[a.0]
                 .frames(a.1)

@@ -294,9 +294,15 @@ impl ReportData {
 
         // One column per sample type, stacks from whichever analysis holds them: calls from
         // the call tree, else the time analysis, else one single-frame stack per method.
-        let call_tree = self.call_tree.as_ref().map(|ct| NodeTree::new(&ct.contexts));
+        let call_tree = self
+            .call_tree
+            .as_ref()
+            .map(|ct| NodeTree::new(&ct.contexts));
         let time_tree = self.time.as_ref().map(|t| NodeTree::new(&t.contexts));
-        let alloc_tree = self.allocations.as_ref().map(|a| NodeTree::new(&a.contexts));
+        let alloc_tree = self
+            .allocations
+            .as_ref()
+            .map(|a| NodeTree::new(&a.contexts));
         let methods = match (&self.call_tree, &self.time) {
             (None, None) => method_tree(self),
             _ => None,

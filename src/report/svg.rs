@@ -56,7 +56,7 @@ impl ReportData {
             ));
         }
         opts.count_name = unit.into();
-        if stacks.is_empty() {
+        if stacks.len() == 0 {
             return format!(
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\"><text x=\"10\" y=\"25\">{missing}</text></svg>\n"
             );
@@ -185,7 +185,12 @@ impl DrawnLines {
     }
 
     /// Write the line of stack `line` cut to its first `keep` frames (`root` included).
-    fn push(&mut self, stacks: &StackSet, names: &[String], (line, keep, weight): (u32, usize, u64)) {
+    fn push(
+        &mut self,
+        stacks: &StackSet,
+        names: &[String],
+        (line, keep, weight): (u32, usize, u64),
+    ) {
         let start = self.text.len();
         self.text.push_str("root");
         for &t in &stacks.tokens(line as usize)[..keep.saturating_sub(1)] {

@@ -68,17 +68,20 @@ fn step(seed: u64, left: u32, chain: u32) {
 macro_rules! functions {
     ($($f:ident)*) => {
         $(
+            /// One call of the tree: allocates, then calls on.
             #[cabprof::profile]
             pub fn $f(seed: u64, left: u32, chain: u32) {
                 super::step(seed, left, chain)
             }
         )*
+        /// The module's functions.
         pub const ALL: [fn(u64, u32, u32); 64] = [$($f),*];
     };
 }
 
 macro_rules! module {
     ($m:ident) => {
+        /// 64 of the profiled functions.
         pub mod $m {
             functions!(a00 a01 a02 a03 a04 a05 a06 a07 a08 a09 a10 a11 a12 a13 a14 a15
                 a16 a17 a18 a19 a20 a21 a22 a23 a24 a25 a26 a27 a28 a29 a30 a31
