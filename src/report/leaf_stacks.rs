@@ -192,6 +192,25 @@ impl<'t> LeafStacks<'t> {
         }
     }
 
+    /// [`new`](Self::new) for one stack per node of a tree of single frames, weights as
+    /// given: a method's sample in a profile of method counts.
+    pub(super) fn unshifted(tree: &'t NodeTree, weights: &[u64]) -> Self {
+        let stacks = (0..tree.method.len() as u32)
+            .zip(weights)
+            .filter(|&(_, &w)| w > 0)
+            .map(|(node, &w)| Entry {
+                node,
+                high: 0,
+                low: w,
+            })
+            .collect();
+        LeafStacks {
+            tree,
+            stacks,
+            shift: 0,
+        }
+    }
+
     /// How many stacks.
     fn len(&self) -> usize {
         self.stacks.len()
@@ -221,31 +240,10 @@ pub(super) fn method_tree(data: &ReportData) -> Option<(NodeTree, Vec<u64>)> {
     Some((tree, by_method.into_values().collect()))
 }
 
-impl<'t> LeafStacks<'t> {
-    /// [`new`](Self::new) for one stack per node of a tree of single frames, weights as
-    /// given: a method's sample in a profile of method counts.
-    pub(super) fn unshifted(tree: &'t NodeTree, weights: &[u64]) -> Self {
-        let stacks = (0..tree.method.len() as u32)
-            .zip(weights)
-            .filter(|&(_, &w)| w > 0)
-            .map(|(node, &w)| Entry {
-                node,
-                high: 0,
-                low: w,
-            })
-            .collect();
-        LeafStacks {
-            tree,
-            stacks,
-            shift: 0,
-        }
-    }
-}
-
 /// The samples of the columns' stacks, merged: each distinct stack once, in the order of its
 /// frames leaf first, with its value in every column.
 pub(super) struct Samples<'a, 't> {
-    pub(super) columns: &'a [LeafStacks<'t>],
+    columns: &'a [LeafStacks<'t>],
     width: usize,
 }
 
