@@ -30,32 +30,12 @@ impl ReportData {
     /// A flame graph SVG of the folded stacks, weighted by calls or by time (inferno). Deep
     /// stacks are elided and names escaped as in [`folded_by`](Self::folded_by); when the
     /// weights add up to more than `u64::MAX` they are scaled down and the subtitle says by
-    /// how much. The SVG is the one inferno draws from the folded lines; the memory it takes
-    /// grows with the number of calling contexts, not with their depth.
+    /// how much. The SVG is the one inferno draws from the folded lines, but made without
+    /// them: what it takes beyond the report is a few bytes per frame of each stack, and the
+    /// folded text of the frames wide enough to be drawn.
     pub fn svg_by(&self, weight: Weight) -> String {
         let stacks = self.stack_set_by(weight);
-        let mut opts = inferno::flamegraph::Options::default();
-        let (what, unit, missing) = match weight {
-            Weight::Calls => (
-                "calling contexts, width = calls (not time)",
-                "calls",
-                "no call-tree data",
-            ),
-            Weight::Time => ("time by calling context, width = ns", "ns", "no time data"),
-            Weight::AllocBytes => (
-                "heap allocations by calling context, width = bytes allocated",
-                "bytes",
-                "no allocation data",
-            ),
-        };
-        opts.title = format!("cabprof {what} ({})", folded_frame(&self.session.mode));
-        if stacks.shift() > 0 {
-            opts.subtitle = Some(format!(
-                "{unit} divided by 2^{}: their sum exceeds 2^64",
-                stacks.shift()
-            ));
-        }
-        opts.count_name = unit.into();
+        let (mut opts, missing) = self.svg_options(weight, stacks.shift());
         if stacks.len() == 0 {
             return format!(
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\"><text x=\"10\" y=\"25\">{missing}</text></svg>\n"
@@ -71,6 +51,37 @@ impl ReportData {
         inferno::flamegraph::from_lines(&mut opts, lines.iter().rev(), &mut out)
             .expect("folded stacks are well-formed");
         String::from_utf8(out).expect("inferno writes UTF-8")
+    }
+
+    /// inferno's options for a graph weighted by `weight` whose weights were divided by
+    /// `2^shift`, and what the SVG says when there is nothing to draw.
+    fn svg_options(
+        &self,
+        weight: Weight,
+        shift: u32,
+    ) -> (inferno::flamegraph::Options<'static>, &'static str) {
+        let mut opts = inferno::flamegraph::Options::default();
+        let (what, unit, missing) = match weight {
+            Weight::Calls => (
+                "calling contexts, width = calls (not time)",
+                "calls",
+                "no call-tree data",
+            ),
+            Weight::Time => ("time by calling context, width = ns", "ns", "no time data"),
+            Weight::AllocBytes => (
+                "heap allocations by calling context, width = bytes allocated",
+                "bytes",
+                "no allocation data",
+            ),
+        };
+        opts.title = format!("cabprof {what} ({})", folded_frame(&self.session.mode));
+        if shift > 0 {
+            opts.subtitle = Some(format!(
+                "{unit} divided by 2^{shift}: their sum exceeds 2^64"
+            ));
+        }
+        opts.count_name = unit.into();
+        (opts, missing)
     }
 }
 
@@ -249,4 +260,110 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
         }
     }
     &buf[at..]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{CallTreeData, ContextEntry, MethodEntry, ReportData, ELIDED_FRAME, SCHEMA};
+    use crate::report::Weight;
+
+    /// A call tree of `n` contexts under 40 methods with names that sort oddly as text (one a
+    /// prefix of another, followed by a space or a digit; two methods of one name), stacks
+    /// past the 64 frames kept whole, a few hot contexts and many of one call each (too
+    /// narrow to draw beside the hot ones); `hot` scales the hot ones' counts.
+    fn odd_report(n: u32, hot: u64) -> ReportData {
+        let names = [
+            "zz",
+            "zz2",
+            "zz 5a",
+            "foo",
+            "foo bar",
+            "foo",
+            "a;b",
+            "<T as Tr>::f",
+        ];
+        let methods = (1..=40u32)
+            .map(|id| MethodEntry {
+                id,
+                name: names.get(id as usize % 10).map_or_else(
+                    || format!("crate::module::function_{id}"),
+                    |n| n.to_string(),
+                ),
+                module: "crate".into(),
+                file: "src/lib.rs".into(),
+                line: id,
+            })
+            .collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut contexts: Vec<ContextEntry> = Vec::new();
+        for id in 1..=n {
+            let r = next();
+            // Mostly a child of the context just made (long chains), else of any earlier one.
+            let parent = match (id, r % 16) {
+                (1, _) => 0,
+                (_, 0) => (r >> 8) as u32 % id,
+                _ => id - 1,
+            };
+            contexts.push(ContextEntry {
+                id,
+                parent,
+                method: 1 + (r >> 20) as u32 % 40,
+                count: if r % 97 == 0 {
+                    hot * (1 + (r >> 40) % 1000)
+                } else {
+                    1
+                },
+                estimated: None,
+            });
+        }
+        ReportData {
+            schema: SCHEMA.into(),
+            methods,
+            call_tree: Some(CallTreeData {
+                approximate: false,
+                patterns: Vec::new(),
+                contexts,
+                overlong: None,
+            }),
+            ..ReportData::default()
+        }
+    }
+
+    /// The SVG is byte for byte what inferno draws from the whole folded text (sorted by
+    /// inferno), whether most frames are drawn or most are too narrow, weights shifted or not.
+    /// Each graph is drawn on a thread of its own: inferno picks colours from a per-thread
+    /// sequence.
+    #[test]
+    fn svg_is_what_inferno_draws_from_the_folded_lines() {
+        let fresh =
+            |f: &(dyn Fn() -> Vec<u8> + Sync)| std::thread::scope(|s| s.spawn(f).join().unwrap());
+        for (n, hot) in [(3_000, 1), (3_000, 1_000), (3_000, u64::MAX / 2_000)] {
+            let d = odd_report(n, hot);
+            let whole = fresh(&|| {
+                let stacks = d.flame_stacks_by(Weight::Calls);
+                let (mut opts, _) = d.svg_options(Weight::Calls, stacks.shift);
+                let folded = d.folded_by(Weight::Calls);
+                assert!(folded.contains(ELIDED_FRAME), "some stacks are elided");
+                let mut whole = Vec::new();
+                inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut whole).unwrap();
+                whole
+            });
+            let svg = fresh(&|| d.svg_by(Weight::Calls).into_bytes());
+            assert!(
+                svg == whole,
+                "{n} contexts, hot x{hot}: the SVG differs from inferno's of the folded text"
+            );
+            let drawn = String::from_utf8(svg).unwrap().matches("<title>").count();
+            assert!(
+                drawn > 100,
+                "{n} contexts, hot x{hot}: {drawn} frames drawn"
+            );
+        }
+    }
 }
