@@ -290,3 +290,64 @@ impl<'a, 't> Samples<'a, 't> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{LeafStacks, NodeTree};
+    use crate::model::{ContextEntry, FlameStacks, Frame};
+
+    /// A tree of chains of 1 to 150 calls under a few branches, two contexts of one method
+    /// under one parent now and then (as a crafted file may have), counts of 0 to 3.
+    fn contexts() -> Vec<ContextEntry> {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut out: Vec<ContextEntry> = Vec::new();
+        for id in 1..=4_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let parent = match x % 150 {
+                0 => 0,
+                1 => (x >> 8) as u32 % id,
+                2 if id > 1 => out[id as usize - 2].parent,
+                _ => id - 1,
+            };
+            out.push(ContextEntry {
+                id,
+                parent,
+                method: 1 + (x >> 32) as u32 % 6,
+                count: (x >> 16) % 4,
+                estimated: None,
+            });
+        }
+        out
+    }
+
+    /// The stacks walked from the nodes, leaf first, are the flame graphs' stacks (made by
+    /// copying each one's frames) reversed, with the same weights, in the order of their
+    /// reversed frames: elided, merged and shifted alike.
+    #[test]
+    fn leaf_first_stacks_are_the_flame_stacks_reversed() {
+        let nodes = contexts();
+        let tree = NodeTree::new(&nodes);
+        for (root, scale) in [(0u64, 1u64), (7, 1), (0, u64::MAX / 3)] {
+            let flame = FlameStacks::from_nodes_and_root(&nodes, root, |c| c.count * scale);
+            assert!(flame.stacks.iter().any(|(s, _)| s.contains(&Frame::Elided)));
+            assert_eq!(flame.shift > 0, scale > 1, "weights too large are shifted");
+            let mut expected: Vec<(Vec<Frame>, u64)> = flame
+                .stacks
+                .into_iter()
+                .map(|(mut s, w)| {
+                    s.reverse();
+                    (s, w)
+                })
+                .collect();
+            expected.sort();
+            let leaf = LeafStacks::new(&tree, root, |i| nodes[i].count * scale);
+            let got: Vec<(Vec<Frame>, u64)> = (0..leaf.len())
+                .map(|i| (leaf.frames(i).collect(), leaf.weight(i)))
+                .collect();
+            assert_eq!(leaf.shift, flame.shift, "root {root}, x{scale}");
+            assert_eq!(got, expected, "root {root}, x{scale}");
+        }
+    }
+}
