@@ -1,8 +1,8 @@
 //! Flame-graph stacks held compactly, for the renderers: every stack's frames back to back in
 //! one vector of 4-byte tokens, each stack a range of it with its weight. [`FlameStacks`]
 //! holds a vector per stack (a copy of up to 65 frames with its own allocation), which for a
-//! report of a million contexts is most of what rendering it took; this holds the same stacks,
-//! in the same order, in a few bytes per frame, and the renderers walk it in place.
+//! report of many contexts would be most of what rendering it costs; this holds the same
+//! stacks, in the same order, in 4 bytes per frame, and the renderers walk it in place.
 
 use super::contexts::{ContextNode, FlameStacks, Frame, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES};
 use hashbrown::HashTable;
@@ -28,8 +28,7 @@ struct Stack {
 pub(crate) struct StackSet {
     /// Token → frame, in [`Frame`]'s order.
     frames: Vec<Frame>,
-    /// Every stack's tokens, outermost frame first, back to back (merged stacks leave theirs
-    /// behind unused).
+    /// Every stack's tokens, outermost frame first, back to back.
     tokens: Vec<u32>,
     /// Sorted by frames, each stack once, every weight non-zero after the shift.
     stacks: Vec<Stack>,
