@@ -154,21 +154,28 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             "--label applies to --format pprof only".into(),
         ));
     }
+    // Folded stacks and JSON are written as they are made: the folded text repeats each
+    // context's stack and can be many times the report, the JSON is the report's size.
     let rendered = match args.format {
         Format::Table => data.text(args.top).into_bytes(),
         Format::Json => {
-            let mut json = data.json();
-            json.push('\n');
-            json.into_bytes()
+            return emit(args, |out| {
+                data.write_json(&mut *out)?;
+                out.write_all(b"\n")
+            })
         }
         Format::Folded => {
-            let shift = data.flame_stacks_by(weight).shift;
+            let mut shift = 0;
+            let done = emit(args, |out| {
+                shift = data.write_folded_by(weight, out)?;
+                Ok(())
+            });
             if shift > 0 {
                 eprintln!(
                     "cabprof report: warning: the weights add up to more than 2^64; every folded count is divided by 2^{shift}"
                 );
             }
-            data.folded_by(weight).into_bytes()
+            return done;
         }
         Format::Dot => data.dot().into_bytes(),
         Format::Svg => data.svg_by(weight).into_bytes(),
@@ -182,14 +189,30 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         }
         Format::Callgrind => data.callgrind().into_bytes(),
     };
+    drop(data);
+    emit(args, |out| out.write_all(&rendered))
+}
+
+/// Write the rendering with `write` to `--output`, or to standard output (where a closed pipe,
+/// `| head`, is not an error).
+fn emit(
+    args: &ReportArgs,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<ExitCode, CliError> {
     match &args.output {
-        Some(path) => fs::write(path, rendered).map_err(|source| CliError::Write {
-            what: path.display().to_string(),
-            source,
-        })?,
+        Some(path) => {
+            let failed = |source| CliError::Write {
+                what: path.display().to_string(),
+                source,
+            };
+            let mut file = io::BufWriter::new(fs::File::create(path).map_err(failed)?);
+            write(&mut file)
+                .and_then(|()| file.flush())
+                .map_err(failed)?;
+        }
         None => {
             let mut out = io::stdout().lock();
-            if let Err(e) = out.write_all(&rendered).and_then(|()| out.flush()) {
+            if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
                 if e.kind() != io::ErrorKind::BrokenPipe {
                     return Err(CliError::Write {
                         what: "the report".into(),

@@ -2,6 +2,7 @@
 //! analysis' and the allocation analysis' lists: the walks over them (stacks, depths) and the
 //! flame-graph stacks made from them.
 
+use super::stacks::StackSet;
 use super::*;
 
 /// Frames of a flame-graph stack kept around an elision (see [`ReportData::flame_stacks`]):
@@ -47,73 +48,7 @@ impl FlameStacks {
         root: u64,
         weight: impl Fn(&N) -> u64,
     ) -> FlameStacks {
-        FlameStacks::from_indexed_nodes(nodes, root, |_, n| weight(n))
-    }
-
-    /// [`from_nodes_and_root`](Self::from_nodes_and_root) with each weight chosen by the
-    /// node's index in `nodes` (widths computed over the whole tree beforehand).
-    pub(crate) fn from_indexed_nodes<N: ContextNode>(
-        nodes: &[N],
-        root: u64,
-        weight: impl Fn(usize, &N) -> u64,
-    ) -> FlameStacks {
-        let parents = parent_indices(nodes);
-        let depth = context_depths(&parents);
-        // The ancestor at depth FLAME_OUTER_FRAMES of each deeper node: where its kept outer
-        // frames end.
-        let mut outer = vec![0usize; parents.len()];
-        for i in 0..parents.len() {
-            outer[i] = match parents[i] {
-                Some(p) if depth[i] > FLAME_OUTER_FRAMES => outer[p],
-                _ => i,
-            };
-        }
-        let mut merged: std::collections::HashMap<Vec<Frame>, u128> =
-            std::collections::HashMap::new();
-        if root > 0 {
-            merged.insert(Vec::new(), root as u128);
-        }
-        let walk = |from: usize, steps: usize, out: &mut Vec<Frame>| {
-            let mut n = Some(from);
-            for _ in 0..steps {
-                let Some(j) = n else { break };
-                out.push(Frame::Method(nodes[j].method()));
-                n = parents[j];
-            }
-        };
-        for (i, c) in nodes.iter().enumerate() {
-            let w = weight(i, c);
-            if w == 0 {
-                continue;
-            }
-            let mut frames = Vec::with_capacity(FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES + 1);
-            if depth[i] <= FLAME_OUTER_FRAMES + FLAME_INNER_FRAMES {
-                walk(i, depth[i], &mut frames);
-                frames.reverse();
-            } else {
-                walk(outer[i], FLAME_OUTER_FRAMES, &mut frames);
-                frames.reverse();
-                frames.push(Frame::Elided);
-                let at = frames.len();
-                walk(i, FLAME_INNER_FRAMES, &mut frames);
-                frames[at..].reverse();
-            }
-            *merged.entry(frames).or_default() += w as u128;
-        }
-        FlameStacks::from_merged(merged)
-    }
-
-    /// Sorted stacks from merged weights, scaled down if their total exceeds `u64::MAX`.
-    fn from_merged(merged: std::collections::HashMap<Vec<Frame>, u128>) -> FlameStacks {
-        let total: u128 = merged.values().sum();
-        let shift = (128 - total.leading_zeros()).saturating_sub(64);
-        let mut stacks: Vec<(Vec<Frame>, u64)> = merged
-            .into_iter()
-            .map(|(f, c)| (f, (c >> shift) as u64))
-            .filter(|&(_, c)| c > 0)
-            .collect();
-        stacks.sort_unstable();
-        FlameStacks { stacks, shift }
+        StackSet::from_nodes(nodes, root, |_, n| weight(n)).to_flame_stacks()
     }
 }
 

@@ -16,6 +16,7 @@ use miniserde::{Deserialize, Serialize};
 
 mod contexts;
 mod read;
+mod stacks;
 mod time;
 pub use contexts::{
     context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
@@ -23,6 +24,7 @@ pub use contexts::{
 };
 pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
+pub(crate) use stacks::{parent_links, parent_of, StackSet};
 pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 
 /// Schema tag of the JSON report.

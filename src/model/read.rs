@@ -131,7 +131,10 @@ impl ReportData {
         // times the memory of the typed report.
         let data = match json::from_str::<ReportData>(text) {
             Ok(data) if data.schema == SCHEMA => data,
-            _ => Self::from_json_value(text)?,
+            other => {
+                drop(other);
+                Self::from_json_value(text)?
+            }
         };
         Self::checked(data)
     }
@@ -211,8 +214,11 @@ impl ReportData {
                 }
             }
         }
-        json::from_str(&json::to_string(&value))
-            .map_err(|_| ReportError::NotAReport(NotAReport::BadFields))
+        // The tree goes before the typed report is made from its text: the two together
+        // would be many times the file.
+        let text = json::to_string(&value);
+        drop(value);
+        json::from_str(&text).map_err(|_| ReportError::NotAReport(NotAReport::BadFields))
     }
 
     /// A report read from a file: each analysis' results checked (contexts well linked), its

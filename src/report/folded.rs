@@ -1,9 +1,11 @@
 //! Folded stacks (`root;a;b count` lines), the input of flame-graph tools.
 
 use crate::model::{
-    parent_indices, ContextTimeEntry, FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME,
+    parent_links, parent_of, ContextTimeEntry, FlameStacks, Frame, ReportData, StackSet,
+    ELIDED_FRAME,
 };
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// What a flame graph's widths measure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,35 +49,82 @@ impl ReportData {
     /// of two so that flame-graph tools can total them ([`crate::report::FlameStacks::shift`]).
     /// Method names are escaped ([`folded_frame`]) so that every line parses.
     pub fn folded_by(&self, weight: Weight) -> String {
-        folded_lines(self, &self.flame_stacks_by(weight).stacks)
+        let mut out = Vec::new();
+        self.write_folded_by(weight, &mut out)
+            .expect("writing to a Vec cannot fail");
+        String::from_utf8(out).expect("names and counts are UTF-8")
+    }
+
+    /// Write the lines of [`folded_by`](Self::folded_by) to `out` one at a time, through a
+    /// buffer of its own, without holding them (the text repeats each context's whole stack,
+    /// so it can be many times the report's size). Returns the shift the weights were divided
+    /// by ([`FlameStacks::shift`], 0 normally), or the first error `out` gave.
+    pub fn write_folded_by(
+        &self,
+        weight: Weight,
+        out: impl std::io::Write,
+    ) -> std::io::Result<u32> {
+        let stacks = self.stack_set_by(weight);
+        let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
+        let names = frame_names(self, &stacks);
+        for i in 0..stacks.len() {
+            out.write_all(b"root")?;
+            for &t in stacks.tokens(i) {
+                out.write_all(b";")?;
+                out.write_all(names[t as usize].as_bytes())?;
+            }
+            writeln!(out, " {}", stacks.weight(i))?;
+        }
+        out.flush()?;
+        Ok(stacks.shift())
     }
 
     /// The flame-graph stacks of [`folded_by`](Self::folded_by).
     pub fn flame_stacks_by(&self, weight: Weight) -> FlameStacks {
+        self.stack_set_by(weight).to_flame_stacks()
+    }
+
+    /// [`flame_stacks_by`](Self::flame_stacks_by), compactly, for the renderers.
+    pub(crate) fn stack_set_by(&self, weight: Weight) -> StackSet {
         match weight {
-            Weight::Calls => self.flame_stacks(),
+            Weight::Calls => match &self.call_tree {
+                Some(ct) => StackSet::from_nodes(&ct.contexts, 0, |_, c| c.count),
+                None => StackSet::default(),
+            },
             Weight::Time => match &self.time {
                 Some(t) => {
                     let drawn = drawn_self_times(&t.contexts);
-                    FlameStacks::from_indexed_nodes(&t.contexts, 0, |i, _| drawn[i])
+                    StackSet::from_nodes(&t.contexts, 0, |i, _| drawn[i])
                 }
-                None => FlameStacks::default(),
+                None => StackSet::default(),
             },
             Weight::AllocBytes => match &self.allocations {
-                Some(a) => FlameStacks::from_nodes_and_root(&a.contexts, a.root().bytes, |c| {
-                    c.counts.bytes
-                }),
-                None => FlameStacks::default(),
+                Some(a) => StackSet::from_nodes(&a.contexts, a.root().bytes, |_, c| c.counts.bytes),
+                None => StackSet::default(),
             },
         }
     }
+}
+
+/// Each frame of `stacks` as folded text, by token: method names escaped ([`folded_frame`]).
+pub(super) fn frame_names(data: &ReportData, stacks: &StackSet) -> Vec<String> {
+    let names = data.method_names();
+    stacks
+        .frames()
+        .iter()
+        .map(|&f| match f {
+            Frame::Elided => ELIDED_FRAME.to_string(),
+            Frame::Method(m) => folded_frame(&names.name(m)),
+        })
+        .collect()
 }
 
 /// The self width of each time context in a flame graph, in whole nanoseconds: each context is
 /// as wide as its inclusive time (0 if that came out negative), and callees that add up to
 /// more than their caller are scaled down together to fit inside it.
 fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
-    let parents = parent_indices(contexts);
+    let links = parent_links(contexts);
+    let parents = |i: usize| parent_of(&links, i);
     // Each context's inclusive time, never below 0; a context never called itself (only on
     // the way to others, as an older report's whole stacks leave them) is as wide as its
     // callees. Callees come after their callers in the list, so a backward pass sees every
@@ -86,7 +135,7 @@ fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
         if contexts[i].calls == 0 {
             own[i] = own[i].max(callees[i]);
         }
-        if let Some(p) = parents[i] {
+        if let Some(p) = parents(i) {
             callees[p] += own[i];
         }
     }
@@ -100,7 +149,7 @@ fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
     };
     // Callers come before their callees in the list (the model's order).
     for i in 0..contexts.len() {
-        inclusive[i] = match parents[i] {
+        inclusive[i] = match parents(i) {
             Some(p) => own[i] * scale(inclusive[p], callees[p]),
             None => own[i],
         };
@@ -111,31 +160,6 @@ fn drawn_self_times(contexts: &[ContextTimeEntry]) -> Vec<u64> {
             own.max(0.0).round() as u64
         })
         .collect()
-}
-
-/// The folded lines of `stacks`, `root` first on each.
-pub(super) fn folded_lines(data: &ReportData, stacks: &[(Vec<Frame>, u64)]) -> String {
-    let names = data.method_names();
-    let mut escaped: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
-    let mut name = |f: Frame, names: &MethodNames<'_>| -> String {
-        match f {
-            Frame::Elided => ELIDED_FRAME.to_string(),
-            Frame::Method(m) => escaped
-                .entry(m)
-                .or_insert_with(|| folded_frame(&names.name(m)))
-                .clone(),
-        }
-    };
-    let mut o = String::new();
-    for (frames, count) in stacks {
-        o.push_str("root");
-        for &f in frames {
-            o.push(';');
-            o.push_str(&name(f, &names));
-        }
-        let _ = writeln!(o, " {count}");
-    }
-    o
 }
 
 /// A method name as one folded-stack frame. The format separates frames with `;`, ends a line

@@ -59,6 +59,13 @@
 //! width of every frame outside the elided part. Callgrind needs no elision: its inclusive
 //! costs are computed from the tree in one pass.
 //!
+//! What rendering takes grows with the number of contexts, not with their depth: flame graphs
+//! hold each stack as a few bytes per frame in one vector (`src/model/stacks.rs`) and hand
+//! inferno only the frames it draws (`svg.rs`); pprof reads each sample's frames from the
+//! nodes, leaf first, and encodes it straight into the gzip stream (`leaf_stacks.rs`);
+//! [`write_folded_by`](ReportData::write_folded_by) and [`write_json`](ReportData::write_json)
+//! stream to their writer.
+//!
 //! # Counts too large to add up
 //!
 //! Counts are `u64`. A report file may hold counts whose sums do not fit (only a crafted or
@@ -78,7 +85,8 @@
 //!   analysis's part comes from its descriptor in `src/analysis/`.
 //! - One file per rendering: `text.rs` (the analyses' sections come from their descriptors),
 //!   `json.rs`, `folded.rs`, `dot.rs`, `svg.rs` (feature `flamegraph`), `pprof.rs` (pprof's
-//!   `profile.proto`; feature `pprof`) and `callgrind.rs` (the callgrind format).
+//!   `profile.proto`, its stacks in `leaf_stacks.rs`; feature `pprof`) and `callgrind.rs`
+//!   (the callgrind format).
 //! - `format.rs`: [`Format`], the one list of formats (names and descriptions), which
 //!   `cabprof report --format` takes and the docs are checked against.
 //! - `compare.rs`: comparing reports ([`ReportData::sampling_error`],
@@ -93,6 +101,8 @@ pub(crate) mod file;
 mod folded;
 mod format;
 mod json;
+#[cfg(feature = "pprof")]
+mod leaf_stacks;
 #[cfg(feature = "pprof")]
 mod pprof;
 #[cfg(feature = "flamegraph")]

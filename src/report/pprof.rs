@@ -32,7 +32,8 @@
 //! - **Labels**: optional `key=value` labels on every sample (a service and host name for a
 //!   continuous-profiling backend).
 
-use crate::model::{FlameStacks, Frame, MethodNames, ReportData, ELIDED_FRAME};
+use super::leaf_stacks::{method_tree, LeafStacks, NodeTree, Samples};
+use crate::model::{Frame, MethodNames, ReportData, ELIDED_FRAME};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
@@ -230,7 +231,7 @@ impl ReportData {
     /// [`pprof`](Self::pprof) with `key=value` labels on every sample (for example
     /// `service` and `host`, which continuous-profiling backends group by).
     pub fn pprof_labeled(&self, labels: &[(&str, &str)]) -> Vec<u8> {
-        gzip(self.pprof_message(labels, None).encode_to_vec())
+        self.pprof_encoded(labels, None, 0)
     }
 
     /// What happened between the snapshot `earlier` and this one, of the same session, as a
@@ -239,7 +240,7 @@ impl ReportData {
     /// backends add up the profiles they receive, so a service uploading one profile per
     /// interval sends these.
     pub fn pprof_since(&self, earlier: &ReportData, labels: &[(&str, &str)]) -> Vec<u8> {
-        gzip(self.pprof_message(labels, Some(earlier)).encode_to_vec())
+        self.pprof_encoded(labels, Some(earlier), 0)
     }
 
     /// [`pprof_since`](Self::pprof_since) (or with no `earlier`,
@@ -252,14 +253,22 @@ impl ReportData {
         labels: &[(&str, &str)],
         time_nanos: i64,
     ) -> Vec<u8> {
-        let mut p = self.pprof_message(labels, earlier);
-        p.time_nanos = time_nanos;
-        gzip(p.encode_to_vec())
+        self.pprof_encoded(labels, earlier, time_nanos)
     }
 
-    fn pprof_message(&self, labels: &[(&str, &str)], earlier: Option<&ReportData>) -> Profile {
+    /// The gzipped profile. Its samples, one per stack, are the bulk: rather than a message
+    /// holding them all, they are walked twice in the columns' merged order, once to number
+    /// the locations (and strings) they use in the order of first use, once to encode each
+    /// straight into the gzip stream between the fields before and after them. A message
+    /// field's entries may be written apart like this: the encoding is the same.
+    fn pprof_encoded(
+        &self,
+        labels: &[(&str, &str)],
+        earlier: Option<&ReportData>,
+        time_nanos: i64,
+    ) -> Vec<u8> {
         if let Some(earlier) = earlier {
-            return self.since(earlier).pprof_message(labels, None);
+            return self.since(earlier).pprof_encoded(labels, None, time_nanos);
         }
         let mut b = Builder {
             names: self.method_names(),
@@ -283,23 +292,41 @@ impl ReportData {
             })
             .collect();
 
-        // One column per sample type, stacks from whichever analysis holds them.
-        let mut columns: Vec<(&str, &str, Stacks)> = Vec::new();
-        if let Some(calls) = call_counts(self) {
+        // One column per sample type, stacks from whichever analysis holds them: calls from
+        // the call tree, else the time analysis, else one single-frame stack per method.
+        let call_tree = self
+            .call_tree
+            .as_ref()
+            .map(|ct| NodeTree::new(&ct.contexts));
+        let time_tree = self.time.as_ref().map(|t| NodeTree::new(&t.contexts));
+        let alloc_tree = self
+            .allocations
+            .as_ref()
+            .map(|a| NodeTree::new(&a.contexts));
+        let methods = match (&self.call_tree, &self.time) {
+            (None, None) => method_tree(self),
+            _ => None,
+        };
+        let mut columns: Vec<(&str, &str, LeafStacks<'_>)> = Vec::new();
+        if let (Some(ct), Some(tree)) = (&self.call_tree, &call_tree) {
+            let calls = LeafStacks::new(tree, 0, |i| ct.contexts[i].count);
             columns.push(("calls", "count", calls));
+        } else if let (Some(t), Some(tree)) = (&self.time, &time_tree) {
+            let calls = LeafStacks::new(tree, 0, |i| t.contexts[i].calls);
+            columns.push(("calls", "count", calls));
+        } else if let Some((tree, counts)) = &methods {
+            columns.push(("calls", "count", LeafStacks::unshifted(tree, counts)));
         }
-        if let Some(t) = &self.time {
-            let stacks = FlameStacks::from_nodes(&t.contexts, |c| c.exclusive_ns.round() as u64);
-            columns.push(("wall", "nanoseconds", leaf_first(stacks)));
+        if let (Some(t), Some(tree)) = (&self.time, &time_tree) {
+            let wall = LeafStacks::new(tree, 0, |i| t.contexts[i].exclusive_ns.round() as u64);
+            columns.push(("wall", "nanoseconds", wall));
         }
-        if let Some(a) = &self.allocations {
+        if let (Some(a), Some(tree)) = (&self.allocations, &alloc_tree) {
             let root = a.root();
-            let objects =
-                FlameStacks::from_nodes_and_root(&a.contexts, root.allocs, |c| c.counts.allocs);
-            let bytes =
-                FlameStacks::from_nodes_and_root(&a.contexts, root.bytes, |c| c.counts.bytes);
-            columns.push(("alloc_objects", "count", leaf_first(objects)));
-            columns.push(("alloc_space", "bytes", leaf_first(bytes)));
+            let objects = LeafStacks::new(tree, root.allocs, |i| a.contexts[i].counts.allocs);
+            columns.push(("alloc_objects", "count", objects));
+            let bytes = LeafStacks::new(tree, root.bytes, |i| a.contexts[i].counts.bytes);
+            columns.push(("alloc_space", "bytes", bytes));
         }
         let has_calls = !columns.is_empty();
         let stack_columns = columns.len();
@@ -317,27 +344,21 @@ impl ReportData {
             b.profile.default_sample_type = b.strings.get(kind);
         }
 
-        // One sample per stack (leaf first), its value in each column that has it.
-        let mut samples: BTreeMap<Vec<Frame>, Vec<i64>> = BTreeMap::new();
-        for (k, (_, _, stacks)) in columns.into_iter().enumerate() {
-            for (stack, count) in stacks {
-                samples.entry(stack).or_insert_with(|| vec![0; width])[k] = scale(count);
+        // One sample per stack (leaf first), its value in each column that has it; those
+        // with no value are left out. This walk numbers their locations.
+        let columns: Vec<LeafStacks<'_>> = columns.into_iter().map(|(_, _, s)| s).collect();
+        let samples = Samples::new(&columns, width);
+        samples.for_each(&scale, |col, i, value| {
+            if value.iter().any(|&v| v != 0) {
+                for f in columns[col].frames(i) {
+                    b.frame(f);
+                }
             }
-        }
-        for (stack, value) in samples {
-            if value.iter().all(|&v| v == 0) {
-                continue;
-            }
-            let location_id = stack.iter().map(|&f| b.frame(f)).collect();
-            b.profile.sample.push(Sample {
-                location_id,
-                value,
-                label: labels.clone(),
-            });
-        }
+        });
         let misses = miss_counts(self);
 
         // Misses: one single-frame sample per function, one value per level.
+        let mut miss_samples = Vec::new();
         if self.cache.is_some() {
             let mut by_method: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             for ((method, level), count) in misses {
@@ -355,7 +376,7 @@ impl ReportData {
                 let location_id = vec![b.location(method)];
                 let mut label = labels.clone();
                 label.push(attribution.clone());
-                b.profile.sample.push(Sample {
+                miss_samples.push(Sample {
                     location_id,
                     value,
                     label,
@@ -394,6 +415,7 @@ impl ReportData {
         }
         b.profile.comment = comments.iter().map(|c| b.strings.get(c)).collect();
         b.profile.duration_nanos = (s.elapsed_s.max(0.0) * 1e9) as i64;
+        b.profile.time_nanos = time_nanos;
         if has_calls {
             b.profile.period_type = Some(b.profile.sample_type[0].clone());
             b.profile.period = 1;
@@ -407,50 +429,48 @@ impl ReportData {
             has_line_numbers: true,
         });
         b.profile.string_table = std::mem::take(&mut b.strings.table);
-        b.profile
-    }
-}
 
-/// Values by stack, leaf first.
-type Stacks = BTreeMap<Vec<Frame>, u64>;
-
-fn gzip(bytes: Vec<u8>) -> Vec<u8> {
-    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-    gz.write_all(&bytes).expect("writing to a Vec cannot fail");
-    gz.finish().expect("writing to a Vec cannot fail")
-}
-
-/// Calls per calling context, the stack leaf first, from the first analysis that has
-/// contexts (the call tree, else the time analysis), else per method; `None` when no analysis
-/// counted calls. Deep stacks are elided as in flame graphs ([`ReportData::flame_stacks`]), so
-/// that the profile grows linearly with the number of contexts.
-fn call_counts(data: &ReportData) -> Option<BTreeMap<Vec<Frame>, u64>> {
-    if data.call_tree.is_some() {
-        return Some(leaf_first(data.flame_stacks()));
+        // The encoding: the sample types (field 1), each sample (field 2), the rest.
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        let mut piece = Vec::new();
+        let head = Profile {
+            sample_type: std::mem::take(&mut b.profile.sample_type),
+            ..Profile::default()
+        };
+        let mut put = |message: &Profile, piece: &mut Vec<u8>| {
+            piece.clear();
+            message.encode(piece).expect("a Vec grows as needed");
+            gz.write_all(piece).expect("writing to a Vec cannot fail");
+        };
+        put(&head, &mut piece);
+        let mut one = Profile {
+            sample: vec![Sample {
+                location_id: Vec::new(),
+                value: Vec::new(),
+                label: labels.clone(),
+            }],
+            ..Profile::default()
+        };
+        samples.for_each(&scale, |col, i, value| {
+            if value.iter().all(|&v| v == 0) {
+                return;
+            }
+            let sample = &mut one.sample[0];
+            sample.location_id.clear();
+            sample
+                .location_id
+                .extend(columns[col].frames(i).map(|f| b.locations[&f]));
+            sample.value.clear();
+            sample.value.extend_from_slice(value);
+            put(&one, &mut piece);
+        });
+        for sample in miss_samples {
+            one.sample[0] = sample;
+            put(&one, &mut piece);
+        }
+        put(&b.profile, &mut piece);
+        gz.finish().expect("writing to a Vec cannot fail")
     }
-    if let Some(t) = &data.time {
-        return Some(leaf_first(FlameStacks::from_nodes(&t.contexts, |c| {
-            c.calls
-        })));
-    }
-    let counts = data.method_count.as_ref()?;
-    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
-    for m in counts {
-        let c = out.entry(vec![Frame::Method(m.method)]).or_default();
-        *c = c.saturating_add(m.count);
-    }
-    Some(out)
-}
-
-/// Flame-graph stacks (outermost first) as pprof's, leaf first.
-fn leaf_first(stacks: FlameStacks) -> BTreeMap<Vec<Frame>, u64> {
-    let mut out: BTreeMap<Vec<Frame>, u64> = BTreeMap::new();
-    for (mut stack, count) in stacks.stacks {
-        stack.reverse();
-        let c = out.entry(stack).or_default();
-        *c = c.saturating_add(count);
-    }
-    out
 }
 
 /// Misses per (method, level).
