@@ -18,13 +18,11 @@ mod contexts;
 mod read;
 mod stacks;
 mod time;
-pub use contexts::{
-    context_depths, context_stack, parent_indices, ContextNode, FlameStacks, Frame, ELIDED_FRAME,
-    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
-};
+pub use contexts::{context_depths, context_stack, parent_indices, ContextNode};
 pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 pub(crate) use stacks::{parent_links, parent_of, StackSet};
+pub use stacks::{FlameStacks, Frame, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES};
 pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
 
 /// Schema tag of the JSON report.

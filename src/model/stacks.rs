@@ -1,13 +1,63 @@
-//! Flame-graph stacks held compactly, for the renderers: every stack's frames back to back in
-//! one vector of 4-byte tokens, each stack a range of it with its weight. [`FlameStacks`]
-//! holds a vector per stack (a copy of up to 65 frames with its own allocation), which for a
-//! report of many contexts would be most of what rendering it costs; this holds the same
-//! stacks, in the same order, in 4 bytes per frame, and the renderers walk it in place.
+//! Flame-graph stacks: [`FlameStacks`], the public list, and [`StackSet`], the same stacks
+//! held compactly for the renderers: every stack's frames back to back in one vector of
+//! 4-byte tokens, each stack a range of it with its weight. [`FlameStacks`] holds a vector per
+//! stack (a copy of up to 65 frames with its own allocation), which for a report of many
+//! contexts would be most of what rendering it costs; [`StackSet`] holds the same stacks, in
+//! the same order, in 4 bytes per frame, and the renderers walk it in place.
 
-use super::contexts::{ContextNode, FlameStacks, Frame, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES};
+use super::contexts::ContextNode;
+#[cfg(doc)]
+use super::ReportData;
 use hashbrown::HashTable;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+
+/// Frames of a flame-graph stack kept around an elision (see [`ReportData::flame_stacks`]):
+/// the outermost ones.
+pub const FLAME_OUTER_FRAMES: usize = 24;
+/// Frames of a flame-graph stack kept around an elision: the innermost ones.
+pub const FLAME_INNER_FRAMES: usize = 40;
+/// The name of the frame that stands for the elided middle of a deep stack.
+pub const ELIDED_FRAME: &str = "[deep stack: frames elided]";
+
+/// A frame of a flame-graph stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Frame {
+    /// A method id.
+    Method(u32),
+    /// The elided middle of a deep stack ([`ELIDED_FRAME`]).
+    Elided,
+}
+
+/// The calling contexts as flame-graph stacks ([`ReportData::flame_stacks`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlameStacks {
+    /// Each distinct stack (outermost frame first, root excluded) with its calls, sorted by
+    /// stack; stacks with no calls are left out.
+    pub stacks: Vec<(Vec<Frame>, u64)>,
+    /// The counts were divided by `2^shift` (rounded down) because their sum exceeds
+    /// `u64::MAX`, which flame-graph tools cannot total; 0 normally.
+    pub shift: u32,
+}
+
+impl FlameStacks {
+    /// Flame-graph stacks from context nodes (each after its parent) and a weight per node,
+    /// elided and merged as [`ReportData::flame_stacks`] describes: linear in the number of
+    /// nodes, whatever their depth.
+    pub fn from_nodes<N: ContextNode>(nodes: &[N], weight: impl Fn(&N) -> u64) -> FlameStacks {
+        FlameStacks::from_nodes_and_root(nodes, 0, weight)
+    }
+
+    /// [`from_nodes`](Self::from_nodes), plus the root's own weight `root` (drawn as a stack
+    /// of no frames) for analyses that count something outside every context.
+    pub fn from_nodes_and_root<N: ContextNode>(
+        nodes: &[N],
+        root: u64,
+        weight: impl Fn(&N) -> u64,
+    ) -> FlameStacks {
+        StackSet::from_nodes(nodes, root, |_, n| weight(n)).to_flame_stacks()
+    }
+}
 
 /// No parent: the root.
 const ROOT: u32 = u32::MAX;
