@@ -60,7 +60,7 @@ impl FlameStacks {
 }
 
 /// No parent: the root.
-const ROOT: u32 = u32::MAX;
+pub(crate) const ROOT: u32 = u32::MAX;
 
 /// One stack of a [`StackSet`]: its tokens' range and its weight before the shift.
 #[derive(Clone, Copy, Debug)]
@@ -110,23 +110,7 @@ impl StackSet {
         let mut frames: Vec<Frame> = methods.into_iter().map(Frame::Method).collect();
         frames.push(Frame::Elided);
 
-        // Each node's depth (1 for a child of the root) and, for a node deeper than
-        // FLAME_OUTER_FRAMES, its ancestor at that depth: where its kept outer frames end.
-        let mut depth = vec![0u32; nodes.len()];
-        let mut outer = vec![0u32; nodes.len()];
-        for i in 0..nodes.len() {
-            let p = parents[i];
-            depth[i] = if p == ROOT {
-                1
-            } else {
-                depth[p as usize].saturating_add(1)
-            };
-            outer[i] = if p != ROOT && depth[i] as usize > FLAME_OUTER_FRAMES {
-                outer[p as usize]
-            } else {
-                i as u32
-            };
-        }
+        let (depth, outer) = depths_and_outer(&parents);
         // The tokens of `steps` nodes from `from` up, innermost first.
         let walk = |from: u32, steps: usize, out: &mut Vec<u32>| {
             let mut n = from;
@@ -283,6 +267,27 @@ pub(crate) fn parent_links<N: ContextNode>(nodes: &[N]) -> Vec<u32> {
             p
         })
         .collect()
+}
+
+/// For each node of [`parent_links`] `parents`, its depth (1 for a child of the root) and, for
+/// a node deeper than [`FLAME_OUTER_FRAMES`], its ancestor at that depth (else itself): where
+/// the outer frames kept around an elision end.
+pub(crate) fn depths_and_outer(parents: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut depth = vec![0u32; parents.len()];
+    let mut outer = vec![0u32; parents.len()];
+    for (i, &p) in parents.iter().enumerate() {
+        depth[i] = if p == ROOT {
+            1
+        } else {
+            depth[p as usize].saturating_add(1)
+        };
+        outer[i] = if p != ROOT && depth[i] as usize > FLAME_OUTER_FRAMES {
+            outer[p as usize]
+        } else {
+            i as u32
+        };
+    }
+    (depth, outer)
 }
 
 /// The parent of node `i` from [`parent_links`], `None` for the root.

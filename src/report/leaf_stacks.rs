@@ -4,15 +4,13 @@
 //! ones merged, weights shifted to fit `u64`) is what [`ReportData::flame_stacks`] describes.
 
 use crate::model::{
-    parent_links, ContextNode, Frame, ReportData, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
+    depths_and_outer, parent_links, ContextNode, Frame, ReportData, FLAME_INNER_FRAMES,
+    FLAME_OUTER_FRAMES, ROOT,
 };
 use hashbrown::HashTable;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
-
-/// No node: the root.
-const ROOT: u32 = u32::MAX;
 
 /// The tree of a list of context nodes, in a few arrays of 4 bytes per node.
 pub(super) struct NodeTree {
@@ -30,21 +28,7 @@ impl NodeTree {
     /// The tree of `nodes`, each after its parent.
     pub(super) fn new<N: ContextNode>(nodes: &[N]) -> NodeTree {
         let parent = parent_links(nodes);
-        let mut depth = vec![0u32; nodes.len()];
-        let mut outer = vec![0u32; nodes.len()];
-        for i in 0..nodes.len() {
-            let p = parent[i];
-            depth[i] = if p == ROOT {
-                1
-            } else {
-                depth[p as usize].saturating_add(1)
-            };
-            outer[i] = if p != ROOT && depth[i] as usize > FLAME_OUTER_FRAMES {
-                outer[p as usize]
-            } else {
-                i as u32
-            };
-        }
+        let (depth, outer) = depths_and_outer(&parent);
         NodeTree {
             method: nodes.iter().map(|n| n.method()).collect(),
             parent,
