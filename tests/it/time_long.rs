@@ -78,13 +78,20 @@ fn a_rare_long_call_is_in_the_sampled_estimate_and_its_interval() {
         let f = entry(&data, "work");
         assert_eq!(f.calls, u64::from(short) + 1);
         assert!(f.timed < f.calls, "K = {k}: a sample: {f:?}");
-        // The estimate and its interval cover the truth, and the interval says something.
+        // The estimate and its interval cover the truth, and the interval says something. Less
+        // is allowed by a tenth of the short calls' time: a short call the scheduler held for
+        // a few milliseconds is estimated with the others (it is not long), so a sample that
+        // missed it comes out short by that much on a busy host; missing the long call would
+        // take its 200 ms.
         let (est, ci) = (f.inclusive_ns, f.inclusive_ci_ns);
+        let held = 0.1 * f64::from(short) * SHORT.as_nanos() as f64;
         assert!(
-            (est - truth).abs() <= 2.0 * ci + 1e6,
+            est - truth <= 2.0 * ci + 1e6 && truth - est <= 2.0 * ci + 1e6 + held,
             "K = {k}: {est} ± {ci} ns estimated, {truth} ns by Instant"
         );
-        assert!(ci < 0.1 * truth, "K = {k}: interval {ci} ns of {truth} ns");
+        // Narrow enough that missing the long call (200 ms of 400) could not hide in it; wider
+        // than the sample's spread alone, since a timed call the scheduler held widens it.
+        assert!(ci < 0.2 * truth, "K = {k}: interval {ci} ns of {truth} ns");
         assert!(f.long >= Some(1), "K = {k}: the long call is known: {f:?}");
         // The long call is the longest, within a tick (its entry's placement).
         let tick = data
@@ -278,11 +285,12 @@ fn calls_of_about_a_tick_are_estimated_without_a_bias() {
     let f = entry(&data, "work");
     // None is long (with two ticks for long, about a fifth of them were).
     assert_eq!(f.long, Some(0), "{f:?}");
-    // A call the scheduler held for a few ms is estimated with the others, so the bound allows
-    // for that on a busy host; the bias it guards against was +6 %.
+    // Not above the truth: the bias this guards against made it 6 % higher. Below it by up to
+    // a tenth on a busy host: a call the scheduler held for a few ms is estimated with the
+    // others, and a sample that missed it comes out short.
     let (est, ci) = (f.inclusive_ns, f.inclusive_ci_ns);
     assert!(
-        (est - truth).abs() <= 2.0 * ci + 1e6 + 0.03 * truth,
+        est - truth <= 2.0 * ci + 1e6 + 0.01 * truth && truth - est <= 2.0 * ci + 0.1 * truth,
         "{est} ± {ci} ns estimated, {truth} ns by Instant; {f:?}"
     );
 }
