@@ -45,32 +45,15 @@ pub const LONG_EXACT_DURATION: u64 = 1 << 28;
 /// saturate.
 pub const MAX_LONG_DURATION: u64 = ((1 << 24) - 1) << MAX_DURATION_SHIFT;
 
-/// The 29-bit duration field of a `LongReturn`: below [`LONG_EXACT_DURATION`] the ticks
-/// themselves; above, bit 28 set, a 5-bit shift − 5 and the 23 bits below the leading one of
-/// `ticks >> shift`.
+/// The 29-bit duration field of a `LongReturn` (see [`encode_field`]).
 #[inline]
 pub(super) const fn encode_long_duration(ticks: u64) -> u32 {
-    if ticks < LONG_EXACT_DURATION {
-        return ticks as u32;
-    }
-    let t = if ticks > MAX_LONG_DURATION {
-        MAX_LONG_DURATION
-    } else {
-        ticks
-    };
-    let bits = 64 - t.leading_zeros(); // 29..=60
-    let shift = bits - 24; // 5..=36
-    let top = t >> shift; // 24 bits, leading one set
-    (1 << 28) | ((shift - 5) << 23) | (top as u32 & 0x7F_FFFF)
+    encode_field::<29>(ticks)
 }
 
 #[inline]
 pub(super) const fn decode_long_duration(field: u32) -> u64 {
-    if field < (1 << 28) {
-        return field as u64;
-    }
-    let shift = ((field >> 23) & 0x1F) + 5;
-    ((field as u64 & 0x7F_FFFF) | 1 << 23) << shift
+    decode_field::<29>(field)
 }
 
 /// Durations a `TimedReturn` carries exactly: below 2^29 ticks (about 0.18 s at 3 GHz).
@@ -80,31 +63,45 @@ pub const EXACT_DURATION: u64 = 1 << 29;
 pub const MAX_DURATION: u64 = ((1 << 25) - 1) << MAX_DURATION_SHIFT;
 pub(super) const MAX_DURATION_SHIFT: u32 = 36;
 
-/// The 30-bit duration field: below [`EXACT_DURATION`] the ticks themselves; above, bit 29
-/// set, a 5-bit shift − 5 and the 24 bits below the leading one of `ticks >> shift`.
+/// The 30-bit duration field of a `TimedReturn` (see [`encode_field`]).
 #[inline(always)]
 pub(super) const fn encode_duration(ticks: u64) -> u32 {
-    if ticks < EXACT_DURATION {
-        return ticks as u32;
-    }
-    let t = if ticks > MAX_DURATION {
-        MAX_DURATION
-    } else {
-        ticks
-    };
-    let bits = 64 - t.leading_zeros(); // 30..=61
-    let shift = bits - 25; // 5..=36
-    let top = t >> shift; // 25 bits, leading one set
-    (1 << 29) | ((shift - 5) << 24) | (top as u32 & 0xFF_FFFF)
+    encode_field::<30>(ticks)
 }
 
 #[inline(always)]
 pub(super) const fn decode_duration(field: u32) -> u64 {
-    if field < (1 << 29) {
+    decode_field::<30>(field)
+}
+
+/// A duration field of `BITS` bits: below 2^(BITS − 1) ticks the ticks themselves (exact);
+/// above, the top bit set, a 5-bit shift − 5 and the BITS − 6 bits below the leading one of
+/// `ticks >> shift` (BITS − 5 significant bits), saturating at the largest such value with a
+/// shift of [`MAX_DURATION_SHIFT`] ([`MAX_DURATION`] for 30 bits, [`MAX_LONG_DURATION`] for 29).
+#[inline(always)]
+const fn encode_field<const BITS: u32>(ticks: u64) -> u32 {
+    let significant = BITS - 5;
+    if ticks < 1 << (BITS - 1) {
+        return ticks as u32;
+    }
+    let max = ((1 << significant) - 1) << MAX_DURATION_SHIFT;
+    let t = if ticks > max { max } else { ticks };
+    let shift = 64 - t.leading_zeros() - significant; // 5..=36
+    let top = t >> shift; // `significant` bits, leading one set
+    (1 << (BITS - 1))
+        | ((shift - 5) << (significant - 1))
+        | (top as u32 & ((1 << (significant - 1)) - 1))
+}
+
+/// The ticks of an [`encode_field`] field of `BITS` bits.
+#[inline(always)]
+const fn decode_field<const BITS: u32>(field: u32) -> u64 {
+    let significant = BITS - 5;
+    if field < 1 << (BITS - 1) {
         return field as u64;
     }
-    let shift = ((field >> 24) & 0x1F) + 5;
-    ((field as u64 & 0xFF_FFFF) | 1 << 24) << shift
+    let shift = ((field >> (significant - 1)) & 0x1F) + 5;
+    ((field as u64 & ((1 << (significant - 1)) - 1)) | 1 << (significant - 1)) << shift
 }
 
 /// A `Time` word's counter value.
