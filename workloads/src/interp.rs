@@ -41,7 +41,7 @@ fn main(i) =
 
 /// `(generated functions, top-level eval items)` for each size.
 fn shape(size: Size) -> (usize, usize) {
-    size.pick((12, 24), (60, 500), (200, 5_000))
+    size.pick((12, 10), (60, 500), (200, 5_000))
 }
 
 /// The script for `size`: the library, then `g0..gN` and `eval` items from a fixed seed.

@@ -28,7 +28,7 @@ pub const HASH_BITS: u32 = 15;
 
 /// Input bytes at `size`.
 pub fn input_len(size: Size) -> usize {
-    size.pick(64 << 10, 5 << 18, 12 << 20)
+    size.pick(32 << 10, 5 << 18, 12 << 20)
 }
 
 const LEVELS: [&str; 5] = ["INFO", "INFO", "DEBUG", "WARN", "ERROR"];

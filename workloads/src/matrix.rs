@@ -13,7 +13,7 @@ use crate::Size;
 
 /// Matrix dimension at `size`.
 pub fn dim(size: Size) -> usize {
-    size.pick(64, 192, 448)
+    size.pick(48, 192, 448)
 }
 
 /// Tile edge of the blocked kernel.

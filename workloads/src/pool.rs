@@ -29,7 +29,7 @@ pub struct Job {
 
 /// The jobs for `size`, from a fixed seed.
 pub fn jobs(size: Size) -> Vec<Job> {
-    let n = size.pick(24, 250, 2_000);
+    let n = size.pick(12, 250, 2_000);
     let mut rng = Rng::new(0x9001_F00D);
     (0..n)
         .map(|id| Job {

@@ -15,7 +15,7 @@ use crate::Size;
 
 /// Elements sorted (by each algorithm) at `size`.
 pub fn len(size: Size) -> usize {
-    size.pick(10_000, 100_000, 1_200_000)
+    size.pick(5_000, 100_000, 1_200_000)
 }
 
 /// The input for `size`: uniform values in `0..4n` (so some repeat).

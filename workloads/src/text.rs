@@ -16,7 +16,7 @@ use crate::Size;
 /// `(vocabulary, documents, words per document, queries)` for `size`.
 pub fn shape(size: Size) -> (usize, usize, usize, usize) {
     size.pick(
-        (2_000, 60, 300, 20),
+        (2_000, 25, 300, 10),
         (8_000, 600, 300, 200),
         (20_000, 3_000, 300, 2_000),
     )

@@ -180,7 +180,7 @@ pub fn program(size: Size) -> Program {
     let main = gen_block(&mut rng, 0, 0, 10);
     Program {
         main,
-        outer: size.pick(120, 1_200, 12_000),
+        outer: size.pick(50, 1_200, 12_000),
         subs,
     }
 }
