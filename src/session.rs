@@ -239,6 +239,16 @@ impl SessionBuilder {
         self
     }
 
+    /// How long a client of the [`serve`](Self::serve) endpoint may take to send its whole
+    /// request head, however slowly it trickles in, before it is answered 408 and dropped
+    /// (default [`crate::serve::READ_TIMEOUT`], 5 s; 10 ms to 600 s, else starting fails
+    /// naming this setting).
+    #[cfg(feature = "serve")]
+    pub fn serve_read_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.serve.read_timeout = Some(timeout);
+        self
+    }
+
     /// The `service_name` label of served profiles (default: the executable's name;
     /// `CABPROF_SERVICE`).
     #[cfg(feature = "serve")]

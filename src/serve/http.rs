@@ -4,13 +4,13 @@
 //! It must never hurt the program it runs in, so everything is bounded: the connections
 //! waiting for a handler ([`QUEUE`]; more are answered 503 at once), the request head
 //! ([`MAX_HEAD`] bytes, then 431), how long a client may take to send it or to read the
-//! answer ([`READ_TIMEOUT`] for the whole request head, however slowly it trickles in;
-//! [`WRITE_TIMEOUT`]); a handler that panics answers 500 and goes on. The program's threads
-//! never wait for a connection: the server reads the session through snapshots. A snapshot
-//! is what they may meet: in exhaustive and sampling mode the analyzers pause reading rings
-//! while they copy their results (a producer on a full ring then waits that long), and in
-//! sequential mode a thread's first event, its exit and each buffer it flushes wait for the
-//! snapshot's lock.
+//! answer (the read timeout, [`super::READ_TIMEOUT`] unless set, for the whole request head,
+//! however slowly it trickles in; [`WRITE_TIMEOUT`]); a handler that panics answers 500 and
+//! goes on. The program's threads never wait for a connection: the server reads the session
+//! through snapshots. A snapshot is what they may meet: in exhaustive and sampling mode the
+//! analyzers pause reading rings while they copy their results (a producer on a full ring
+//! then waits that long), and in sequential mode a thread's first event, its exit and each
+//! buffer it flushes wait for the snapshot's lock.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -26,8 +26,6 @@ pub(crate) const QUEUE: usize = 16;
 pub(crate) const HANDLERS: usize = 4;
 /// The largest request line plus headers accepted.
 pub(crate) const MAX_HEAD: usize = 8 * 1024;
-/// How long a client may take to send its whole request head.
-pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one write to a client may block (a client that never reads).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -128,7 +126,13 @@ impl Server {
     }
 
     /// Start serving `listener` with `handler` on threads of their own.
-    pub(crate) fn start(listener: TcpListener, handler: Handler) -> std::io::Result<Server> {
+    /// A client that has not sent its whole request head within `read_timeout` is answered
+    /// 408 and dropped.
+    pub(crate) fn start(
+        listener: TcpListener,
+        handler: Handler,
+        read_timeout: Duration,
+    ) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
@@ -137,12 +141,12 @@ impl Server {
             let (rx, handler) = (rx.clone(), handler.clone());
             std::thread::Builder::new()
                 .name(format!("cabprof-serve-{k}"))
-                .spawn(move || handle_loop(&rx, &handler))?;
+                .spawn(move || handle_loop(&rx, &handler, read_timeout))?;
         }
         let flag = stop.clone();
         std::thread::Builder::new()
             .name("cabprof-serve".into())
-            .spawn(move || accept_loop(listener, tx, &flag))?;
+            .spawn(move || accept_loop(listener, tx, &flag, read_timeout))?;
         Ok(Server { addr, stop })
     }
 }
@@ -159,7 +163,12 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(listener: TcpListener, tx: SyncSender<TcpStream>, stop: &AtomicBool) {
+fn accept_loop(
+    listener: TcpListener,
+    tx: SyncSender<TcpStream>,
+    stop: &AtomicBool,
+    read_timeout: Duration,
+) {
     // The server's own allocations are cabprof's, not the program's.
     let _work = cabprof_cab::runtime::runtime_work();
     for stream in listener.incoming() {
@@ -171,7 +180,7 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<TcpStream>, stop: &AtomicBo
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+        let _ = stream.set_read_timeout(Some(read_timeout));
         let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         match tx.try_send(stream) {
             Ok(()) => {}
@@ -187,12 +196,12 @@ fn accept_loop(listener: TcpListener, tx: SyncSender<TcpStream>, stop: &AtomicBo
     }
 }
 
-fn handle_loop(rx: &Mutex<Receiver<TcpStream>>, handler: &Handler) {
+fn handle_loop(rx: &Mutex<Receiver<TcpStream>>, handler: &Handler, read_timeout: Duration) {
     let _work = cabprof_cab::runtime::runtime_work();
     loop {
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(mut stream) = next else { return };
-        let response = match read_request(&mut stream, READ_TIMEOUT) {
+        let response = match read_request(&mut stream, read_timeout) {
             Ok(request) => {
                 let handler = handler.clone();
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
@@ -312,7 +321,7 @@ mod tests {
             }
             Response::text(200, "fine")
         });
-        let server = Server::start(listener, handler).unwrap();
+        let server = Server::start(listener, handler, super::super::READ_TIMEOUT).unwrap();
         let ask = |path: &str| {
             let mut s = TcpStream::connect(server.addr()).unwrap();
             write!(s, "GET {path} HTTP/1.1\r\n\r\n").unwrap();

@@ -14,8 +14,10 @@
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
 //! event the analyzers saw between them: in exhaustive mode an idle thread's last events
 //! too; in sampling mode those wait until the thread calls [`crate::flush_thread`] or fills
-//! its chunk (see `tests/tracked/serve_http.rs`). One window is computed at a time: a request for another while
-//! one runs gets 429. Bad `seconds` get 400 with the reason, unknown paths 404.
+//! its chunk (see `tests/tracked/serve_http.rs`). One window is computed at a time: a request
+//! for another while one runs gets 429. Bad `seconds` get 400 with the reason, unknown paths
+//! 404. A client has [`READ_TIMEOUT`] to send its request head
+//! ([`serve_read_timeout`](crate::SessionBuilder::serve_read_timeout) sets it), then gets 408.
 //!
 //! The endpoint has no authentication: it binds the address given, and an address that is
 //! not loopback must be asked for explicitly (`CABPROF_SERVE_PUBLIC=1`,
@@ -54,7 +56,17 @@ pub(crate) struct ServeSettings {
     pub(crate) service: Option<String>,
     /// The setting's name in errors: the variable or the builder method.
     pub(crate) field: &'static str,
+    /// How long a client may take to send its request head; `None`: [`READ_TIMEOUT`].
+    pub(crate) read_timeout: Option<Duration>,
 }
+
+/// How long a client may take to send its whole request head, unless
+/// `SessionBuilder::serve_read_timeout` says otherwise.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The read timeouts `SessionBuilder::serve_read_timeout` accepts: long enough for a request
+/// over a slow link, short enough that four slow clients cannot hold the handlers for long.
+pub const READ_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(10)..=Duration::from_secs(600);
 
 impl ServeSettings {
     /// Read `CABPROF_SERVE`, `CABPROF_SERVE_PUBLIC` and `CABPROF_SERVICE` through `get`
@@ -96,6 +108,15 @@ impl ServeSettings {
     /// Bind the address, if one is set: before the session starts, so that a port in use is
     /// an error at start and no session runs without its endpoint.
     pub(crate) fn bind(&self) -> Result<Option<TcpListener>, ConfigError> {
+        if let Some(t) = self.read_timeout {
+            if !READ_TIMEOUT_RANGE.contains(&t) {
+                return Err(ConfigError::new(
+                    "SessionBuilder::serve_read_timeout",
+                    format!("{t:?}"),
+                    "10 ms to 600 s",
+                ));
+            }
+        }
         let Some(addr) = &self.addr else {
             return Ok(None);
         };
@@ -168,7 +189,11 @@ pub(crate) fn start(
         shown: Mutex::default(),
     });
     let handler: Handler = Arc::new(move |r| state.handle(r));
-    let server = Server::start(listener, handler)?;
+    let server = Server::start(
+        listener,
+        handler,
+        settings.read_timeout.unwrap_or(READ_TIMEOUT),
+    )?;
     eprintln!(
         "cabprof: serving live profiles on http://{}/ (no authentication)",
         server.addr()

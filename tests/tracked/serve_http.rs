@@ -7,6 +7,7 @@ use cabprof::{Analysis, ReportData, Session};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
+use std::time::Duration;
 
 #[cabprof::profile]
 fn alloc_some() -> usize {
@@ -172,13 +173,23 @@ fn hostile_clients_do_not_stop_the_server() {
 #[test]
 fn a_trickling_client_is_cut_off() {
     let _one = crate::serial();
-    let (session, addr) = start();
+    // The whole head within the read timeout, however often a byte arrives: a client sending
+    // one byte every 100 ms is answered 408 after about 5 bytes.
+    let timeout = Duration::from_millis(500);
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("127.0.0.1:0")
+        .serve_read_timeout(timeout)
+        .start()
+        .expect("start a served session");
+    let addr = session.serve_addr().expect("an endpoint");
     let mut c = TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(std::time::Duration::from_secs(1)))
-        .unwrap();
+    let each = Duration::from_millis(100);
+    c.set_read_timeout(Some(each)).unwrap();
     let head = b"GET /metrics HTTP/1.1\r\nHost: a-very-slow-client.example\r\n\r\n";
     let mut answer = Vec::new();
     let mut sent = 0;
+    let t0 = std::time::Instant::now();
     for &b in head.iter() {
         if c.write_all(&[b]).is_err() {
             break;
@@ -191,7 +202,7 @@ fn a_trickling_client_is_cut_off() {
                 break;
             }
             Ok(_) => break,
-            Err(_) => {} // nothing yet: a second went by
+            Err(_) => {} // nothing yet: 100 ms went by
         }
     }
     let answer = String::from_utf8_lossy(&answer);
@@ -199,8 +210,31 @@ fn a_trickling_client_is_cut_off() {
         answer.starts_with("HTTP/1.1 408"),
         "{sent} bytes sent: {answer:?}"
     );
-    assert!(sent < 20, "cut off after {sent} bytes, about a second each");
+    // Cut off well before the head's 57 bytes were sent; not before the timeout.
+    assert!(sent < 40, "cut off after {sent} bytes, 100 ms or more each");
+    assert!(t0.elapsed() >= timeout, "cut off after {:?}", t0.elapsed());
     session.finish();
+}
+
+#[test]
+fn a_read_timeout_out_of_range_fails_the_start_naming_it() {
+    let _one = crate::serial();
+    for bad in [
+        Duration::ZERO,
+        Duration::from_millis(9),
+        Duration::from_secs(601),
+    ] {
+        let e = Session::builder()
+            .serve("127.0.0.1:0")
+            .serve_read_timeout(bad)
+            .start()
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("SessionBuilder::serve_read_timeout") && text.contains("10 ms to 600 s"),
+            "{bad:?}: {text}"
+        );
+    }
 }
 
 #[test]
