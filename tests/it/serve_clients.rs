@@ -30,9 +30,13 @@ fn workload() {
 }
 
 fn start(analyses: &[Analysis]) -> (Session, SocketAddr) {
+    start_on(analyses, "127.0.0.1:0")
+}
+
+fn start_on(analyses: &[Analysis], addr: &str) -> (Session, SocketAddr) {
     let session = Session::builder()
         .analyses(analyses)
-        .serve("127.0.0.1:0")
+        .serve(addr)
         .service_name("serve-clients-test")
         .start()
         .expect("start a served session");
@@ -132,22 +136,23 @@ fn prometheus_scrapes_exact_counts() {
     if !available("prometheus", &["--version"], "prometheus") {
         return;
     }
-    // Prometheus takes seconds to start: it starts before this test takes the session lock,
-    // and learns the session's address from a target file written once the session serves
-    // (file-based discovery, read again when the file changes).
-    let port = {
+    // Prometheus scrapes a target first about 5 s after it starts (its service discovery
+    // passes targets on every 5 s, static ones too). So the session's address is fixed in its
+    // configuration, and the session lock, which the other session tests wait for, is taken
+    // only once Prometheus is scraping that address (failing, every 200 ms, until the
+    // session serves there).
+    let free_port = || {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let (port, target) = (free_port(), free_port());
     let dir = scratch("prometheus");
     let config = dir.join("prometheus.yml");
-    let targets = dir.join("targets.json");
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: cabprof\n    \
-             file_sd_configs:\n      - files: ['{}']\n        refresh_interval: 1s\n",
-            targets.display()
+            "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n  \
+             - job_name: cabprof\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
         ),
     )
     .unwrap();
@@ -164,38 +169,44 @@ fn prometheus_scrapes_exact_counts() {
             .spawn()
             .expect("start prometheus"),
     );
-    let _one = serial();
-    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallGraph]);
-    workload();
-    // Whole or not at all: written beside, then renamed over.
-    let partial = dir.join("targets.json.new");
-    std::fs::write(&partial, format!("[{{\"targets\": [\"{addr}\"]}}]")).unwrap();
-    std::fs::rename(&partial, &targets).unwrap();
     let api: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let query = "/api/v1/query?query=cabprof_function_calls_total";
-    let mut found = None;
+    // The results of a query, once Prometheus answers it.
+    let query = |q: &str| -> Option<(Vec<serde_json::Value>, String)> {
+        drop(std::net::TcpStream::connect(api).ok()?);
+        let text = get(api, &format!("/api/v1/query?query={q}")).text();
+        let json = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+        Some((json["data"]["result"].as_array()?.clone(), text))
+    };
+    // Scraping has begun (failing: nothing serves there yet) once `up` has a sample.
     let mut last = String::new();
     for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(100));
-        let Ok(stream) = std::net::TcpStream::connect(api) else {
+        if let Some((results, text)) = query("up{job=\"cabprof\"}") {
+            last = text;
+            if !results.is_empty() {
+                break;
+            }
+        }
+    }
+    let _one = serial();
+    let (session, _) = start_on(
+        &[Analysis::MethodCount, Analysis::CallGraph],
+        &format!("127.0.0.1:{target}"),
+    );
+    workload();
+    let mut found = None;
+    for _ in 0..600 {
+        std::thread::sleep(Duration::from_millis(100));
+        let Some((results, text)) = query("cabprof_function_calls_total") else {
             continue;
         };
-        drop(stream);
-        last = get(api, query).text();
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(&last) else {
-            continue;
-        };
-        let results = json["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let value = results.iter().find_map(|r| {
+        last = text;
+        // Counters only grow: wait for the whole workload's count, not the first seen.
+        found = results.iter().find_map(|r| {
             let f = r["metric"]["function"].as_str()?;
             f.ends_with("::parse_field")
                 .then(|| r["value"][1].as_str().map(str::to_owned))?
         });
-        // Counters only grow: wait for the whole workload's count, not the first seen.
-        found = value;
         if found.as_deref() == Some("120") {
             break;
         }
