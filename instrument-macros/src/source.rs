@@ -1,10 +1,23 @@
 //! Source positions and snippets for decoded paths.
 //!
-//! Lines are not computed here: the generated code writes `::core::line!()` with the span of the
-//! token it describes, which the compiler turns into that token's line on any Rust version.
+//! The line of a path's step is the compiler's line of its first token ([`line_of`]).
 
-use proc_macro2::Span;
-use quote::ToTokens;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+
+/// The line of `at`, as a number the macro writes (generated code to lints). A `line!()`
+/// spanned at the user's token would give the same number, but as a literal with that
+/// token's span: clippy read it as the literal written there (a match arm's `0` became a
+/// zero-prefixed literal). Outside a compiler run (the macro's unit tests) it is that
+/// `line!()`.
+pub(crate) fn line_of(at: Span) -> TokenStream {
+    if proc_macro::is_available() {
+        let line = u32::try_from(at.unwrap().line()).unwrap_or(u32::MAX);
+        let line = proc_macro2::Literal::u32_unsuffixed(line);
+        return quote!(#line);
+    }
+    quote_spanned!(at=> ::core::line!())
+}
 
 /// The span of the first token of `node` (where a step "is" in the source).
 pub(crate) fn first_span(node: &impl ToTokens) -> Span {

@@ -13,8 +13,9 @@
 use super::graph::{Graph, Kind, Step, ENTRY};
 use super::numbering::Numbering;
 use super::PathsOutput;
+use crate::source::line_of;
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::quote;
 use syn::{parse_quote, Block, Expr, Stmt};
 
 /// The value of the edge at `site`: `__CABPROF_EDGES[site]`.
@@ -96,7 +97,7 @@ pub(super) fn output(graph: &Graph, numbering: &Numbering, split: bool, limit: u
             .iter()
             .filter_map(|e| e.step.as_ref())
             .filter(|s| s.kind == Kind::SplitEnd)
-            .map(|s| quote_spanned!(s.span=> ::core::line!()));
+            .map(|s| line_of(s.span));
         quote!(::cabprof::__private::PathMode::Split { lines: &[#(#lines),*] })
     } else {
         quote!(::cabprof::__private::PathMode::Exact)
@@ -145,7 +146,7 @@ fn step_tokens(s: &Option<Step>) -> TokenStream {
         Kind::Return => quote!(#k::Return),
         Kind::End => quote!(#k::End),
     };
-    let (ln, text) = (quote_spanned!(s.span=> ::core::line!()), &s.text);
+    let (ln, text) = (line_of(s.span), &s.text);
     quote!(::core::option::Option::Some(::cabprof::__private::PathStep::new(#ln, #kind, #text)))
 }
 

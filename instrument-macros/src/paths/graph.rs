@@ -35,7 +35,7 @@ pub(super) enum Kind {
 /// One decodable choice: what an edge means in the source.
 #[derive(Clone, Debug)]
 pub(super) struct Step {
-    /// Where the step is in the source; the generated `line!()` spanned here gives its line.
+    /// Where the step is in the source; its line is the step's (`source::line_of`).
     pub(super) span: Span,
     pub(super) kind: Kind,
     pub(super) text: String,

@@ -104,7 +104,13 @@ pub fn classify(v: &[i32], s: &str) -> Result<i32, Big> {
         }
         _ => {}
     }
-    let r = acc + n;
+    // Literal patterns: an arm's step carries its line, and a line number spanned at `0`
+    // read as a zero-prefixed literal to clippy.
+    let r = match acc + n {
+        0 => 1,
+        7 => 0,
+        r => r,
+    };
     Ok(r)
 }
 
