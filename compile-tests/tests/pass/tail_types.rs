@@ -171,7 +171,7 @@ fn second_or_first(v: &[u8]) -> &u8 {
     &v[0]
 }
 
-fn main() {
+pub(crate) fn main() {
     assert_eq!(Square.twice(), 8);
     assert_eq!(Square::new().sides(), 4);
     assert_eq!(adder()(1), 2);

@@ -151,7 +151,7 @@ mod nested {
     pub fn skipped() {}
 }
 
-fn main() {
+pub(crate) fn main() {
     let _ = free(1);
     let _ = generic::<str, 3>("a");
     // SAFETY: a valid pointer.

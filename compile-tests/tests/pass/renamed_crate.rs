@@ -3,17 +3,17 @@
 #![deny(warnings)]
 
 mod reexports {
-    pub use cabprof as prof;
+    pub(crate) use cabprof as prof;
 }
 
 use reexports::prof;
 
-#[prof::profile(crate = crate::reexports::prof)]
+#[prof::profile(crate = crate::renamed_crate::reexports::prof)]
 fn plain(x: u32) -> u32 {
     x + 1
 }
 
-#[prof::profile(paths, memory, crate = crate::reexports::prof)]
+#[prof::profile(paths, memory, crate = crate::renamed_crate::reexports::prof)]
 fn both(v: &[u32]) -> u32 {
     if v.is_empty() {
         0
@@ -22,7 +22,7 @@ fn both(v: &[u32]) -> u32 {
     }
 }
 
-#[prof::profile(crate = "crate::reexports::prof")]
+#[prof::profile(crate = "crate::renamed_crate::reexports::prof")]
 impl Counter {
     fn bump(&mut self) -> u32 {
         self.0 += 1;
@@ -36,7 +36,7 @@ impl Counter {
 
 struct Counter(u32);
 
-fn main() {
+pub(crate) fn main() {
     let mut c = Counter(0);
     assert_eq!(plain(1) + both(&[3]) + c.bump(), 6);
     drop(c.later());

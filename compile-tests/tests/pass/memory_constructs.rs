@@ -88,7 +88,7 @@ fn refs(v: &mut Vec<(u8, u8)>) -> u8 {
     pair.0 + v[0].1
 }
 
-fn main() {
+pub(crate) fn main() {
     let mut g = Grid {
         cells: vec![vec![1, 2], vec![3]],
         names: HashMap::from([("a".to_string(), 1)]),

@@ -130,7 +130,7 @@ fn split_paths(a: u8) -> u8 {
     s
 }
 
-fn main() {
+pub(crate) fn main() {
     let _ = everything(&[1, 0, 2], Some(1), Ok(3));
     let _ = body_ends_in_divergence(&[1, 2]);
     let _ = empty_loop_bodies(3);
