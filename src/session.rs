@@ -309,6 +309,8 @@ impl SessionBuilder {
     /// Check every setting, analyses included.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.runtime.validate()?;
+        #[cfg(feature = "serve")]
+        self.serve.validate()?;
         self.plan.validate()
     }
 

@@ -1,17 +1,21 @@
 //! Source positions and snippets for decoded paths.
 //!
-//! The line of a path's step is the compiler's line of its first token ([`line_of`]).
+//! The line of a path's step is the line of its first token ([`line_of`]).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 
-/// The line of `at`, as a number the macro writes (generated code to lints). A `line!()`
-/// spanned at the user's token would give the same number, but as a literal with that
-/// token's span: clippy read it as the literal written there (a match arm's `0` became a
-/// zero-prefixed literal). Outside a compiler run (the macro's unit tests) it is that
-/// `line!()`.
+/// The line of `at`: `::core::line!()` spanned there, so that code written inside a
+/// `macro_rules!` gets the line of the macro's use, in the file `file!()` names. Where `at`
+/// is a number (a match arm's `0`), that `line!()` becomes a literal with the number's span,
+/// which clippy takes for the literal written there (`zero_prefixed_literal` on `0`); there the
+/// macro writes the line itself, from the compiler's span (Rust 1.88), as generated code. (Such
+/// a step inside a `macro_rules!` defined in another file gets a line of that file.)
 pub(crate) fn line_of(at: Span) -> TokenStream {
-    if proc_macro::is_available() {
+    let number = at
+        .source_text()
+        .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit()));
+    if number && proc_macro::is_available() {
         let line = u32::try_from(at.unwrap().line()).unwrap_or(u32::MAX);
         let line = proc_macro2::Literal::u32_unsuffixed(line);
         return quote!(#line);

@@ -63,8 +63,10 @@ pub(crate) struct ServeSettings {
 /// How long a client may take to send its whole request head, unless
 /// `SessionBuilder::serve_read_timeout` says otherwise.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The read timeouts `SessionBuilder::serve_read_timeout` accepts: long enough for a request
-/// over a slow link, short enough that four slow clients cannot hold the handlers for long.
+/// The read timeouts `SessionBuilder::serve_read_timeout` accepts: from what a client on the
+/// same host needs to what a request over a very slow link may take. Each slow client holds one
+/// of the four handlers for up to the timeout, so a long one lets four such clients delay the
+/// endpoint's other answers that long (never the program's threads).
 pub const READ_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(10)..=Duration::from_secs(600);
 
@@ -97,6 +99,23 @@ impl ServeSettings {
         Ok(())
     }
 
+    /// The settings that need no socket: the read timeout's range (checked whether or not an
+    /// address is set, since a value out of range is a mistake either way).
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        match self.read_timeout {
+            Some(t) if !READ_TIMEOUT_RANGE.contains(&t) => Err(ConfigError::new(
+                "SessionBuilder::serve_read_timeout",
+                format!("{t:?}"),
+                format!(
+                    "{:?} to {:?}",
+                    READ_TIMEOUT_RANGE.start(),
+                    READ_TIMEOUT_RANGE.end()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn field(&self) -> &'static str {
         if self.field.is_empty() {
             "SessionBuilder::serve"
@@ -108,15 +127,7 @@ impl ServeSettings {
     /// Bind the address, if one is set: before the session starts, so that a port in use is
     /// an error at start and no session runs without its endpoint.
     pub(crate) fn bind(&self) -> Result<Option<TcpListener>, ConfigError> {
-        if let Some(t) = self.read_timeout {
-            if !READ_TIMEOUT_RANGE.contains(&t) {
-                return Err(ConfigError::new(
-                    "SessionBuilder::serve_read_timeout",
-                    format!("{t:?}"),
-                    "10 ms to 600 s",
-                ));
-            }
-        }
+        self.validate()?;
         let Some(addr) = &self.addr else {
             return Ok(None);
         };
