@@ -181,7 +181,8 @@ fn prometheus_scrapes_exact_counts() {
     let mut last = String::new();
     for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(100));
-        if let Some((results, text)) = query("up{job=\"cabprof\"}") {
+        // up{job="cabprof"}, percent-encoded.
+        if let Some((results, text)) = query("up%7Bjob%3D%22cabprof%22%7D") {
             last = text;
             if !results.is_empty() {
                 break;
