@@ -1,5 +1,7 @@
-//! UI tests of `#[cabprof::profile]`: the exact error of each misuse (what must compile, and
-//! without warnings, is `tests/pass/`, an ordinary test binary). Regenerate the expected errors with
+//! UI tests of `#[cabprof::profile]`: the exact error of each misuse, with cabprof compiled
+//! out, whose errors are the instrumenting build's token for token (the attribute's unit test
+//! `a_misuse_is_the_same_error_compiled_out`). What must compile, and without warnings, is the
+//! facade's `tests/it/compile_pass/`. Regenerate the expected errors with
 //! `TRYBUILD=overwrite cargo test -p cabprof-compile-tests --test compiletest` after reviewing them.
 
 #[test]

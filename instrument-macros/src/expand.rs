@@ -14,24 +14,21 @@ use syn::visit_mut::VisitMut;
 use syn::{Attribute, Block, Expr, ImplItem, Item, Signature, TraitItem};
 
 /// The attribute: parse `attr`, then instrument `item`, or (not `enabled`) hand it back
-/// unchanged. A bad option is an error next to the unchanged item, enabled or not.
+/// unchanged. A misuse is the same error next to the unchanged item, enabled or not (a bad
+/// option, or the attribute on something it cannot instrument): a crate that builds with
+/// profiling compiled out also builds with it on.
 pub(crate) fn entry(enabled: bool, attr: TokenStream, item: TokenStream) -> TokenStream {
     match syn::parse2::<Options>(attr) {
-        Ok(opts) if enabled => expand(opts, item),
-        Ok(_) => item,
+        Ok(opts) if opts.skip => item,
+        Ok(opts) => match expand_item(&opts, item.clone()) {
+            Ok(out) if enabled => match &opts.krate {
+                Some(krate) => retarget(out, krate),
+                None => out,
+            },
+            Ok(_) => item,
+            Err(misuse) => misuse,
+        },
         Err(e) => with_error(e, item),
-    }
-}
-
-/// Expand `#[profile(opts)]` on `item`.
-fn expand(opts: Options, item: TokenStream) -> TokenStream {
-    if opts.skip {
-        return item;
-    }
-    let out = expand_item(&opts, item);
-    match &opts.krate {
-        Some(krate) => retarget(out, krate),
-        None => out,
     }
 }
 
@@ -71,19 +68,20 @@ fn retarget(tokens: TokenStream, krate: &syn::Path) -> TokenStream {
     out
 }
 
-fn expand_item(opts: &Options, item: TokenStream) -> TokenStream {
+/// The instrumented item, or, on a misuse, the unchanged item with the error.
+fn expand_item(opts: &Options, item: TokenStream) -> Result<TokenStream, TokenStream> {
     match syn::parse2::<Item>(item.clone()) {
         Ok(mut parsed) => {
             let mut errors = Vec::new();
             if let Err(e) = top_item(opts, &mut parsed, &mut errors) {
-                return with_error(e, item);
+                return Err(with_error(e, item));
             }
             match errors.into_iter().reduce(|mut a, b| {
                 a.combine(b);
                 a
             }) {
-                Some(e) => with_error(e, item),
-                None => parsed.into_token_stream(),
+                Some(e) => Err(with_error(e, item)),
+                None => Ok(parsed.into_token_stream()),
             }
         }
         Err(parse_error) => {
@@ -91,9 +89,9 @@ fn expand_item(opts: &Options, item: TokenStream) -> TokenStream {
             if syn::parse2::<Expr>(item.clone()).is_ok() {
                 // In expression position the output must stay one expression.
                 let err = e.to_compile_error();
-                quote!({ #err #item })
+                Err(quote!({ #err #item }))
             } else {
-                with_error(e, item)
+                Err(with_error(e, item))
             }
         }
     }
@@ -373,6 +371,32 @@ mod tests {
         // A bad option is still an error.
         let out = entry(false, quote!(pathz), items[0].clone());
         assert!(out.to_string().contains("compile_error"), "{out}");
+    }
+
+    /// A misuse is the same error compiled out as instrumenting (the compile-fail cases of
+    /// `compile-tests` check the messages and spans in a real build): otherwise a crate would
+    /// build with profiling off and fail the first time someone turns it on.
+    #[test]
+    fn a_misuse_is_the_same_error_compiled_out() {
+        let cases = [
+            (quote!(), quote! { const fn c() -> u8 { 1 } }),
+            (quote!(), quote! { struct S; }),
+            (quote!(), quote! { static F: fn(u8) -> u8 = |x| x + 1; }),
+            (quote!(), quote! { |x: u8| x + 1 }),
+            (quote!(), quote! { fn no_body(&self); }),
+            (quote!(), quote! { mod file_module; }),
+            (quote!(max_paths = 8), quote! { fn f() {} }),
+            (quote!(paths, paths), quote! { fn f() {} }),
+        ];
+        for (attr, item) in cases {
+            let on = entry(true, attr.clone(), item.clone()).to_string();
+            let off = entry(false, attr.clone(), item.clone()).to_string();
+            assert!(
+                on.contains("compile_error"),
+                "#[profile({attr})] {item}: {on}"
+            );
+            assert_eq!(off, on, "#[profile({attr})] {item}");
+        }
     }
 
     /// Inside a profiled block, small bodies without loops or macro calls are left alone,

@@ -88,8 +88,9 @@ use proc_macro::TokenStream;
 /// # Turning it off
 ///
 /// Without the `cabprof` crate's `enabled` feature (on by default; `default-features = false`
-/// turns it off) the attribute checks its options and returns the item unchanged: the build
-/// is the one without the attribute.
+/// turns it off) the attribute checks its options and where it is put, with the same errors as
+/// when it instruments, and returns the item unchanged: the build is the one without the
+/// attribute.
 ///
 /// # What it leaves alone
 ///

@@ -7,6 +7,13 @@
 
 mod analysis_names;
 mod async_tasks;
+#[allow(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    clippy::all
+)]
+pub mod compile_pass;
 mod examples;
 mod modes_agree;
 mod path_loop_heads;

@@ -8,12 +8,12 @@ mod reexports {
 
 use reexports::prof;
 
-#[prof::profile(crate = crate::renamed_crate::reexports::prof)]
+#[prof::profile(crate = crate::compile_pass::renamed_crate::reexports::prof)]
 fn plain(x: u32) -> u32 {
     x + 1
 }
 
-#[prof::profile(paths, memory, crate = crate::renamed_crate::reexports::prof)]
+#[prof::profile(paths, memory, crate = crate::compile_pass::renamed_crate::reexports::prof)]
 fn both(v: &[u32]) -> u32 {
     if v.is_empty() {
         0
@@ -22,7 +22,7 @@ fn both(v: &[u32]) -> u32 {
     }
 }
 
-#[prof::profile(crate = "crate::renamed_crate::reexports::prof")]
+#[prof::profile(crate = "crate::compile_pass::renamed_crate::reexports::prof")]
 impl Counter {
     fn bump(&mut self) -> u32 {
         self.0 += 1;
