@@ -14,13 +14,14 @@ use syn::visit_mut::VisitMut;
 use syn::{Attribute, Block, Expr, ImplItem, Item, Signature, TraitItem};
 
 /// The attribute: parse `attr`, then instrument `item`, or (not `enabled`) hand it back
-/// unchanged. A misuse is the same error next to the unchanged item, enabled or not (a bad
-/// option, or the attribute on something it cannot instrument): a crate that builds with
-/// profiling compiled out also builds with it on.
+/// unchanged. A misuse of the attribute is the same error next to the unchanged item, enabled
+/// or not: a bad option, or the attribute on something it cannot instrument. Compiled out,
+/// only where it is put is checked (the item's kind), not its functions' bodies, so a
+/// production build pays one parse of the item and none of the instrumenting work.
 pub(crate) fn entry(enabled: bool, attr: TokenStream, item: TokenStream) -> TokenStream {
     match syn::parse2::<Options>(attr) {
         Ok(opts) if opts.skip => item,
-        Ok(opts) => match expand_item(&opts, item.clone()) {
+        Ok(opts) => match expand_item(&opts, item.clone(), enabled) {
             Ok(out) if enabled => match &opts.krate {
                 Some(krate) => retarget(out, krate),
                 None => out,
@@ -68,12 +69,17 @@ fn retarget(tokens: TokenStream, krate: &syn::Path) -> TokenStream {
     out
 }
 
-/// The instrumented item, or, on a misuse, the unchanged item with the error.
-fn expand_item(opts: &Options, item: TokenStream) -> Result<TokenStream, TokenStream> {
+/// The instrumented item (`instrument`; otherwise the item as parsed, its kind checked), or,
+/// on a misuse, the unchanged item with the error.
+fn expand_item(
+    opts: &Options,
+    item: TokenStream,
+    instrument: bool,
+) -> Result<TokenStream, TokenStream> {
     match syn::parse2::<Item>(item.clone()) {
         Ok(mut parsed) => {
             let mut errors = Vec::new();
-            if let Err(e) = top_item(opts, &mut parsed, &mut errors) {
+            if let Err(e) = top_item(opts, &mut parsed, &mut errors, instrument) {
                 return Err(with_error(e, item));
             }
             match errors.into_iter().reduce(|mut a, b| {
@@ -134,8 +140,15 @@ fn closure_error(c: &syn::ExprClosure) -> syn::Error {
     )
 }
 
-/// `#[profile]` directly on an item.
-fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> syn::Result<()> {
+/// `#[profile]` directly on an item: check where it is put, then, if `instrument`, instrument
+/// the item's functions. The misuses are all found by the checks here; instrumenting adds only
+/// errors of the attribute's own (internal ones).
+fn top_item(
+    opts: &Options,
+    item: &mut Item,
+    errors: &mut Vec<syn::Error>,
+    instrument: bool,
+) -> syn::Result<()> {
     match item {
         Item::Fn(f) => {
             if let Some(c) = &f.sig.constness {
@@ -144,6 +157,9 @@ fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> sy
                     "#[cabprof::profile] cannot instrument a `const fn`: it may run at compile \
                      time, where there is no session to record to",
                 ));
+            }
+            if !instrument {
+                return Ok(());
             }
             crate::body::function(opts, &f.attrs, &mut f.sig, &mut f.block)
         }
@@ -158,7 +174,9 @@ fn top_item(opts: &Options, item: &mut Item, errors: &mut Vec<syn::Error>) -> sy
             "#[cabprof::profile] needs the module's items: use it on an inline `mod name { ... }`",
         )),
         Item::Impl(_) | Item::Mod(_) | Item::Trait(_) => {
-            nested_item(opts, item, errors);
+            if instrument {
+                nested_item(opts, item, errors);
+            }
             Ok(())
         }
         // A fn without a body (in a trait) parses as a verbatim item.
