@@ -38,20 +38,9 @@ context_node!(ContextEntry, ContextTimeEntry, AllocContextEntry);
 /// For each node, the index in `nodes` of its parent (`None`: the root). A parent that is not
 /// an earlier entry counts as the root, so walking parents always ends.
 pub fn parent_indices<N: ContextNode>(nodes: &[N]) -> Vec<Option<usize>> {
-    let mut index: std::collections::HashMap<u32, usize> =
-        std::collections::HashMap::with_capacity(nodes.len());
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let p = if c.parent() == 0 {
-                None
-            } else {
-                index.get(&c.parent()).copied()
-            };
-            index.entry(c.id()).or_insert(i);
-            p
-        })
+    super::stacks::parent_links(nodes)
+        .into_iter()
+        .map(|p| (p != super::stacks::ROOT).then_some(p as usize))
         .collect()
 }
 

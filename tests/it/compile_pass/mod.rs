@@ -16,32 +16,21 @@ pub mod paths_constructs;
 pub mod renamed_crate;
 pub mod tail_types;
 
-#[test]
-fn every_kind_of_item() {
-    let _one = crate::support::serial();
-    items::main();
+/// A test that runs one case's `main` under the session lock.
+macro_rules! case {
+    ($($test:ident: $module:ident),* $(,)?) => {$(
+        #[test]
+        fn $test() {
+            let _one = crate::support::serial();
+            $module::main();
+        }
+    )*};
 }
 
-#[test]
-fn memory_rewrites_keep_meaning() {
-    let _one = crate::support::serial();
-    memory_constructs::main();
-}
-
-#[test]
-fn paths_numbering_keeps_meaning() {
-    let _one = crate::support::serial();
-    paths_constructs::main();
-}
-
-#[test]
-fn a_renamed_crate_path() {
-    let _one = crate::support::serial();
-    renamed_crate::main();
-}
-
-#[test]
-fn tail_types_are_inferred_as_before() {
-    let _one = crate::support::serial();
-    tail_types::main();
+case! {
+    every_kind_of_item: items,
+    memory_rewrites_keep_meaning: memory_constructs,
+    paths_numbering_keeps_meaning: paths_constructs,
+    a_renamed_crate_path: renamed_crate,
+    tail_types_are_inferred_as_before: tail_types,
 }
