@@ -100,7 +100,8 @@ impl ServeSettings {
     }
 
     /// The settings that need no socket: the read timeout's range (checked whether or not an
-    /// address is set, since a value out of range is a mistake either way).
+    /// address is set, since a value out of range is a mistake either way). Part of
+    /// `SessionBuilder::validate`, which `start` runs before it binds.
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         match self.read_timeout {
             Some(t) if !READ_TIMEOUT_RANGE.contains(&t) => Err(ConfigError::new(
@@ -127,7 +128,6 @@ impl ServeSettings {
     /// Bind the address, if one is set: before the session starts, so that a port in use is
     /// an error at start and no session runs without its endpoint.
     pub(crate) fn bind(&self) -> Result<Option<TcpListener>, ConfigError> {
-        self.validate()?;
         let Some(addr) = &self.addr else {
             return Ok(None);
         };
