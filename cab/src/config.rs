@@ -133,6 +133,31 @@ impl RingConfig {
         self.chunk_bytes / WORD_BYTES
     }
 
+    /// Sampling: the bytes a CAB ring's handoff adds to its buffer (one block per chunk, each
+    /// what the rate takes of a chunk rounded up to cache lines, and up to a line of
+    /// alignment); 0 in exhaustive mode and at rate 0. Valid for a validated configuration.
+    pub fn handoff_bytes(&self) -> usize {
+        match self.mode {
+            Mode::Exhaustive => 0,
+            Mode::Sampling { rate, burst_words } => {
+                let block =
+                    crate::ring::handoff::block_slots(self.chunk_slots(), rate, burst_words.max(1));
+                if block == 0 {
+                    0
+                } else {
+                    let chunks = self.slots() / self.chunk_slots().max(1);
+                    (MIN_CHUNK_BYTES / WORD_BYTES - 1 + chunks * block) * WORD_BYTES
+                }
+            }
+        }
+    }
+
+    /// What a CAB ring of this configuration holds: its buffer and, sampling, its handoff
+    /// ([`handoff_bytes`](Self::handoff_bytes)). What a session charges to its ring budget.
+    pub fn ring_memory_bytes(&self) -> usize {
+        self.buffer_bytes.saturating_add(self.handoff_bytes())
+    }
+
     /// Check every rule of the CAB ring; the first broken one is returned.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = self.chunk_bytes;

@@ -35,8 +35,8 @@
 //!   ring makes the producer wait, and a producer whose consumer is gone drops (and counts)
 //!   instead of waiting forever.
 //! - Sampling mode ([`Mode::Sampling`]): the producer never waits; it overwrites the oldest
-//!   chunk, and the consumer analyzes a fraction of each chunk it reads and counts the chunks
-//!   it was lapped on.
+//!   chunk and hands a fraction of each chunk it finishes to the consumer (copied into the
+//!   ring's handoff), and the consumer analyzes those and counts the ones it lost.
 //! - Sizes are validated before a ring is made; a bad one is a [`ConfigError`] naming the
 //!   field, the value and what is allowed.
 //!
@@ -46,7 +46,7 @@
 //! - [`event`]: the event word layout; no event can equal `CLEAR` or `MAGIC`.
 //! - [`config`]: ring sizes and modes, validated; the one byte-size parser ([`parse_bytes`]) and
 //!   formatter ([`show_bytes`]).
-//! - [`ring`]: the CAB ring itself (paper Figures 3 and 5).
+//! - [`ring`]: the CAB ring itself (paper Figures 3 and 5, sampling read from a handoff).
 //! - [`transport`]: the traits every buffer design implements ([`Transport`]).
 //! - [`fastforward`]: FastForward (Giacomoni et al., PPoPP 2008), a baseline.
 //! - [`nway`]: N-way buffering (PiPA, Zhao et al., CGO 2008), improved as in the CAB paper §6.1,

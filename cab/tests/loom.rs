@@ -120,9 +120,13 @@ fn cab_producer_blocks_on_full_ring() {
 }
 
 /// A sampling producer pushes 40 events (more than the 32-slot ring holds) and closes while the
-/// consumer samples at rate 1.0. Returns every delivered word.
+/// consumer reads the handoff. Returns every delivered word.
 fn sampling_wrap() -> Vec<u64> {
-    let config = tiny().with_mode(Mode::sampling(1.0));
+    // Two words of each chunk: the copies' loads and stores are most of the model's steps.
+    let config = tiny().with_mode(Mode::Sampling {
+        rate: 0.25,
+        burst_words: 2,
+    });
     let (mut tx, mut rx) = ring::sampling_channel(&config).unwrap();
     let producer = loom::thread::spawn(move || {
         for i in 0..40 {
@@ -139,15 +143,8 @@ fn is_pushed(word: u64) -> bool {
     matches!(decode(word), Some(EventKind::Marker { value }) if (1..=40).contains(&value))
 }
 
-/// (c) CAB sampling wraps: every delivered word is a whole pushed event.
-///
-/// Loom once found a schedule where the consumer, exactly one lap behind, cleared the next
-/// lap's first event and later delivered that `CLEAR` slot (reproduced deterministically by
-/// `tests/it/sampling.rs`, `sampling_never_delivers_clear_after_being_lapped`); fixed in the ring (`ring/consumer.rs`).
-/// Since the producer arms each next chunk start with `MAGIC` (keeping its word aside) and
-/// publishes its position at each, this model also covers the consumer reading an armed first
-/// slot and the side word racing the producer's arming and beacon stores (most of the file's
-/// time).
+/// (c) CAB sampling wraps: every delivered word is a whole pushed event, through the ring's
+/// wrap, the producer's copies into the handoff at each chunk start and the close's flush.
 #[test]
 fn cab_sampling_wrap_delivers_only_pushed_events() {
     model(|| {
@@ -157,97 +154,79 @@ fn cab_sampling_wrap_delivers_only_pushed_events() {
     });
 }
 
-/// The word a chunk start gets in `cab_sampling_lap_is_counted_even_with_identical_first_words`.
-const SAME: u64 = 1000;
-
-/// The ABA of re-arming a chunk start (deterministically: `tests/it/sampling.rs`,
-/// `a_lap_that_rewrites_the_same_first_word_is_still_counted`), under every interleaving of
-/// the moment it needs: the producer writes the same word at every chunk start (positions
-/// `8k`) and distinct words elsewhere, and enters the next lap of chunk 1 while the consumer
-/// reads it. Every poll delivers words of the chunk it read, in that chunk's lap or a later
-/// one, never an earlier one; a word of a later lap means the chunk was lapped, and that poll
-/// must count it whatever the first slot holds.
+/// The handoff's seqlock when the producer laps the consumer: with rate 1.0 every chunk's
+/// 8 events go to one of 4 handoff blocks. The main thread first pushes 0..32 (blocks 0, 1
+/// and 2 done), reads block 0, and pushes 32..41 (block 3, and block 4 into block 0's slot).
+/// Then the producer pushes 41..48 and closes, whose flush writes block 5 into the slot block
+/// 1 has, while the consumer reads block 1. Whatever the interleaving and whatever values the
+/// memory model lets the consumer's loads see:
 ///
-/// The main thread first pushes 0..39 and reads chunk 0 on its own (no race), so the producer
-/// is in chunk 0's next lap. Then the producer pushes 39..43: 40 rewrites chunk 1's first slot
-/// with the same word (after its beacon and after arming chunk 2's start), 41.. its next
-/// slots; meanwhile the consumer reads chunk 1 (in bursts of 4) and chunk 2 (whose first slot
-/// it may find armed, its word moved aside: every full chunk must deliver all 8 words). The
-/// consumer before the fix read chunk 1's first word, was overtaken, read position 41 and
-/// re-armed the slot without counting the lap; this model fails on it.
+/// - the poll delivers block 1 whole (events 8..16), or nothing (torn, counted as lapped), or,
+///   when block 5 was done before the poll began, block 2 whole with block 1 counted as
+///   skipped; never a mix of blocks 1 and 5;
+/// - afterwards, every block is delivered or counted lost: delivered + 8 x lapped = 48.
 ///
-/// Run twice: as is, and with the consumer yielding before chunk 1. Loom's exploration of the
-/// first never ran the producer's slot stores ahead of the consumer's loads of those slots on
-/// the old ring (23 to 45 executions for preemption bounds 2 to 5, all reading the old lap);
-/// the yield makes it start from the producer-first schedules and branch from there.
+/// Run twice: as is, and with the consumer yielding first, so that the exploration starts
+/// from the schedules where the producer runs ahead and branches from there.
 #[test]
-fn cab_sampling_lap_is_counted_even_with_identical_first_words() {
-    lap_with_identical_first_words(false);
-    lap_with_identical_first_words(true);
+fn cab_sampling_torn_blocks_are_never_delivered() {
+    torn_blocks(false);
+    torn_blocks(true);
 }
 
-fn lap_with_identical_first_words(yield_first: bool) {
-    fn push(tx: &mut ring::Producer<true>, i: u64) {
-        tx.push(ev(if i.is_multiple_of(8) { SAME } else { i }));
-    }
-    /// Poll once; check what the poll delivered against the chunk it read.
-    fn poll_and_check(rx: &mut ring::Consumer, n: u64) {
-        let lapped_before = rx.stats().chunks_lapped;
-        let mut got = Vec::new();
-        assert!(matches!(
-            rx.poll_with(|w| got.extend_from_slice(w)),
-            Poll::Consumed(_)
-        ));
-        let end = rx.position(); // the poll read up to here, within one chunk
-        let start = (end - 1) / 8 * 8;
-        let lapped = rx.stats().chunks_lapped > lapped_before;
-        if end == start + 8 {
-            assert_eq!(got.len(), 8, "chunk at {start}: {got:x?}");
-        }
-        for w in got {
-            let i = match decode(w) {
+fn torn_blocks(yield_first: bool) {
+    fn markers(words: &[u64]) -> Vec<u64> {
+        words
+            .iter()
+            .map(|&w| match decode(w) {
                 Some(EventKind::Marker { value }) => value - 1,
                 _ => panic!("delivered {w:#x}, never pushed"),
-            };
-            if i == SAME {
-                continue;
-            }
-            assert!(
-                i < n && i >= start && (i - start) % 32 < 8,
-                "event {i} in the chunk at {start}"
-            );
-            assert!(
-                i < start + 8 || lapped,
-                "event {i} (a later lap) in the chunk at {start}, not counted as lapped"
-            );
-        }
+            })
+            .collect()
     }
     model(move || {
-        let mode = Mode::Sampling {
-            rate: 1.0,
-            burst_words: 4,
-        };
-        let (mut tx, mut rx) = ring::sampling_channel(&tiny().with_mode(mode)).unwrap();
-        let n = 43;
-        for i in 0..25 {
-            push(&mut tx, i);
+        let (mut tx, mut rx) =
+            ring::sampling_channel(&tiny().with_mode(Mode::sampling(1.0))).unwrap();
+        for i in 0..32 {
+            tx.push(ev(i));
         }
-        poll_and_check(&mut rx, n); // chunk 0, before its next lap
-        for i in 25..39 {
-            push(&mut tx, i);
+        let mut got = Vec::new();
+        assert_eq!(
+            rx.poll_with(|w| got.extend_from_slice(w)),
+            Poll::Consumed(8)
+        );
+        assert_eq!(
+            markers(&got),
+            (0..8).collect::<Vec<_>>(),
+            "block 0, read alone"
+        );
+        for i in 32..41 {
+            tx.push(ev(i));
         }
         let producer = loom::thread::spawn(move || {
-            for i in 39..n {
-                push(&mut tx, i);
+            for i in 41..48 {
+                tx.push(ev(i));
             }
-            tx
+            tx.close();
         });
         if yield_first {
             loom::thread::yield_now();
         }
-        poll_and_check(&mut rx, n); // chunk 1, racing its next lap
-        poll_and_check(&mut rx, n); // chunk 2, its start armed or not
-        drop(producer.join().unwrap());
+        let mut block = Vec::new();
+        let poll = rx.poll_with(|w| block.extend_from_slice(w));
+        let block = markers(&block);
+        let lapped = rx.stats().chunks_lapped;
+        match (poll, lapped) {
+            (Poll::Consumed(8), 0) => assert_eq!(block, (8..16).collect::<Vec<_>>(), "torn"),
+            (Poll::Consumed(8), 1) => assert_eq!(block, (16..24).collect::<Vec<_>>(), "torn"),
+            (Poll::Consumed(0), 1) => assert!(block.is_empty()),
+            other => panic!("{other:?}: {block:?}"),
+        }
+        producer.join().unwrap();
+        let mut delivered = 8 + block.len() as u64;
+        delivered += drain(&mut rx).len() as u64;
+        let lapped = rx.stats().chunks_lapped;
+        assert_eq!(delivered + 8 * lapped, 48, "{:?}", rx.stats());
     });
 }
 

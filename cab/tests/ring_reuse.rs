@@ -169,9 +169,9 @@ fn reused_rings_hold_nothing_of_their_last_owner() {
 /// its cursor. Left in a kept ring, such a word is harmless to a next owner of the same chunk
 /// size (it arms that slot itself before reaching it), but not to one of the same ring size
 /// with longer chunks: there it lies inside a chunk, and the producer takes it for an armed
-/// chunk start, lap after lap, moving a word of the chunk after into that chunk's side slot,
-/// where the consumer looks for the chunk's first event. So a consumer a little less than a
-/// lap behind reads the wrong first event, and no lap is counted.
+/// chunk start, hands over half a chunk as if it were a whole one and arms chunk starts off
+/// the chunk grid from there on, lap after lap. So the consumer would read a block of the
+/// wrong events where it expects chunk 1.
 #[test]
 fn a_reused_sampling_ring_keeps_no_chunk_start_armed_ahead() {
     let _g = serial();
@@ -205,8 +205,8 @@ fn a_reused_sampling_ring_keeps_no_chunk_start_armed_ahead() {
         Poll::Consumed(_)
     ));
     assert_eq!(seen, (0..chunk).collect::<Vec<_>>());
-    // On through the wrap, past slot 4,096 of the next lap: chunk 1 of the first lap is
-    // still whole but for its start, armed again, whose event is in the side slot.
+    // On through the wrap, past slot 4,096 of the next lap: chunk 1's block, handed over
+    // when the producer entered chunk 2, is still in the handoff.
     for i in 2 * chunk + 1..cap + 4096 + 1 {
         p.push(Event::marker(i).unwrap());
     }

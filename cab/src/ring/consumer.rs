@@ -1,5 +1,6 @@
 //! The consumer half of the CAB ring: the analyzer takes whole chunks two chunks behind the
-//! producer (exhaustive) or samples bursts out of them (sampling), and clears what it read.
+//! producer and clears what it read (exhaustive), or reads the sample the producer left in
+//! the handoff (sampling).
 
 use super::*;
 
@@ -7,15 +8,19 @@ use super::*;
 pub struct Consumer {
     pub(super) shared: Arc<Shared>,
     /// Absolute position of the next unread event (events ever written before it).
-    /// Chunk-aligned except after reading a flushed partial chunk.
+    /// Chunk-aligned except after reading a flushed partial chunk. Sampling: where the range
+    /// of the last handoff block read ends.
     pub(super) pos: u64,
+    /// Sampling: the next handoff block to read (its sequence number).
+    pub(super) next: u64,
     pub(super) sampling: bool,
     /// Fraction of each chunk analyzed (1.0 in exhaustive mode).
     pub(super) rate: f64,
-    /// Slots per sampling burst.
-    pub(super) burst: usize,
-    /// Sampling bursts are copied here: the producer may overwrite a chunk while it is read,
-    /// so handing out a view of the ring itself would be a data race. Empty when exhaustive.
+    /// Sampling: the configured rate, which sized the handoff's blocks; `set_rate` stays
+    /// below it.
+    pub(super) max_rate: f64,
+    /// Sampling: a handoff block is copied here and checked whole before any of it is
+    /// delivered (the producer may be rewriting it). Empty when exhaustive.
     pub(super) scratch: Vec<u64>,
     pub(super) stats: ConsumerStats,
 }
@@ -25,7 +30,8 @@ impl Consumer {
     ///
     /// Exhaustive: `f` gets the rest of the current chunk in one zero-copy slice once the
     /// producer has moved two chunks on, or the flushed part of it after a flush/close.
-    /// Sampling: `f` gets each sampled burst (copied out of the ring, see `scratch`).
+    /// Sampling: `f` gets each sampled burst of the next handoff block (copied, see
+    /// `scratch`).
     pub fn poll_with(&mut self, mut f: impl FnMut(&[u64])) -> Poll {
         if self.sampling {
             return self.poll_sampling(&mut f);
@@ -61,49 +67,67 @@ impl Consumer {
         Poll::Consumed(delivered)
     }
 
-    /// Sampling mode (paper Fig. 5b), made safe against a producer that laps the consumer:
-    ///
-    /// - The producer's position is at least `lower`: the last beacon, wrap or flush. If that
-    ///   is more than a whole ring past `pos`, the slot at `pos` was overwritten: whole laps are
-    ///   skipped (ring indices unchanged) and counted as lapped.
-    /// - A chunk is ready when `lower` is two chunks past its start. No slot's content is
-    ///   trusted to say so: a slot may hold a word of any earlier lap.
-    /// - After reading, the chunk was overwritten meanwhile exactly if a beacon shows the
-    ///   producer entered it again (see `sample`): counted as lapped. `CLEAR` and `MAGIC` words
-    ///   are never delivered.
-    /// - After close, nothing past the producer's final position is read.
+    /// Sampling: read the next handoff block the producer finished, or skip to the oldest
+    /// still whole if the producer is a whole handoff ahead (counted as lapped); drop a block
+    /// the producer began to rewrite while it was copied (counted too). See
+    /// [`handoff`](super::handoff) for the protocol and its orderings.
     fn poll_sampling(&mut self, f: &mut impl FnMut(&[u64])) -> Poll {
         let sh = &*self.shared;
-        let cap = sh.capacity as u64;
-        let chunks = (sh.capacity / sh.chunk) as u64;
-        let closed = sh.closed.load(Ordering::Acquire);
-        let published = sh.published.load(Ordering::Acquire);
-        let lower = sh.reached.load(Ordering::Acquire).max(published);
-        if lower > self.pos + cap {
-            let skipped = (lower - self.pos - cap).div_ceil(cap);
-            self.pos += skipped * cap;
-            self.stats.chunks_lapped += skipped * chunks;
-        }
-        let idx = (self.pos % cap) as usize;
-        let start = idx - idx % sh.chunk;
-        let chunk_start = self.pos - (idx - start) as u64; // absolute
-        let chunk_end = chunk_start + sh.chunk as u64;
-        let mut end = if lower >= chunk_start + 2 * sh.chunk as u64 {
-            chunk_end
-        } else if published > self.pos {
-            published.min(chunk_end)
-        } else if closed {
-            return Poll::Closed;
-        } else {
-            return Poll::Empty;
+        let Some(h) = sh.handoff.as_ref() else {
+            // Rate 0: nothing is ever copied; the stream ends when the producer closes.
+            return if sh.closed.load(Ordering::Acquire) {
+                Poll::Closed
+            } else {
+                Poll::Empty
+            };
         };
-        if closed {
-            end = end.min(published);
+        // Acquire `closed` before `done`: a closed producer's last block is then visible.
+        let closed = sh.closed.load(Ordering::Acquire);
+        let done = h.seq.done.load(Ordering::Acquire);
+        if self.next >= done {
+            return if closed { Poll::Closed } else { Poll::Empty };
         }
-        let len = (end - self.pos) as usize;
+        let blocks = h.blocks as u64;
+        if done - self.next > blocks {
+            let skipped = done - self.next - blocks;
+            self.next += skipped;
+            self.stats.chunks_lapped += skipped;
+        }
+        let seq = self.next;
+        self.next += 1;
         self.stats.chunks += 1;
-        let delivered = self.sample(idx, start, len, f);
-        self.pos = end;
+        let block = h.block(seq);
+        // A torn head may say anything: the count is held to the block, and the check below
+        // drops the copy.
+        let count = (block[0].load(Ordering::Relaxed) as usize).min(h.block - handoff::HEAD);
+        let to = block[1].load(Ordering::Relaxed);
+        for (k, slot) in block[handoff::HEAD..handoff::HEAD + count]
+            .iter()
+            .enumerate()
+        {
+            self.scratch[k] = slot.load(Ordering::Relaxed);
+        }
+        // Pairs with the producer's fence after `begun`: if any word above is of a block
+        // begun later, that `begun` is visible here.
+        fence(Ordering::Acquire);
+        let torn = h.seq.begun.load(Ordering::Relaxed) > seq + blocks;
+        for line in block[..handoff::HEAD + count].chunks(LINE_SLOTS) {
+            handoff::evict_line(line.as_ptr());
+        }
+        if torn {
+            self.stats.chunks_lapped += 1;
+            return Poll::Consumed(0);
+        }
+        self.pos = self.pos.max(to);
+        let mut delivered = 0;
+        for burst in self.scratch[..count].chunks(h.burst) {
+            let kept = burst.iter().all(|&w| w != CLEAR && w != MAGIC);
+            debug_assert!(kept, "a finished handoff block holds only events");
+            if kept {
+                f(burst);
+                delivered += burst.len();
+            }
+        }
         self.stats.delivered += delivered as u64;
         Poll::Consumed(delivered)
     }
@@ -139,94 +163,6 @@ impl Consumer {
             }
         }
         len
-    }
-
-    /// Sampling: read `rate` of slots `idx .. idx + len` (of the chunk starting at ring index
-    /// `start`) in bursts; count the chunk as lapped if the producer entered it again before
-    /// the reading was over.
-    ///
-    /// Why the count is right even when the producer writes the very words it wrote a lap
-    /// before (the ABA a compare-exchange on the old first word would fall for): the consumer
-    /// never judges a slot by its content. Let the chunk start at absolute position `s`
-    /// (`chunk_start` below) and be read in lap `s / capacity`.
-    ///
-    /// - The producer writes the chunk's next lap (from `s + capacity` on) only after its
-    ///   beacon `reached = s + capacity`: every chunk start it reaches is armed
-    ///   (`Producer::enter_chunk`), and the beacon is stored, Release, before the slot.
-    /// - Every slot load here is Acquire. If one returns a word of that next lap (or any later
-    ///   one), it synchronizes with that word's store, so the beacon happened before the load
-    ///   of `reached` below, which therefore returns at least `s + capacity`: counted. A word
-    ///   of an earlier lap cannot be returned: the chunk was opened on a beacon, wrap or flush
-    ///   (Acquire) that the producer stored after writing this lap's words.
-    /// - The first slot may hold `MAGIC`: the producer armed it on entering the chunk before
-    ///   (`s + capacity - chunk`) or a later one, after moving the word there to
-    ///   `firsts[start / chunk]` (Release before the `MAGIC`, so the Acquire load of `MAGIC`
-    ///   makes it visible). That word is this lap's first event unless a later arming
-    ///   replaced it, and that arming follows the beacon at `s + capacity`, seen below through
-    ///   the Acquire load of the side word: counted again.
-    /// - Conversely, a chunk the producer has not entered again when `reached` is read holds
-    ///   only this lap's words in every slot read: it is not counted. The one overcount is a
-    ///   producer that beacons between the last slot load and the load of `reached`.
-    ///
-    /// The loom model `cab_sampling_lap_is_counted_even_with_identical_first_words`
-    /// (tests/loom.rs) checks this under every interleaving it explores.
-    fn sample(
-        &mut self,
-        idx: usize,
-        start: usize,
-        len: usize,
-        f: &mut impl FnMut(&[u64]),
-    ) -> usize {
-        let sh = &*self.shared;
-        let chunk_start = self.pos - (idx - start) as u64; // absolute
-        let want = (self.rate * len as f64).round() as usize;
-        let most = len.div_ceil(self.burst);
-        let bursts = want.div_ceil(self.burst).min(most);
-        // With fewer bursts than fit, `stride >= burst` (bursts * burst < len), so bursts
-        // never overlap; when every burst fits, read the range once, contiguously.
-        let stride = if bursts == most {
-            self.burst
-        } else {
-            len.checked_div(bursts).unwrap_or(len)
-        };
-        // Rotate the bursts' phase from chunk to chunk so periodic programs are not always
-        // sampled at the same point of their period.
-        let phase = if stride > self.burst {
-            (self.stats.chunks as usize).wrapping_mul(0x9E37_79B9) % (stride - self.burst + 1)
-        } else {
-            0
-        };
-        let mut delivered = 0;
-        for b in 0..bursts {
-            let from = b * stride + phase;
-            let n = self.burst.min(len - from);
-            let mut kept = 0;
-            for k in 0..n {
-                // Acquire: if this load sees a word of the producer's next lap, its beacon
-                // there is visible to the load of `reached` below (see above).
-                let at = idx + from + k;
-                let mut w = sh.slot(at).load(Ordering::Acquire);
-                if w == MAGIC && at == start {
-                    // Armed by the producer: the chunk's first event is in the side slot.
-                    w = sh.firsts[start / sh.chunk].load(Ordering::Acquire);
-                }
-                if w != CLEAR && w != MAGIC {
-                    self.scratch[kept] = w;
-                    kept += 1;
-                }
-            }
-            if kept > 0 {
-                f(&self.scratch[..kept]);
-                delivered += kept;
-            }
-        }
-        // The producer entered this chunk again (see above). A flush past `s + capacity` needs
-        // no test of its own: the producer beaconed on its way there.
-        let lapped = sh.reached.load(Ordering::Acquire) >= chunk_start + sh.capacity as u64;
-        if lapped {
-            self.stats.chunks_lapped += 1;
-        }
-        delivered
     }
 
     /// Exhaustive mode only: deliver every event the producer has written so far, without
@@ -277,19 +213,48 @@ impl Consumer {
         self.pos
     }
 
+    /// Sampling: handoff blocks read or skipped so far (0 in exhaustive mode).
+    pub fn blocks_read(&self) -> u64 {
+        self.next
+    }
+
+    /// Sampling: handoff blocks the producer has finished so far; every one is read or
+    /// counted as lapped by the time [`blocks_read`](Self::blocks_read) reaches this (0 in
+    /// exhaustive mode and at rate 0).
+    pub fn blocks_done(&self) -> u64 {
+        self.shared
+            .handoff
+            .as_ref()
+            .map_or(0, |h| h.seq.done.load(Ordering::Acquire))
+    }
+
+    /// Sampling: at most how many events the producer may have written past
+    /// [`producer_stats`](Self::producer_stats)`.pushed` once every finished block is read:
+    /// the chunk it is in, or, with no handoff (rate 0), a lap past its last wrap. 0 in
+    /// exhaustive mode.
+    pub fn unread_bound(&self) -> u64 {
+        match (self.sampling, self.shared.handoff.is_some()) {
+            (false, _) => 0,
+            (true, true) => self.shared.chunk as u64,
+            (true, false) => self.shared.capacity as u64,
+        }
+    }
+
     /// Event slots in the ring.
     pub fn capacity_slots(&self) -> usize {
         self.shared.capacity
     }
 
     /// The producer's counters as the producer last mirrored them (blocks, time blocked and
-    /// drops are exact; `pushed` is the consumer's delivered count in exhaustive mode and the
-    /// producer's last published or wrapped position in sampling mode).
+    /// drops are exact; `pushed` is the consumer's delivered count in exhaustive mode and, in
+    /// sampling mode, the farthest of the producer's last published or wrapped position and
+    /// the end of the last handoff block read).
     pub fn producer_stats(&self) -> ProducerStats {
         let c = &self.shared.counters;
         let pushed = if self.sampling {
             (self.shared.reached.load(Ordering::Acquire))
                 .max(self.shared.published.load(Ordering::Acquire))
+                .max(self.pos)
         } else {
             self.stats.delivered
         };
@@ -301,11 +266,16 @@ impl Consumer {
         }
     }
 
-    /// Sampling mode: change the fraction of each chunk analyzed (clamped to `0.0..=1.0`).
-    /// Used by adaptive sampling. No effect in exhaustive mode.
+    /// Sampling mode: change the fraction of each chunk analyzed, clamped to `0.0` up to the
+    /// rate the ring was made with (its handoff blocks hold that much of a chunk). The
+    /// producer takes it up at its next chunk start. Used by adaptive sampling. No effect in
+    /// exhaustive mode.
     pub fn set_rate(&mut self, rate: f64) {
         if self.sampling {
-            self.rate = rate.clamp(0.0, 1.0);
+            self.rate = rate.clamp(0.0, self.max_rate);
+            if let Some(h) = self.shared.handoff.as_ref() {
+                h.rate.store(self.rate.to_bits(), Ordering::Relaxed);
+            }
         }
     }
 

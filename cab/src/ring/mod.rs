@@ -17,20 +17,17 @@
 //!   chunks. The consumer delivers every event once, in order, and clears the slots it read.
 //!   If the consumer is dropped (its thread died), a blocked producer stops waiting, drops the
 //!   event and counts it: a dead analyzer never deadlocks the application.
-//! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full, and the consumer
-//!   only reads the ring: it reads a fraction of each chunk in cache-line bursts. Every chunk
-//!   start the producer reaches is *armed*: it holds `MAGIC`, which the fast path already
-//!   leaves on, so an armed slot costs nothing extra there. The slow path tells an armed chunk
-//!   start from the end-of-ring `MAGIC`, publishes its absolute position (a *beacon*), arms the
-//!   next chunk's start (keeping the word it held in a per-chunk side slot, where the consumer
-//!   finds it), writes the event and goes on. So the producer announces every chunk it enters,
-//!   lap after lap: the consumer opens a chunk once a beacon, a wrap or a flush shows the
-//!   producer two chunks past it, and counts the chunk as lapped exactly when a beacon shows
-//!   the producer entered it again by the time the chunk has been read, never by comparing
-//!   words (see `Consumer::sample`). Chunks the producer overwrote first are counted in
-//!   [`ConsumerStats::chunks_lapped`]; `CLEAR` and `MAGIC` are never delivered. The sampling
-//!   fast path also prefetches for writing the line `PREFETCH_AHEAD` slots ahead, into padding
-//!   past the `MAGIC` slot near the end of the ring: a hint, never a store.
+//! - **Sampling** ([`Mode::Sampling`]): the producer never checks for full (paper Fig. 5a) and
+//!   the consumer never reads the ring. Every chunk start the producer reaches is *armed*: it
+//!   holds `MAGIC`, which the fast path already leaves on, so an armed slot costs nothing
+//!   extra there. The slow path tells an armed chunk start from the end-of-ring `MAGIC`,
+//!   copies the sampled bursts of the chunk it just finished into a block of the *handoff*
+//!   (see [`handoff`]), arms the next chunk's start and goes on; a flush copies the part of a chunk written so far. The consumer reads the
+//!   handoff's blocks in order, each at most once, drops one the producer began to overwrite
+//!   while it was read, and counts in [`ConsumerStats::chunks_lapped`] every block it lost that
+//!   way or by falling a whole handoff behind. `CLEAR` and `MAGIC` are never delivered. This
+//!   departs from the paper's Figure 5b, whose consumer reads the bursts in place: why, in
+//!   [`handoff`].
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
@@ -43,8 +40,8 @@
 //! load, so the consumer's reads of a slot happen before the producer's next write to it. On
 //! x86-64 all of these compile to plain `mov`s. The flush position and the closed flag are
 //! published with `Release` after the slots they cover and read with `Acquire` before them.
-//! In sampling mode the consumer writes nothing; why its lap count holds even when the producer
-//! writes the same words lap after lap is argued at `Consumer::sample`.
+//! In sampling mode the consumer writes nothing and reads only the handoff, a seqlock whose
+//! orderings are argued in [`handoff`].
 //!
 //! # Example
 //!
@@ -64,12 +61,13 @@
 use crate::config::{ConfigError, Mode, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR, MAGIC};
 use crate::slots::Slots;
-use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{back_off, fence, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
 use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
 mod consumer;
+pub(crate) mod handoff;
 mod producer;
 
 pub use consumer::Consumer;
@@ -84,46 +82,16 @@ const SPINS_BEFORE_BACKOFF: u32 = if cfg!(loom) { 2 } else { 1 << 10 };
 /// part of any L1d, so the lines are still there when they are cleared.
 const CLEAR_BLOCK: usize = 512;
 
-/// Sampling: how far ahead of its cursor the producer asks for the line it will write, in
-/// slots (1 KiB, 16 cache lines). A line the analyzer has read is shared when the producer
-/// comes back to it a lap later (a sampling ring fits in the producer's L2), and the producer's
-/// store would wait for the analyzer's copy to be invalidated; `prefetchw` starts that
-/// invalidation 64 calls early (a `Call` and a `Return` word each). Not in exhaustive mode:
-/// there the consumer may be reading just ahead of a producer on a full ring, and taking its
-/// lines slows the consumer. Figures: docs/PERFORMANCE.md, "Sampling".
-pub(crate) const PREFETCH_AHEAD: usize = 128;
-
 /// Slots in a cache line (the smallest chunk, one 64-byte line).
 const LINE_SLOTS: usize = MIN_CHUNK_BYTES / WORD_BYTES;
 
-/// Ask for the cache line at `at` in a writable state (x86-64 `prefetchw`, which decodes as a
-/// no-op on CPUs older than the instruction). A hint only: it never faults and changes no
-/// memory. Elsewhere, and under loom, nothing.
-#[inline(always)]
-fn prefetch_for_write(at: *const AtomicU64) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: a prefetch reads and writes no memory and cannot fault on any address.
-    unsafe {
-        std::arch::asm!(
-            "prefetchw [{}]",
-            in(reg) at,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = at;
-}
-
 /// State both halves see.
 struct Shared {
-    /// `capacity` event slots followed by one `MAGIC` slot (and, in sampling mode, padding
-    /// that only the producer's prefetch touches: [`PREFETCH_AHEAD`] slots and a cache line's
-    /// worth less one).
+    /// `capacity` event slots followed by one `MAGIC` slot.
     slots: Slots,
-    /// Sampling: one word per chunk. When the producer arms a chunk's start it first moves the
-    /// event there into that chunk's word here, so arming never loses an unread event. Empty in
-    /// exhaustive mode.
-    firsts: Box<[AtomicU64]>,
+    /// Sampling: where the producer leaves the sample for the consumer. `None` in exhaustive
+    /// mode, and in sampling mode at rate 0 (nothing is ever copied).
+    handoff: Option<handoff::Handoff>,
     /// Event slots (excluding the `MAGIC` slot). A multiple of `chunk`, at least 4 chunks.
     capacity: usize,
     /// Slots per chunk.
@@ -134,8 +102,7 @@ struct Shared {
     /// Set (after the final `published`) when the producer is closed or dropped.
     closed: AtomicBool,
     /// A lower bound on the producer's absolute position (events ever written: every slot
-    /// before it is written; the producer may be writing the slot at it). Stored at each wrap
-    /// and, in sampling mode, at every chunk start, before the slot is written (a beacon).
+    /// before it is written; the producer may be writing the slot at it). Stored at each wrap.
     /// Only grows.
     reached: CachePadded<AtomicU64>,
     /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
@@ -192,29 +159,38 @@ fn make<const SAMPLING: bool>(
     config.validate()?;
     let capacity = config.slots();
     let chunk = config.chunk_slots();
-    // A sampling ring has PREFETCH_AHEAD slots past its MAGIC slot, never read or written,
-    // and LINE_SLOTS - 1 more so that the whole line of the farthest one is the ring's own
-    // whatever the allocation's alignment (the global allocator's is only 8 bytes): the
-    // producer's prefetch never takes a line of other memory.
-    let pad = if SAMPLING {
-        PREFETCH_AHEAD + LINE_SLOTS - 1
+    let (rate, burst) = match config.mode {
+        Mode::Exhaustive => (1.0, chunk),
+        Mode::Sampling { rate, burst_words } => (rate, burst_words),
+    };
+    let block = if SAMPLING {
+        handoff::block_slots(chunk, rate, burst)
     } else {
         0
     };
-    let slots = Slots::zeroed(capacity + 1 + pad, config.huge_pages)?;
+    let handoff = if block > 0 {
+        Some(
+            handoff::Handoff::new(block, capacity / chunk, burst, rate).ok_or_else(|| {
+                ConfigError::new(
+                    "buffer_bytes",
+                    config.handoff_bytes(),
+                    "a sampling handoff the system can allocate (allocating it failed: not \
+                     enough memory)",
+                )
+            })?,
+        )
+    } else {
+        None
+    };
+    let slots = Slots::zeroed(capacity + 1, config.huge_pages)?;
     slots[capacity].store(MAGIC, Ordering::Relaxed);
-    let firsts = if SAMPLING {
+    if SAMPLING {
         // Arm the first chunk's start; from there the producer arms each next one itself.
         slots[0].store(MAGIC, Ordering::Relaxed);
-        (0..capacity / chunk)
-            .map(|_| AtomicU64::new(CLEAR))
-            .collect()
-    } else {
-        Box::default()
-    };
+    }
     let shared = Arc::new(Shared {
         slots,
-        firsts,
+        handoff,
         capacity,
         chunk,
         published: CachePadded::new(AtomicU64::new(0)),
@@ -233,21 +209,20 @@ fn make<const SAMPLING: bool>(
         cursor: base,
         base,
         wraps: 0,
+        copied: 0,
+        seq: 0,
         closed: false,
         stats: ProducerStats::default(),
         shared: shared.clone(),
     };
-    let (rate, burst) = match config.mode {
-        Mode::Exhaustive => (1.0, chunk),
-        Mode::Sampling { rate, burst_words } => (rate, burst_words),
-    };
     let consumer = Consumer {
         shared,
         pos: 0,
+        next: 0,
         sampling,
         rate,
-        burst,
-        scratch: if sampling { vec![0; burst] } else { Vec::new() },
+        max_rate: rate,
+        scratch: vec![0; block],
         stats: ConsumerStats::default(),
     };
     Ok((producer, consumer))
@@ -285,32 +260,36 @@ impl Transport for CabSampling {
 mod tests {
     use super::*;
 
-    /// The producer prefetches the line of the slot `PREFETCH_AHEAD` past its cursor, which
-    /// runs up to the MAGIC slot at `capacity`: a sampling ring's own memory must hold that
-    /// whole line, whatever the sizes and the alignment, so the hint never takes a line of
-    /// someone else's data.
+    /// A sampling ring has a handoff of one block per chunk, each holding what the rate takes
+    /// of a chunk; the memory a session charges for it is what it holds. An exhaustive ring,
+    /// or a sampling ring at rate 0, has none.
     #[test]
-    fn the_sampling_prefetch_stays_inside_the_ring() {
-        for (buffer, chunk) in [
-            (4096, 1024),
-            (8192, 2048),
-            (1 << 16, 1 << 12),
-            (96 << 10, 24 << 10),
+    fn the_handoff_has_a_block_per_chunk() {
+        for (buffer, chunk, rate) in [
+            (4096, 1024, 0.5),
+            (8192, 2048, 0.1),
+            (1 << 16, 1 << 12, 1.0),
+            (96 << 10, 24 << 10, 0.01),
         ] {
-            let config = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(0.5));
+            let config = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(rate));
             let (producer, _consumer) = sampling_channel(&config).unwrap();
             let sh = &producer.shared;
-            // The line of slot `capacity + PREFETCH_AHEAD` reaches at most LINE_SLOTS - 1
-            // slots past it (when that slot starts the line).
-            let last = sh.capacity + PREFETCH_AHEAD + LINE_SLOTS - 1;
-            assert!(
-                last < sh.slots.len(),
-                "{buffer}/{chunk}: prefetch reaches slot {last} of {}",
-                sh.slots.len()
+            let h = sh.handoff.as_ref().unwrap();
+            assert_eq!(h.blocks, buffer / chunk);
+            // What the rate takes, rounded up to a whole burst (8 words), with its head,
+            // rounded up to a line (8 words).
+            let taken = (rate * (chunk / WORD_BYTES) as f64).round() as usize;
+            assert!(h.block >= taken + handoff::HEAD && h.block < taken + handoff::HEAD + 16);
+            assert_eq!(
+                config.handoff_bytes(),
+                (h.blocks * h.block + LINE_SLOTS - 1) * WORD_BYTES
             );
-            // Exhaustive rings do not prefetch and are not padded.
             let (producer, _consumer) = channel(&RingConfig::new(buffer, chunk)).unwrap();
-            assert_eq!(producer.shared.slots.len(), producer.shared.capacity + 1);
+            assert!(producer.shared.handoff.is_none());
+            let idle = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(0.0));
+            let (producer, _consumer) = sampling_channel(&idle).unwrap();
+            assert!(producer.shared.handoff.is_none());
+            assert_eq!(idle.handoff_bytes(), 0);
         }
     }
 }

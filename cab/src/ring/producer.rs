@@ -14,6 +14,11 @@ pub struct Producer<const SAMPLING: bool = false> {
     pub(super) base: *const AtomicU64,
     /// Wraps done so far; the absolute position is `wraps * capacity + (cursor - base)`.
     pub(super) wraps: u64,
+    /// Sampling: the absolute position up to which the written words have been sampled into
+    /// the handoff (the last chunk start entered or flush).
+    pub(super) copied: u64,
+    /// Sampling: handoff blocks written so far (the seqlock's sequence number).
+    pub(super) seq: u64,
     pub(super) closed: bool,
     pub(super) stats: ProducerStats,
     pub(super) shared: Arc<Shared>,
@@ -38,10 +43,6 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         // capacity, because the MAGIC slot at `capacity` never reads as CLEAR and is never
         // written) and is reset to `base` on MAGIC. The Arc keeps the slots alive.
         let slot = unsafe { &*self.cursor };
-        if SAMPLING {
-            // Inside the ring's own memory: `make` pads a sampling ring by PREFETCH_AHEAD.
-            prefetch_for_write(self.cursor.wrapping_add(PREFETCH_AHEAD));
-        }
         let seen = slot.load(Ordering::Acquire);
         let free = if SAMPLING {
             seen != MAGIC
@@ -160,26 +161,64 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         alive
     }
 
-    /// Sampling, at an armed chunk start (the cursor is on it): publish the position (the
-    /// beacon) and arm the next chunk's start. Only the producer writes a sampling ring, so
-    /// every chunk start it reaches is armed (the first by `make`, each next one here): it
-    /// beacons at every chunk it enters, lap after lap, before it writes any slot of it. That
-    /// is what lets the consumer tell a lapped chunk from an untouched one (`Consumer::sample`).
-    /// Per chunk: two stores and a load more than a plain write, none per event.
+    /// Sampling, at an armed chunk start (the cursor is on it): hand the sample of the chunk
+    /// just finished over and arm the next chunk's start. Only the producer writes a sampling
+    /// ring, so every chunk start it reaches is armed (the first by `make`, each next one
+    /// here): it comes here once a chunk, lap after lap. Per chunk: the copy (the rate's share
+    /// of a chunk) and four stores, none per event.
     fn enter_chunk(&mut self) {
+        self.copy_out();
         let sh = &*self.shared;
-        // Release: every slot before this one is visible to a consumer that reads it, and a
-        // consumer that reads any slot this lap writes from here on sees this beacon.
-        sh.reached.store(self.position(), Ordering::Release);
         let next = (self.index() + sh.chunk) % sh.capacity;
-        let slot = sh.slot(next);
-        // Relaxed: only this thread writes the slots of a sampling ring.
-        let held = slot.load(Ordering::Relaxed);
-        // The word the next chunk's start holds (its last lap's first event, perhaps unread)
-        // goes to the side slot before MAGIC replaces it; Release/Acquire pairs the two, and
-        // orders this beacon before the side word for a consumer that reads it.
-        sh.firsts[next / sh.chunk].store(held, Ordering::Release);
-        slot.store(MAGIC, Ordering::Release);
+        // Relaxed: only this thread reads or writes the slots of a sampling ring.
+        sh.slot(next).store(MAGIC, Ordering::Relaxed);
+    }
+
+    /// Sampling: copy the sampled bursts of the words written since the last copy (at most a
+    /// chunk: every chunk start and every flush copies) into the next handoff block, as the
+    /// seqlock in [`handoff`](super::handoff) says. Nothing when no consumer is left to read
+    /// it, or the ring has no handoff (rate 0).
+    fn copy_out(&mut self) {
+        let to = self.position();
+        let from = std::mem::replace(&mut self.copied, to);
+        let sh = &*self.shared;
+        let Some(h) = sh.handoff.as_ref() else {
+            return;
+        };
+        if to <= from || !sh.consumer_alive.load(Ordering::Relaxed) {
+            return;
+        }
+        let len = (to - from) as usize;
+        // The range lies in one chunk of one lap: it starts at a chunk start or a flush and
+        // ends at the next chunk start or flush, so its ring indices do not wrap.
+        let start = (from % sh.capacity as u64) as usize;
+        debug_assert!(len <= sh.chunk && start + len <= sh.capacity);
+        let rate = f64::from_bits(h.rate.load(Ordering::Relaxed));
+        let plan = handoff::plan(len, rate, h.burst, self.seq);
+        // Written even when it takes no word: its head tells the consumer how far the
+        // producer got (`Consumer::producer_stats`).
+        let count = plan.words(len).min(h.block - handoff::HEAD);
+        let seq = self.seq;
+        self.seq += 1;
+        h.seq.begun.store(seq + 1, Ordering::Relaxed);
+        // No word of this block may be seen before `begun` says it is being rewritten.
+        handoff::store_fence();
+        let dst = h.block(seq);
+        handoff::stream_store(&dst[0], count as u64);
+        handoff::stream_store(&dst[1], to);
+        let mut k = handoff::HEAD;
+        for b in 0..plan.bursts {
+            let (off, n) = plan.burst_at(b, len);
+            for i in 0..n.min(handoff::HEAD + count - k) {
+                // Relaxed: this thread wrote the slot.
+                let w = sh.slot(start + off + i).load(Ordering::Relaxed);
+                handoff::stream_store(&dst[k], w);
+                k += 1;
+            }
+        }
+        // The block's streaming stores before `done`.
+        handoff::store_fence();
+        h.seq.done.store(seq + 1, Ordering::Release);
     }
 
     #[cold]
@@ -211,8 +250,12 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         self.shared.published.store(pos, Ordering::Release);
     }
 
-    /// Hand every event pushed so far to the consumer, including a partly written chunk.
+    /// Hand every event pushed so far to the consumer, including a partly written chunk
+    /// (sampling: its sample, copied into the handoff).
     pub fn flush(&mut self) {
+        if SAMPLING {
+            self.copy_out();
+        }
         self.publish();
     }
 
@@ -220,7 +263,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
     pub fn close(&mut self) {
         if !self.closed {
             self.closed = true;
-            self.publish();
+            self.flush();
             // Release after the final `published`: a consumer that sees `closed` sees it.
             self.shared.closed.store(true, Ordering::Release);
         }
@@ -247,8 +290,7 @@ impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
         // ring zeroes that alone: the slots this producer reached (all of them once it has
         // wrapped), plus, sampling, the chunk start it armed ahead (at most a chunk past the
         // cursor; left in place, it would lie inside a chunk of a next owner with longer
-        // chunks, which would take it for a chunk start); and the `MAGIC` slot and the
-        // padding after it.
+        // chunks, which would take it for a chunk start); and the `MAGIC` slot.
         let sh = &self.shared;
         let reached = if self.wraps > 0 {
             sh.capacity

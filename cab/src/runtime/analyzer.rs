@@ -458,10 +458,7 @@ impl<A: EventAnalysis> Analyzer<A> {
             Self::drain_for_snapshot(entry);
             analysis.merge(clone(&entry.analysis));
             let s = entry.stats();
-            if entry.consumer.is_sampling() {
-                // Up to a chunk and a half may sit unpublished behind the producer.
-                in_flight += entry.consumer.chunk_slots() as u64 * 2;
-            }
+            in_flight += entry.consumer.unread_bound();
             push_thread(&mut threads, s);
         }
         *self.shared.snapshot_out.lock() = Some(AnalyzerOutput {

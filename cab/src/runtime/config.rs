@@ -277,10 +277,11 @@ impl RuntimeConfig {
     }
 
     /// The memory budget of all rings together: [`ring_memory`](Self::ring_memory), or the
-    /// larger of [`DEFAULT_RING_MEMORY`] and four rings of `ring`.
+    /// larger of [`DEFAULT_RING_MEMORY`] and four rings of `ring` (with a sampling ring's
+    /// handoff: [`RingConfig::ring_memory_bytes`]).
     pub fn ring_memory_for(&self, ring: &RingConfig) -> usize {
         self.ring_memory
-            .unwrap_or_else(|| DEFAULT_RING_MEMORY.max(ring.buffer_bytes.saturating_mul(4)))
+            .unwrap_or_else(|| DEFAULT_RING_MEMORY.max(ring.ring_memory_bytes().saturating_mul(4)))
     }
 
     /// Check every setting; the first broken rule is returned.
@@ -290,13 +291,19 @@ impl RuntimeConfig {
         }
         let ring = self.ring_config()?;
         let budget = self.ring_memory_for(&ring);
-        if budget < ring.buffer_bytes {
+        if budget < ring.ring_memory_bytes() {
             return Err(ConfigError::new(
                 "ring_memory (CABPROF_RING_MEMORY)",
                 budget,
                 format!(
-                    "at least one ring, buffer_bytes = {} (or a smaller CABPROF_BUFFER)",
-                    ring.buffer_bytes
+                    "at least one ring, {} bytes: buffer_bytes = {}{} (or a smaller \
+                     CABPROF_BUFFER)",
+                    ring.ring_memory_bytes(),
+                    ring.buffer_bytes,
+                    match ring.handoff_bytes() {
+                        0 => String::new(),
+                        h => format!(" and the sampling handoff, {h}"),
+                    }
                 ),
             ));
         }

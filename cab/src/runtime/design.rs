@@ -325,10 +325,11 @@ impl RingConsumer {
         }
     }
 
-    /// How far this consumer has read: CAB's absolute ring position (which skips what a
-    /// sampling producer overwrote), other designs' events delivered.
+    /// How far this consumer has read: CAB's absolute ring position, or, sampling, the
+    /// handoff blocks read or skipped; other designs' events delivered.
     pub(super) fn progress(&self) -> u64 {
         match self {
+            RingConsumer::Cab(c) if c.is_sampling() => c.blocks_read(),
             RingConsumer::Cab(c) => c.position(),
             RingConsumer::Other(c, _) => c.stats().delivered,
         }
@@ -337,15 +338,11 @@ impl RingConsumer {
     /// The [`progress`](Self::progress) past every event the producer had written when this
     /// is called, so that a snapshot reads what was emitted before it was asked for and not
     /// what a busy producer keeps adding. An exhaustive producer is at most one buffer ahead
-    /// of its consumer; a sampling producer is within a chunk of its last beacon (every chunk
-    /// start it reaches is armed), the ring's `pushed` position, and the chunk it is in is
-    /// read once the producer is two chunks on.
+    /// of its consumer; a sampling producer has handed over the blocks it has finished (the
+    /// chunk it is in follows when it ends).
     pub(super) fn snapshot_target(&self) -> u64 {
         match self {
-            RingConsumer::Cab(c) if c.is_sampling() => {
-                let ahead = c.producer_stats().pushed.max(c.position());
-                ahead.saturating_add(2 * c.chunk_slots() as u64)
-            }
+            RingConsumer::Cab(c) if c.is_sampling() => c.blocks_done(),
             RingConsumer::Cab(c) => c.position().saturating_add(c.capacity_slots() as u64),
             RingConsumer::Other(c, slots) => c.stats().delivered.saturating_add(*slots),
         }
@@ -371,6 +368,14 @@ impl RingConsumer {
 
     pub(super) fn is_sampling(&self) -> bool {
         matches!(self, RingConsumer::Cab(c) if c.is_sampling())
+    }
+
+    /// See [`Consumer::unread_bound`]; 0 for other designs (exhaustive only).
+    pub(super) fn unread_bound(&self) -> u64 {
+        match self {
+            RingConsumer::Cab(c) => c.unread_bound(),
+            RingConsumer::Other(..) => 0,
+        }
     }
 
     pub(super) fn chunk_slots(&self) -> usize {

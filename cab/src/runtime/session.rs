@@ -106,7 +106,9 @@ impl<A: EventAnalysis> Hub for Core<A> {
 
     fn attach_ring(&self, thread: String) -> ThreadProducer {
         if self.mode == RunMode::EnqueueOnly {
-            let cfg = self.ring.with_mode(Mode::sampling(1.0));
+            // The ring alone, as the application writes it: rate 0, so the producer samples
+            // nothing into a handoff nobody reads.
+            let cfg = self.ring.with_mode(Mode::sampling(0.0));
             return match ring::sampling_channel(&cfg) {
                 Ok((p, _no_analyzer)) => ThreadProducer::new(p),
                 Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
@@ -119,9 +121,11 @@ impl<A: EventAnalysis> Hub for Core<A> {
         } else {
             Duration::ZERO
         };
-        let ticket = self.budget.acquire(self.ring.buffer_bytes, wait, || {
-            !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
-        });
+        let ticket = self
+            .budget
+            .acquire(self.ring.ring_memory_bytes(), wait, || {
+                !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
+            });
         let Some(ticket) = ticket else {
             tracing::warn!(thread = %thread, budget = self.budget.used(), "cabprof: the rings' memory budget (CABPROF_RING_MEMORY) is exhausted; this thread's events are dropped and counted");
             return ThreadProducer::new(CountingSink::new(self.ringless.clone()));
@@ -506,8 +510,8 @@ impl<A: EventAnalysis> Core<A> {
     }
 
     /// Sampling mode: an upper bound on events live producers wrote but have not yet
-    /// published. A sampling producer publishes its position when it wraps and at chunk
-    /// starts its analyzer armed, so up to a ring's worth per live thread may be uncounted
+    /// published. A sampling producer publishes its position when it wraps and in each
+    /// handoff block, so up to a ring's worth per live thread may be uncounted
     /// (it counts every event exactly when it exits). 0 in every other mode.
     fn unpublished_bound(&self) -> u64 {
         match self.mode {

@@ -80,19 +80,27 @@ fn a_budget_below_one_ring_is_an_error_naming_it() {
 }
 
 /// Sampling: a thread whose ring would exceed the budget runs on without one, and its events
-/// are counted as dropped in the report.
+/// are counted as dropped in the report. A sampling ring is charged with its handoff (at rate
+/// 1.0 a little larger than the buffer): a budget of one buffer and a half does not hold one.
 #[test]
 fn sampling_threads_beyond_the_budget_lose_and_count_their_events() {
-    let _g = serial();
     let ring = 64 << 10;
-    let config = RuntimeConfig {
+    let mut config = RuntimeConfig {
         mode: RunMode::sampling(1.0),
         buffer_bytes: Some(ring),
         chunk_bytes: Some(4 << 10),
-        ring_memory: Some(2 * ring),
         pin: false,
         ..RuntimeConfig::default()
     };
+    let one = config.ring_config().unwrap().ring_memory_bytes();
+    // The buffer; 16 blocks of a whole 512-word chunk, a 2-word head and padding to a line;
+    // a line's alignment.
+    assert_eq!(one, ring + (16 * 520 + 7) * 8);
+    config.ring_memory = Some(3 * ring / 2);
+    let msg = start_error(config.clone());
+    assert!(msg.contains("sampling handoff"), "{msg}");
+    config.ring_memory = Some(2 * one);
+    let _g = serial();
     let session = Session::start(config, Count::default).unwrap();
     // Four threads alive at once, each with its first event before any ends: two get rings.
     let barrier = std::sync::Barrier::new(4);

@@ -1,8 +1,8 @@
-//! Sampling CAB (paper §3.2): the producer never blocks; the consumer reads `rate` of each chunk
-//! in bursts, counts the chunks it was lapped on, and never delivers a word that is not an event
-//! the producer pushed.
+//! Sampling CAB (paper §3.2): the producer never blocks and copies `rate` of each chunk, in
+//! bursts, into the handoff; the consumer reads the handoff's blocks, counts the ones it lost,
+//! and never delivers a word that is not an event the producer pushed.
 //!
-//! The tests at the end reproduce bugs the first sampling consumer had (lapping, overlapping
+//! The tests at the end reproduce bugs the first sampling consumers had (lapping, overlapping
 //! bursts, stale gates) and now guard against their return.
 
 use cabprof_cab::event::{decode, Event, EventKind, CLEAR, MAGIC};
@@ -252,11 +252,12 @@ fn sleeping_consumer_counts_the_laps_it_missed() {
     drain_to_close(&mut rx, |w| panic!("nothing left to deliver, got {w:x?}"));
 }
 
-/// (d, no flush) Without a flush the consumer only knows the producer's wrap count (2 after
-/// three laps), so it can prove only `2 - 1 = 1` lap lost: at least 4 chunks. (Two laps are
-/// really gone; `ring/consumer.rs` counts one and reads the last lap as if it were the second.)
+/// (d, no flush) Without a flush the producer has handed over the chunks it finished: 11 of
+/// the 12 it wrote (the last is handed over when it enters the next chunk or flushes). The
+/// handoff holds the last 4 of them, so the consumer delivers positions 448..704 exactly and
+/// counts the 7 blocks before them as lapped.
 #[test]
-fn sleeping_consumer_without_flush_counts_at_least_the_provable_laps() {
+fn sleeping_consumer_without_flush_reads_the_last_finished_chunks() {
     let (mut tx, mut rx) = sampling(2048, 512, Mode::sampling(1.0));
     let cap = 256u64;
     for i in 0..3 * cap {
@@ -264,12 +265,13 @@ fn sleeping_consumer_without_flush_counts_at_least_the_provable_laps() {
     }
     let mut out = Vec::new();
     while let Poll::Consumed(_) = rx.poll_with(|w| out.extend_from_slice(w)) {}
-    assert!(rx.stats().chunks_lapped >= 4, "{:?}", rx.stats());
-    for &w in &out {
-        assert!(index(w, 3 * cap).is_some_and(|i| i >= 2 * cap), "{w:x}");
-    }
+    assert_eq!(rx.stats().chunks_lapped, 7, "{:?}", rx.stats());
+    let finished: Vec<u64> = (448..704).map(|i| ev(i).word()).collect();
+    assert_eq!(out, finished);
     tx.close();
-    drain_to_close(&mut rx, |_| {});
+    let mut rest = Vec::new();
+    drain_to_close(&mut rx, |w| rest.extend_from_slice(w));
+    assert_eq!(rest, (704..768).map(|i| ev(i).word()).collect::<Vec<_>>());
 }
 
 /// Regression (was a bug in `ring/consumer.rs`, `Consumer::sample`): when `len / bursts < burst` the evenly spread bursts
@@ -332,37 +334,75 @@ fn lap_skip_never_reads_past_the_producer() {
     );
 }
 
-/// Regression (was a bug in `ring/consumer.rs`, `Consumer::poll_with`/`sample`): the lap-skip test is `lower > pos + cap`, so a
-/// consumer exactly one lap behind (`lower == pos + cap`: the producer has wrapped and may have
-/// overwritten slot `pos`) still samples the chunk. `sample` loads `first` *after* the overwrite,
-/// so its compare-exchange succeeds and clears the *next* lap's first event. When the consumer
-/// later reaches that chunk by the flushed position (close or flush; the gate stays `CLEAR`), it
-/// delivers the cleared slot: a `CLEAR` word reaches the analysis, and the overwritten chunk is
-/// not counted as lapped. Found by the loom model `cab_sampling_wrap_delivers_only_pushed_events`;
-/// this is the same schedule, run in one thread.
+/// Flushes hand over the part of a chunk written so far and the chunk's end hands over the
+/// rest: at rate 1.0 with a consumer that keeps up, flushes at odd places (mid-chunk, twice in
+/// one chunk, at a chunk start, across the wrap) still deliver every event once, in order.
 #[test]
-fn sampling_never_delivers_clear_after_being_lapped() {
+fn flushes_hand_over_partial_chunks_once() {
     let (mut tx, mut rx) = sampling(256, 64, Mode::sampling(1.0)); // 32 events, 4 chunks of 8
-    for i in 0..33 {
-        tx.push(ev(i)); // one lap, and event 32 over event 0 in slot 0
-    }
     let mut out = Vec::new();
-    // Chunk 0 is gated open (slot 16 is filled); it now holds 32, 1, ..., 7, and the consumer
-    // clears slot 0, erasing event 32.
-    assert_eq!(
-        rx.poll_with(|w| out.extend_from_slice(w)),
-        Poll::Consumed(8)
-    );
-    for i in 33..40 {
-        tx.push(ev(i));
+    let mut i = 0u64;
+    for run in [3u64, 2, 3, 8, 1, 13, 4, 16, 7] {
+        for _ in 0..run {
+            tx.push(ev(i));
+            i += 1;
+        }
+        tx.flush();
+        while let Poll::Consumed(_) = rx.poll_with(|w| out.extend_from_slice(w)) {}
     }
+    tx.flush(); // nothing new: hands nothing over
     tx.close();
     drain_to_close(&mut rx, |w| out.extend_from_slice(w));
-    let bad: Vec<usize> = (0..out.len())
-        .filter(|&k| index(out[k], 40).is_none())
-        .collect();
-    assert!(bad.is_empty(), "non-events at {bad:?}: {out:x?}");
-    assert!(rx.stats().chunks_lapped >= 1, "{:?}", rx.stats());
+    assert_eq!(out, (0..i).map(|k| ev(k).word()).collect::<Vec<_>>());
+    assert_eq!(rx.stats().chunks_lapped, 0);
+    assert_eq!(rx.stats().delivered, i);
+}
+
+/// Adaptive sampling lowers the rate on the consumer side; the producer takes it up at its
+/// next copy, so the chunk in progress is sampled at the new rate. A rate above the one the ring was made with is held to that one (its
+/// blocks hold no more).
+#[test]
+fn the_producer_samples_at_the_rate_the_consumer_sets() {
+    let (mut tx, mut rx) = sampling(64 << 10, 8 << 10, Mode::sampling(0.5)); // 1024-event chunks
+    let chunk = 1024u64;
+    let mut i = 0u64;
+    let mut run = |tx: &mut Producer<true>, rx: &mut Consumer, chunks: u64| {
+        let before = rx.stats().delivered;
+        for _ in 0..chunks * chunk {
+            tx.push(ev(i));
+            i += 1;
+            if i.is_multiple_of(chunk) {
+                while let Poll::Consumed(_) = rx.poll_with(|_| {}) {}
+            }
+        }
+        rx.stats().delivered - before
+    };
+    // The first chunk's block is handed over when the producer enters the second.
+    let first = run(&mut tx, &mut rx, 4);
+    assert_eq!(first, 3 * 512, "rate 0.5: three finished chunks");
+    rx.set_rate(0.125);
+    assert_eq!(rx.rate(), 0.125);
+    let lowered = run(&mut tx, &mut rx, 4);
+    assert_eq!(lowered, 4 * 128);
+    rx.set_rate(1.0);
+    assert_eq!(rx.rate(), 0.5, "held to the ring's rate");
+    assert_eq!(run(&mut tx, &mut rx, 4), 4 * 512);
+    assert_eq!(rx.stats().chunks_lapped, 0);
+}
+
+/// At rate 0 the ring has no handoff: nothing is copied, nothing delivered, and the stream
+/// still ends when the producer closes.
+#[test]
+fn rate_zero_delivers_nothing_and_closes() {
+    let (mut tx, mut rx) = sampling(256, 64, Mode::sampling(0.0));
+    for i in 0..100 {
+        tx.push(ev(i));
+    }
+    assert_eq!(rx.poll_with(|w| panic!("delivered {w:x?}")), Poll::Empty);
+    tx.close();
+    drain_to_close(&mut rx, |w| panic!("delivered {w:x?}"));
+    assert_eq!(tx.stats().pushed, 100);
+    assert_eq!(rx.stats().delivered, 0);
 }
 
 /// Regression (was a bug in `ring/consumer.rs`, `Consumer::poll_sampling`): a consumer that was lapped
@@ -416,13 +456,13 @@ fn lapped_consumer_picks_the_stream_up_again() {
     );
 }
 
-/// Regression (was a bug in `ring/consumer.rs`, `Consumer::sample`: an ABA): the consumer reads a chunk,
-/// the producer laps it and writes the very word the chunk's first slot held before. The
-/// consumer then re-armed that slot with a compare-exchange on the word it had read first,
-/// which succeeded: `MAGIC` replaced the fresh event and the lap went uncounted. The words read
-/// after the producer came round are of the next lap; the chunk must be counted as lapped.
+/// A block is delivered from the consumer's copy, checked whole first: a producer that
+/// comes round and rewrites the block's handoff slot, with the very words it held and with
+/// fresh ones, while the consumer's callback runs changes nothing the poll delivers, and the
+/// block read was not lapped. (The paper's in-place consumer read the ring while the producer
+/// rewrote it: an ABA on a chunk's first word once hid such a lap.)
 #[test]
-fn a_lap_that_rewrites_the_same_first_word_is_still_counted() {
+fn a_block_is_delivered_as_it_was_when_read() {
     // 4 chunks of 8 slots, read whole in bursts of 4.
     let mode = Mode::Sampling {
         rate: 1.0,
@@ -433,11 +473,9 @@ fn a_lap_that_rewrites_the_same_first_word_is_still_counted() {
     for _ in 0..25 {
         tx.push(same);
     }
-    // Chunk 0: read.
+    // Block 0: read.
     assert!(matches!(rx.poll_with(|_| {}), Poll::Consumed(8)));
-    assert_eq!(rx.stats().chunks_lapped, 0);
-    // Chunk 1: after its first burst, the producer comes round (slots 25..31, then 0..7 of
-    // the next lap) and rewrites slot 8 with the word it held, then 9..15 with fresh words.
+    // Block 1: after its first burst, the producer writes blocks 3 to 5 (5 over 1's slot).
     let mut bursts = 0;
     let mut words = Vec::new();
     rx.poll_with(|w| {
@@ -447,14 +485,19 @@ fn a_lap_that_rewrites_the_same_first_word_is_still_counted() {
             for _ in 0..16 {
                 tx.push(same);
             }
-            for _ in 0..7 {
+            for _ in 0..8 {
                 tx.push(fresh);
             }
         }
     });
-    assert!(
-        words.contains(&fresh.word()),
-        "the second burst read the next lap"
-    );
-    assert_eq!(rx.stats().chunks_lapped, 1, "the lap went uncounted");
+    assert_eq!(bursts, 2);
+    assert_eq!(words, vec![same.word(); 8]);
+    assert_eq!(rx.stats().chunks_lapped, 0);
+    // Blocks 3, 4 and 5 were written meanwhile, not 6: block 2 is still whole.
+    let mut next = Vec::new();
+    assert!(matches!(
+        rx.poll_with(|w| next.extend_from_slice(w)),
+        Poll::Consumed(8)
+    ));
+    assert_eq!(next, vec![same.word(); 8]);
 }

@@ -1,0 +1,284 @@
+//! Sampling's handoff area: the producer copies the sampled bursts of each chunk it finishes
+//! into one of a few blocks, and the analyzer reads only those, never the ring.
+//!
+//! # Why not read the ring in place
+//!
+//! The paper's sampling consumer (Figure 5b) reads bursts of each chunk where the producer
+//! wrote them. The lines it read stay in its cache, shared, until the producer comes round a
+//! lap later and stores to them: each such store waits for the analyzer's copy to be
+//! invalidated. Measured on an AMD EPYC (family 25, 2 vCPUs), that made sampling cost 1.2x an
+//! exhaustive ring's per-call overhead in the fast state and 2x in a slow state the host fell
+//! into in a third of the runs; the same ring with this handoff cost 1.06x and never fell
+//! into it (docs/PERFORMANCE.md, "Sampling on this host"). The producer's fast path is still
+//! the paper's Figure 5a (`if slot == MAGIC { slow }; store; add`); only where the analyzer
+//! finds the sample moved.
+//!
+//! # Protocol
+//!
+//! - At each chunk start it enters (every one is armed with `MAGIC`, so this is the slow
+//!   path, once a chunk) and on every flush, the producer samples the words it wrote since
+//!   the last such point (at most a chunk, still in its own cache): `rate` of them in bursts
+//!   spread over the range with a phase that turns from block to block ([`plan`]), as the
+//!   paper's consumer spread its reads.
+//! - It writes them, after a head (word count, the position they run to), into block
+//!   `seq % blocks` of the handoff, as a seqlock: `begun = seq + 1`, a store fence, the
+//!   words (streaming stores on x86-64: they go to memory without reading the line first
+//!   and leave no copy in the producer's cache), a store fence, `done = seq + 1` (Release).
+//! - The analyzer takes block `next` once `done > next` (Acquire), copies it out, then
+//!   (Acquire fence) reads `begun`: if the producer has begun block `next + blocks`, which
+//!   shares the slot, the copy may be torn and is dropped, counted as lapped; otherwise it is
+//!   delivered, burst by burst. A consumer more than `blocks` behind skips to the oldest block
+//!   still whole and counts the ones skipped as lapped. It then evicts the lines it read
+//!   (`clflush`), so the producer's next streaming stores there find no copy to invalidate.
+//! - The handoff has as many blocks as the ring has chunks, so an analyzer may fall as far
+//!   behind as with the paper's consumer before it loses a sample; each block holds what the
+//!   configured rate takes of a chunk and its head, rounded up to cache lines
+//!   ([`block_slots`]).
+//! - The only lines both threads touch are the seqlock's (one line, two stores a block) and
+//!   the end-of-lap position the producer stores at each wrap: a block's own lines are written
+//!   by streaming stores, which take no line from the analyzer.
+//!
+//! The loom models in `tests/loom.rs` (`cab_sampling_*`) check that no torn block is ever
+//! delivered and that every block lost is counted.
+
+use super::LINE_SLOTS;
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// Words a block starts with: the count of sampled words in it and the absolute ring
+/// position its range ends at.
+pub(crate) const HEAD: usize = 2;
+
+/// Words a handoff block holds for a chunk of `chunk` words sampled at `rate` in bursts of
+/// `burst`: its head and the most [`plan`] takes from a chunk, rounded up to whole cache
+/// lines (0 when the plan takes nothing, as at rate 0: no handoff at all).
+pub(crate) fn block_slots(chunk: usize, rate: f64, burst: usize) -> usize {
+    match plan(chunk, rate, burst, 0).words(chunk) {
+        0 => 0,
+        words => (HEAD + words).div_ceil(LINE_SLOTS) * LINE_SLOTS,
+    }
+}
+
+/// Where the bursts of a sampled range of `len` words go.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Plan {
+    pub(crate) bursts: usize,
+    pub(crate) burst: usize,
+    pub(crate) stride: usize,
+    pub(crate) phase: usize,
+}
+
+/// Take `rate` of `len` words in `burst`-word bursts spread evenly, never overlapping; `turn`
+/// (the block's sequence number) turns the phase, so periodic programs are not always sampled
+/// at the same point of their period.
+pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
+    let want = (rate * len as f64).round() as usize;
+    let most = len.div_ceil(burst);
+    let bursts = want.div_ceil(burst).min(most);
+    // With fewer bursts than fit, `stride >= burst` (bursts * burst < len), so bursts never
+    // overlap; when every burst fits, take the range once, contiguously.
+    let stride = if bursts == most {
+        burst
+    } else {
+        len.checked_div(bursts).unwrap_or(len)
+    };
+    let phase = if stride > burst {
+        (turn as usize).wrapping_mul(0x9E37_79B9) % (stride - burst + 1)
+    } else {
+        0
+    };
+    Plan {
+        bursts,
+        burst,
+        stride,
+        phase,
+    }
+}
+
+impl Plan {
+    /// The `b`-th burst's offset in the range and its length (only the last may be short).
+    #[inline]
+    pub(crate) fn burst_at(&self, b: usize, len: usize) -> (usize, usize) {
+        let from = b * self.stride + self.phase;
+        (from, self.burst.min(len - from))
+    }
+
+    /// Words the plan takes from a range of `len` words.
+    pub(crate) fn words(&self, len: usize) -> usize {
+        (0..self.bursts).map(|b| self.burst_at(b, len).1).sum()
+    }
+}
+
+/// The handoff: its blocks and the seqlock over them.
+pub(crate) struct Handoff {
+    /// The blocks, from index `at` (the first cache-line boundary; the global allocator
+    /// aligns to 8 bytes only, so there is room for the padding), so that a block never
+    /// shares a line with other memory.
+    words: Box<[AtomicU64]>,
+    at: usize,
+    /// Words per block (a multiple of a cache line).
+    pub(crate) block: usize,
+    /// Blocks (the ring's chunks).
+    pub(crate) blocks: usize,
+    /// Words per burst.
+    pub(crate) burst: usize,
+    /// The rate the producer samples at, as `f64` bits: set by the consumer (adaptive
+    /// sampling), read by the producer once a block. At most the configured rate, which sized
+    /// the blocks.
+    pub(crate) rate: AtomicU64,
+    /// The seqlock, on one cache line: the producer's two stores a block move it once.
+    pub(crate) seq: crossbeam_utils::CachePadded<Seq>,
+}
+
+/// Blocks the producer has begun writing, and finished.
+pub(crate) struct Seq {
+    pub(crate) begun: AtomicU64,
+    pub(crate) done: AtomicU64,
+}
+
+impl Handoff {
+    /// `blocks` blocks of `block` words (a multiple of a line), or `None` if the memory
+    /// cannot be had.
+    pub(crate) fn new(block: usize, blocks: usize, burst: usize, rate: f64) -> Option<Self> {
+        let n = blocks.checked_mul(block)?.checked_add(LINE_SLOTS - 1)?;
+        let mut words = Vec::new();
+        words.try_reserve_exact(n).ok()?;
+        words.extend((0..n).map(|_| AtomicU64::new(0)));
+        let words = words.into_boxed_slice();
+        let misaligned = (words.as_ptr() as usize / std::mem::size_of::<u64>()) % LINE_SLOTS;
+        Some(Handoff {
+            words,
+            at: (LINE_SLOTS - misaligned) % LINE_SLOTS,
+            block,
+            blocks,
+            burst,
+            rate: AtomicU64::new(rate.to_bits()),
+            seq: crossbeam_utils::CachePadded::new(Seq {
+                begun: AtomicU64::new(0),
+                done: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The words of block `seq`'s slot (block `seq % blocks`).
+    #[inline]
+    pub(crate) fn block(&self, seq: u64) -> &[AtomicU64] {
+        let from = self.at + (seq % self.blocks as u64) as usize * self.block;
+        &self.words[from..from + self.block]
+    }
+}
+
+/// Store `word` to `slot` so that it goes to memory without the line being read into this
+/// core's cache first (x86-64 `movnti`). It is an aligned 8-byte store, single-copy atomic
+/// like a relaxed atomic store, but not ordered with other stores: [`store_fence`] orders it.
+/// Elsewhere, and under loom, a relaxed store.
+#[inline(always)]
+pub(crate) fn stream_store(slot: &AtomicU64, word: u64) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: `slot` is a live, 8-byte aligned `AtomicU64`; `movnti` writes exactly those 8
+    // bytes, at once, as an atomic store would, and touches nothing else.
+    unsafe {
+        std::arch::asm!(
+            "movnti [{p}], {w}",
+            p = in(reg) slot.as_ptr(),
+            w = in(reg) word,
+            options(nostack, preserves_flags)
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    slot.store(word, Ordering::Relaxed);
+}
+
+/// Order every store before it, streaming ones included, before every store after it
+/// (`sfence` on x86-64, whose plain stores are ordered already but streaming ones are not),
+/// and tell the compiler so (a Release fence).
+#[inline(always)]
+pub(crate) fn store_fence() {
+    fence(Ordering::Release);
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: `sfence` only orders this core's stores; it reads and writes no memory.
+    unsafe {
+        std::arch::asm!("sfence", options(nostack, preserves_flags));
+    }
+}
+
+/// Evict the cache line holding `at` from every cache (x86-64 `clflush`), writing it back if
+/// dirty: a hint about placement that changes no memory. Elsewhere, and under loom, nothing.
+#[inline(always)]
+pub(crate) fn evict_line(at: *const AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: `at` points into a live allocation (a handoff block); `clflush` changes no
+    // memory contents and cannot fault on a mapped address.
+    unsafe {
+        std::arch::asm!(
+            "clflush [{}]",
+            in(reg) at,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = at;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The plan never takes a word twice, never runs past the range, takes `round(rate *
+    /// len)` words rounded up to whole bursts (at most the range), and the block size bounds
+    /// every range up to a chunk.
+    #[test]
+    fn plans_take_the_rate_without_overlap() {
+        for &(len, rate, burst) in &[
+            (2048, 0.1, 8),
+            (2048, 1.0, 8),
+            (10, 1.0, 8),
+            (64, 1.0, 48),
+            (1000, 0.25, 8),
+            (7, 0.5, 3),
+            (2048, 0.0, 8),
+            (1, 0.01, 8),
+        ] {
+            for turn in 0..50 {
+                let p = plan(len, rate, burst, turn);
+                let mut seen = vec![false; len];
+                for b in 0..p.bursts {
+                    let (from, n) = p.burst_at(b, len);
+                    assert!(n > 0 && from + n <= len, "{len} {rate} {burst}: {p:?}");
+                    for s in &mut seen[from..from + n] {
+                        assert!(!*s, "{len} {rate} {burst} turn {turn}: overlap {p:?}");
+                        *s = true;
+                    }
+                }
+                let want = (rate * len as f64).round() as usize;
+                let took = p.words(len);
+                assert!(took >= want.min(len), "{len} {rate}: took {took} of {want}");
+                assert!(took <= (want.div_ceil(burst) * burst).min(len));
+                assert!(took == 0 || HEAD + took <= block_slots(len, rate, burst));
+                assert_eq!(block_slots(len, rate, burst) % LINE_SLOTS, 0);
+                for shorter in [0, len / 3, len.saturating_sub(1)] {
+                    let q = plan(shorter, rate, burst, turn);
+                    let w = q.words(shorter);
+                    assert!(w == 0 || HEAD + w <= block_slots(len, rate, burst));
+                }
+            }
+        }
+        assert_eq!(block_slots(2048, 0.0, 8), 0);
+        for blocks in 1..20 {
+            let h = Handoff::new(16, blocks, 8, 0.5).unwrap();
+            for seq in 0..2 * blocks as u64 {
+                let b = h.block(seq);
+                assert_eq!(b.len(), 16);
+                assert_eq!(
+                    b.as_ptr() as usize % (LINE_SLOTS * 8),
+                    0,
+                    "a block off a line"
+                );
+            }
+        }
+        assert!(
+            Handoff::new(1 << 40, 1 << 30, 8, 1.0).is_none(),
+            "refused, not an abort"
+        );
+        assert_eq!(block_slots(2048, 0.1, 8), 216);
+    }
+}
