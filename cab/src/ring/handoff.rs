@@ -18,8 +18,7 @@
 //! - At each chunk start it enters (every one is armed with `MAGIC`, so this is the slow
 //!   path, once a chunk) and on every flush, the producer samples the words it wrote since
 //!   the last such point (at most a chunk, still in its own cache): `rate` of them in bursts
-//!   spread over the range with a phase that turns from block to block ([`plan`]), as the
-//!   paper's consumer spread its reads.
+//!   spread over the range from a phase drawn anew for every block ([`plan`]).
 //! - It writes them, after a head (word count, the position they run to), into block
 //!   `seq % blocks` of the handoff, as a seqlock: `begun = seq + 1`, a store fence, the
 //!   words (streaming stores on x86-64: they go to memory without reading the line first
@@ -67,9 +66,11 @@ pub(crate) struct Plan {
     pub(crate) phase: usize,
 }
 
-/// Take `rate` of `len` words in `burst`-word bursts spread evenly, never overlapping; `turn`
-/// (the block's sequence number) turns the phase, so periodic programs are not always sampled
-/// at the same point of their period.
+/// Take `rate` of `len` words in `burst`-word bursts spread evenly, never overlapping, from
+/// a phase drawn from `turn` (the ring's seed plus the block's sequence number), so that no
+/// place in a chunk is always in the sample: not the program's one-shot events at the start
+/// of its first chunk (each would be counted `1 / rate` times over in every run), nor the
+/// same point of a periodic program's period.
 pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
     let want = (rate * len as f64).round() as usize;
     let most = len.div_ceil(burst);
@@ -82,7 +83,7 @@ pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
         len.checked_div(bursts).unwrap_or(len)
     };
     let phase = if stride > burst {
-        (turn as usize).wrapping_mul(0x9E37_79B9) % (stride - burst + 1)
+        (mix(turn) % (stride - burst + 1) as u64) as usize
     } else {
         0
     };
@@ -92,6 +93,26 @@ pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
         stride,
         phase,
     }
+}
+
+/// SplitMix64's finalizer: consecutive turns give unrelated phases.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// A seed for a ring's phases, different from ring to ring and run to run (fixed under loom,
+/// whose models must replay the same steps).
+pub(crate) fn seed() -> u64 {
+    #[cfg(not(loom))]
+    {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(0u8)
+    }
+    #[cfg(loom)]
+    0
 }
 
 impl Plan {
@@ -121,6 +142,8 @@ pub(crate) struct Handoff {
     pub(crate) blocks: usize,
     /// Words per burst.
     pub(crate) burst: usize,
+    /// Added to the block's sequence number to draw its phase ([`plan`]).
+    pub(crate) seed: u64,
     /// The rate the producer samples at, as `f64` bits: set by the consumer (adaptive
     /// sampling), read by the producer once a block. At most the configured rate, which sized
     /// the blocks.
@@ -151,6 +174,7 @@ impl Handoff {
             block,
             blocks,
             burst,
+            seed: seed(),
             rate: AtomicU64::new(rate.to_bits()),
             seq: crossbeam_utils::CachePadded::new(Seq {
                 begun: AtomicU64::new(0),

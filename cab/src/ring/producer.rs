@@ -194,7 +194,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let start = (from % sh.capacity as u64) as usize;
         debug_assert!(len <= sh.chunk && start + len <= sh.capacity);
         let rate = f64::from_bits(h.rate.load(Ordering::Relaxed));
-        let plan = handoff::plan(len, rate, h.burst, self.seq);
+        let plan = handoff::plan(len, rate, h.burst, h.seed.wrapping_add(self.seq));
         // Written even when it takes no word: its head tells the consumer how far the
         // producer got (`Consumer::producer_stats`).
         let count = plan.words(len).min(h.block - handoff::HEAD);

@@ -20,9 +20,12 @@ pub(super) struct RingEntry<A> {
     consumer: RingConsumer,
     analysis: A,
     pub(super) thread: String,
-    /// Adaptive sampling: laps seen at the last rate decision, chunks since.
+    /// Adaptive sampling: laps seen at the last rate decision, chunks since, and the first
+    /// handoff block sampled at the rate last set (laps before it are of blocks sampled at
+    /// the rate before).
     last_lapped: u64,
     chunks_since: u64,
+    settled_from: u64,
     /// Events read and thrown away because this ring's analyzer failed.
     discarded: u64,
     /// The ring's share of the session's ring memory, given back when the entry is dropped
@@ -43,6 +46,7 @@ impl<A> RingEntry<A> {
             thread,
             last_lapped: 0,
             chunks_since: 0,
+            settled_from: 0,
             discarded: 0,
             _ticket: ticket,
         }
@@ -473,13 +477,25 @@ impl<A: EventAnalysis> Analyzer<A> {
 
 /// Adaptive sampling (the paper's §6.4 future work): halve the rate when the producer laps the
 /// analyzer, grow it by a quarter after 64 lap-free chunks, never above `max`.
+///
+/// The producer takes a new rate up at its next copy, so the blocks already in the handoff
+/// (up to a ring's worth of chunks) were sampled at the old one: laps the analyzer takes
+/// while it works through them say nothing of the new rate and do not lower it again, or one
+/// slow stretch would halve the rate once per block until the handoff drained.
 fn adapt_rate<A>(entry: &mut RingEntry<A>, max: f64) {
     let lapped = entry.consumer.stats().chunks_lapped;
     let rate = entry.consumer.rate();
     if lapped > entry.last_lapped {
-        entry.consumer.set_rate((rate * 0.5).max(1.0 / 1024.0));
         entry.last_lapped = lapped;
         entry.chunks_since = 0;
+        if entry.consumer.progress() < entry.settled_from {
+            return;
+        }
+        entry.consumer.set_rate((rate * 0.5).max(1.0 / 1024.0));
+        // Of a sampling ring, `progress` counts the handoff blocks read and `snapshot_target`
+        // those finished. The producer may be copying one more at the old rate now: the one
+        // after it is the first at the new rate.
+        entry.settled_from = entry.consumer.snapshot_target() + 1;
         tracing::debug!(thread = %entry.thread, rate = entry.consumer.rate(), "cabprof adaptive sampling: rate lowered");
     } else if entry.chunks_since >= 64 && rate < max {
         entry.consumer.set_rate((rate * 1.25).min(max));
