@@ -22,12 +22,12 @@
 //!   holds `MAGIC`, which the fast path already leaves on, so an armed slot costs nothing
 //!   extra there. The slow path tells an armed chunk start from the end-of-ring `MAGIC`,
 //!   copies the sampled bursts of the chunk it just finished into a block of the *handoff*
-//!   (see [`handoff`]), arms the next chunk's start and goes on; a flush copies the part of a chunk written so far. The consumer reads the
-//!   handoff's blocks in order, each at most once, drops one the producer began to overwrite
-//!   while it was read, and counts in [`ConsumerStats::chunks_lapped`] every block it lost that
-//!   way or by falling a whole handoff behind. `CLEAR` and `MAGIC` are never delivered. This
-//!   departs from the paper's Figure 5b, whose consumer reads the bursts in place: why, in
-//!   [`handoff`].
+//!   (`ring/handoff.rs`), arms the next chunk's start and goes on; a flush copies the part of
+//!   a chunk written so far. The consumer reads the handoff's blocks in order, each at most
+//!   once, drops one the producer began to overwrite while it was read, and counts in
+//!   [`ConsumerStats::chunks_lapped`] every block it lost that way or by falling a whole
+//!   handoff behind. `CLEAR` and `MAGIC` are never delivered. This departs from the paper's
+//!   Figure 5b, whose consumer reads the bursts in place; why, in `ring/handoff.rs`.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
@@ -41,7 +41,7 @@
 //! x86-64 all of these compile to plain `mov`s. The flush position and the closed flag are
 //! published with `Release` after the slots they cover and read with `Acquire` before them.
 //! In sampling mode the consumer writes nothing and reads only the handoff, a seqlock whose
-//! orderings are argued in [`handoff`].
+//! orderings are argued in `ring/handoff.rs`.
 //!
 //! # Example
 //!
