@@ -16,8 +16,9 @@ pub const MIN_CHUNKS: usize = 4;
 pub enum Mode {
     /// Every event is delivered, in order, once; a full ring blocks the producer.
     Exhaustive,
-    /// The producer never blocks; the consumer analyzes `rate` of each chunk, in bursts of
-    /// `burst_words` consecutive events, and counts the chunks the producer overwrote first.
+    /// The producer never blocks and hands `rate` of each chunk, in bursts of `burst_words`
+    /// consecutive events, to the consumer (CAB: copied into the ring's handoff), which
+    /// analyzes them and counts what it lost.
     Sampling {
         /// Fraction of each chunk analyzed, `0.0..=1.0`.
         rate: f64,

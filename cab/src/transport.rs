@@ -34,10 +34,15 @@ pub struct ProducerStats {
 pub struct ConsumerStats {
     /// Events handed to the callback.
     pub delivered: u64,
-    /// Chunks (or buffers) taken.
+    /// Chunks (or buffers) taken; sampling CAB: handoff blocks read (one per chunk, and one
+    /// per flush).
     pub chunks: u64,
-    /// Sampling mode: chunks the producer overwrote before (or while) they were read.
+    /// Sampling mode: what the producer overwrote before (or while) it was read; sampling
+    /// CAB: handoff blocks lost.
     pub chunks_lapped: u64,
+    /// Sampling CAB: the events the lost blocks' ranges held (the positions between the
+    /// blocks read), all of them sampled or not.
+    pub events_lapped: u64,
 }
 
 /// The application side: pushes one event word at a time.

@@ -85,7 +85,16 @@ impl Consumer {
         let closed = sh.closed.load(Ordering::Acquire);
         let done = h.seq.done.load(Ordering::Acquire);
         if self.next >= done {
-            return if closed { Poll::Closed } else { Poll::Empty };
+            if !closed {
+                return Poll::Empty;
+            }
+            // What the blocks lost after the last one read held: up to the final position.
+            let end = sh.published.load(Ordering::Acquire);
+            if end > self.pos {
+                self.stats.events_lapped += end - self.pos;
+                self.pos = end;
+            }
+            return Poll::Closed;
         }
         let blocks = h.blocks as u64;
         if done - self.next > blocks {
@@ -97,10 +106,13 @@ impl Consumer {
         self.next += 1;
         self.stats.chunks += 1;
         let block = h.block(seq);
-        // A torn head may say anything: the count is held to the block, and the check below
+        // A torn head may say anything: the counts are held to the block, and the check below
         // drops the copy.
-        let count = (block[0].load(Ordering::Relaxed) as usize).min(h.block - handoff::HEAD);
-        let to = block[1].load(Ordering::Relaxed);
+        let head = block[0].load(Ordering::Relaxed);
+        let count = (head as u32 as usize).min(h.block - handoff::HEAD);
+        let first = ((head >> 32) as usize).min(count);
+        let from = block[1].load(Ordering::Relaxed);
+        let to = block[2].load(Ordering::Relaxed);
         for (k, slot) in block[handoff::HEAD..handoff::HEAD + count]
             .iter()
             .enumerate()
@@ -118,14 +130,20 @@ impl Consumer {
             self.stats.chunks_lapped += 1;
             return Poll::Consumed(0);
         }
+        // The blocks lost since the last one read held the positions up to this one's range.
+        self.stats.events_lapped += from.saturating_sub(self.pos);
         self.pos = self.pos.max(to);
         let mut delivered = 0;
-        for burst in self.scratch[..count].chunks(h.burst) {
-            let kept = burst.iter().all(|&w| w != CLEAR && w != MAGIC);
-            debug_assert!(kept, "a finished handoff block holds only events");
+        let (head, rest) = self.scratch[..count].split_at(first);
+        for slice in std::iter::once(head).chain(rest.chunks(h.burst)) {
+            let kept = !slice.is_empty() && slice.iter().all(|&w| w != CLEAR && w != MAGIC);
+            debug_assert!(
+                slice.is_empty() || kept,
+                "a finished handoff block holds only events"
+            );
             if kept {
-                f(burst);
-                delivered += burst.len();
+                f(slice);
+                delivered += slice.len();
             }
         }
         self.stats.delivered += delivered as u64;
@@ -228,9 +246,10 @@ impl Consumer {
             .map_or(0, |h| h.seq.done.load(Ordering::Acquire))
     }
 
-    /// Sampling: at most how many events the producer may have written past
+    /// Sampling: how many events the producer may have written past
     /// [`producer_stats`](Self::producer_stats)`.pushed` once every finished block is read:
-    /// the chunk it is in, or, with no handoff (rate 0), a lap past its last wrap. 0 in
+    /// the chunk it is in (more if the last block was lost: the session's report also bounds
+    /// a live ring by a lap), or, with no handoff (rate 0), a lap past its last wrap. 0 in
     /// exhaustive mode.
     pub fn unread_bound(&self) -> u64 {
         match (self.sampling, self.shared.handoff.is_some()) {

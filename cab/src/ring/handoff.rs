@@ -8,8 +8,9 @@
 //! lap later and stores to them: each such store waits for the analyzer's copy to be
 //! invalidated. Measured on an AMD EPYC (family 25, 2 vCPUs), that made sampling cost 1.2x an
 //! exhaustive ring's per-call overhead in the fast state and 2x in a slow state the host fell
-//! into in a third of the runs; the same ring with this handoff cost 1.06x and never fell
-//! into it (docs/PERFORMANCE.md, "Sampling on this host"). The producer's fast path is still
+//! into in a third of the runs; with this handoff, 0.99-1.05x (q1-q3 of 12 runs alternated
+//! with the build before it, which gave 1.78-2.87), its slow runs those of the host, which
+//! slowed the exhaustive row too (docs/PERFORMANCE.md, "Sampling"). The producer's fast path is still
 //! the paper's Figure 5a (`if slot == MAGIC { slow }; store; add`); only where the analyzer
 //! finds the sample moved.
 //!
@@ -43,55 +44,98 @@
 use super::LINE_SLOTS;
 use crate::sync::{fence, AtomicU64, Ordering};
 
-/// Words a block starts with: the count of sampled words in it and the absolute ring
-/// position its range ends at.
-pub(crate) const HEAD: usize = 2;
+/// Words a block starts with: the count of sampled words in it (low 32 bits) and the length
+/// of its first slice (high 32 bits), then the absolute ring positions its range starts and
+/// ends at.
+pub(crate) const HEAD: usize = 3;
 
 /// Words a handoff block holds for a chunk of `chunk` words sampled at `rate` in bursts of
 /// `burst`: its head and the most [`plan`] takes from a chunk, rounded up to whole cache
 /// lines (0 when the plan takes nothing, as at rate 0: no handoff at all).
 pub(crate) fn block_slots(chunk: usize, rate: f64, burst: usize) -> usize {
-    match plan(chunk, rate, burst, 0).words(chunk) {
+    match plan(chunk, rate, burst, 0).words() {
         0 => 0,
         words => (HEAD + words).div_ceil(LINE_SLOTS) * LINE_SLOTS,
     }
 }
 
-/// Where the bursts of a sampled range of `len` words go.
+/// Which words of a sampled range of `len` words go to the block, as slices in the range's
+/// order ([`Plan::slices`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Plan {
-    pub(crate) bursts: usize,
-    pub(crate) burst: usize,
-    pub(crate) stride: usize,
-    pub(crate) phase: usize,
+    len: usize,
+    bursts: usize,
+    burst: usize,
+    /// Where burst 0 starts; the others follow `len / bursts` apart, round the range.
+    phase: usize,
 }
 
-/// Take `rate` of `len` words in `burst`-word bursts spread evenly, never overlapping, from
-/// a phase drawn from `turn` (the ring's seed plus the block's sequence number), so that no
-/// place in a chunk is always in the sample: not the program's one-shot events at the start
-/// of its first chunk (each would be counted `1 / rate` times over in every run), nor the
-/// same point of a periodic program's period.
+/// Take `rate` of `len` words in `burst`-word bursts spread evenly round the range, seen as a
+/// circle, from a phase drawn from `turn` (the ring's seed plus the block's sequence number):
+/// every word is then in the sample with the same probability, `bursts * burst / len` (a
+/// burst that runs past the range's end goes on at its start). So no place in a chunk is
+/// favoured: not a thread's first events (the start of its first chunk), nor the same point
+/// of a periodic program's period. When every burst fits, the range is taken whole.
 pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
     let want = (rate * len as f64).round() as usize;
     let most = len.div_ceil(burst);
     let bursts = want.div_ceil(burst).min(most);
-    // With fewer bursts than fit, `stride >= burst` (bursts * burst < len), so bursts never
-    // overlap; when every burst fits, take the range once, contiguously.
-    let stride = if bursts == most {
-        burst
-    } else {
-        len.checked_div(bursts).unwrap_or(len)
-    };
-    let phase = if stride > burst {
-        (mix(turn) % (stride - burst + 1) as u64) as usize
-    } else {
+    let phase = if bursts == most || len == 0 {
         0
+    } else {
+        (mix(turn) % len as u64) as usize
     };
     Plan {
+        len,
         bursts,
         burst,
-        stride,
         phase,
+    }
+}
+
+impl Plan {
+    /// Words the plan takes.
+    pub(crate) fn words(&self) -> usize {
+        if self.bursts == self.len.div_ceil(self.burst) {
+            self.len
+        } else {
+            self.bursts * self.burst
+        }
+    }
+
+    /// The length of the first slice [`slices`](Self::slices) gives; every other but the last
+    /// is `burst` long, and the last is what remains.
+    pub(crate) fn first(&self) -> usize {
+        self.slices().next().map_or(0, |(_, n)| n)
+    }
+
+    /// The slices taken, as (offset in the range, length), in the range's order, never
+    /// overlapping. Taken whole, the range comes in `burst`-word slices. Spread, burst `b`
+    /// starts at `phase + b * len / bursts` round the range (these are at least `burst`
+    /// apart, since fewer bursts than fit are taken); the bursts that start past the end
+    /// come first, and one that runs past the end is split in two, its tail first.
+    pub(crate) fn slices(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let whole = self.bursts == self.len.div_ceil(self.burst);
+        let (len, burst, bursts, phase) = (self.len, self.burst, self.bursts, self.phase);
+        let start = move |b: usize| phase + b * len / bursts.max(1);
+        // Bursts 0..k start inside the range, k..bursts past its end (round to its start).
+        let k = if whole {
+            bursts
+        } else {
+            (0..bursts).take_while(|&b| start(b) < len).count()
+        };
+        let split = !whole && k > 0 && start(k - 1) + burst > len;
+        let tail = split.then(|| (0, start(k - 1) + burst - len));
+        let wrapped = (k..bursts).map(move |b| (start(b) - len, burst));
+        let inside = (0..k).map(move |b| {
+            if whole {
+                (b * burst, burst.min(len - b * burst))
+            } else {
+                let s = start(b);
+                (s, burst.min(len - s))
+            }
+        });
+        tail.into_iter().chain(wrapped).chain(inside)
     }
 }
 
@@ -113,20 +157,6 @@ pub(crate) fn seed() -> u64 {
     }
     #[cfg(loom)]
     0
-}
-
-impl Plan {
-    /// The `b`-th burst's offset in the range and its length (only the last may be short).
-    #[inline]
-    pub(crate) fn burst_at(&self, b: usize, len: usize) -> (usize, usize) {
-        let from = b * self.stride + self.phase;
-        (from, self.burst.min(len - from))
-    }
-
-    /// Words the plan takes from a range of `len` words.
-    pub(crate) fn words(&self, len: usize) -> usize {
-        (0..self.bursts).map(|b| self.burst_at(b, len).1).sum()
-    }
 }
 
 /// The handoff: its blocks and the seqlock over them.
@@ -163,10 +193,7 @@ impl Handoff {
     /// cannot be had.
     pub(crate) fn new(block: usize, blocks: usize, burst: usize, rate: f64) -> Option<Self> {
         let n = blocks.checked_mul(block)?.checked_add(LINE_SLOTS - 1)?;
-        let mut words = Vec::new();
-        words.try_reserve_exact(n).ok()?;
-        words.extend((0..n).map(|_| AtomicU64::new(0)));
-        let words = words.into_boxed_slice();
+        let words = zeroed_words(n)?;
         let misaligned = (words.as_ptr() as usize / std::mem::size_of::<u64>()) % LINE_SLOTS;
         Some(Handoff {
             words,
@@ -189,6 +216,31 @@ impl Handoff {
         let from = self.at + (seq % self.blocks as u64) as usize * self.block;
         &self.words[from..from + self.block]
     }
+}
+
+/// `n` words, all 0, or `None` if the memory cannot be had. Zeroed by the allocator
+/// (`calloc`: a large area comes as fresh pages, zero until written), so a handoff costs
+/// nothing until the producer fills its blocks.
+#[cfg(not(loom))]
+fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+    if n == 0 {
+        return Some(Box::default());
+    }
+    let layout = std::alloc::Layout::array::<AtomicU64>(n).ok()?;
+    // SAFETY: the layout's size is not zero (n > 0).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is a fresh allocation of the global allocator with the layout of `n`
+    // `AtomicU64`s, all bytes 0, which is a valid `AtomicU64` (0); the box frees it with the
+    // same layout.
+    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) })
+}
+
+#[cfg(loom)]
+fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+    Some((0..n).map(|_| AtomicU64::new(0)).collect())
 }
 
 /// Store `word` to `slot` so that it goes to memory without the line being read into this
@@ -247,9 +299,9 @@ pub(crate) fn evict_line(at: *const AtomicU64) {
 mod tests {
     use super::*;
 
-    /// The plan never takes a word twice, never runs past the range, takes `round(rate *
-    /// len)` words rounded up to whole bursts (at most the range), and the block size bounds
-    /// every range up to a chunk.
+    /// The plan never takes a word twice or runs past the range, takes `round(rate * len)`
+    /// words rounded up to whole bursts (at most the range), in slices of one burst but the
+    /// first and last, and a block holds what any shorter range or lower rate takes.
     #[test]
     fn plans_take_the_rate_without_overlap() {
         for &(len, rate, burst) in &[
@@ -261,32 +313,76 @@ mod tests {
             (7, 0.5, 3),
             (2048, 0.0, 8),
             (1, 0.01, 8),
+            (1024, 0.05, 8),
         ] {
             for turn in 0..50 {
                 let p = plan(len, rate, burst, turn);
                 let mut seen = vec![false; len];
-                for b in 0..p.bursts {
-                    let (from, n) = p.burst_at(b, len);
-                    assert!(n > 0 && from + n <= len, "{len} {rate} {burst}: {p:?}");
+                let slices: Vec<_> = p.slices().collect();
+                for (i, &(from, n)) in slices.iter().enumerate() {
+                    assert!(n > 0 && from + n <= len, "{len} {rate} {burst}: {slices:?}");
+                    if i > 0 && i + 1 < slices.len() {
+                        assert_eq!(n, burst, "{slices:?}");
+                    }
                     for s in &mut seen[from..from + n] {
-                        assert!(!*s, "{len} {rate} {burst} turn {turn}: overlap {p:?}");
+                        assert!(!*s, "{len} {rate} {burst} turn {turn}: overlap {slices:?}");
                         *s = true;
                     }
                 }
+                assert!(
+                    slices.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0),
+                    "{slices:?}"
+                );
+                let took: usize = slices.iter().map(|s| s.1).sum();
+                assert_eq!(took, p.words());
+                assert_eq!(p.first(), slices.first().map_or(0, |s| s.1));
                 let want = (rate * len as f64).round() as usize;
-                let took = p.words(len);
                 assert!(took >= want.min(len), "{len} {rate}: took {took} of {want}");
                 assert!(took <= (want.div_ceil(burst) * burst).min(len));
-                assert!(took == 0 || HEAD + took <= block_slots(len, rate, burst));
-                assert_eq!(block_slots(len, rate, burst) % LINE_SLOTS, 0);
-                for shorter in [0, len / 3, len.saturating_sub(1)] {
-                    let q = plan(shorter, rate, burst, turn);
-                    let w = q.words(shorter);
-                    assert!(w == 0 || HEAD + w <= block_slots(len, rate, burst));
+                let block = block_slots(len, rate, burst);
+                assert!(took == 0 || HEAD + took <= block);
+                assert_eq!(block % LINE_SLOTS, 0);
+                for shorter in [0, len / 3, len.saturating_sub(1), len] {
+                    for lower in [rate, rate / 2.0, rate / 7.0, 0.0] {
+                        let w = plan(shorter, lower, burst, turn).words();
+                        assert!(w == 0 || HEAD + w <= block, "{shorter} at {lower}");
+                    }
                 }
             }
         }
         assert_eq!(block_slots(2048, 0.0, 8), 0);
+        assert_eq!(block_slots(2048, 0.1, 8), 216);
+    }
+
+    /// Over every phase, each word of the range is taken equally often: the sample favours no
+    /// place in a chunk (its first words included).
+    #[test]
+    fn every_word_is_taken_equally_often() {
+        for &(len, rate, burst) in &[(1024, 0.05, 8), (2048, 0.1, 8), (1000, 0.3, 7), (9, 0.4, 2)] {
+            let mut taken = vec![0u32; len];
+            let mut bursts_times_burst = 0;
+            for phase in 0..len {
+                let mut p = plan(len, rate, burst, 0);
+                p.phase = phase;
+                bursts_times_burst = p.words();
+                for (from, n) in p.slices() {
+                    for t in &mut taken[from..from + n] {
+                        *t += 1;
+                    }
+                }
+            }
+            assert!(
+                taken.iter().all(|&t| t as usize == bursts_times_burst),
+                "{len} {rate} {burst}: {:?}",
+                &taken[..16.min(len)]
+            );
+        }
+    }
+
+    /// Handoffs: each block on its own cache lines; a size the allocator refuses is `None`,
+    /// not an abort.
+    #[test]
+    fn handoff_blocks_are_line_aligned_and_refusal_is_none() {
         for blocks in 1..20 {
             let h = Handoff::new(16, blocks, 8, 0.5).unwrap();
             for seq in 0..2 * blocks as u64 {
@@ -299,10 +395,10 @@ mod tests {
                 );
             }
         }
+        assert!(Handoff::new(1 << 40, 1 << 30, 8, 1.0).is_none(), "overflow");
         assert!(
-            Handoff::new(1 << 40, 1 << 30, 8, 1.0).is_none(),
-            "refused, not an abort"
+            Handoff::new(1 << 20, 1 << 25, 8, 1.0).is_none(),
+            "256 TiB, refused"
         );
-        assert_eq!(block_slots(2048, 0.1, 8), 216);
     }
 }

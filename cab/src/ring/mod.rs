@@ -173,9 +173,12 @@ fn make<const SAMPLING: bool>(
             handoff::Handoff::new(block, capacity / chunk, burst, rate).ok_or_else(|| {
                 ConfigError::new(
                     "buffer_bytes",
-                    config.handoff_bytes(),
-                    "a sampling handoff the system can allocate (allocating it failed: not \
-                     enough memory)",
+                    config.buffer_bytes,
+                    format!(
+                        "a ring whose sampling handoff ({} bytes) the system can allocate \
+                         (allocating it failed: not enough memory)",
+                        config.handoff_bytes()
+                    ),
                 )
             })?,
         )

@@ -196,23 +196,25 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let rate = f64::from_bits(h.rate.load(Ordering::Relaxed));
         let plan = handoff::plan(len, rate, h.burst, h.seed.wrapping_add(self.seq));
         // Written even when it takes no word: its head tells the consumer how far the
-        // producer got (`Consumer::producer_stats`).
-        let count = plan.words(len).min(h.block - handoff::HEAD);
+        // producer got (`Consumer::producer_stats`) and what the blocks it lost held.
+        // `block_slots` sized the block for the most a plan at the ring's rate takes.
+        let count = plan.words();
+        debug_assert!(handoff::HEAD + count <= h.block);
         let seq = self.seq;
         self.seq += 1;
         h.seq.begun.store(seq + 1, Ordering::Relaxed);
         // No word of this block may be seen before `begun` says it is being rewritten.
         handoff::store_fence();
         let dst = h.block(seq);
-        handoff::stream_store(&dst[0], count as u64);
-        handoff::stream_store(&dst[1], to);
-        let mut k = handoff::HEAD;
-        for b in 0..plan.bursts {
-            let (off, n) = plan.burst_at(b, len);
-            for i in 0..n.min(handoff::HEAD + count - k) {
+        handoff::stream_store(&dst[0], count as u64 | (plan.first() as u64) << 32);
+        handoff::stream_store(&dst[1], from);
+        handoff::stream_store(&dst[2], to);
+        let words = &dst[handoff::HEAD..];
+        let mut k = 0;
+        for (off, n) in plan.slices() {
+            for i in start + off..start + off + n {
                 // Relaxed: this thread wrote the slot.
-                let w = sh.slot(start + off + i).load(Ordering::Relaxed);
-                handoff::stream_store(&dst[k], w);
+                handoff::stream_store(&words[k], sh.slot(i).load(Ordering::Relaxed));
                 k += 1;
             }
         }

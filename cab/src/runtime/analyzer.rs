@@ -74,7 +74,7 @@ impl<A> RingEntry<A> {
             blocked: p.blocked,
             dropped: p.dropped + self.discarded,
             chunks_lapped: c.chunks_lapped,
-            events_lapped: c.chunks_lapped * self.consumer.chunk_slots() as u64,
+            events_lapped: c.events_lapped,
             rate: self.consumer.rate(),
         }
     }
@@ -340,6 +340,10 @@ impl<A: EventAnalysis> Analyzer<A> {
                     Poll::Consumed(_) => {
                         worked = true;
                         entry.chunks_since += 1;
+                        // After each block: a lap is then judged by the block it lost.
+                        if let Some(max) = self.adaptive {
+                            adapt_rate(entry, max);
+                        }
                     }
                     Poll::Empty => break,
                     Poll::Closed => {
@@ -347,9 +351,6 @@ impl<A: EventAnalysis> Analyzer<A> {
                         break;
                     }
                 }
-            }
-            if let Some(max) = self.adaptive {
-                adapt_rate(&mut self.rings[i], max);
             }
             if closed {
                 let entry = self.rings.swap_remove(i);
@@ -488,7 +489,10 @@ fn adapt_rate<A>(entry: &mut RingEntry<A>, max: f64) {
     if lapped > entry.last_lapped {
         entry.last_lapped = lapped;
         entry.chunks_since = 0;
-        if entry.consumer.progress() < entry.settled_from {
+        // Called after each poll: a block lost in it is at most the last one it passed,
+        // `progress() - 1`, an old-rate block if that is at most the last copied at the old
+        // rate, `settled_from - 1`.
+        if entry.consumer.progress() <= entry.settled_from {
             return;
         }
         entry.consumer.set_rate((rate * 0.5).max(1.0 / 1024.0));

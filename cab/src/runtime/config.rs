@@ -308,11 +308,17 @@ impl RuntimeConfig {
             ));
         }
         if let Some(physical) = crate::hw::physical_memory() {
-            if ring.buffer_bytes > physical {
+            if ring.ring_memory_bytes() > physical {
                 return Err(ConfigError::new(
                     "buffer_bytes (CABPROF_BUFFER)",
                     ring.buffer_bytes,
-                    format!("at most this machine's physical memory, {physical} bytes"),
+                    format!(
+                        "a ring{} of at most this machine's physical memory, {physical} bytes",
+                        match ring.handoff_bytes() {
+                            0 => String::new(),
+                            h => format!(" with its sampling handoff ({h} bytes)"),
+                        }
+                    ),
                 ));
             }
         }

@@ -378,13 +378,6 @@ impl RingConsumer {
         }
     }
 
-    pub(super) fn chunk_slots(&self) -> usize {
-        match self {
-            RingConsumer::Cab(c) => c.chunk_slots(),
-            RingConsumer::Other(..) => 0,
-        }
-    }
-
     pub(super) fn rate(&self) -> f64 {
         match self {
             RingConsumer::Cab(c) => c.rate(),
