@@ -5,7 +5,7 @@
 //! contexts would be most of what rendering it costs; [`StackSet`] holds the same stacks, in
 //! the same order, in 4 bytes per frame, and the renderers walk it in place.
 
-use super::contexts::ContextNode;
+use super::contexts::{parent_links, ContextNode, ROOT};
 #[cfg(doc)]
 use super::ReportData;
 use hashbrown::HashTable;
@@ -58,9 +58,6 @@ impl FlameStacks {
         StackSet::from_nodes(nodes, root, |_, n| weight(n)).to_flame_stacks()
     }
 }
-
-/// No parent: the root.
-pub(crate) const ROOT: u32 = u32::MAX;
 
 /// One stack of a [`StackSet`]: its tokens' range and its weight before the shift.
 #[derive(Clone, Copy, Debug)]
@@ -247,26 +244,6 @@ impl StackSet {
             shift: self.shift,
         }
     }
-}
-
-/// For each node, the index in `nodes` of its parent, [`ROOT`] for the root; a parent that is
-/// not an earlier entry counts as the root, as in [`parent_indices`](super::parent_indices),
-/// in 4 bytes a node rather than 16.
-pub(crate) fn parent_links<N: ContextNode>(nodes: &[N]) -> Vec<u32> {
-    let mut index: HashMap<u32, u32> = HashMap::with_capacity(nodes.len());
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let p = if c.parent() == 0 {
-                ROOT
-            } else {
-                index.get(&c.parent()).copied().unwrap_or(ROOT)
-            };
-            index.entry(c.id()).or_insert(i as u32);
-            p
-        })
-        .collect()
 }
 
 /// For each node of [`parent_links`] `parents`, its depth (1 for a child of the root) and, for
