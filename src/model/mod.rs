@@ -19,11 +19,13 @@ mod read;
 mod stacks;
 mod time;
 pub(crate) use contexts::parent_links;
+#[cfg(feature = "pprof")]
+pub(crate) use contexts::ROOT;
 pub use contexts::{context_depths, context_stack, parent_indices, ContextNode};
 pub(crate) use read::check_contexts;
 pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 #[cfg(feature = "pprof")]
-pub(crate) use stacks::{depths_and_outer, ROOT};
+pub(crate) use stacks::depths_and_outer;
 pub(crate) use stacks::{parent_of, StackSet};
 pub use stacks::{FlameStacks, Frame, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES};
 pub use time::{CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, TimeData};
