@@ -527,7 +527,11 @@ pub fn stall_words() -> bool {
 
 /// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no
 /// constructor here produces.
-#[inline]
+///
+/// Always inlined: every analysis decodes every word, and out of line (as the compiler chose
+/// once the long returns made the match larger) the call and the returned enum cost the
+/// analyzer enough to leave the application waiting on a full ring.
+#[inline(always)]
 pub const fn decode(word: u64) -> Option<EventKind> {
     let p = word & PAYLOAD_MASK;
     let hi = MethodId(((p >> ID_BITS) & ID_MASK) as u32);
