@@ -144,11 +144,11 @@ impl RingConfig {
                 let block =
                     crate::ring::handoff::block_slots(self.chunk_slots(), rate, burst_words.max(1));
                 if block == 0 {
-                    0
-                } else {
-                    let chunks = self.slots() / self.chunk_slots().max(1);
-                    (MIN_CHUNK_BYTES / WORD_BYTES - 1 + chunks * block) * WORD_BYTES
+                    return 0;
                 }
+                let chunks = self.slots() / self.chunk_slots().max(1);
+                crate::ring::handoff::area_words(block, chunks)
+                    .map_or(usize::MAX, |w| w.saturating_mul(WORD_BYTES))
             }
         }
     }

@@ -528,9 +528,9 @@ pub fn stall_words() -> bool {
 /// Decode a raw ring word; `None` for `CLEAR`, `MAGIC`, an unknown tag or a word no
 /// constructor here produces.
 ///
-/// Always inlined: every analysis decodes every word, and out of line (as the compiler chose
-/// once the long returns made the match larger) the call and the returned enum cost the
-/// analyzer enough to leave the application waiting on a full ring.
+/// Always inlined: every analysis decodes every word, and out of line the call and the
+/// returned enum cost the analyzer enough to leave the application waiting on a full ring
+/// (docs/PERFORMANCE.md, "Profiling off, on a real crate").
 #[inline(always)]
 pub const fn decode(word: u64) -> Option<EventKind> {
     let p = word & PAYLOAD_MASK;

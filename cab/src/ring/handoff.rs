@@ -6,11 +6,8 @@
 //! The paper's sampling consumer (Figure 5b) reads bursts of each chunk where the producer
 //! wrote them. The lines it read stay in its cache, shared, until the producer comes round a
 //! lap later and stores to them: each such store waits for the analyzer's copy to be
-//! invalidated. Measured on an AMD EPYC (family 25, 2 vCPUs), that made sampling cost 1.2x an
-//! exhaustive ring's per-call overhead in the fast state and 2x in a slow state the host fell
-//! into in a third of the runs; with this handoff, 0.99-1.05x (q1-q3 of 12 runs alternated
-//! with the build before it, which gave 1.78-2.87), its slow runs those of the host, which
-//! slowed the exhaustive row too (docs/PERFORMANCE.md, "Sampling"). The producer's fast path is still
+//! invalidated, which made sampling dearer per call than an exhaustive ring; with the handoff
+//! it is not (figures: docs/PERFORMANCE.md, "Sampling"). The producer's fast path is still
 //! the paper's Figure 5a (`if slot == MAGIC { slow }; store; add`); only where the analyzer
 //! finds the sample moved.
 //!
@@ -57,6 +54,12 @@ pub(crate) fn block_slots(chunk: usize, rate: f64, burst: usize) -> usize {
         0 => 0,
         words => (HEAD + words).div_ceil(LINE_SLOTS) * LINE_SLOTS,
     }
+}
+
+/// Words of the allocation of `blocks` blocks of `block` words: the blocks and room to
+/// start them on a cache line; `None` if that overflows.
+pub(crate) fn area_words(block: usize, blocks: usize) -> Option<usize> {
+    blocks.checked_mul(block)?.checked_add(LINE_SLOTS - 1)
 }
 
 /// Which words of a sampled range of `len` words go to the block, as slices in the range's
@@ -192,8 +195,7 @@ impl Handoff {
     /// `blocks` blocks of `block` words (a multiple of a line), or `None` if the memory
     /// cannot be had.
     pub(crate) fn new(block: usize, blocks: usize, burst: usize, rate: f64) -> Option<Self> {
-        let n = blocks.checked_mul(block)?.checked_add(LINE_SLOTS - 1)?;
-        let words = zeroed_words(n)?;
+        let words = zeroed_words(area_words(block, blocks)?)?;
         let misaligned = (words.as_ptr() as usize / std::mem::size_of::<u64>()) % LINE_SLOTS;
         Some(Handoff {
             words,

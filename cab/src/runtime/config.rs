@@ -300,10 +300,7 @@ impl RuntimeConfig {
                      CABPROF_BUFFER)",
                     ring.ring_memory_bytes(),
                     ring.buffer_bytes,
-                    match ring.handoff_bytes() {
-                        0 => String::new(),
-                        h => format!(" and the sampling handoff, {h}"),
-                    }
+                    with_handoff(&ring)
                 ),
             ));
         }
@@ -314,15 +311,20 @@ impl RuntimeConfig {
                     ring.buffer_bytes,
                     format!(
                         "a ring{} of at most this machine's physical memory, {physical} bytes",
-                        match ring.handoff_bytes() {
-                            0 => String::new(),
-                            h => format!(" with its sampling handoff ({h} bytes)"),
-                        }
+                        with_handoff(&ring)
                     ),
                 ));
             }
         }
         Ok(())
+    }
+}
+
+/// What a sampling ring adds to its buffer, for an error about its memory ("" without one).
+fn with_handoff(ring: &RingConfig) -> String {
+    match ring.handoff_bytes() {
+        0 => String::new(),
+        h => format!(" with its sampling handoff ({h} bytes)"),
     }
 }
 
