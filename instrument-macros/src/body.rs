@@ -7,13 +7,16 @@
 //!     fn __cabprof_here() {}                      // its type name is the function's path
 //!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None,
 //!                                             ::cabprof::__first_event);  // see Site
-//!     ::cabprof::__private::run(&__CABPROF_SITE, move || -> Ret { <the original statements> })
+//!     ::cabprof::__private::run(&__CABPROF_SITE,
+//!                               #[inline(always)] move || -> Ret { <the original statements> })
 //! }
 //! ```
 //!
 //! `run` checks for a session (one load, one branch) and calls the closure either bare or
-//! inside a recorded frame, so the compiler makes an idle copy of the body that needs no guard
-//! (see `as_closure` for the functions that keep one body, and `__private::run` for why).
+//! inside a recorded frame out of line, so the compiler makes an idle copy of the body that
+//! needs no guard; the closure is always inlined, so that the idle copy is the body itself and
+//! not a call of it (see `as_closure` for the functions that keep one body, and
+//! `__private::run` for why).
 //! The closure's return type is the function's, which `?` in the body needs.
 //!
 //! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `-> !`, `-> impl Trait`)
@@ -218,15 +221,15 @@ pub(crate) fn function(
     Ok(())
 }
 
-/// `move || -> Ret { stmts }`, spanned at the user's body as [`user_match`] spans its `match`:
-/// clippy skips a closure from another expansion, and with it lints on the user's body
-/// (`needless_return`) and on the tail's value flowing out (`needless_borrow`).
+/// `#[inline(always)] move || -> Ret { stmts }`, spanned at the user's body as [`user_match`]
+/// spans its `match`: clippy skips a closure from another expansion, and with it lints on the
+/// user's body (`needless_return`) and on the tail's value flowing out (`needless_borrow`).
 fn user_closure(block: &Block, ret: TokenStream, stmts: &[Stmt]) -> TokenStream {
     use proc_macro2::{Delimiter, Group};
     let at = block.brace_token.span.join();
     let mut body = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
     body.set_span(at);
-    let head = quote_spanned!(at=> move ||);
+    let head = quote_spanned!(at=> #[inline(always)] move ||);
     quote!(#head #ret #body)
 }
 

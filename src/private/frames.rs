@@ -65,18 +65,34 @@ pub fn enter(site: &'static Site) -> FrameGuard {
 /// session, one load and one branch, then the body, with no guard to set up or test at the
 /// exit; with one, the body inside a recorded frame.
 ///
-/// The body is a closure called at two places, so the compiler compiles it (or inlines it)
-/// twice: an idle copy that is the plain function behind the check, and a recorded one. A
-/// guard around a single body costs more with no session running, since the guard's state
-/// lives across the body in a saved register and is tested at every exit: on small methods
-/// that is most of the idle cost (`cargo bench -p cabprof-checks --bench idle_cost`; figures
-/// in docs/PERFORMANCE.md).
+/// The body is a closure called at two places, so the compiler compiles it twice: an idle
+/// copy that is the plain function behind the check, and a recorded one. A guard around a
+/// single body costs more with no session running, since the guard's state lives across the
+/// body in a saved register and is tested at every exit: on small methods that is most of the
+/// idle cost (`cargo bench -p cabprof-checks --bench idle_cost`; figures in
+/// docs/PERFORMANCE.md).
+///
+/// The attribute marks the closure `#[inline(always)]` and the recorded copy lives in
+/// [`run_recorded`], out of line. Left to choose, the compiler inlined a small body into both
+/// places and a larger one into neither: the idle path of a method of some tens of lines was
+/// then the check plus a call of the body with its captures passed by reference (regex-syntax's
+/// translator, 1.11x plain with profiling off against 1.04 this way). So the idle copy is
+/// always the body inline, and the function grows only by the check and one cold call.
 #[inline(always)]
-pub fn run<R>(site: &'static Site, body: impl FnOnce() -> R) -> R {
+pub fn run<R, F: FnOnce() -> R>(site: &'static Site, body: F) -> R {
     let key = session_key();
     if key == 0 {
         return body();
     }
+    run_recorded(body, site, key)
+}
+
+/// The recorded copy of a body: out of line, so that the function that calls [`run`] holds the
+/// idle copy alone, and generic, so that it is compiled in the user's crate and called
+/// directly (see [`enter_recorded`] on the GOT).
+#[cold]
+#[inline(never)]
+fn run_recorded<R, F: FnOnce() -> R>(body: F, site: &'static Site, key: u64) -> R {
     let _frame = FrameGuard::from(enter_recorded::<true>(site, key));
     body()
 }
