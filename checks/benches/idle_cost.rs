@@ -1,8 +1,14 @@
 //! What `#[profile]` on a whole `impl` costs when no session runs, on code shaped like a real
-//! crate's: a recursive-descent parser whose methods are mostly small accessors (`is_eof`,
-//! `char`, `peek`, `bump`) that the compiler inlines into their callers when they are plain.
+//! crate's, two workloads:
 //!
-//! One source, three builds of it in one binary (a `macro_rules!` stamps the module out):
+//! - `parse`: a recursive-descent parser whose methods are mostly small accessors (`is_eof`,
+//!   `char`, `peek`, `bump`) that the compiler inlines into their callers when they are plain;
+//! - `lower`: a pass over the parsed tree, a heap-stack walk calling `visit_pre` and
+//!   `visit_post` per node, which fold constants or emit operations through methods of some
+//!   tens of lines (the shape of regex-syntax's translator).
+//!
+//! One source per workload, four builds of it in one binary (a `macro_rules!` stamps the
+//! module out):
 //!
 //! - `plain`: no attribute;
 //! - `annotated, idle`: `#[cabprof::profile]` on the `impl`, no session running (what a crate
@@ -11,21 +17,21 @@
 //!   what the attribute does without the `enabled` feature (a macro unit test checks the two
 //!   outputs token for token);
 //!
-//! - `floor: check only`: no attribute; each method the attribute instruments (`skip_spaces`,
-//!   `number`, `factor`, `term`, `expr`; it leaves the accessors alone) written by hand as
-//!   `if session_key() == 0 { body } else { record(); body }`: the least any per-call
-//!   instrumentation that can be switched on at run time adds with no session running (one
-//!   load and one branch, the body twice so that the idle copy needs no guard at all). Where
-//!   this row already misses the target, no expansion of the attribute can meet it: the methods
-//!   are too small for any check;
+//! - `floor: check only`: no attribute; each method the attribute instruments (in `parse`,
+//!   `skip_spaces`, `number`, `factor`, `term`, `expr`; it leaves the accessors alone) written
+//!   by hand as `if session_key() == 0 { body } else { record(); body }`: the least any
+//!   per-call instrumentation that can be switched on at run time adds with no session running
+//!   (one load and one branch, the body twice so that the idle copy needs no guard at all).
+//!   Where this row already misses the target, no expansion of the attribute can meet it;
 //!
 //! and, for scale, `annotated, profiled`: the annotated build under an exhaustive session
 //! counting calls and the call graph (every accessor call is then two events).
 //!
-//! Each round runs every variant once, in a shuffled order, each timing `PARSES` parses of the
-//! same input; the table gives each variant's median time per parse and its ratio to `plain`
-//! within the round (median of the per-round ratios, 95 % bootstrap interval over rounds, as
-//! `cabprof_bench_support::stats` describes). Target: annotated-idle within 5 % of plain.
+//! Each round runs every variant of both workloads once, in a shuffled order, each timing
+//! `PARSES` runs on the same input; each workload's table gives each variant's median time per
+//! run and its ratio to `plain` within the round (median of the per-round ratios, 95 %
+//! bootstrap interval over rounds, as `cabprof_bench_support::stats` describes). Target:
+//! annotated-idle within 5 % of plain.
 //!
 //! `cargo bench -p cabprof-checks --bench idle_cost` (fat LTO, the bench profile) and
 //! `cargo bench -p cabprof-checks --bench idle_cost --profile release` (what a crate that
@@ -192,6 +198,244 @@ parser!(annotated, as_is, #[cabprof::profile]);
 parser!(compiled_out, as_is, #[cabprof::profile(skip)]);
 parser!(floor, check_only);
 
+/// A node of the tree the lowering pass walks (built once from the parser's input by `tree`).
+#[derive(Clone, Copy)]
+enum Node {
+    Num(i64),
+    Neg(usize),
+    Group(usize),
+    Bin(u8, usize, usize),
+}
+
+/// A second workload, shaped like a compiler pass rather than a parser: a heap-stack walk of a
+/// tree calling `visit_pre` and `visit_post` per node, which fold constants or emit operations
+/// through methods of some tens of lines (regex-syntax's translator has this shape). The
+/// compiler inlines a small method called from two places into both, and a larger one into
+/// neither, so this is where an idle copy that is a call of the body, not the body, would show.
+macro_rules! lowerer {
+    ($name:ident, $body:ident $(, #[$attr:meta])?) => {
+        mod $name {
+            use crate::Node;
+
+            #[derive(Clone, Copy)]
+            enum Value {
+                Const(i64),
+                Reg(u32),
+            }
+
+            pub(crate) struct Lowerer<'a> {
+                nodes: &'a [Node],
+                values: Vec<Value>,
+                ops: Vec<(u8, Value, Value)>,
+                depth: u32,
+                max_depth: u32,
+                negs: u32,
+                folded: u32,
+            }
+
+            $(#[$attr])?
+            impl<'a> Lowerer<'a> {
+                pub(crate) fn new(nodes: &'a [Node]) -> Self {
+                    Lowerer {
+                        nodes,
+                        values: Vec::new(),
+                        ops: Vec::new(),
+                        depth: 0,
+                        max_depth: 0,
+                        negs: 0,
+                        folded: 0,
+                    }
+                }
+
+                /// Lower the tree under `root`; a checksum of what was emitted and folded.
+                pub(crate) fn lower(&mut self, root: usize) -> i64 {
+ $body! {
+                    let mut stack = vec![(root, false)];
+                    while let Some((n, done)) = stack.pop() {
+                        if done {
+                            self.visit_post(n);
+                            continue;
+                        }
+                        self.visit_pre(n);
+                        stack.push((n, true));
+                        match self.nodes[n] {
+                            Node::Num(_) => {}
+                            Node::Neg(c) | Node::Group(c) => stack.push((c, false)),
+                            Node::Bin(_, l, r) => {
+                                stack.push((r, false));
+                                stack.push((l, false));
+                            }
+                        }
+                    }
+                    let last = match self.pop() {
+                        Value::Const(c) => c,
+                        Value::Reg(r) => i64::from(r),
+                    };
+                    last.wrapping_add(self.ops.len() as i64)
+                        .wrapping_add(i64::from(self.folded) << 20)
+                        .wrapping_add(i64::from(self.max_depth) << 40)
+                        .wrapping_add(i64::from(self.negs) << 48)
+                }
+}
+
+                fn pop(&mut self) -> Value {
+                    self.values.pop().unwrap_or(Value::Const(0))
+                }
+
+                fn visit_pre(&mut self, n: usize) {
+ $body! {
+                    match self.nodes[n] {
+                        Node::Group(_) => {
+                            self.depth += 1;
+                            if self.depth > self.max_depth {
+                                self.max_depth = self.depth;
+                            }
+                        }
+                        Node::Neg(c) => {
+                            if let Node::Neg(_) = self.nodes[c] {
+                                self.negs += 1;
+                            }
+                        }
+                        Node::Num(_) | Node::Bin(..) => {}
+                    }
+                }
+}
+
+                fn visit_post(&mut self, n: usize) {
+ $body! {
+                    match self.nodes[n] {
+                        Node::Num(v) => self.values.push(Value::Const(v)),
+                        Node::Group(_) => self.depth -= 1,
+                        Node::Neg(_) => {
+                            let v = match self.pop() {
+                                Value::Const(c) => Value::Const(c.wrapping_neg()),
+                                r => self.emit(b'n', r, Value::Const(0)),
+                            };
+                            self.values.push(v);
+                        }
+                        Node::Bin(op, _, _) => {
+                            let r = self.pop();
+                            let l = self.pop();
+                            let v = self.binary(op, l, r);
+                            self.values.push(v);
+                        }
+                    }
+                }
+}
+
+                /// Fold two small constants; emit anything else.
+                fn binary(&mut self, op: u8, l: Value, r: Value) -> Value {
+ $body! {
+                    match (l, r) {
+                        (Value::Const(a), Value::Const(b))
+                            if a.unsigned_abs() < 1 << 20 && b.unsigned_abs() < 1 << 20 =>
+                        {
+                            self.folded += 1;
+                            Value::Const(match op {
+                                b'+' => a + b,
+                                b'-' => a - b,
+                                b'*' => a * b,
+                                _ if b == 0 => a,
+                                _ => a / b,
+                            })
+                        }
+                        (Value::Const(0), other) | (other, Value::Const(0)) if op == b'+' => {
+                            self.folded += 1;
+                            other
+                        }
+                        _ => self.emit(op, l, r),
+                    }
+                }
+}
+
+                fn emit(&mut self, op: u8, l: Value, r: Value) -> Value {
+ $body! {
+                    let reg = self.ops.len() as u32;
+                    if self.ops.len() == self.ops.capacity() {
+                        self.ops.reserve(self.ops.len().max(16));
+                    }
+                    self.ops.push((op, l, r));
+                    Value::Reg(reg)
+                }
+}
+            }
+        }
+    };
+}
+
+lowerer!(lower_plain, as_is);
+lowerer!(lower_annotated, as_is, #[cabprof::profile]);
+lowerer!(lower_compiled_out, as_is, #[cabprof::profile(skip)]);
+lowerer!(lower_floor, check_only);
+
+/// The input's tree, for the lowering workload: `nodes` and the root's index.
+fn tree(src: &[u8]) -> (Vec<Node>, usize) {
+    struct B<'a> {
+        src: &'a [u8],
+        pos: usize,
+        nodes: Vec<Node>,
+    }
+    impl B<'_> {
+        fn peek(&mut self) -> Option<u8> {
+            while self.src.get(self.pos) == Some(&b' ') {
+                self.pos += 1;
+            }
+            self.src.get(self.pos).copied()
+        }
+        fn add(&mut self, n: Node) -> usize {
+            self.nodes.push(n);
+            self.nodes.len() - 1
+        }
+        fn factor(&mut self) -> usize {
+            match self.peek() {
+                Some(b'(') => {
+                    self.pos += 1;
+                    let e = self.binary(0);
+                    if self.peek() == Some(b')') {
+                        self.pos += 1;
+                    }
+                    self.add(Node::Group(e))
+                }
+                Some(b'-') => {
+                    self.pos += 1;
+                    let f = self.factor();
+                    self.add(Node::Neg(f))
+                }
+                _ => {
+                    let mut n = 0i64;
+                    while let Some(c @ b'0'..=b'9') = self.src.get(self.pos).copied() {
+                        n = n.wrapping_mul(10).wrapping_add(i64::from(c - b'0'));
+                        self.pos += 1;
+                    }
+                    self.add(Node::Num(n))
+                }
+            }
+        }
+        /// Level 0: `+ -` over level 1; level 1: `* /` over factors.
+        fn binary(&mut self, level: u8) -> usize {
+            let next = |b: &mut Self| if level == 0 { b.binary(1) } else { b.factor() };
+            let mut l = next(self);
+            loop {
+                let op = match self.peek() {
+                    Some(c @ (b'+' | b'-')) if level == 0 => c,
+                    Some(c @ (b'*' | b'/')) if level == 1 => c,
+                    _ => return l,
+                };
+                self.pos += 1;
+                let r = next(self);
+                l = self.add(Node::Bin(op, l, r));
+            }
+        }
+    }
+    let mut b = B {
+        src,
+        pos: 0,
+        nodes: Vec::new(),
+    };
+    let root = b.binary(0);
+    (b.nodes, root)
+}
+
 /// A deterministic expression of about 4 KB: nested parentheses, all four operators, spaces.
 fn input() -> Vec<u8> {
     let mut rng = fastrand::Rng::with_seed(SEED);
@@ -219,13 +463,13 @@ fn input() -> Vec<u8> {
     s.into_bytes()
 }
 
-/// Nanoseconds per parse of `parse` over `PARSES` parses (after one warm-up parse).
-fn time(src: &[u8], parse: fn(&[u8]) -> i64) -> f64 {
-    black_box(parse(black_box(src)));
+/// Nanoseconds per run of `run` over `PARSES` runs on `input` (after one warm-up run).
+fn time<T: ?Sized>(input: &T, run: fn(&T) -> i64) -> f64 {
+    black_box(run(black_box(input)));
     let t = Instant::now();
     let mut acc = 0i64;
     for _ in 0..PARSES {
-        acc = acc.wrapping_add(parse(black_box(src)));
+        acc = acc.wrapping_add(run(black_box(input)));
     }
     black_box(acc);
     t.elapsed().as_nanos() as f64 / PARSES as f64
@@ -247,13 +491,31 @@ fn parse_floor(src: &[u8]) -> i64 {
     floor::Parser::new(src).expr()
 }
 
-/// The annotated parser under an exhaustive method count + call graph session.
-fn profiled(src: &[u8]) -> f64 {
+type Tree = (Vec<Node>, usize);
+
+fn lower_plain(t: &Tree) -> i64 {
+    lower_plain::Lowerer::new(&t.0).lower(t.1)
+}
+
+fn lower_annotated(t: &Tree) -> i64 {
+    lower_annotated::Lowerer::new(&t.0).lower(t.1)
+}
+
+fn lower_compiled_out(t: &Tree) -> i64 {
+    lower_compiled_out::Lowerer::new(&t.0).lower(t.1)
+}
+
+fn lower_floor(t: &Tree) -> i64 {
+    lower_floor::Lowerer::new(&t.0).lower(t.1)
+}
+
+/// `run` timed under an exhaustive method count + call graph session.
+fn profiled<T: ?Sized>(input: &T, run: fn(&T) -> i64) -> f64 {
     let s = Session::builder()
         .analyses(&[Analysis::MethodCount, Analysis::CallGraph])
         .start()
         .expect("no other session runs in this bench");
-    let ns = time(src, parse_annotated);
+    let ns = time(input, run);
     let r = s.finish();
     assert_eq!(r.totals.dropped, 0, "an exhaustive session drops nothing");
     ns
@@ -269,47 +531,73 @@ fn rounds() -> usize {
     )
 }
 
+/// The variants of each workload, in the order of its five timings.
+const NAMES: [&str; 5] = [
+    "plain",
+    "annotated, idle",
+    "compiled out",
+    "floor: check only",
+    "annotated, profiled",
+];
+
 fn main() {
     let src = input();
     let want = parse_plain(&src);
-    assert_eq!(
-        parse_annotated(&src),
-        want,
-        "the annotated parser parses alike"
-    );
-    assert_eq!(
-        parse_compiled_out(&src),
-        want,
-        "the compiled-out parser parses alike"
-    );
-    assert_eq!(parse_floor(&src), want, "the floor parser parses alike");
+    for (parse, what) in [
+        (parse_annotated as fn(&[u8]) -> i64, "annotated"),
+        (parse_compiled_out, "compiled-out"),
+        (parse_floor, "floor"),
+    ] {
+        assert_eq!(parse(&src), want, "the {what} parser parses alike");
+    }
+    let tree = tree(&src);
+    let want = lower_plain(&tree);
+    for (lower, what) in [
+        (lower_annotated as fn(&Tree) -> i64, "annotated"),
+        (lower_compiled_out, "compiled-out"),
+        (lower_floor, "floor"),
+    ] {
+        assert_eq!(lower(&tree), want, "the {what} lowering lowers alike");
+    }
 
+    // Both workloads in the same rounds, so that they see the same state of the host.
     let rounds = rounds();
-    let names = [
-        "plain",
-        "annotated, idle",
-        "compiled out",
-        "floor: check only",
-        "annotated, profiled",
-    ];
-    let ns = interleaved(rounds, names.len(), SEED, |v| match v {
-        0 => time(&src, parse_plain),
-        1 => time(&src, parse_annotated),
-        2 => time(&src, parse_compiled_out),
-        3 => time(&src, parse_floor),
-        _ => profiled(&src),
+    let ns = interleaved(rounds, 2 * NAMES.len(), SEED, |v| match v {
+        0 => time(&src[..], parse_plain),
+        1 => time(&src[..], parse_annotated),
+        2 => time(&src[..], parse_compiled_out),
+        3 => time(&src[..], parse_floor),
+        4 => profiled(&src[..], parse_annotated),
+        5 => time(&tree, lower_plain),
+        6 => time(&tree, lower_annotated),
+        7 => time(&tree, lower_compiled_out),
+        8 => time(&tree, lower_floor),
+        _ => profiled(&tree, lower_annotated),
     });
 
     println!(
-        "idle_cost: a {}-byte expression, {PARSES} parses per run, {rounds} rounds alternated; \
-         ratios are per round over plain, median [95 % bootstrap interval]",
-        src.len()
+        "idle_cost: a {}-byte expression ({} tree nodes), {PARSES} runs per timing, {rounds} \
+         rounds alternated; ratios are per round over plain, median [95 % bootstrap interval]",
+        src.len(),
+        tree.0.len()
     );
-    println!(
-        "{:<22} {:>12} {:>21} {:>26}",
-        "", "us/parse", "spread", "x plain"
+    report(
+        "parse: a recursive-descent parser of small methods",
+        "us/parse",
+        &ns[..NAMES.len()],
     );
-    for (i, name) in names.iter().enumerate() {
+    report(
+        "lower: a tree walk whose methods fold and emit",
+        "us/lower",
+        &ns[NAMES.len()..],
+    );
+}
+
+/// One workload's table and verdicts; `ns` in the order of [`NAMES`].
+fn report(title: &str, unit: &str, ns: &[Vec<f64>]) {
+    println!("\n{title}");
+    println!("{:<22} {:>12} {:>21} {:>26}", "", unit, "spread", "x plain");
+    for (i, name) in NAMES.iter().enumerate() {
         let (lo, hi) = min_max(&ns[i]);
         let ratio = median_interval(&paired_ratios(&ns[i], &ns[0]), 0.95, RESAMPLES, SEED);
         println!(
@@ -329,7 +617,7 @@ fn main() {
         "not resolved (the interval straddles 1.05)"
     };
     println!(
-        "\nannotated, idle / plain: {:.3} [{:.3}, {:.3}] (target <= 1.05): {verdict}",
+        "annotated, idle / plain: {:.3} [{:.3}, {:.3}] (target <= 1.05): {verdict}",
         idle.median, idle.lo, idle.hi
     );
     let floor = median_interval(&paired_ratios(&ns[3], &ns[0]), 0.95, RESAMPLES, SEED);
@@ -341,8 +629,8 @@ fn main() {
     );
     if floor.lo > 1.05 {
         println!(
-            "the floor misses the target itself: these methods are too small for any run-time \
-             check; the attribute's own part is the second ratio"
+            "the floor misses the target itself: no run-time check meets it on this workload; \
+             the attribute's own part is the second ratio"
         );
     }
 }
