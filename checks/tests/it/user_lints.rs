@@ -11,12 +11,14 @@
 //! The fixture is built in its own target dir under this test's, so it does not wait on the
 //! outer build's lock; the first run checks cabprof's dependencies for it once.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (lint, file, line) of every warning and error about the fixture's own code.
-type Lints = BTreeSet<(String, String, u64)>;
+/// How many warnings and errors about the fixture's own code each (lint, file, line) has: a
+/// count, since a lint that fires twice on one line (once on the function, once on something
+/// generated with the user's span) is a change the user sees.
+type Lints = BTreeMap<(String, String, u64), usize>;
 
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
@@ -97,11 +99,13 @@ fn clippy(fixture: &Path, target: &Path, profiled: bool) -> Lints {
             .as_array()
             .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
             .unwrap_or_else(|| panic!("no primary span: {m}"));
-        lints.insert((
-            code.to_owned(),
-            span["file_name"].as_str().unwrap_or("?").to_owned(),
-            span["line_start"].as_u64().unwrap_or(0),
-        ));
+        *lints
+            .entry((
+                code.to_owned(),
+                span["file_name"].as_str().unwrap_or("?").to_owned(),
+                span["line_start"].as_u64().unwrap_or(0),
+            ))
+            .or_default() += 1;
     }
     lints
 }
@@ -130,15 +134,23 @@ fn clippy_sees_the_same_warnings_with_the_attribute_instrumenting() {
         "clippy::needless_range_loop",
     ] {
         assert!(
-            plain.iter().any(|(l, ..)| l == lint),
+            plain.keys().any(|(l, ..)| l == lint),
             "the plain fixture has no {lint}: {plain:#?}"
         );
     }
-    let lost: Vec<_> = plain.difference(&profiled).collect();
-    let gained: Vec<_> = profiled.difference(&plain).collect();
+    // (lint, file, line) -> (plain count, instrumented count), where they differ.
+    let changed: BTreeMap<_, _> = plain
+        .keys()
+        .chain(profiled.keys())
+        .map(|k| {
+            let n = |m: &Lints| m.get(k).copied().unwrap_or(0);
+            (k, (n(&plain), n(&profiled)))
+        })
+        .filter(|(_, (a, b))| a != b)
+        .collect();
     assert!(
-        lost.is_empty() && gained.is_empty(),
-        "instrumenting changed the crate's warnings\nlost (plain only): {lost:#?}\ngained \
-         (instrumented only): {gained:#?}"
+        changed.is_empty(),
+        "instrumenting changed the crate's warnings, as (lint, file, line): (plain, \
+         instrumented) counts: {changed:#?}"
     );
 }

@@ -23,6 +23,12 @@ pub fn free(s: String) -> Result<usize, Big> {
     Ok(total) // fine
 }
 
+/// Not exported, so `result_large_err` applies (clippy leaves the exported API alone).
+#[cabprof::profile]
+fn private_result(s: &str) -> Result<u32, Big> {
+    s.parse::<u32>().map_err(|_| Big([3; 256]))
+}
+
 #[cabprof::profile]
 pub fn let_and_return(v: &[u32]) -> u32 {
     let x = v.iter().sum::<u32>() * 2;
