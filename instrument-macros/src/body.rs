@@ -7,8 +7,8 @@
 //!     fn __cabprof_here() {}                      // its type name is the function's path
 //!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None,
 //!                                             ::cabprof::__first_event);  // see Site
-//!     ::cabprof::__private::run(&__CABPROF_SITE, #[inline(always)]
-//!         #[allow(clippy::result_large_err)] move || -> Ret { <the original statements> })
+//!     ::cabprof::__private::run(&__CABPROF_SITE,
+//!                               #[inline(always)] move || -> Ret { <the original statements> })
 //! }
 //! ```
 //!
@@ -229,11 +229,7 @@ fn user_closure(block: &Block, ret: TokenStream, stmts: &[Stmt]) -> TokenStream 
     let at = block.brace_token.span.join();
     let mut body = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
     body.set_span(at);
-    // clippy's `result_large_err` checks closures too, and would warn about the closure's
-    // return type, the function's, a second time at the same place (its span is the user's,
-    // and that lint warns in expansions too). Allowed on the closure; a closure in the body
-    // inherits the allowance.
-    let head = quote_spanned!(at=> #[inline(always)] #[allow(clippy::result_large_err)] move ||);
+    let head = quote_spanned!(at=> #[inline(always)] move ||);
     quote!(#head #ret #body)
 }
 

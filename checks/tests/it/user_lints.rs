@@ -3,6 +3,10 @@
 //! the attribute instrumenting as with it compiled out (`cabprof` without `enabled` hands the
 //! items back unchanged, which is the plain crate).
 //!
+//! Warnings are counted per (lint, file, line): a lint reported twice on one line is a change
+//! the user sees. The one tolerated is `result_large_err` a second time on a function that has
+//! it (see the test).
+//!
 //! Two ways this broke before: generated code that is not the user's made the user's code look
 //! macro-expanded, so clippy skipped it (`new_without_default`, `result_large_err`,
 //! `needless_borrow` lost); and generated code called std APIs newer than the user's
@@ -147,6 +151,14 @@ fn clippy_sees_the_same_warnings_with_the_attribute_instrumenting() {
             (k, (n(&plain), n(&profiled)))
         })
         .filter(|(_, (a, b))| a != b)
+        // The one known difference: clippy (1.94 on) checks closures for `result_large_err`
+        // too, and the closure holding an instrumented body returns the function's type, so
+        // a function that has the warning gets it a second time at the same line. Allowing the
+        // lint on that closure would break crates that `forbid` it (or `clippy::perf`,
+        // `clippy::all`): an `allow` under a `forbid` is an error (E0453).
+        .filter(|((lint, ..), (a, b))| {
+            !(lint == "clippy::result_large_err" && *a >= 1 && *b == a + 1)
+        })
         .collect();
     assert!(
         changed.is_empty(),
