@@ -73,7 +73,7 @@ pub fn enter(site: &'static Site) -> FrameGuard {
 /// docs/PERFORMANCE.md).
 ///
 /// The attribute marks the closure `#[inline(always)]` and the recorded copy lives in
-/// [`run_recorded`], out of line. Left to choose, the compiler inlined a small body into both
+/// `run_recorded`, out of line. Left to choose, the compiler inlined a small body into both
 /// places and a larger one into neither: the idle path of a method of some tens of lines was
 /// then the check plus a call of the body with its captures passed by reference (regex-syntax's
 /// translator, 1.11x plain with profiling off against 1.04 this way). So the idle copy is
