@@ -19,8 +19,8 @@
 //! `__private::run` for why).
 //! The closure's return type is the function's, which `?` in the body needs.
 //!
-//! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `-> !`, `-> impl Trait`)
-//! keep one body behind a guard:
+//! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `#[target_feature]`, `-> !`,
+//! `-> impl Trait`) keep one body behind a guard:
 //!
 //! ```text
 //! {
@@ -98,16 +98,20 @@ fn tail_needs_return(sig: &Signature, block: &Block) -> bool {
 /// Whether the body becomes a closure run by `__private::run` (see the module docs): a plain
 /// `#[profile]` (paths and memory instrument the body itself, so they keep one body), not
 /// `async` (a future of its own), `unsafe` or variadic (the body's context would change),
-/// `#[track_caller]` (a closure would be the caller `Location::caller` sees), nor returning
-/// `!` (a function that never returns gains nothing from an idle copy), an `impl Trait`
-/// (which a closure's return type cannot name) or a macro's type (which may be one).
+/// `#[track_caller]` (a closure would be the caller `Location::caller` sees),
+/// `#[target_feature]` (an `#[inline(always)]` closure does not inherit the function's target
+/// features, so `asm!` on their registers would not compile and the recorded copy would lose
+/// them), nor returning `!` (a function that never returns gains nothing from an idle copy),
+/// an `impl Trait` (which a closure's return type cannot name) or a macro's type (which may
+/// be one).
 fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
     !opts.paths
         && !opts.memory
         && sig.asyncness.is_none()
         && sig.unsafety.is_none()
         && sig.variadic.is_none()
-        && !attrs.iter().any(|a| a.path().is_ident("track_caller"))
+        && !has_attr(attrs, "track_caller")
+        && !has_attr(attrs, "target_feature")
         && match &sig.output {
             ReturnType::Default => true,
             ReturnType::Type(_, ty) => {
@@ -115,6 +119,21 @@ fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
                 !matches!(**ty, Type::Never(_)) && !m.impl_trait && !m.macro_type
             }
         }
+}
+
+/// Whether `attrs` has `#[name...]`, or a `#[cfg_attr(...)]` that may add it.
+fn has_attr(attrs: &[Attribute], name: &str) -> bool {
+    fn mentions(tokens: TokenStream, name: &str) -> bool {
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == name,
+            proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
+            _ => false,
+        })
+    }
+    attrs.iter().any(|a| {
+        a.path().is_ident(name)
+            || (a.path().is_ident("cfg_attr") && mentions(a.meta.to_token_stream(), name))
+    })
 }
 
 /// Instrument one function body in place.

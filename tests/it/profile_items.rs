@@ -438,3 +438,40 @@ fn a_function_inside_a_profiled_one_keeps_its_source_name() {
         ]
     );
 }
+
+/// A safe `#[target_feature]` function keeps one body behind the guard: an `#[inline(always)]`
+/// closure would not inherit the feature, and `asm!` on its registers would not compile (this
+/// file would not build).
+#[cfg(target_arch = "x86_64")]
+#[profile]
+#[target_feature(enable = "avx2")]
+fn with_avx2(x: u64) -> u64 {
+    let y: u64;
+    // SAFETY: zeroes a ymm register and copies one general register; touches no memory.
+    unsafe {
+        std::arch::asm!(
+            "vpxor {t}, {t}, {t}",
+            "mov {y}, {x}",
+            t = out(ymm_reg) _,
+            x = in(reg) x,
+            y = lateout(reg) y,
+        )
+    };
+    y + 1
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn target_feature_functions_build_and_record() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        eprintln!(
+            "skipped the call: this CPU has no AVX2 (the function built, which is the point)"
+        );
+        return;
+    }
+    let _g = serial();
+    // SAFETY: the CPU has AVX2, checked above.
+    let (r, ev) = record(|| unsafe { with_avx2(41) });
+    assert_eq!(r, 42);
+    assert_eq!(calls(&ev), ["+root>with_avx2", "-with_avx2"]);
+}
