@@ -72,12 +72,14 @@ pub fn enter(site: &'static Site) -> FrameGuard {
 /// idle cost (`cargo bench -p cabprof-checks --bench idle_cost`; figures in
 /// docs/PERFORMANCE.md).
 ///
-/// The attribute marks the closure `#[inline(always)]` and the recorded copy lives in
-/// `run_recorded`, out of line. Left to choose, the compiler inlined a small body into both
-/// places and a larger one into neither: the idle path of a method of some tens of lines was
-/// then the check plus a call of the body with its captures passed by reference (regex-syntax's
-/// translator, 1.11x plain with profiling off against 1.04 this way). So the idle copy is
-/// always the body inline, and the function grows only by the check and one cold call.
+/// The attribute marks the closure `#[inline(always)]` (where debug assertions are off: in a
+/// debug build that would put the body's frame on the stack twice under a session), and the
+/// recorded copy lives in `run_recorded`, out of line. Left to choose, the compiler inlined a
+/// small body into both places and a larger one into neither: the idle path of a method of
+/// some tens of lines was then the check plus a call of the body with its captures passed by
+/// reference (regex-syntax's translator, 1.10x plain with profiling off against 1.04 this
+/// way). So the idle copy is the body inline, and the function grows only by the check and one
+/// cold call.
 #[inline(always)]
 pub fn run<R, F: FnOnce() -> R>(site: &'static Site, body: F) -> R {
     let key = session_key();
