@@ -18,8 +18,9 @@
 //!   outputs token for token);
 //!
 //! - `floor: check only`: no attribute; each method the attribute instruments (in `parse`,
-//!   `skip_spaces`, `number`, `factor`, `term`, `expr`; it leaves the accessors alone) written
-//!   by hand as `if session_key() == 0 { body } else { record(); body }`: the least any
+//!   `skip_spaces`, `number`, `factor`, `term`, `expr`, leaving the accessors alone; in
+//!   `lower`, `lower`, `visit_pre`, `visit_post`, `binary`, `emit`, leaving `new` and `pop`
+//!   alone) written by hand as `if session_key() == 0 { body } else { record(); body }`: the least any
 //!   per-call instrumentation that can be switched on at run time adds with no session running
 //!   (one load and one branch, the body twice so that the idle copy needs no guard at all).
 //!   Where this row already misses the target, no expansion of the attribute can meet it;
