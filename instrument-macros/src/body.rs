@@ -15,8 +15,8 @@
 //! `run` checks for a session (one load, one branch) and calls the closure either bare or
 //! inside a recorded frame out of line, so the compiler makes an idle copy of the body that
 //! needs no guard; without debug assertions the closure is always inlined, so that the idle
-//! copy is the body itself and not a call of it (see `as_closure` for the functions that keep one body, and
-//! `__private::run` for why).
+//! copy is the body itself and not a call of it (see `as_closure` for the functions that keep
+//! one body, and `__private::run` for why).
 //! The closure's return type is the function's, which `?` in the body needs.
 //!
 //! The others (`paths`, `memory`, `unsafe fn`, `#[track_caller]`, `#[target_feature]`, `-> !`,
@@ -123,16 +123,16 @@ fn as_closure(opts: &Options, attrs: &[Attribute], sig: &Signature) -> bool {
 
 /// Whether `attrs` has `#[name...]`, or a `#[cfg_attr(...)]` that may add it.
 fn has_attr(attrs: &[Attribute], name: &str) -> bool {
-    fn mentions(tokens: TokenStream, name: &str) -> bool {
+    fn names(tokens: TokenStream, name: &str) -> bool {
         tokens.into_iter().any(|t| match t {
             proc_macro2::TokenTree::Ident(i) => i == name,
-            proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
             _ => false,
         })
     }
     attrs.iter().any(|a| {
         a.path().is_ident(name)
-            || (a.path().is_ident("cfg_attr") && mentions(a.meta.to_token_stream(), name))
+            || (a.path().is_ident("cfg_attr") && names(a.meta.to_token_stream(), name))
     })
 }
 
@@ -249,10 +249,9 @@ fn user_closure(block: &Block, ret: TokenStream, stmts: &[Stmt]) -> TokenStream 
     let at = block.brace_token.span.join();
     let mut body = Group::new(Delimiter::Brace, quote!(#(#stmts)*));
     body.set_span(at);
-    // Not forced inline where debug assertions are on (a debug build): there the closure stays
-    // a call in both copies, and forced inline it put the body's frame into the function and
-    // again into `run_recorded`, doubling the stack a recursion level takes under a session
-    // (864 -> 1840 bytes for a function with a 200-byte local, against 816 -> 1056 this way).
+    // Not forced inline where debug assertions are on (a debug build): unoptimised, the
+    // inlined body's frame would be both in the function and in `run_recorded`, about twice
+    // the stack per recursion level under a session.
     let head = quote_spanned!(at=> #[cfg_attr(not(debug_assertions), inline(always))] move ||);
     quote!(#head #ret #body)
 }

@@ -74,18 +74,19 @@ pub fn enter(site: &'static Site) -> FrameGuard {
 ///
 /// The attribute marks the closure `#[inline(always)]` (where debug assertions are off: in a
 /// debug build that would put the body's frame on the stack twice under a session), and the
-/// recorded copy lives in `run_recorded`, out of line. Left to choose, the compiler inlined a
-/// small body into both places and a larger one into neither: the idle path of a method of
-/// some tens of lines was then the check plus a call of the body with its captures passed by
-/// reference (regex-syntax's translator, 1.10x plain with profiling off against 1.04 this
-/// way). So the idle copy is the body inline, and the function grows only by the check and one
-/// cold call.
+/// recorded copy lives in `run_recorded`, out of line. Left to choose, the compiler inlines a
+/// small body into both places and a larger one into neither, and the idle path of a larger
+/// method is then the check plus a call of the body with its captures passed by reference
+/// (figures: docs/PERFORMANCE.md, "Profiling off, on a real crate"). So the idle copy is the
+/// body inline, and the function grows only by the check and one cold call.
 #[inline(always)]
 pub fn run<R, F: FnOnce() -> R>(site: &'static Site, body: F) -> R {
     let key = session_key();
     if key == 0 {
         return body();
     }
+    // The closure first: when it holds a single argument of the function, that argument
+    // stays in its register and the call is a conditional tail jump.
     run_recorded(body, site, key)
 }
 

@@ -97,9 +97,14 @@ pub(crate) fn plan(len: usize, rate: f64, burst: usize, turn: u64) -> Plan {
 }
 
 impl Plan {
+    /// Whether every burst fits, so the range is taken whole.
+    fn whole(&self) -> bool {
+        self.bursts == self.len.div_ceil(self.burst)
+    }
+
     /// Words the plan takes.
     pub(crate) fn words(&self) -> usize {
-        if self.bursts == self.len.div_ceil(self.burst) {
+        if self.whole() {
             self.len
         } else {
             self.bursts * self.burst
@@ -118,7 +123,7 @@ impl Plan {
     /// apart, since fewer bursts than fit are taken); the bursts that start past the end
     /// come first, and one that runs past the end is split in two, its tail first.
     pub(crate) fn slices(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let whole = self.bursts == self.len.div_ceil(self.burst);
+        let whole = self.whole();
         let (len, burst, bursts, phase) = (self.len, self.burst, self.bursts, self.phase);
         let start = move |b: usize| phase + b * len / bursts.max(1);
         // Bursts 0..k start inside the range, k..bursts past its end (round to its start).
