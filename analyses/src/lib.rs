@@ -83,7 +83,7 @@ pub use call_tree::{CallTreeProfile, CallingContextTree};
 pub use method_count::MethodCount;
 pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
-pub use time_profile::{Compensation, TimeProfile};
+pub use time_profile::{Calibrations, Compensation, TimeContext, TimeProfile};
 
 /// The trait every analysis here implements; defined in `cabprof_cab`, where the runtime
 /// that runs it lives, so that both crates name the same trait.

@@ -59,6 +59,27 @@ pub fn now() -> u64 {
     }
 }
 
+/// The counter, read once every earlier instruction has executed: the reading that closes an
+/// interval. A plain [`now`] may execute while the work before it is still in flight (an
+/// out-of-order core runs ahead of a long dependency chain), so the tail of a pure-arithmetic
+/// body fell after its exit stamp, into its caller's time. `rdtscp` waits for the earlier
+/// instructions (not for later ones, and it is no `cpuid`: it does not trap under a
+/// hypervisor). On other targets, [`now`].
+#[inline(always)]
+pub fn now_after() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut aux = 0u32;
+        // SAFETY: `rdtscp` is on every x86-64 CPU since 2008 (AMD since 2006); it writes
+        // `aux` (the core's id, unused) and has no other effect.
+        unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        now()
+    }
+}
+
 /// One reading of both clocks, taken as close together as a few tries allow.
 #[derive(Clone, Copy, Debug)]
 pub struct Pair {

@@ -7,7 +7,11 @@
 //! - `tiny`: one multiply;
 //! - `leaf`: 800 multiplies (four independent chains);
 //! - `mid`: 800 multiplies, and 4 calls of `leaf` and 20 of `tiny` among them;
-//! - `run(n)`: `mid` n times.
+//! - `kernel`: a 40-round multiply-rotate chain on one `u64`, pure register arithmetic (the
+//!   shape of a hash or a checksum, which a compiler moves freely across opaque calls);
+//! - `spin(n)`: a loop calling `kernel` n times, each call's input its last result: almost
+//!   all of its time is its callee's, so its own (self) time is the loop's few cycles;
+//! - `run(n)`: `mid` n times, then `spin(4n)`.
 //!
 //! Every function is `#[inline(never)]` in both builds, so both have the same calls.
 
@@ -69,7 +73,29 @@ macro_rules! program {
                 v
             }
 
-            /// `mid` `n` times.
+            /// 40 rounds of multiply, rotate and xor on one value: a dependent chain.
+            #[inline(never)]
+            $(#[$attr])?
+            pub fn kernel(x: u64) -> u64 {
+                let mut v = x;
+                for i in 0..40u64 {
+                    v = v.wrapping_mul(K).rotate_left(17) ^ i;
+                }
+                v
+            }
+
+            /// `kernel` `n` times, each call on the last one's result.
+            #[inline(never)]
+            $(#[$attr])?
+            pub fn spin(n: u64) -> u64 {
+                let mut v = black_box(n);
+                for _ in 0..n {
+                    v = kernel(v);
+                }
+                v
+            }
+
+            /// `mid` `n` times, then `spin(4 n)`.
             #[inline(never)]
             $(#[$attr])?
             pub fn run(n: u64) -> u64 {
@@ -77,7 +103,7 @@ macro_rules! program {
                 for i in 0..n {
                     v ^= mid(v ^ i);
                 }
-                v
+                v ^ spin(4 * n)
             }
         }
     };
@@ -87,21 +113,25 @@ program!(plain);
 program!(instrumented, #[cabprof::profile]);
 
 /// The functions, in the order tables list them.
-pub const FUNCTIONS: [&str; 4] = ["run", "mid", "leaf", "tiny"];
+pub const FUNCTIONS: [&str; 6] = ["run", "mid", "leaf", "tiny", "spin", "kernel"];
+/// Index of `spin` in [`FUNCTIONS`]: a caller whose own time is a loop's.
+pub const SPIN: usize = 4;
+/// Index of `kernel` in [`FUNCTIONS`]: the pure-arithmetic function.
+pub const KERNEL: usize = 5;
 
 /// Per function (in [`FUNCTIONS`] order): self time per call, and mean inclusive time per
 /// call, in ns; `run`'s is the whole run's.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Costs {
     /// Exclusive ns per call.
-    pub self_ns: [f64; 4],
+    pub self_ns: [f64; 6],
     /// Inclusive ns per call.
-    pub mean_ns: [f64; 4],
+    pub mean_ns: [f64; 6],
     /// Functions whose compensated cost is below the calibration's resolution.
-    pub below_resolution: [bool; 4],
+    pub below_resolution: [bool; 6],
 }
 
-/// ns per call of `f` over `n` calls.
+/// ns per call of `f` over `n` calls, each call's input the last one's result.
 fn per_call(n: u64, f: fn(u64) -> u64) -> f64 {
     let t = Instant::now();
     let mut v = 1u64;
@@ -112,20 +142,35 @@ fn per_call(n: u64, f: fn(u64) -> u64) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
-/// The plain build's costs, from plain loops: `tiny` and `leaf` alone, `mid` inclusive, its
-/// self time as that minus its callees' plain costs, and the whole `run(n)`.
+/// ns of one call `f(arg)`.
+fn once(f: fn(u64) -> u64, arg: u64) -> f64 {
+    let t = Instant::now();
+    black_box(f(black_box(arg)));
+    t.elapsed().as_nanos() as f64
+}
+
+/// The plain build's costs, from plain loops: `tiny`, `leaf` and `kernel` alone, `mid`
+/// inclusive, its self time as that minus its callees' plain costs, `spin(4n)` whole and its
+/// self time as that minus its calls' plain cost, and the whole `run(n)`.
 pub fn plain_costs(n: u64) -> Costs {
     let tiny = per_call(n * 20, plain::tiny);
     let leaf = per_call(n * 4, plain::leaf);
+    let kernel = per_call(n * 4, plain::kernel);
     let mid = per_call(n, plain::mid);
-    let t = Instant::now();
-    black_box(plain::run(black_box(n)));
-    let run = t.elapsed().as_nanos() as f64;
+    let spin = once(plain::spin, 4 * n);
+    let run = once(plain::run, n);
     let mid_self = mid - 4.0 * leaf - 20.0 * tiny;
     Costs {
-        self_ns: [run - n as f64 * mid, mid_self, leaf, tiny],
-        mean_ns: [run, mid, leaf, tiny],
-        below_resolution: [false; 4],
+        self_ns: [
+            run - n as f64 * mid - spin,
+            mid_self,
+            leaf,
+            tiny,
+            spin - 4.0 * n as f64 * kernel,
+            kernel,
+        ],
+        mean_ns: [run, mid, leaf, tiny, spin, kernel],
+        below_resolution: [false; 6],
     }
 }
 
@@ -161,12 +206,19 @@ pub fn profiled_costs(n: u64, time_sample: u32) -> (Costs, Costs, ReportData) {
         raw.self_ns[k] = f.raw_exclusive_ns.unwrap_or(f.exclusive_ns) / calls;
         raw.mean_ns[k] = f.raw_inclusive_ns.unwrap_or(f.inclusive_ns) / calls;
     }
-    // With sampled timing `run`'s one call is likely untimed: the whole run is then the
-    // estimated inclusive time of all `mid` calls (all of `run` but its loop).
+    // With sampled timing `run`'s one call is likely untimed, and so is `spin`'s: the whole
+    // run is then the estimated inclusive time of all `mid` calls and of `spin` (all of `run`
+    // but its loop), or of all `kernel` calls if `spin` was not timed (all of `spin` but its
+    // loop).
     if entry("run").timed == 0 {
         let mid = entry("mid");
-        comp.mean_ns[0] = mid.inclusive_ns;
-        raw.mean_ns[0] = mid.raw_inclusive_ns.unwrap_or(mid.inclusive_ns);
+        let spin = match entry("spin") {
+            s if s.timed > 0 => s,
+            _ => entry("kernel"),
+        };
+        comp.mean_ns[0] = mid.inclusive_ns + spin.inclusive_ns;
+        raw.mean_ns[0] = mid.raw_inclusive_ns.unwrap_or(mid.inclusive_ns)
+            + spin.raw_inclusive_ns.unwrap_or(spin.inclusive_ns);
     }
     (raw, comp, data)
 }

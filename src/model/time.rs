@@ -64,6 +64,52 @@ pub struct CompensationEntry {
     pub timed_ns_at_finish: Option<f64>,
     /// `inside_ns` measured again when the session finished.
     pub inside_ns_at_finish: Option<f64>,
+    /// The probes the program's threads ran while the session ran (each when its ring
+    /// lapped, at most about every 10 ms): each thread's calls lose the median of its latest
+    /// ones rather than the figures above. Absent in files written before they existed.
+    pub during: Option<DuringSession>,
+}
+
+/// The calibration probes run on the program's threads during a session: how many, and the
+/// spread of what they measured (the figures the compensation followed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DuringSession {
+    /// Probes run.
+    pub probes: u64,
+    /// `timed_ns` of the probes.
+    pub timed_ns: Spread,
+    /// `untimed_ns` of the probes.
+    pub untimed_ns: Spread,
+    /// `inside_ns` of the probes.
+    pub inside_ns: Spread,
+}
+
+/// The lowest, median and highest of a set of figures.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// The lowest.
+    pub min: f64,
+    /// The median.
+    pub median: f64,
+    /// The highest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Of `v` (`None` if empty).
+    pub fn of(mut v: Vec<f64>) -> Option<Spread> {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        (n > 0).then(|| Spread {
+            min: v[0],
+            median: if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            },
+            max: v[n - 1],
+        })
+    }
 }
 
 impl TimeData {
@@ -118,6 +164,14 @@ pub struct FunctionTimeEntry {
     /// ([`CompensationEntry::resolution_ns`]): the call costs less than that, how much less
     /// is not known. Its times are shown as bounds.
     pub below_resolution: Option<bool>,
+    /// `exclusive_ns` came out below 0 (it is a difference: the function's time less its
+    /// callees', each compensated or estimated) and is shown as 0: its self time is below
+    /// what the calibration or the sample resolves.
+    pub exclusive_clipped: Option<bool>,
+    /// How far `inclusive_ns` may be off because the calibration is: every instrumented call
+    /// inside it (its own and its callees') times half the spread of what the probes during
+    /// the session measured for a timed call. Absent without those probes.
+    pub calibration_error_ns: Option<f64>,
 }
 
 /// Inclusive time along one caller → callee edge.
@@ -160,4 +214,7 @@ pub struct ContextTimeEntry {
     pub raw_inclusive_ns: Option<f64>,
     /// `exclusive_ns` before compensation.
     pub raw_exclusive_ns: Option<f64>,
+    /// `exclusive_ns` came out below 0 and is shown as 0 (see
+    /// [`FunctionTimeEntry::exclusive_clipped`]).
+    pub exclusive_clipped: Option<bool>,
 }

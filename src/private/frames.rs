@@ -24,7 +24,7 @@
 //! measures it.
 
 use super::timing::{entry_start, COARSE, SAMPLED, UNTIMED};
-use super::{contained, decided_key, method, pop, push, ticker, Site};
+use super::{contained, decided_key, method, pop, probe, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
 use cabprof_cab::runtime::{activity_of, emit, emit_with, session_key, Activity};
@@ -57,7 +57,7 @@ pub fn enter(site: &'static Site) -> FrameGuard {
     FrameGuard::from(if key == 0 {
         Entry::IDLE
     } else {
-        enter_recorded::<true>(site, key)
+        enter_recorded::<false>(site, key)
     })
 }
 
@@ -96,8 +96,17 @@ pub fn run<R, F: FnOnce() -> R>(site: &'static Site, body: F) -> R {
 #[cold]
 #[inline(never)]
 fn run_recorded<R, F: FnOnce() -> R>(body: F, site: &'static Site, key: u64) -> R {
-    let _frame = FrameGuard::from(enter_recorded::<true>(site, key));
-    body()
+    let _frame = FrameGuard::from(enter_recorded::<false>(site, key));
+    let mut body = body;
+    // The body between the stamps. The entry and exit are opaque calls, which order memory
+    // effects but not register arithmetic: a pure body (a hash, a checksum) was otherwise
+    // moved past the exit stamp, its time landing in the caller. The inputs are the closure's
+    // captures: once its address has escaped here, the body must read them after this point.
+    std::hint::black_box(&mut body);
+    let result = body();
+    // The result must be in memory before the exit's clock read (the guard drops after this).
+    std::hint::black_box(&result);
+    result
 }
 
 /// What entering a function left for its exit: a [`FrameGuard`]'s fields, without its drop.
@@ -147,20 +156,17 @@ impl From<Entry> for FrameGuard {
 /// pad in its callers, and an instrumented function whose body calls nothing else then has
 /// none at all, which keeps it small enough to inline.
 ///
-/// `IN_CALLER` (always `true`) makes the out-of-line entry and exit generic (the paths exit is
-/// generic already): a generic function is compiled in the crate that calls it, so the
-/// instrumented function calls its own crate's copy directly. A plain function of this crate
-/// is reached through the GOT in a position-independent executable built without LTO (the
-/// default `--release` of a crate depending on cabprof), and that indirect call cost about
-/// 1.9 ns per recorded call on AMD EPYC (`per_call`'s `(release)` rows: 7.93 ns/call against
-/// 6.02 with the same code linked without the GOT).
+/// `PROBE` is the calibration probe's entry (`probe.rs`): the same code, writing a probe word
+/// where a call writes its `Call`, and timed as the probe asks. Being generic also makes the
+/// out-of-line entry and exit compiled in the crate that calls them, so the instrumented
+/// function calls its own crate's copy directly. A plain function of this crate is reached
+/// through the GOT in a position-independent executable built without LTO (the default
+/// `--release` of a crate depending on cabprof), and that indirect call cost about 1.9 ns per
+/// recorded call on AMD EPYC (`per_call`'s `(release)` rows).
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
-pub(super) extern "C" fn enter_recorded<const IN_CALLER: bool>(
-    site: &'static Site,
-    key: u64,
-) -> Entry {
+pub(super) extern "C" fn enter_recorded<const PROBE: bool>(site: &'static Site, key: u64) -> Entry {
     // Which session records, and this function's id (its first call registers it): a panic
     // here records nothing and leaves the shadow stack as it was.
     let recorded = contained(
@@ -177,14 +183,24 @@ pub(super) extern "C" fn enter_recorded<const IN_CALLER: bool>(
     let Some((key, callee)) = recorded else {
         return Entry::IDLE;
     };
+    // This thread's ring lapped: the time analysis measures its cost again, here, before the
+    // call (its time is then taken out of the frames open around it).
+    if !PROBE && cabprof_cab::lap::pending() {
+        probe::on_lap(key);
+    }
     let caller = push(callee);
     // The frame is on the shadow stack now: whatever happens below, the exit must pop it, so a
     // panic here still returns the ids (its `Return` may then close a frame whose `Call` was
     // not emitted; every later frame still names the right caller).
     let start = contained(
         || {
-            emit_with(key, Event::call(method(caller), method(callee)));
-            entry_start(callee)
+            if PROBE {
+                emit_with(key, Event::probe());
+                probe::entry_start()
+            } else {
+                emit_with(key, Event::call(method(caller), method(callee)));
+                entry_start(callee)
+            }
         },
         UNTIMED,
     );
@@ -198,7 +214,7 @@ impl Drop for FrameGuard {
     #[inline(always)]
     fn drop(&mut self) {
         if self.callee != 0 {
-            leave::<true>(self.callee, self.caller, self.start);
+            leave::<false>(self.callee, self.caller, self.start);
         }
     }
 }
@@ -207,10 +223,15 @@ impl Drop for FrameGuard {
 /// returns with its duration in one `TimedReturn` word. Out of line so that the guard's drop
 /// stays one compare: the compiler inlines a small drop into every instrumented function, and
 /// calls a large one, which was most of the no-session cost. `extern "C"` with panics
-/// contained, as [`enter_recorded`]: no landing pad in the caller.
+/// contained, as [`enter_recorded`]: no landing pad in the caller. `PROBE`: the calibration
+/// probe's exit, which writes a probe word and keeps the duration for the probe.
 #[inline(never)]
-extern "C" fn leave<const IN_CALLER: bool>(callee: u32, caller: u32, start: u64) {
-    contained(|| leave_inner(callee, caller, start, emit), ());
+pub(super) extern "C" fn leave<const PROBE: bool>(callee: u32, caller: u32, start: u64) {
+    if PROBE {
+        contained(|| leave_inner(callee, caller, start, probe::exit_word), ());
+    } else {
+        contained(|| leave_inner(callee, caller, start, emit), ());
+    }
 }
 
 /// The exit, its words going to `emit`.
@@ -234,12 +255,12 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
     } else if start & SAMPLED == 0 {
         // An exit reading below the entry one (reordered reads, or counters that disagree
         // across cores) counts as 0, not as a wrapped 2^64 − 1.
-        let ticks = clock::now().saturating_sub(start);
+        let ticks = clock::now_after().saturating_sub(start);
         pop(caller);
         emit(Event::timed_return(method(callee), ticks));
     } else {
         let start = start & !SAMPLED;
-        let ticks = (clock::now() & (SAMPLED - 1)).saturating_sub(start);
+        let ticks = (clock::now_after() & (SAMPLED - 1)).saturating_sub(start);
         let word = if ticker::long_since(start) {
             Event::long_return(method(callee), ticks, true)
         } else {
@@ -272,7 +293,7 @@ pub(crate) struct KeyedFrame {
 #[inline(always)]
 pub(crate) fn enter_keyed(site: &'static Site, key: u64) -> KeyedFrame {
     KeyedFrame {
-        entry: enter_recorded::<true>(site, key),
+        entry: enter_recorded::<false>(site, key),
         key,
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! One file per job: `frames` (entering and leaving a function: the shadow stack, `Call` and
 //! `Return`), `timing` (which calls are timed), `paths` (the Ball-Larus path register),
-//! `future` (an `async fn`'s frame across its polls) and `memory` (the accesses
-//! `#[profile(memory)]` marks). This file holds what they share: the shadow stack's
+//! `future` (an `async fn`'s frame across its polls), `memory` (the accesses
+//! `#[profile(memory)]` marks) and `probe` (the time analysis' measure of its own cost, on the
+//! program's threads). This file holds what they share: the shadow stack's
 //! thread-local and the check whether a session records.
 
 use cabprof_cab::event::{MethodId, MAX_METHOD_ID};
@@ -14,6 +15,7 @@ mod frames;
 mod future;
 mod memory;
 mod paths;
+mod probe;
 mod ticker;
 mod timing;
 
@@ -25,6 +27,7 @@ pub use frames::{enter, run, FrameGuard};
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
+pub(crate) use probe::{body as probe_body, plain as probe_plain, PROBE_SITE};
 pub(crate) use ticker::{
     intervals as tick_intervals, start as start_ticker, stop as stop_ticker, LONG_TICKS,
 };

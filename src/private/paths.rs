@@ -43,7 +43,7 @@ pub fn enter_paths(site: &'static Site, num_paths: u64, hashed: bool) -> PathGua
     let e = if key == 0 {
         Entry::IDLE
     } else {
-        enter_recorded::<true>(site, key)
+        enter_recorded::<false>(site, key)
     };
     PathGuard {
         method: e.callee(),

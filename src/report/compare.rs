@@ -98,6 +98,8 @@ impl ReportData {
                 f.raw_exclusive_ns = None;
                 f.raw_mean_ns = None;
                 f.below_resolution = None;
+                f.exclusive_clipped = None;
+                f.calibration_error_ns = None;
             }
             t.functions.sort_by_key(|f| f.method);
             for e in &mut t.edges {
@@ -111,6 +113,7 @@ impl ReportData {
                 c.exclusive_ns = 0.0;
                 c.raw_inclusive_ns = None;
                 c.raw_exclusive_ns = None;
+                c.exclusive_clipped = None;
             }
         }
         d.session = SessionInfo::default();

@@ -209,6 +209,7 @@ mod tests {
             exclusive_ns: 0.0,
             raw_inclusive_ns: None,
             raw_exclusive_ns: None,
+            exclusive_clipped: None,
         }
     }
 

@@ -150,7 +150,7 @@ mod tests {
     use super::pretty;
     use crate::model::{
         AllocContextEntry, AllocationsData, CallTreeData, CompensationEntry, ContextEntry,
-        ContextTimeEntry, MethodEntry, ReportData, TimeData,
+        ContextTimeEntry, DuringSession, MethodEntry, ReportData, Spread, TimeData,
     };
 
     /// The layout [`pretty`] makes, from compact JSON (as `miniserde` writes it): the
@@ -274,6 +274,7 @@ mod tests {
                     exclusive_ns: f64::NAN,
                     raw_inclusive_ns: Some(2.5),
                     raw_exclusive_ns: None,
+                    exclusive_clipped: Some(true),
                 }],
                 compensation: Some(CompensationEntry {
                     clock_ns: 6.5,
@@ -283,6 +284,24 @@ mod tests {
                     resolution_ns: 0.5,
                     timed_ns_at_finish: None,
                     inside_ns_at_finish: Some(1.0),
+                    during: Some(DuringSession {
+                        probes: 3,
+                        timed_ns: Spread {
+                            min: 19.0,
+                            median: 20.5,
+                            max: 31.25,
+                        },
+                        untimed_ns: Spread {
+                            min: 3.0,
+                            median: 4.0,
+                            max: 5.0,
+                        },
+                        inside_ns: Spread {
+                            min: 1.0,
+                            median: 1.25,
+                            max: 2.0,
+                        },
+                    }),
                 }),
                 inside_cabprof_ns: Some(0.0),
                 inside_cabprof_entries: None,

@@ -446,6 +446,9 @@ impl TimeProfile {
     /// A word other than the four of the per-call path.
     #[inline(never)]
     pub(super) fn on_other(&mut self, w: u64) {
+        if let Some(c) = cabprof_cab::event::as_calibration(w) {
+            return self.on_calibration(c);
+        }
         match decode(w) {
             Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
             Some(EventKind::Return { callee }) => self.on_return(callee.get()),

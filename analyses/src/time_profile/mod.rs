@@ -83,9 +83,11 @@ mod tests;
 #[cfg(test)]
 mod tests_long;
 
-pub use results::{Compensation, FunctionEstimate, FunctionTime, Long, TimeContext, Timed};
+pub use results::{
+    Calibrations, Compensation, FunctionEstimate, FunctionTime, Long, TimeContext, Timed,
+};
 
-use cabprof_cab::event::{self, MethodId};
+use cabprof_cab::event::{self, CallCosts, MethodId};
 use hashbrown::HashMap;
 
 use crate::call_tree::tasks;
@@ -155,6 +157,13 @@ pub struct TimeProfile {
     /// Ticks the threads spent inside cabprof, and the `Stall` words that said so.
     stalled: u64,
     stalls: u64,
+    /// The latest calibration words of this stream (its thread's probes during the session),
+    /// at most [`CALIBRATION_WINDOW`]: the compensation applied is their median.
+    recent: Vec<CallCosts>,
+    /// Where the next calibration word goes in `recent` once it is full.
+    recent_next: usize,
+    /// Every calibration word seen (merged over streams).
+    calibrations: Calibrations,
     /// Tests: every call takes the uncached path.
     #[cfg(test)]
     test_uncached: bool,
@@ -178,6 +187,9 @@ impl Default for TimeProfile {
             comp_timed_extra: 0,
             stalled: 0,
             stalls: 0,
+            recent: Vec::new(),
+            recent_next: 0,
+            calibrations: Calibrations::default(),
             #[cfg(test)]
             test_uncached: false,
         }
@@ -190,14 +202,61 @@ impl TimeProfile {
         TimeProfile::default()
     }
 
-    /// Take `c` out of the times from now on (see [`Compensation`]). Without it only the
-    /// time spent inside cabprof (`Stall` words) is taken out.
+    /// Take `c` out of the times from now on (see [`Compensation`]), until the stream's own
+    /// calibration words say otherwise. Without it only the time spent inside cabprof
+    /// (`Stall` words) is taken out, and calibration words are only counted.
     pub fn set_compensation(&mut self, c: Compensation) {
-        let fixed = |t: f64| (t.max(0.0) * COST_ONE).round() as u64;
         self.compensation = Some(c);
+        self.apply(c);
+    }
+
+    fn apply(&mut self, c: Compensation) {
+        let fixed = |t: f64| (t.max(0.0) * COST_ONE).round() as u64;
         self.comp_inside = c.inside;
         self.comp_untimed = fixed(c.untimed);
         self.comp_timed_extra = fixed(c.timed).wrapping_sub(fixed(c.untimed));
+    }
+
+    /// A calibration word: the thread measured its calls' costs again. With compensation on,
+    /// the stream's calls from here on lose the median of its latest measurements (the one at
+    /// the session's start among them until there are three): one probe disturbed by an
+    /// interrupt moves nothing, a change of level that lasts is followed within a few laps.
+    #[cold]
+    fn on_calibration(&mut self, c: CallCosts) {
+        self.calibrations.add(c);
+        let Some(start) = self.compensation else {
+            return;
+        };
+        if self.recent.len() < CALIBRATION_WINDOW {
+            self.recent.push(c);
+        } else {
+            self.recent[self.recent_next] = c;
+            self.recent_next = (self.recent_next + 1) % CALIBRATION_WINDOW;
+        }
+        let pick = |f: fn(&CallCosts) -> f64, first: f64| {
+            let mut v: Vec<f64> = self.recent.iter().map(f).collect();
+            if v.len() < 3 {
+                v.push(first);
+            }
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        };
+        let c = Compensation {
+            inside: pick(|c| c.inside, start.inside),
+            timed: pick(|c| c.timed, start.timed),
+            untimed: pick(|c| c.untimed, start.untimed),
+        };
+        self.apply(c);
+    }
+
+    /// The calibration words seen: the probes the program's threads ran during the session.
+    pub fn calibrations(&self) -> &Calibrations {
+        &self.calibrations
     }
 
     /// The compensation applied, if one was set.
@@ -247,6 +306,9 @@ impl TimeProfile {
     }
 }
 
+/// Calibration words a stream's compensation is the median of.
+const CALIBRATION_WINDOW: usize = 3;
+
 fn method_id(m: u32) -> MethodId {
     MethodId::new(m).unwrap_or(MethodId::ROOT)
 }
@@ -286,6 +348,7 @@ impl EventAnalysis for TimeProfile {
     }
 
     fn merge(&mut self, other: TimeProfile) {
+        self.calibrations.merge(&other.calibrations);
         for (m, f) in other.functions.into_iter().enumerate() {
             let Some(f) = f else { continue };
             let mine = self.function(m as u32);

@@ -255,6 +255,35 @@ pub struct Compensation {
     pub untimed: f64,
 }
 
+/// The calibration words of a session: the probes its threads ran while it ran, each the
+/// cost of a timed and an untimed call and the part of a timed call inside its own interval,
+/// in ticks. Their count, and every result up to [`Calibrations::KEPT`] (the report's spread).
+#[derive(Clone, Debug, Default)]
+pub struct Calibrations {
+    /// Calibration words seen.
+    pub count: u64,
+    /// The first [`KEPT`](Self::KEPT) of them.
+    pub kept: Vec<cabprof_cab::event::CallCosts>,
+}
+
+impl Calibrations {
+    /// Results kept.
+    pub const KEPT: usize = 4096;
+
+    pub(super) fn add(&mut self, c: cabprof_cab::event::CallCosts) {
+        self.count += 1;
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(c);
+        }
+    }
+
+    pub(super) fn merge(&mut self, other: &Calibrations) {
+        self.count += other.count;
+        let room = Self::KEPT.saturating_sub(self.kept.len());
+        self.kept.extend(other.kept.iter().take(room));
+    }
+}
+
 /// Fixed-point scale of the per-thread cost counter ([`ThreadState::cost`]).
 ///
 /// [`ThreadState::cost`]: super::ThreadState::cost
@@ -325,6 +354,9 @@ pub struct TimeContext {
     pub exclusive: f64,
     /// The same from the raw ticks.
     pub raw_exclusive: f64,
+    /// `exclusive` came out below 0 and is shown as 0: what compensation took out of the
+    /// context exceeds what it measured, so its self time is below the calibration's error.
+    pub exclusive_clipped: bool,
 }
 
 /// A function's estimated times, in ticks, compensated (see [`Compensation`]) but for the
@@ -336,6 +368,9 @@ pub struct FunctionEstimate {
     /// Self ticks: inclusive ticks of every activation minus those of the calls it made
     /// (never negative).
     pub exclusive: f64,
+    /// `exclusive` came out below 0 (a difference of two compensated or estimated sums) and
+    /// is 0: the function's self time is below what the calibration or the sample resolves.
+    pub exclusive_clipped: bool,
     /// `inclusive` from the raw ticks.
     pub raw_inclusive: f64,
     /// `exclusive` from the raw ticks.
@@ -508,6 +543,7 @@ impl TimeProfile {
                 FunctionEstimate {
                     inclusive: 0.0,
                     exclusive: 0.0,
+                    exclusive_clipped: false,
                     raw_inclusive: 0.0,
                     raw_exclusive: 0.0,
                     inclusive_ci: 0.0,
@@ -571,6 +607,7 @@ fn estimate_with(f: &FunctionTime, (callees, raw_callees): (f64, f64)) -> Functi
     FunctionEstimate {
         inclusive: inclusive.max(0.0),
         exclusive: (all - callees).max(0.0),
+        exclusive_clipped: all - callees < 0.0,
         raw_inclusive,
         raw_exclusive: (raw_all - raw_callees).max(0.0),
         inclusive_ci,
@@ -606,6 +643,7 @@ impl TimeProfile {
                 long: self.long_at(i),
                 exclusive: own[i].0.max(0.0),
                 raw_exclusive: own[i].1.max(0.0),
+                exclusive_clipped: own[i].0 < 0.0,
             })
             .collect()
     }

@@ -16,7 +16,7 @@
 //! tag 3  Path    method: bits 30..60             path:   bits 0..30
 //! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
 //! tag 5  Thread  id: bits 0..60
-//! tag 6  Marker  value: bits 0..60
+//! tag 6  Marker  value: bits 0..60 (values 0xCA0 << 48 and 0xCA1 << 48 up: calibration.rs)
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
@@ -38,9 +38,11 @@ use std::fmt;
 
 // The constructors of two families of words, in files of their own; the layout stays here.
 mod alloc;
+mod calibration;
 mod duration;
 mod poll;
 
+pub use calibration::{as_calibration, is_probe, CallCosts};
 pub use duration::{
     as_long_return, as_time, as_timed_return, EXACT_DURATION, LONG_EXACT_DURATION, MAX_DURATION,
     MAX_LONG_DURATION,

@@ -80,6 +80,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             if seen == MAGIC && (!SAMPLING || self.index() == self.shared.capacity) {
                 self.cursor = self.base;
                 self.wraps += 1;
+                crate::lap::note();
                 // Release: a consumer that reads this position also sees every slot before it.
                 self.shared
                     .reached

@@ -3,16 +3,26 @@
 //! figure negative. How close the compensated figures come to the plain program's is a
 //! measurement, not a test: it depends on the host, its load and the build profile (a debug
 //! build under a loaded CI host overcompensated one round in three), so
-//! `benches/time_fidelity.rs` measures it in alternated rounds and prints the errors. One
-//! session at a time: a single test.
+//! `benches/time_fidelity.rs` measures it in alternated rounds and prints the errors. The
+//! tests here check what holds on any host: a pure body's time stays its own, a loop of calls
+//! keeps only its loop's time. One session at a time: the tests take [`SESSION`] in turn.
 
 use cabprof_checks::fidelity::profiled_costs;
+use std::sync::Mutex;
+
+/// Held by each test while its sessions run.
+static SESSION: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SESSION.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// `mid` calls per run.
 const N: u64 = 4_000;
 
 #[test]
 fn compensation_is_stated_takes_time_out_and_leaves_nothing_negative() {
+    let _one = one_at_a_time();
     let mut tiny = Vec::new();
     for _ in 0..3 {
         let (raw, comp, data) = profiled_costs(N, 1);
@@ -44,4 +54,53 @@ fn compensation_is_stated_takes_time_out_and_leaves_nothing_negative() {
     for (raw, comp) in tiny {
         assert!(raw >= comp, "raw {raw} >= compensated {comp}");
     }
+}
+
+/// `kernel`, pure register arithmetic, keeps its body between its stamps: its time is its
+/// own, not its caller's. Built optimised (CI runs this test with `--release` too), a body the
+/// compiler moved past the exit stamp left `kernel` below resolution and its time in `spin`'s
+/// self time. How close the figure comes to the plain cost is the bench's.
+#[test]
+fn a_pure_arithmetic_body_stays_inside_its_own_time() {
+    let _one = one_at_a_time();
+    use cabprof_checks::fidelity::{KERNEL, SPIN};
+    let (_, comp, data) = profiled_costs(N, 1);
+    let t = data.time.as_ref().expect("time ran");
+    assert!(
+        !comp.below_resolution[KERNEL],
+        "kernel marked below resolution"
+    );
+    let kernel_calls = (4 * N) as f64;
+    let kernel_self = comp.self_ns[KERNEL] * kernel_calls;
+    // `spin` has one call: its self time per call is its whole self time.
+    let spin_self = comp.self_ns[SPIN];
+    assert!(
+        spin_self < kernel_self,
+        "spin's self time {spin_self} ns is not below kernel's {kernel_self} ns"
+    );
+    assert!(t.compensation.is_some());
+}
+
+/// No orphan cost: a loop calling an instrumented function keeps, as its own time, its loop's
+/// and no more than a tenth of its whole time (the calls' cost outside their callee's stamps
+/// is taken out of it, with the rest of what they cost). An orphan cost is in every run; a
+/// preemption of the test's thread (the other tests run alongside) lands in one: the best of
+/// three runs is judged.
+#[test]
+fn a_loop_of_calls_keeps_only_its_loop_as_its_own_time() {
+    use cabprof_checks::fidelity::{plain_costs, SPIN};
+    let _one = one_at_a_time();
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let plain = plain_costs(N);
+        let (_, comp, _) = profiled_costs(N, 1);
+        let loop_overhead = plain.self_ns[SPIN].max(0.0);
+        let whole = comp.mean_ns[SPIN];
+        let excess = comp.self_ns[SPIN] - (loop_overhead + 0.1 * whole);
+        if excess <= 0.0 {
+            return;
+        }
+        tries.push((comp.self_ns[SPIN], loop_overhead, whole));
+    }
+    panic!("spin's self time, its plain loop's and its whole, in ns, in three runs: {tries:?}");
 }

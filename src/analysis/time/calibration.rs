@@ -26,6 +26,7 @@
 use cabprof_cab::clock;
 use cabprof_cab::event;
 use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
+use crate::__private::{probe_body, probe_plain as plain, PROBE_SITE};
 use std::hint::black_box;
 
 /// Calls per batch: a round is three batches of two words per instrumented call (the rounds
@@ -52,51 +53,22 @@ pub(crate) struct Overhead {
     pub(crate) spread: f64,
 }
 
-/// The probe's site: unregistered, so that it takes no id from the program's functions.
-static PROBE_SITE: cabprof_cab::registry::Site =
-    cabprof_cab::registry::Site::unregistered(|| "cabprof::calibration::probe", module_path!());
-
-/// Rounds of the probe's body: four independent multiply chains, a few nanoseconds of work.
-const BODY_STEPS: u32 = 8;
-
-/// The probe's body (and its twin's). Not empty: out-of-order execution runs the probe's
-/// exit alongside the function's own work, as it does in a real function, and a probe with
-/// nothing to overlap costs more than one in a program (measured on AMD EPYC: an empty probe
-/// 17.5 ns per timed call, this one about 11, a call in the program of `cabprof-checks`'
-/// `time_fidelity` 13, a probe of 30 steps 7.7). See docs/PERFORMANCE.md, *True time*.
-#[inline(always)]
-fn body(x: u64) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let (mut a, mut b, mut c, mut d) = (x, x ^ 1, x ^ 2, x ^ 3);
-    // A loop, not 32 unrolled multiplies: the body is then shaped as a small function's.
-    for _ in 0..black_box(BODY_STEPS) {
-        a = a.wrapping_mul(K).wrapping_add(1);
-        b = b.wrapping_mul(K).wrapping_add(3);
-        c = c.wrapping_mul(K).wrapping_add(5);
-        d = d.wrapping_mul(K).wrapping_add(7);
-    }
-    a ^ b ^ c ^ d
-}
-
 /// The calibration session's key: the probe records into it, and only the probe does.
 static PROBE_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// An instrumented function, shaped as `#[profile]` makes it (the guard a temporary of the
-/// tail, dropped last), recording into the private calibration session: the same entry and
-/// exit code, with the session's key given rather than read from the running session.
+/// An instrumented function, shaped as `#[profile]` makes it (the body between the entry and
+/// the exit, its input and result passed through barriers), recording into the private
+/// calibration session: the same entry and exit code, with the session's key given rather
+/// than read from the running session.
 #[inline(never)]
-#[allow(clippy::match_single_binding)]
 fn probe(x: u64) -> u64 {
     let key = PROBE_KEY.load(std::sync::atomic::Ordering::Relaxed);
-    match crate::__private::enter_keyed(&PROBE_SITE, key) {
-        ref mut _frame => body(black_box(x)),
-    }
-}
-
-/// Its plain twin.
-#[inline(never)]
-fn plain(x: u64) -> u64 {
-    body(black_box(x))
+    let _frame = crate::__private::enter_keyed(&PROBE_SITE, key);
+    let mut x = x;
+    black_box(&mut x);
+    let r = probe_body(x);
+    black_box(&r);
+    r
 }
 
 /// The durations the probe's timed calls report, as the analyzer receives them.
@@ -166,14 +138,47 @@ fn half_iqr(v: &mut [f64]) -> f64 {
 /// stays as it was, and at process exit, when the main thread's thread-locals are gone, the
 /// probe still records.
 pub(crate) fn measure(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
+    let cpu = current_cpu();
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("cabprof-calibration".into())
-            .spawn_scoped(s, || measure_here(config, period))
+            .spawn_scoped(s, || {
+                if let Some(cpu) = cpu {
+                    pin_to_cpu(cpu);
+                }
+                measure_here(config, period)
+            })
             .map_err(|e| format!("no thread to calibrate on: {e}"))?
             .join()
             .map_err(|_| "the calibration panicked".to_string())?
     })
+}
+
+/// The CPU the calling thread runs on (Linux).
+fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `sched_getcpu` takes no arguments and only reads the calling thread's state.
+        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// Keep the calling thread on `cpu` (Linux; elsewhere, and on failure, nothing).
+fn pin_to_cpu(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `set` is a zeroed `cpu_set_t` that `CPU_SET` fills within its bounds (it checks
+    // `cpu` against them); `sched_setaffinity(0, ..)` reads it and changes only this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu < 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {

@@ -11,10 +11,10 @@ mod calibration;
 use super::contexts::{depth_first, stack_rows};
 use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
-    NotAReport, 
-    CompensationEntry, ContextTimeEntry, EdgeTimeEntry, FunctionTimeEntry, ReportData, TimeData,
+    CompensationEntry, ContextTimeEntry, DuringSession, EdgeTimeEntry, FunctionTimeEntry,
+    NotAReport, ReportData, Spread, TimeData,
 };
-use cabprof_analyses::{Compensation, TimeProfile};
+use cabprof_analyses::{Calibrations, Compensation, TimeProfile};
 use cabprof_cab::clock::{self, Calibration, Pair};
 use cabprof_cab::runtime::RuntimeConfig;
 use cabprof_cab::ConfigError;
@@ -132,6 +132,60 @@ fn compensation(o: &Overhead) -> Compensation {
     }
 }
 
+/// Per function, the instrumented calls inside its outermost calls' time: theirs and every
+/// call below them, from the calling contexts (parents before children). Linear in the
+/// contexts: one pass up for the subtree counts, one depth-first walk that keeps, per
+/// function, how many of its contexts are open above the current one.
+fn calls_inside(nodes: &[cabprof_analyses::TimeContext]) -> std::collections::HashMap<u32, u64> {
+    use std::collections::HashMap;
+    let at: HashMap<u32, usize> = nodes.iter().enumerate().map(|(i, n)| (n.node, i)).collect();
+    let parent = |i: usize| at.get(&nodes[i].parent).copied();
+    let mut below: Vec<u64> = nodes.iter().map(|n| n.time.calls).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for i in (0..nodes.len()).rev() {
+        match parent(i) {
+            Some(p) => {
+                below[p] += below[i];
+                children[p].push(i);
+            }
+            None => roots.push(i),
+        }
+    }
+    let mut out = HashMap::new();
+    let mut open: HashMap<u32, u32> = HashMap::new();
+    // (node, entering): a node is entered, its children walked, then it is left.
+    let mut walk: Vec<(usize, bool)> = roots.into_iter().map(|r| (r, true)).collect();
+    while let Some((i, entering)) = walk.pop() {
+        let m = nodes[i].method.get();
+        if entering {
+            let depth = open.entry(m).or_insert(0);
+            if *depth == 0 {
+                *out.entry(m).or_insert(0) += below[i];
+            }
+            *depth += 1;
+            walk.push((i, false));
+            walk.extend(children[i].iter().map(|&c| (c, true)));
+        } else if let Some(depth) = open.get_mut(&m) {
+            *depth -= 1;
+        }
+    }
+    out
+}
+
+/// The probes of a session's threads, in ns.
+fn during(c: &Calibrations, ns: &dyn Fn(f64) -> f64) -> Option<DuringSession> {
+    let spread = |f: fn(&cabprof_cab::event::CallCosts) -> f64| {
+        Spread::of(c.kept.iter().map(|k| ns(f(k))).collect())
+    };
+    Some(DuringSession {
+        probes: c.count,
+        timed_ns: spread(|k| k.timed)?,
+        untimed_ns: spread(|k| k.untimed)?,
+        inside_ns: spread(|k| k.inside)?,
+    })
+}
+
 /// The time analysis.
 pub(crate) struct Descriptor;
 
@@ -162,6 +216,7 @@ impl AnalysisDescriptor for Descriptor {
     }
 
     fn report(t: &TimeProfile, data: &mut ReportData, methods: &mut MethodIds) {
+        let t_profile = t;
         let timing = timing().clone();
         let start = timing.as_ref().map_or_else(Calibration::start, |t| t.start);
         let cal = Calibration::measure(&start);
@@ -176,9 +231,24 @@ impl AnalysisDescriptor for Descriptor {
                 resolution_ns: ns(o.spread),
                 timed_ns_at_finish: t.at_finish.map(|f| ns(f.timed)),
                 inside_ns_at_finish: t.at_finish.map(|f| ns(f.inside)),
+                during: during(t_profile.calibrations(), &ns),
             })
         });
         let resolution = compensation.as_ref().map(|c| c.resolution_ns);
+        // Per instrumented call, how far the compensation may be off: half the spread of the
+        // probes during the session (their interquartile range), or half the drift between
+        // start and finish without probes.
+        let per_call_error = compensation.as_ref().and_then(|c| {
+            let mut timed: Vec<f64> = t.calibrations().kept.iter().map(|k| ns(k.timed)).collect();
+            if timed.len() >= 2 {
+                timed.sort_by(f64::total_cmp);
+                let q = |p: f64| timed[((timed.len() - 1) as f64 * p).round() as usize];
+                Some((q(0.75) - q(0.25)) / 2.0)
+            } else {
+                c.timed_ns_at_finish.map(|f| (f - c.timed_ns).abs() / 2.0)
+            }
+        });
+        let calls_inside = calls_inside(&t.context_nodes());
         let estimates: std::collections::HashMap<_, _> = t.estimates().into_iter().collect();
         let sample_period = crate::__private::time_period().max(1);
         // The coarse clock's intervals: each untimed long call's entry was placed in the
@@ -239,6 +309,10 @@ impl AnalysisDescriptor for Descriptor {
                     raw_exclusive_ns: Some(ns(e.raw_exclusive)),
                     raw_mean_ns: Some(raw_mean),
                     below_resolution: resolution.map(|r| f.timed > 0 && mean < r),
+                    exclusive_clipped: Some(e.exclusive_clipped),
+                    calibration_error_ns: per_call_error.map(|d| {
+                        d * calls_inside.get(&m.get()).copied().unwrap_or(f.calls) as f64
+                    }),
                 }
             })
             .collect();
@@ -289,6 +363,7 @@ impl AnalysisDescriptor for Descriptor {
                 exclusive_ns: ns(c.exclusive),
                 raw_inclusive_ns: Some(ns(c.time.raw_estimate_with(&c.long))),
                 raw_exclusive_ns: Some(ns(c.raw_exclusive)),
+                exclusive_clipped: Some(c.exclusive_clipped),
             }
         })
         .collect();
@@ -359,6 +434,17 @@ impl AnalysisDescriptor for Descriptor {
                     dur1(c.resolution_ns),
                     dur1(c.clock_ns),
                 );
+                if let Some(d) = &c.during {
+                    let _ = writeln!(
+                        o,
+                        "  measured again on the program's threads as their rings lapped ({} probes; a timed call {} [{}, {}], inside it {}): each thread's calls lose the median of its latest probes",
+                        d.probes,
+                        dur1(d.timed_ns.median),
+                        dur1(d.timed_ns.min),
+                        dur1(d.timed_ns.max),
+                        dur1(d.inside_ns.median),
+                    );
+                }
             }
             None => {
                 let _ = writeln!(o, "  raw: no overhead compensation");
@@ -400,7 +486,7 @@ impl AnalysisDescriptor for Descriptor {
                     let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
                     (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
                 }
-                _ => (incl, dur(f.exclusive_ns), dur(f.mean_ns)),
+                _ => (incl, excl_text(f.exclusive_ns, f.exclusive_clipped), dur(f.mean_ns)),
             };
             let _ = write!(
                 o,
@@ -425,6 +511,17 @@ impl AnalysisDescriptor for Descriptor {
             }
             let _ = writeln!(o, "  {}", data.name(f.method));
         }
+        let clipped = t
+            .functions
+            .iter()
+            .take(top)
+            .any(|f| f.exclusive_clipped == Some(true));
+        if clipped {
+            let _ = writeln!(
+                o,
+                "  ~0: a self time that came out below zero (the function's time less its callees', each compensated or estimated): below what the calibration or the sample resolves"
+            );
+        }
         let _ = writeln!(
             o,
             "\ntime by calling context ({}):",
@@ -445,7 +542,7 @@ impl AnalysisDescriptor for Descriptor {
                 "  {:>12} {:>14} incl {:>14} self  {row}",
                 c.calls,
                 dur(c.inclusive_ns),
-                dur(c.exclusive_ns),
+                excl_text(c.exclusive_ns, c.exclusive_clipped),
             );
         }
     }
@@ -455,6 +552,15 @@ impl AnalysisDescriptor for Descriptor {
             Some(t) => check_contexts("time.contexts", &t.contexts),
             None => Ok(()),
         }
+    }
+}
+
+/// A self time, or `~0` where it came out below zero and was clipped.
+fn excl_text(ns: f64, clipped: Option<bool>) -> String {
+    if clipped == Some(true) {
+        "~0".to_string()
+    } else {
+        dur(ns)
     }
 }
 

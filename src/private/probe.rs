@@ -1,0 +1,203 @@
+//! The calibration probe: what an instrumented call costs, measured on the program's own
+//! thread, in its own ring, while the program runs.
+//!
+//! What a timed call costs its caller is not a constant of the machine. On the 2-vCPU hosts
+//! these figures come from it moved between two levels about 20 clock ticks apart, within one
+//! process and from one process to the next (where the host put the two vCPUs, and what state
+//! the ring's lines were in), so a calibration taken once, before the session, was wrong for
+//! the whole run whenever the level changed. So while a timed session runs, each thread
+//! measures again each time its ring laps (at most once per [`MIN_GAP_TICKS`]): a probe
+//! function, entered and left through the very code [`enter_recorded`] and [`leave`] that every
+//! instrumented function runs (writing a probe word where a call writes its `Call` and
+//! `Return`), against a plain twin, in alternated batches. The thread then writes a `Stall`
+//! word for the time the probe took (the frames open around it lose it) and a calibration word
+//! with the result, which the time analysis uses for that thread's calls from then on.
+//!
+//! A lap is a ring's worth of words, so a thread is probed in proportion to what it writes
+//! (480 probe calls per lap of a 2 MiB ring, about 131,000 calls): well under 1 % of its
+//! calls and of its time.
+
+use super::frames::{enter_recorded, leave, Entry};
+use super::timing::UNTIMED;
+use super::Site;
+use cabprof_cab::clock;
+use cabprof_cab::event::{as_timed_return, CallCosts, Event};
+use cabprof_cab::runtime::{emit, emit_with, session_key};
+use std::cell::Cell;
+use std::hint::black_box;
+
+/// Rounds of three batches (plain, timed, untimed) per probe.
+const ROUNDS: usize = 5;
+/// Calls per batch.
+const BATCH: u64 = 32;
+/// Clock ticks that must pass between two probes of one thread (about 3 ms at 3 GHz): a
+/// thread whose ring laps faster (a small ring) is probed at most this often.
+const MIN_GAP_TICKS: u64 = 1 << 23;
+
+thread_local! {
+    /// Whether the probe's calls are timed now.
+    static TIMED: Cell<bool> = const { Cell::new(false) };
+    /// The durations the probe's timed calls measured, summed.
+    static TICKS: Cell<u64> = const { Cell::new(0) };
+    /// The clock when this thread was last probed (0: never).
+    static LAST: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The probe's site: unregistered, so that it takes no id from the program's functions.
+pub(crate) static PROBE_SITE: Site =
+    Site::unregistered(|| "cabprof::calibration::probe", module_path!());
+
+/// Rounds of the probe's body.
+const BODY_STEPS: u32 = 12;
+
+/// The probe's body (and its twin's): a short dependent chain of multiplies and rotates, a
+/// few nanoseconds of work that the instrumentation around it cannot overlap much.
+#[inline(always)]
+pub(crate) fn body(x: u64) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut v = x;
+    for i in 0..black_box(BODY_STEPS) {
+        v = v.wrapping_mul(K).rotate_left(17) ^ u64::from(i);
+    }
+    v
+}
+
+/// The plain twin.
+#[inline(never)]
+pub(crate) fn plain(x: u64) -> u64 {
+    body(black_box(x))
+}
+
+/// The probe, shaped as `#[profile]` makes a function (`run`): the session check inline, the
+/// recorded copy out of line.
+#[inline(never)]
+fn probe(x: u64) -> u64 {
+    let key = session_key();
+    if key == 0 {
+        return body(x);
+    }
+    probe_recorded(x, key)
+}
+
+/// The probe's recorded copy, as `run_recorded`.
+#[cold]
+#[inline(never)]
+fn probe_recorded(x: u64, key: u64) -> u64 {
+    let _frame = ProbeFrame(enter_recorded::<true>(&PROBE_SITE, key));
+    let mut x = x;
+    black_box(&mut x);
+    let r = body(x);
+    black_box(&r);
+    r
+}
+
+/// The probe's frame guard: its drop is [`leave`]'s probe copy.
+struct ProbeFrame(Entry);
+
+impl Drop for ProbeFrame {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let e = self.0;
+        if e.callee() != 0 {
+            leave::<true>(e.callee(), e.caller(), e.start);
+        }
+    }
+}
+
+/// The probe's entry clock: read if the batch is timed.
+#[inline(always)]
+pub(super) fn entry_start() -> u64 {
+    if TIMED.with(Cell::get) {
+        clock::now()
+    } else {
+        UNTIMED
+    }
+}
+
+/// The probe's exit word: a probe word in place of its `Return` or `TimedReturn`, whose
+/// duration is kept.
+#[inline(always)]
+pub(super) fn exit_word(e: Event) {
+    if let Some((_, ticks)) = as_timed_return(e.word()) {
+        TICKS.with(|t| t.set(t.get().wrapping_add(ticks)));
+    }
+    emit(Event::probe());
+}
+
+/// Ticks per call of `f` over one batch.
+fn batch(f: fn(u64) -> u64) -> f64 {
+    let mut x = 1;
+    let t0 = clock::now();
+    for _ in 0..BATCH {
+        x = f(x);
+    }
+    let t1 = clock::now();
+    black_box(x);
+    t1.saturating_sub(t0) as f64 / BATCH as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// This thread's ring lapped (a call of the session `key` is being entered): probe again if
+/// the time analysis runs and the last probe is old enough. Out of line and cold.
+#[cold]
+#[inline(never)]
+pub(super) fn on_lap(key: u64) {
+    if !cabprof_cab::lap::take() || super::time_period() == 0 {
+        return;
+    }
+    let start = clock::now();
+    let last = LAST.with(Cell::get);
+    if last != 0 && start.wrapping_sub(last) < MIN_GAP_TICKS {
+        return;
+    }
+    LAST.with(|c| c.set(start));
+    let costs = measure();
+    emit_with(key, Event::stall(clock::now().saturating_sub(start)));
+    emit_with(key, Event::calibration(costs));
+}
+
+/// One probe: [`ROUNDS`] rounds of a plain, a timed and an untimed batch, in rotated order;
+/// each cost the median over the rounds.
+fn measure() -> CallCosts {
+    let was = TIMED.with(Cell::get);
+    let (mut timed, mut untimed, mut inside) = ([0.0; ROUNDS], [0.0; ROUNDS], [0.0; ROUNDS]);
+    for round in 0..ROUNDS {
+        let mut one = [0.0; 3];
+        let mut reported = 0.0;
+        for k in 0..3 {
+            let which = (k + round) % 3;
+            one[which] = match which {
+                0 => batch(plain),
+                1 => {
+                    TIMED.with(|c| c.set(true));
+                    TICKS.with(|c| c.set(0));
+                    let t = batch(probe);
+                    reported = TICKS.with(Cell::get) as f64 / BATCH as f64;
+                    t
+                }
+                _ => {
+                    TIMED.with(|c| c.set(false));
+                    batch(probe)
+                }
+            };
+        }
+        timed[round] = one[1] - one[0];
+        untimed[round] = one[2] - one[0];
+        inside[round] = reported - one[0];
+    }
+    TIMED.with(|c| c.set(was));
+    CallCosts {
+        timed: median(&mut timed),
+        untimed: median(&mut untimed),
+        inside: median(&mut inside),
+    }
+}
