@@ -47,19 +47,25 @@ thread_local! {
 pub(crate) static PROBE_SITE: Site =
     Site::unregistered(|| "cabprof::calibration::probe", module_path!());
 
-/// Rounds of the probe's body.
-const BODY_STEPS: u32 = 12;
+/// Rounds of the probe's body: four independent multiply chains, a few nanoseconds of work.
+const BODY_STEPS: u32 = 8;
 
-/// The probe's body (and its twin's): a short dependent chain of multiplies and rotates, a
-/// few nanoseconds of work that the instrumentation around it cannot overlap much.
+/// The probe's body (and its twin's). Not empty: out-of-order execution runs part of the
+/// instrumentation alongside the function's own work, as it does in a real function. How much
+/// depends on the function (a long dependency chain hides more of its calls' cost than a
+/// one-multiply accessor does); four short chains stand for a small function.
 #[inline(always)]
 pub(crate) fn body(x: u64) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut v = x;
-    for i in 0..black_box(BODY_STEPS) {
-        v = v.wrapping_mul(K).rotate_left(17) ^ u64::from(i);
+    let (mut a, mut b, mut c, mut d) = (x, x ^ 1, x ^ 2, x ^ 3);
+    // A loop, not 32 unrolled multiplies: the body is then shaped as a small function's.
+    for _ in 0..black_box(BODY_STEPS) {
+        a = a.wrapping_mul(K).wrapping_add(1);
+        b = b.wrapping_mul(K).wrapping_add(3);
+        c = c.wrapping_mul(K).wrapping_add(5);
+        d = d.wrapping_mul(K).wrapping_add(7);
     }
-    v
+    a ^ b ^ c ^ d
 }
 
 /// The plain twin.

@@ -437,7 +437,7 @@ impl AnalysisDescriptor for Descriptor {
                 if let Some(d) = &c.during {
                     let _ = writeln!(
                         o,
-                        "  measured again on the program's threads as their rings lapped ({} probes; a timed call {} [{}, {}], inside it {}): each thread's calls lose the median of its latest probes",
+                        "  measured again on the program's threads as their rings lapped ({} probes; a timed call {} [{}, {}], inside it {}): each thread's calls lose the median of its latest probes; a function's time may be off by its instrumented calls times half their spread (calibration_error_ns in the JSON)",
                         d.probes,
                         dur1(d.timed_ns.median),
                         dur1(d.timed_ns.min),
