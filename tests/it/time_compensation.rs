@@ -163,3 +163,55 @@ fn a_report_without_compensation_reads_back() {
     let t = old.time.unwrap();
     assert!(t.compensation.is_none() && t.functions[0].raw_inclusive_ns.is_none());
 }
+
+/// The program's own threads measure again as their rings lap: a small ring laps many times
+/// over a run, and the report says how many probes ran and what they measured; the probes'
+/// time is taken out of the frames open around them, and their words are no calls.
+#[test]
+fn threads_measure_again_as_their_rings_lap() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::Time])
+        .buffer_bytes(64 << 10)
+        .chunk_bytes(8 << 10)
+        .start()
+        .unwrap();
+    // 2 words per call, a lap every 4096 calls: about 50 laps, probed at most every few
+    // milliseconds.
+    let mut v = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(60) {
+        v ^= caller(20_000);
+    }
+    std::hint::black_box(v);
+    let r = s.finish();
+    let d = &r.data;
+    let c = d
+        .time
+        .as_ref()
+        .and_then(|t| t.compensation.as_ref())
+        .expect("compensated");
+    let during = c.during.as_ref().expect("probes ran during the session");
+    assert!(during.probes >= 2, "{during:?}");
+    assert!(
+        during.timed_ns.min > 0.0 && during.timed_ns.min <= during.timed_ns.median,
+        "{during:?}"
+    );
+    // Inside cabprof: the probes' time, one entry each at least.
+    let t = d.time.as_ref().unwrap();
+    assert!(
+        t.inside_cabprof_entries.unwrap_or(0) >= during.probes,
+        "{t:?}"
+    );
+    // No function but the program's: the probe is not a call.
+    let names: Vec<String> = t.functions.iter().map(|f| d.name(f.method)).collect();
+    assert!(
+        names.iter().all(|n| !n.contains("calibration")),
+        "{names:?}"
+    );
+    let counted = d.method_count.as_ref().expect("method count ran");
+    assert!(counted
+        .iter()
+        .all(|e| !d.name(e.method).contains("calibration")));
+    assert!(entry(d, "caller").calibration_error_ns.is_some());
+}

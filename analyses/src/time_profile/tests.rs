@@ -903,3 +903,82 @@ fn cached_and_uncached_calls_agree() {
         "cached and uncached differ on seeds {differ:?}"
     );
 }
+
+/// a (timed, 1000 ticks) calls b (timed, 100 ticks) three times; `between` words come after
+/// the first call.
+fn probed_stream(between: &[Event]) -> Vec<u64> {
+    let mut e = vec![
+        Event::call(m(0), m(1)),
+        Event::call(m(1), m(2)),
+        Event::timed_return(m(2), 100),
+    ];
+    e.extend_from_slice(between);
+    for _ in 0..2 {
+        e.push(Event::call(m(1), m(2)));
+        e.push(Event::timed_return(m(2), 100));
+    }
+    e.push(Event::timed_return(m(1), 1000));
+    words(&e)
+}
+
+#[test]
+fn calibration_words_move_the_compensation_from_where_they_are() {
+    let start = Compensation {
+        inside: 2.0,
+        timed: 10.0,
+        untimed: 4.0,
+    };
+    let probe = |timed: f64| {
+        Event::calibration(cabprof_cab::event::CallCosts {
+            timed,
+            untimed: 4.0,
+            inside: 2.0,
+        })
+    };
+    let run = |between: &[Event]| {
+        let w = probed_stream(between);
+        for cut in 0..w.len() {
+            let mut p = TimeProfile::new();
+            p.set_compensation(start);
+            p.consume(&w[..cut]);
+            p.consume(&w[cut..]);
+            let a = p.estimate(m(1)).inclusive;
+            if cut == 0 {
+                continue;
+            }
+            let mut whole = TimeProfile::new();
+            whole.set_compensation(start);
+            whole.consume(&w);
+            assert_eq!(a, whole.estimate(m(1)).inclusive, "cut at {cut}");
+        }
+        let mut p = TimeProfile::new();
+        p.set_compensation(start);
+        p.consume(&w);
+        (p.estimate(m(1)).inclusive, p.calibrations().count)
+    };
+    // No probe: a loses 2 inside and 10 per call of b.
+    assert_eq!(run(&[]), (1000.0 - 2.0 - 30.0, 0));
+    // Three probes at 30 (and a stall word, as the probe writes): the last two calls cost 30
+    // each, the first still 10; the stall is taken out too.
+    let p = probe(30.0);
+    assert_eq!(
+        run(&[Event::stall(50), p, p, p]),
+        (1000.0 - 2.0 - 10.0 - 60.0 - 50.0, 3)
+    );
+    // One probe among the start's figure: the median of the two.
+    assert_eq!(run(&[p]), (1000.0 - 2.0 - 10.0 - 40.0, 1));
+    // Probe words are not frames: a stream with them has the same times.
+    let w = words(&[Event::probe(), Event::probe()]);
+    let mut with = TimeProfile::new();
+    with.set_compensation(start);
+    with.consume(&w);
+    with.consume(&probed_stream(&[]));
+    assert_eq!(with.estimate(m(1)).inclusive, 1000.0 - 2.0 - 30.0);
+    // Without compensation, probes are counted and nothing is taken out.
+    let mut raw = TimeProfile::new();
+    raw.consume(&probed_stream(&[p]));
+    assert_eq!(
+        (raw.estimate(m(1)).inclusive, raw.calibrations().count),
+        (1000.0, 1)
+    );
+}
