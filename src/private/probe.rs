@@ -18,7 +18,7 @@
 //! calls and of its time.
 
 use super::frames::{enter_recorded, leave, Entry};
-use super::timing::UNTIMED;
+use super::timing::{sample, COARSE, SAMPLED, UNTIMED};
 use super::Site;
 use cabprof_cab::clock;
 use cabprof_cab::event::{as_timed_return, CallCosts, Event};
@@ -110,11 +110,23 @@ impl Drop for ProbeFrame {
     }
 }
 
-/// The probe's entry clock: read if the batch is timed.
+/// The probe's entry: what a call of the running session keeps for its exit, timed or not as
+/// the batch asks. With sampled timing an untimed call also counts down to its next timed one
+/// and keeps the coarse clock's tick, and a timed one marks its reading: the probe does the
+/// same, so that it costs what the session's calls cost (its countdown is id 0's, which no
+/// function has).
 #[inline(always)]
 pub(super) fn entry_start() -> u64 {
+    let k = super::time_period();
     if TIMED.with(Cell::get) {
-        clock::now()
+        if k > 1 {
+            (clock::now() & (SAMPLED - 1)) | SAMPLED
+        } else {
+            clock::now()
+        }
+    } else if k > 1 {
+        black_box(sample(0, k));
+        super::ticker::seq() | COARSE
     } else {
         UNTIMED
     }

@@ -113,7 +113,7 @@ pub(super) fn timed(id: u32) -> bool {
 /// some period is not always timed at the same phase. Counting down is inline; drawing (and
 /// growing the table) is not.
 #[inline(always)]
-fn sample(id: u32, k: u32) -> bool {
+pub(super) fn sample(id: u32, k: u32) -> bool {
     let (ptr, len) = SKIP.with(|c| (c.ptr.get(), c.len.get()));
     let i = id as usize;
     if i < len {
