@@ -184,8 +184,10 @@ pub(super) extern "C" fn enter_recorded<const PROBE: bool>(site: &'static Site, 
         return Entry::IDLE;
     };
     // This thread's ring lapped: the time analysis measures its cost again, here, before the
-    // call (its time is then taken out of the frames open around it).
-    if !PROBE && cabprof_cab::lap::pending() {
+    // call (its time is then taken out of the frames open around it). The probe's own calls
+    // make the same check, so that they cost what a call costs; the lap was taken before they
+    // run, and a lap during them finds the last probe too recent.
+    if cabprof_cab::lap::pending() {
         probe::on_lap(key);
     }
     let caller = push(callee);
