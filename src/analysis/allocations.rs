@@ -6,8 +6,8 @@
 use super::contexts::{depth_first, stack_rows};
 use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
-    NotAReport, 
-    AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, ReportData,
+    AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, NotAReport,
+    ReportData,
 };
 use cabprof_analyses::{AllocCounts, Allocations};
 use std::fmt::Write as _;
@@ -191,15 +191,9 @@ impl AnalysisDescriptor for Descriptor {
         let counts = |c: &Option<usize>| c.map_or(&root, |i| &a.contexts[i].counts);
         order.sort_by(|x, y| {
             let (p, q) = (counts(x), counts(y));
-            (q.bytes, q.allocs)
-                .cmp(&(p.bytes, p.allocs))
-                .then(x.cmp(y))
+            (q.bytes, q.allocs).cmp(&(p.bytes, p.allocs)).then(x.cmp(y))
         });
-        let _ = writeln!(
-            o,
-            "  by calling context ({}):",
-            top_of(top, order.len())
-        );
+        let _ = writeln!(o, "  by calling context ({}):", top_of(top, order.len()));
         order.truncate(top);
         let shown: Vec<usize> = order.iter().flatten().copied().collect();
         let mut rows = stack_rows(&a.contexts, &shown, &data.method_names()).into_iter();

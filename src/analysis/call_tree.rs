@@ -151,15 +151,17 @@ impl AnalysisDescriptor for Descriptor {
 fn context_nodes(tree: &CallingContextTree) -> Vec<ContextEntry> {
     let nodes = tree.nodes();
     let links: Vec<(u32, u32)> = nodes.iter().map(|n| (n.0, n.1)).collect();
-    depth_first(&links, |i| (std::cmp::Reverse(nodes[i].3), nodes[i].2.get()))
-        .into_iter()
-        .enumerate()
-        .map(|(k, (i, parent))| ContextEntry {
-            id: k as u32 + 1,
-            parent,
-            method: nodes[i as usize].2.get(),
-            count: nodes[i as usize].3,
-            estimated: None,
-        })
-        .collect()
+    depth_first(&links, |i| {
+        (std::cmp::Reverse(nodes[i].3), nodes[i].2.get())
+    })
+    .into_iter()
+    .enumerate()
+    .map(|(k, (i, parent))| ContextEntry {
+        id: k as u32 + 1,
+        parent,
+        method: nodes[i as usize].2.get(),
+        count: nodes[i as usize].3,
+        estimated: None,
+    })
+    .collect()
 }

@@ -46,7 +46,11 @@ impl AnalysisDescriptor for Descriptor {
             .max()
             .unwrap_or(0)
             .max("method".len());
-        let _ = writeln!(o, "  {:>14} {:>7}  {:<width$}  location", "calls", "%", "method");
+        let _ = writeln!(
+            o,
+            "  {:>14} {:>7}  {:<width$}  location",
+            "calls", "%", "method"
+        );
         for e in mc.iter().take(top) {
             let _ = writeln!(
                 o,

@@ -16,9 +16,10 @@
 //!    results) and `Clone + Debug`; usually a new module of the `analyses` crate.
 //! 2. One new file here, `src/analysis/<name>.rs`, with `pub(crate) struct Descriptor;` and
 //!    `impl AnalysisDescriptor for Descriptor` (copy `method_count.rs`, the smallest).
-//! 3. One registration line in `register!` below: its doc line and
-//!    `Variant => file_name: StateType,` (the file name is also the [`AnalysisSet`] field;
-//!    the compiler checks that `StateType` is the descriptor's `State`).
+//! 3. Its `mod file_name;` line beside the others, and one registration line in `register!`
+//!    below: its doc line and `Variant => file_name: StateType,` (the file name is also the
+//!    [`AnalysisSet`] field; the compiler checks that `StateType` is the descriptor's
+//!    `State`).
 //! 4. Its results in the report's typed schema (`src/model/mod.rs`): a
 //!    `pub <file_name>: Option<..>` field of `ReportData`, documented with its JSON, and the
 //!    entry types it holds (an `Option`, so report files written before it existed still read
@@ -39,8 +40,17 @@
 //! its `consume` calls each present analysis once per chunk; no trait object, per event or
 //! per chunk.
 
+// The analyses' files, declared here rather than by `register!` so that rustfmt visits them.
+mod allocations;
+mod cache;
+mod call_graph;
+mod call_tree;
 mod contexts;
+mod method_count;
+mod paths;
 mod plan;
+mod reuse_distance;
+mod time;
 
 pub use plan::AnalysisPlan;
 
@@ -107,8 +117,6 @@ pub(crate) fn top_of(top: usize, len: usize) -> String {
 /// Generates everything that lists the analyses from the one list at the bottom of this file.
 macro_rules! register {
     ($( $(#[doc = $doc:literal])+ $variant:ident => $module:ident: $state:ty, )+) => {
-        $( mod $module; )+
-
         /// One analysis a session can run.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Analysis {

@@ -2,8 +2,8 @@
 //! ([`cabprof_analyses::PathProfile`]), decoded to source lines through the method registry.
 
 use super::{top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
-use crate::names;
 use crate::model::{PathEntry, ReportData};
+use crate::names;
 use cabprof_analyses::PathProfile;
 use std::fmt::Write as _;
 

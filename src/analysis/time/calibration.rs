@@ -23,10 +23,10 @@
 //! `cargo bench -p cabprof-checks --bench time_fidelity` compares the compensated figures
 //! with the same functions built plain.
 
+use crate::__private::{probe_body, probe_plain as plain, PROBE_SITE};
 use cabprof_cab::clock;
 use cabprof_cab::event;
 use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
-use crate::__private::{probe_body, probe_plain as plain, PROBE_SITE};
 use std::hint::black_box;
 
 /// Calls per batch: a round is three batches of two words per instrumented call (the rounds

@@ -270,7 +270,13 @@ impl AnalysisDescriptor for Descriptor {
             .map(|(m, f)| {
                 let e = estimates[&m];
                 let known = f.has_durations();
-                let q = |p: f64| if known { ns(f.value_at_quantile(p) as f64) } else { 0.0 };
+                let q = |p: f64| {
+                    if known {
+                        ns(f.value_at_quantile(p) as f64)
+                    } else {
+                        0.0
+                    }
+                };
                 // With long calls, the mean of all calls from the two strata; without, the
                 // timed calls' mean, which is the same estimate.
                 let (mean, raw_mean) = if f.long.calls == 0 {
@@ -280,7 +286,13 @@ impl AnalysisDescriptor for Descriptor {
                     )
                 } else {
                     let rest = f.calls.saturating_sub(f.long.calls);
-                    let scaled = |sum: f64| if f.timed == 0 { 0.0 } else { sum * rest as f64 / f.timed as f64 };
+                    let scaled = |sum: f64| {
+                        if f.timed == 0 {
+                            0.0
+                        } else {
+                            sum * rest as f64 / f.timed as f64
+                        }
+                    };
                     (
                         per_call(f.long.comp + scaled(f.comp_all), f.calls),
                         per_call(f.long.ticks as f64 + scaled(f.ticks_all as f64), f.calls),
@@ -310,9 +322,8 @@ impl AnalysisDescriptor for Descriptor {
                     raw_mean_ns: Some(raw_mean),
                     below_resolution: resolution.map(|r| f.timed > 0 && mean < r),
                     exclusive_clipped: Some(e.exclusive_clipped),
-                    calibration_error_ns: per_call_error.map(|d| {
-                        d * calls_inside.get(&m.get()).copied().unwrap_or(f.calls) as f64
-                    }),
+                    calibration_error_ns: per_call_error
+                        .map(|d| d * calls_inside.get(&m.get()).copied().unwrap_or(f.calls) as f64),
                 }
             })
             .collect();
@@ -347,7 +358,10 @@ impl AnalysisDescriptor for Descriptor {
         let nodes = t.context_nodes();
         let links: Vec<(u32, u32)> = nodes.iter().map(|n| (n.node, n.parent)).collect();
         let contexts: Vec<ContextTimeEntry> = depth_first(&links, |i| {
-            (std::cmp::Reverse(nodes[i].time.calls), nodes[i].method.get())
+            (
+                std::cmp::Reverse(nodes[i].time.calls),
+                nodes[i].method.get(),
+            )
         })
         .into_iter()
         .enumerate()
@@ -465,7 +479,11 @@ impl AnalysisDescriptor for Descriptor {
             "calls", "inclusive", "exclusive", "mean", "p50", "p95", "p99", "max"
         );
         if raw {
-            let _ = write!(o, " {:>14} {:>14} {:>11}", "raw incl", "raw excl", "raw mean");
+            let _ = write!(
+                o,
+                " {:>14} {:>14} {:>11}",
+                "raw incl", "raw excl", "raw mean"
+            );
         }
         let _ = writeln!(o, "  method");
         for f in t.functions.iter().take(top) {
@@ -486,7 +504,11 @@ impl AnalysisDescriptor for Descriptor {
                     let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
                     (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
                 }
-                _ => (incl, excl_text(f.exclusive_ns, f.exclusive_clipped), dur(f.mean_ns)),
+                _ => (
+                    incl,
+                    excl_text(f.exclusive_ns, f.exclusive_clipped),
+                    dur(f.mean_ns),
+                ),
             };
             let _ = write!(
                 o,
