@@ -123,6 +123,13 @@ fn not_started(e: &str) {
     eprintln!("cabprof: {PROCESS_VAR} is set, but the process-wide session did not start: {e}");
 }
 
+/// The process-wide session runs, but without the endpoint `CABPROF_SERVE` asked for.
+#[cfg(feature = "serve")]
+#[cold]
+fn not_served(e: &str) {
+    eprintln!("cabprof: error: the live endpoint is not served ({e}); profiling goes on");
+}
+
 /// Start the process-wide session if it is not running.
 fn start(write_at_exit: bool) -> Result<(), SessionError> {
     // Reading the settings, calibrating and spawning analyzers allocate: the runtime's own.
@@ -134,11 +141,15 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
     }
     let builder = SessionBuilder::new().from_env()?;
     let signals = signals_from_env()?;
-    // Bound before the session starts: a port in use fails the start, naming it.
+    // The endpoint's failure is the endpoint's: a port in use leaves the program profiled
+    // and its report written, without the endpoint.
     #[cfg(feature = "serve")]
     let (serve, listener) = {
         let serve = builder.serve_settings().clone();
-        let listener = serve.bind()?;
+        let listener = serve.bind().unwrap_or_else(|e| {
+            not_served(&e.to_string());
+            None
+        });
         (serve, listener)
     };
     let (config, plan, output) = builder.into_parts()?;
@@ -157,7 +168,9 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
                 cabprof_cab::runtime::stalled_since(started);
                 Some(report)
             });
-            Some(crate::serve::start(listener, &serve, snapshot).map_err(SessionError::Spawn)?)
+            crate::serve::start(listener, &serve, snapshot)
+                .inspect_err(|e| not_served(&format!("its threads did not start: {e}")))
+                .ok()
         }
         None => None,
     };

@@ -11,6 +11,8 @@ mod moved_futures;
 #[cfg(feature = "pprof")]
 mod pprof_windows;
 #[cfg(feature = "serve")]
+mod serve_bounds;
+#[cfg(feature = "serve")]
 mod serve_http;
 
 #[path = "../support/deep.rs"]

@@ -110,12 +110,12 @@ fn bad_requests_get_gos_answers() {
     }
     assert_eq!(get(addr, "/no/such/path").status, 404);
     assert_eq!(get(addr, "/debug/pprof/heap").status, 404);
-    let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(post.status, 405);
     // HEAD too: it would open a window (and get a body) for an answer it throws away.
     let head = raw(
         addr,
-        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: localhost\r\n\r\n",
     );
     assert_eq!(head.status, 405);
     let long = format!("/metrics?{}", "x".repeat(20_000));
@@ -159,7 +159,7 @@ fn hostile_clients_do_not_stop_the_server() {
     // Clients that send nothing, and one that asks and never reads.
     let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
     let mut deaf = TcpStream::connect(addr).unwrap();
-    deaf.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    deaf.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let a = get(addr, "/metrics");
     assert_eq!(a.status, 200);
@@ -389,5 +389,149 @@ fn sampling_holds_an_idle_threads_tail_back_until_it_flushes() {
     assert!(events() >= 2000, "flushed, the tail is counted");
     drop(tell);
     worker.join().unwrap();
+    session.finish();
+}
+
+/// `GET /metrics` with `host` as the `Host` header (`None`: no header).
+fn with_host(addr: SocketAddr, host: Option<&str>) -> crate::serve_support::Answer {
+    let host = host.map_or(String::new(), |h| format!("Host: {h}\r\n"));
+    raw(
+        addr,
+        format!("GET /metrics HTTP/1.1\r\n{host}Connection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// On a loopback address, a request must name a loopback host: a page whose name rebinds to
+/// 127.0.0.1 sends its own. Every answer, refusals too, says `nosniff`.
+#[test]
+fn a_loopback_endpoint_answers_loopback_hosts_only() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let port = addr.port();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+        // Through a tunnel, `ssh -L 7000:127.0.0.1:{port}`.
+        "localhost:7000".to_string(),
+    ] {
+        let a = with_host(addr, Some(&host));
+        assert_eq!(a.status, 200, "Host: {host}: {}", a.text());
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{}",
+            a.head
+        );
+    }
+    for host in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.1.nip.example:{port}"),
+        format!("localhost.evil.example:{port}"),
+        format!("10.1.2.3:{port}"),
+    ] {
+        let a = with_host(addr, Some(&host));
+        assert_eq!(a.status, 421, "Host: {host}: {}", a.text());
+        assert!(a.text().contains("loopback"), "{}", a.text());
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{}",
+            a.head
+        );
+    }
+    let a = with_host(addr, None);
+    assert_eq!(a.status, 400, "{}", a.text());
+    assert!(a.text().contains("Host"), "{}", a.text());
+    for path in ["/no/such/path", "/debug/pprof/", "/"] {
+        let a = get(addr, path);
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{path}: {}",
+            a.head
+        );
+    }
+    let a = raw(addr, b"NONSENSE\r\n\r\n");
+    assert_eq!(a.status, 400);
+    assert!(
+        a.head.contains("X-Content-Type-Options: nosniff"),
+        "{}",
+        a.head
+    );
+    session.finish();
+}
+
+/// A public address (`serve_public`) has no name to check the `Host` against: any is served.
+#[test]
+fn a_public_endpoint_answers_any_host() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("0.0.0.0:0")
+        .serve_public(true)
+        .start()
+        .expect("start a served session");
+    let port = session.serve_addr().unwrap().port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let a = with_host(addr, Some("profiler.internal.example:6060"));
+    assert_eq!(a.status, 200, "{}", a.text());
+    session.finish();
+}
+
+/// `localhost` is both loopback addresses, whatever the resolver lists.
+#[test]
+fn localhost_listens_on_both_loopback_addresses() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("localhost:0")
+        .start()
+        .expect("start a served session");
+    let port = session.serve_addr().unwrap().port();
+    let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(v4, "/metrics").status, 200);
+    if TcpListener::bind("[::1]:0").is_ok() {
+        let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+        assert_eq!(get(v6, "/metrics").status, 200);
+    } else {
+        eprintln!("SKIPPED the ::1 half: this host has no IPv6 loopback");
+    }
+    session.finish();
+}
+
+/// A window ends with its client (the index says no window is open soon after it left, and
+/// the next request gets one), and while one runs, `Retry-After` is the time it has left.
+#[test]
+fn a_window_ends_when_its_client_leaves_and_retry_after_is_the_time_left() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let mut long = TcpStream::connect(addr).unwrap();
+    write!(
+        long,
+        "GET /debug/pprof/profile?seconds=300 HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    wait_for_open_window(addr);
+    let busy = get(addr, "/debug/pprof/profile?seconds=1");
+    assert_eq!(busy.status, 429, "{}", busy.text());
+    let retry: u64 = busy
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("Retry-After: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Retry-After in {}", busy.head));
+    // The 300 s window's time left, not the 1 s asked for; generous for a slow host.
+    assert!((200..=300).contains(&retry), "Retry-After: {retry}");
+
+    drop(long);
+    let t0 = std::time::Instant::now();
+    while !get(addr, "/debug/pprof/").text().contains("window: none") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the window still runs a minute after its client left"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = get(addr, "/report.json?seconds=1");
+    assert_eq!(next.status, 200, "{}", next.text());
     session.finish();
 }
