@@ -116,6 +116,38 @@ pub(crate) fn decide() -> bool {
     activity() == Activity::Recording
 }
 
+/// With `CABPROF` and `CABPROF_SERVE` set, the process-wide session starts when the program is
+/// loaded, before `main`, rather than at its first instrumented event: a service's endpoint
+/// answers scrapes from its start, idle or not. A constructor, run by the dynamic loader with
+/// the program's others (`.init_array`); it sits in the module of [`decide`], which every
+/// instrumented function's site names, so that the linker keeps it wherever there is
+/// something to profile.
+#[cfg(all(feature = "serve", any(target_os = "linux", target_os = "android")))]
+#[used]
+#[link_section = ".init_array"]
+static START_SERVED_AT_LOAD: extern "C" fn() = start_served_at_load;
+
+#[cfg(all(feature = "serve", any(target_os = "linux", target_os = "android")))]
+extern "C" fn start_served_at_load() {
+    // Nothing may unwind out of a constructor.
+    let _ = std::panic::catch_unwind(|| {
+        let serve = std::env::var_os("CABPROF_SERVE").is_some_and(|v| !v.is_empty());
+        if !serve || !process_session_requested() {
+            return;
+        }
+        // On a thread of its own, so that nothing is made for `main`'s thread before the
+        // runtime has set it up; joined, so that the endpoint answers when `main` starts.
+        let started = std::thread::Builder::new()
+            .name("cabprof-start".into())
+            .spawn(|| {
+                decide();
+            });
+        if let Ok(started) = started {
+            let _ = started.join();
+        }
+    });
+}
+
 /// Out of line: formatting takes stack, which the thread of a first event may lack.
 #[cold]
 #[inline(never)]

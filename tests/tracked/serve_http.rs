@@ -535,3 +535,19 @@ fn a_window_ends_when_its_client_leaves_and_retry_after_is_the_time_left() {
     assert_eq!(next.status, 200, "{}", next.text());
     session.finish();
 }
+
+/// The endpoint answers from the moment `start` returns, before any instrumented call.
+#[test]
+fn a_session_serves_from_the_moment_start_returns() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let a = get(addr, "/metrics");
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(scraped_calls(&a.text(), "leaf"), None, "{}", a.text());
+    leaf(3);
+    assert_eq!(
+        scraped_calls(&get(addr, "/metrics").text(), "leaf"),
+        Some(1)
+    );
+    session.finish();
+}
