@@ -330,13 +330,15 @@ fn metrics_hold_durations_and_allocated_bytes() {
     );
     assert_eq!(buckets.last(), Some(&500));
     assert!(
-        text.contains("le=\"+Inf\",function=\"tracked::serve_http::leaf\"} 500"),
+        text.lines().any(|l| l.starts_with(
+            "cabprof_function_duration_seconds_bucket{le=\"+Inf\",function=\"tracked::serve_http::leaf\",location=\"tests/tracked/serve_http.rs:"
+        ) && l.ends_with("} 500")),
         "{text}"
     );
     assert_eq!(
         sample(
             &text,
-            "cabprof_function_allocated_bytes_total{function=\"tracked::serve_http::alloc_some\"}"
+            "cabprof_function_allocated_bytes_total{function=\"tracked::serve_http::alloc_some\",location=\"tests/tracked/serve_http.rs:"
         )
         .as_deref(),
         Some("40960"),
@@ -549,5 +551,59 @@ fn a_session_serves_from_the_moment_start_returns() {
         scraped_calls(&get(addr, "/metrics").text(), "leaf"),
         Some(1)
     );
+    session.finish();
+}
+
+mod first {
+    pub(crate) struct Shape;
+    impl std::fmt::Display for Shape {
+        #[cabprof::profile]
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("first")
+        }
+    }
+}
+
+mod second {
+    pub(crate) struct Shape;
+    impl std::fmt::Display for Shape {
+        #[cabprof::profile]
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("second")
+        }
+    }
+}
+
+/// Two functions whose names read the same are two series, told apart by `location`.
+#[test]
+fn functions_named_alike_are_distinct_series() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    for _ in 0..3 {
+        std::hint::black_box(first::Shape.to_string());
+    }
+    for _ in 0..5 {
+        std::hint::black_box(second::Shape.to_string());
+    }
+    let text = get(addr, "/metrics").text();
+    let calls: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("cabprof_function_calls_total{"))
+        .collect();
+    let fmt: Vec<&&str> = calls.iter().filter(|l| l.contains("::fmt\"")).collect();
+    assert_eq!(fmt.len(), 2, "{text}");
+    let mut counts: Vec<&str> = fmt.iter().filter_map(|l| l.rsplit(' ').next()).collect();
+    counts.sort_unstable();
+    assert_eq!(counts, ["3", "5"], "{text}");
+    // No two series of a metric have the same labels.
+    let mut labels: Vec<&str> = calls
+        .iter()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, _)| k)
+        .collect();
+    let all = labels.len();
+    labels.sort_unstable();
+    labels.dedup();
+    assert_eq!(labels.len(), all, "{text}");
     session.finish();
 }
