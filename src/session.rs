@@ -332,6 +332,7 @@ impl SessionBuilder {
         // Starting, and dropping what the builder held, is the runtime's own work.
         let _work = cabprof_cab::runtime::runtime_work();
         self.validate()?;
+        crate::process::give_way_to_program();
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
         if !cabprof_cab::runtime::active() {

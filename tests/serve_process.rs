@@ -240,3 +240,58 @@ fn a_port_in_use_costs_the_endpoint_not_the_profile() {
     assert_eq!(data.calls("request"), 77);
     drop(taken);
 }
+
+/// A program that starts its own session, from the same variables: it keeps it (and its
+/// endpoint), as it did when the process-wide session waited for the first event.
+#[test]
+fn child_starts_its_own_session() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let session = cabprof::Session::builder()
+        .from_env()
+        .unwrap()
+        .start()
+        .expect("the program's own session starts");
+    let addr = session.serve_addr().expect("its own endpoint");
+    for i in 0..5 {
+        std::hint::black_box(request(i));
+    }
+    let text = get(addr, "/metrics").text();
+    assert_eq!(request_calls(&text), Some(5), "{text}");
+    let report = session.finish();
+    assert_eq!(report.data.calls("request"), 5);
+    println!("own session: done");
+}
+
+#[test]
+fn a_program_with_its_own_session_keeps_it() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_process_own.json");
+    let _ = std::fs::remove_file(&out);
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_starts_its_own_session",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env("CABPROF", "1")
+        .env("CABPROF_SERVE", "127.0.0.1:0")
+        .env("CABPROF_OUTPUT", &out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    let stderr = String::from_utf8_lossy(&child.stderr);
+    assert!(
+        child.status.success() && stdout.contains("own session: done"),
+        "{}\n{stdout}\n{stderr}",
+        child.status
+    );
+    // Two endpoints served in turn: the one started at load, then the program's.
+    assert_eq!(
+        stderr.matches("serving live profiles on").count(),
+        2,
+        "{stderr}"
+    );
+}

@@ -68,7 +68,7 @@ use cabprof_cab::runtime::{
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 /// The process-wide session, once started.
@@ -78,6 +78,9 @@ struct Process {
     output: PathBuf,
     /// `CABPROF` asked for it: write the whole-process report at exit.
     write_at_exit: bool,
+    /// Started at load for `CABPROF_SERVE`, not by an event: a session the program starts
+    /// itself takes its place ([`give_way_to_program`]).
+    at_load: bool,
     /// The live endpoint (`CABPROF_SERVE`, feature `serve`), stopped with the session.
     #[cfg(feature = "serve")]
     #[allow(dead_code, reason = "held for its drop, which stops the server")]
@@ -135,6 +138,7 @@ extern "C" fn start_served_at_load() {
         if !serve || !process_session_requested() {
             return;
         }
+        STARTING_AT_LOAD.store(true, Ordering::Relaxed);
         // On a thread of its own, so that nothing is made for `main`'s thread before the
         // runtime has set it up; joined, so that the endpoint answers when `main` starts.
         let started = std::thread::Builder::new()
@@ -145,7 +149,25 @@ extern "C" fn start_served_at_load() {
         if let Ok(started) = started {
             let _ = started.join();
         }
+        STARTING_AT_LOAD.store(false, Ordering::Relaxed);
     });
+}
+
+/// The load-time constructor is starting the session.
+static STARTING_AT_LOAD: AtomicBool = AtomicBool::new(false);
+
+/// A program that starts its own [`Session`](crate::Session) keeps it, as when the
+/// process-wide session waited for the first event: one started at load is finished, without
+/// a report (what it recorded until now is dropped), and its port freed for the program's.
+pub(crate) fn give_way_to_program() {
+    let Some(p) = process().take_if(|p| p.at_load) else {
+        return;
+    };
+    let _work = cabprof_cab::runtime::runtime_work();
+    #[cfg(feature = "serve")]
+    drop(p.endpoint);
+    drop(p.session.finish());
+    crate::analysis::finish_timing();
 }
 
 /// Out of line: formatting takes stack, which the thread of a first event may lack.
@@ -223,6 +245,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         session,
         output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
         write_at_exit,
+        at_load: STARTING_AT_LOAD.load(Ordering::Relaxed),
         #[cfg(feature = "serve")]
         endpoint,
     });

@@ -1,5 +1,6 @@
 //! `/metrics`: the session so far in Prometheus' text exposition (OpenMetrics), written by the
-//! `prometheus-client` crate from one snapshot per scrape.
+//! `prometheus-client` crate from the snapshot scrapes share (at most
+//! [`SHARED_MAX_AGE`](super::SHARED_MAX_AGE) old).
 //!
 //! Every figure is cumulative since the session started, so counters only grow from one scrape
 //! to the next (a sampled session's estimates are held at the largest value shown, [`Shown`]):
@@ -19,7 +20,8 @@
 //!   with an empty location: outside all).
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
-//!   `cabprof_producer_blocked_seconds_total`, and the gauges `cabprof_ring_bytes` (one ring's
+//!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
+//!   scrapes and windows cost the program), and the gauges `cabprof_ring_bytes` (one ring's
 //!   size) and `cabprof_threads`.
 
 use crate::report::Report;
@@ -56,6 +58,7 @@ struct Scrape {
     blocked_s: f64,
     ring_bytes: u64,
     threads: u64,
+    endpoint_snapshots: u64,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -76,8 +79,10 @@ impl Shown {
 }
 
 /// The exposition of `report`.
-pub(crate) fn encode(report: &Report, shown: &mut Shown) -> String {
+/// `snapshots`: how many the endpoint has taken.
+pub(crate) fn encode(report: &Report, shown: &mut Shown, snapshots: u64) -> String {
     let mut scrape = scrape(report);
+    scrape.endpoint_snapshots = snapshots;
     shown.at_least("calls", &mut scrape.calls);
     if let Some(a) = &mut scrape.allocated {
         shown.at_least("allocated", a);
@@ -238,6 +243,11 @@ impl Collector for Scrape {
                 "cabprof_chunks_lapped",
                 "Ring chunks overwritten before the analyzer read them (sampling)",
                 self.lapped,
+            ),
+            (
+                "cabprof_endpoint_snapshots",
+                "Snapshots of the session this endpoint took (scrapes share one a second)",
+                self.endpoint_snapshots,
             ),
         ] {
             e.encode_descriptor(name, help, None, MetricType::Counter)?

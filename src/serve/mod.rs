@@ -55,6 +55,9 @@ use std::time::{Duration, Instant, SystemTime};
 pub const MAX_SECONDS: u64 = 300;
 /// The window when `seconds` is not given (as Go's net/http/pprof).
 pub const DEFAULT_SECONDS: u64 = 30;
+/// How old the snapshot `/metrics` and `/` are served from may be: however many clients ask,
+/// the program meets at most one of their snapshots a second.
+pub const SHARED_MAX_AGE: Duration = Duration::from_secs(1);
 /// How often a window looks whether its client is still there.
 const WINDOW_SLICE: Duration = Duration::from_millis(100);
 
@@ -256,6 +259,8 @@ pub(crate) fn start(
         window_ends_ms: AtomicU64::new(0),
         page_since: Mutex::new(None),
         shown: Mutex::default(),
+        latest: Mutex::new(None),
+        snapshots: AtomicU64::new(0),
     });
     let handler: Handler = Arc::new(move |r| state.handle(r));
     let mut loopback = true;
@@ -294,6 +299,18 @@ struct State {
     page_since: Mutex<Option<ReportData>>,
     /// What the counters of `/metrics` have shown.
     shown: Mutex<metrics::Shown>,
+    /// The snapshot `/metrics` and `/` are served from, shared by every client.
+    latest: Mutex<Option<Shared>>,
+    /// Snapshots taken so far, windows' included.
+    snapshots: AtomicU64,
+}
+
+/// A snapshot that requests share, and what `/metrics` made of it.
+struct Shared {
+    /// When it was asked for.
+    taken: Instant,
+    report: Arc<Report>,
+    metrics: Option<Vec<u8>>,
 }
 
 /// Closes the window and releases [`State::window_busy`].
@@ -352,7 +369,7 @@ impl State {
         let length = Duration::from_secs(seconds);
         self.window_ends_ms
             .store(unix_ms(began + length), Ordering::Release);
-        let earlier = (self.snapshot)().ok_or_else(State::gone)?.data;
+        let earlier = self.take_snapshot().ok_or_else(State::gone)?.data;
         self.window_open_ms
             .store(unix_ms(began).max(1), Ordering::Release);
         // In slices, as Go's net/http/pprof watches its request's context: a client that has
@@ -368,7 +385,7 @@ impl State {
             }
             std::thread::sleep(left.min(WINDOW_SLICE));
         }
-        let later = (self.snapshot)().ok_or_else(State::gone)?.data;
+        let later = self.take_snapshot().ok_or_else(State::gone)?.data;
         Ok(Window {
             earlier,
             later,
@@ -422,22 +439,55 @@ impl State {
         )
     }
 
+    /// A snapshot of the session, counted.
+    fn take_snapshot(&self) -> Option<Report> {
+        self.snapshots.fetch_add(1, Ordering::Relaxed);
+        (self.snapshot)()
+    }
+
+    /// Run `f` on the shared snapshot, taking a new one if it is [`SHARED_MAX_AGE`] old.
+    /// Requests that come while one is taken wait for it, and use it.
+    fn with_shared<T>(&self, f: impl FnOnce(&mut Shared, &State) -> T) -> Option<T> {
+        let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if latest
+            .as_ref()
+            .is_none_or(|s| s.taken.elapsed() >= SHARED_MAX_AGE)
+        {
+            let taken = Instant::now();
+            *latest = None;
+            let report = Arc::new(self.take_snapshot()?);
+            *latest = Some(Shared {
+                taken,
+                report,
+                metrics: None,
+            });
+        }
+        latest.as_mut().map(|s| f(s, self))
+    }
+
     fn metrics(&self) -> Response {
-        match (self.snapshot)() {
-            Some(report) => Response::new(
+        let body = self.with_shared(|shared, state| {
+            shared
+                .metrics
+                .get_or_insert_with(|| {
+                    let mut shown = state.shown.lock().unwrap_or_else(|e| e.into_inner());
+                    let snapshots = state.snapshots.load(Ordering::Relaxed);
+                    metrics::encode(&shared.report, &mut shown, snapshots).into_bytes()
+                })
+                .clone()
+        });
+        match body {
+            Some(body) => Response::new(
                 200,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics::encode(
-                    &report,
-                    &mut self.shown.lock().unwrap_or_else(|e| e.into_inner()),
-                ),
+                body,
             ),
             None => State::gone(),
         }
     }
 
     fn page(&self) -> Response {
-        let Some(now) = (self.snapshot)() else {
+        let Some(now) = self.with_shared(|shared, _| shared.report.clone()) else {
             return State::gone();
         };
         let mut since = self.page_since.lock().unwrap_or_else(|e| e.into_inner());
@@ -446,7 +496,7 @@ impl State {
             None => now.data.clone(),
         };
         let first = since.is_none();
-        *since = Some(now.data);
+        *since = Some(now.data.clone());
         drop(since);
         Response::new(
             200,

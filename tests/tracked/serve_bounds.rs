@@ -115,3 +115,54 @@ fn slow_silent_and_deaf_clients_do_not_starve_metrics() {
     assert_eq!(get(addr, "/metrics").status, 200);
     session.finish();
 }
+
+/// `cabprof_endpoint_snapshots_total` in a scrape.
+fn snapshots(addr: SocketAddr) -> u64 {
+    let text = get(addr, "/metrics").text();
+    text.lines()
+        .find_map(|l| l.strip_prefix("cabprof_endpoint_snapshots_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no cabprof_endpoint_snapshots_total in\n{text}"))
+}
+
+/// A flood of scrapes and page loads shares snapshots: the program meets at most about one a
+/// second, however many clients ask.
+#[test]
+fn a_flood_of_scrapes_takes_one_snapshot_a_second() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount, Analysis::CallTree])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = session.serve_addr().expect("an endpoint");
+    leaf(1);
+    let before = snapshots(addr);
+    let t0 = Instant::now();
+    let flood: Vec<_> = (0..4)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let path = if k == 0 { "/" } else { "/metrics" };
+                let mut answered = 0;
+                // Paced, to leave the host's cores to others: hundreds of requests are
+                // enough to tell one snapshot a request from one a second.
+                while t0.elapsed() < Duration::from_secs(2) {
+                    assert_eq!(get(addr, path).status, 200);
+                    answered += 1;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                answered
+            })
+        })
+        .collect();
+    let answered: u32 = flood.into_iter().map(|t| t.join().unwrap()).sum();
+    let taken = snapshots(addr) - before;
+    let seconds = t0.elapsed().as_secs_f64();
+    eprintln!("{answered} requests in {seconds:.1} s took {taken} snapshots");
+    assert!(answered > 40, "{answered} requests");
+    assert!(
+        taken as f64 <= seconds.ceil() + 2.0,
+        "{taken} snapshots for {answered} requests in {seconds:.1} s"
+    );
+    session.finish();
+}

@@ -29,6 +29,23 @@ fn start() -> (Session, SocketAddr) {
     (session, addr)
 }
 
+/// Scrape `/metrics` until `done` holds of the text (scrapes share a snapshot up to a second
+/// old), for at most a minute; the text.
+fn scrape_until(addr: SocketAddr, done: impl Fn(&str) -> bool) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let text = get(addr, "/metrics").text();
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "not there after a minute:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `cabprof_function_calls_total` of the function named `name` (its last path segment).
 fn scraped_calls(text: &str, name: &str) -> Option<u64> {
     text.lines()
@@ -375,20 +392,22 @@ fn sampling_holds_an_idle_threads_tail_back_until_it_flushes() {
         done.send(()).unwrap();
         let _ = told.recv();
     });
-    let events = || {
-        let text = get(addr, "/metrics").text();
+    let events = |text: &str| {
         text.lines()
             .find(|l| l.starts_with("cabprof_events_total "))
             .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .unwrap_or_else(|| panic!("no cabprof_events_total in\n{text}"))
     };
     finished.recv().unwrap();
-    assert!(events() < 2000, "the tail is held back");
+    assert!(
+        events(&get(addr, "/metrics").text()) < 2000,
+        "the tail is held back"
+    );
     assert!(session.snapshot().unwrap().data.events_in_flight > 0);
     tell.send(()).unwrap();
     finished.recv().unwrap();
     // A call and a return each, and the thread's own words (its name registration).
-    assert!(events() >= 2000, "flushed, the tail is counted");
+    scrape_until(addr, |text| events(text) >= 2000);
     drop(tell);
     worker.join().unwrap();
     session.finish();
@@ -547,10 +566,8 @@ fn a_session_serves_from_the_moment_start_returns() {
     assert_eq!(a.status, 200, "{}", a.text());
     assert_eq!(scraped_calls(&a.text(), "leaf"), None, "{}", a.text());
     leaf(3);
-    assert_eq!(
-        scraped_calls(&get(addr, "/metrics").text(), "leaf"),
-        Some(1)
-    );
+    // Scrapes share a snapshot up to a second old: the call shows in a later one.
+    scrape_until(addr, |text| scraped_calls(text, "leaf") == Some(1));
     session.finish();
 }
 
