@@ -21,7 +21,8 @@
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
-//!   scrapes and windows cost the program), and the gauges `cabprof_ring_bytes` (one ring's
+//!   scrapes and windows cost the program), with the allocations analysis the gauges
+//!   `cabprof_heap_live_bytes` and `cabprof_heap_peak_bytes`, and the gauges `cabprof_ring_bytes` (one ring's
 //!   size) and `cabprof_threads`.
 
 use crate::report::Report;
@@ -59,6 +60,8 @@ struct Scrape {
     ring_bytes: u64,
     threads: u64,
     endpoint_snapshots: u64,
+    /// The program's live and peak heap bytes since the session started (allocations).
+    heap: Option<(i64, i64)>,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -170,6 +173,7 @@ fn scrape(report: &Report) -> Scrape {
         }
     }
     if let Some(a) = &data.allocations {
+        s.heap = Some((a.live_bytes, a.peak_bytes));
         s.allocated = Some(
             a.functions
                 .iter()
@@ -274,6 +278,23 @@ impl Collector for Scrape {
             MetricType::Gauge,
         )?
         .encode_gauge(&self.threads)?;
+        if let Some((live, peak)) = self.heap {
+            for (name, help, v) in [
+                (
+                    "cabprof_heap_live",
+                    "Heap bytes the program allocated and has not freed since the session started",
+                    live,
+                ),
+                (
+                    "cabprof_heap_peak",
+                    "The most heap bytes live at once since the session started",
+                    peak,
+                ),
+            ] {
+                e.encode_descriptor(name, help, Some(&Unit::Bytes), MetricType::Gauge)?
+                    .encode_gauge(&v)?;
+            }
+        }
         Ok(())
     }
 }

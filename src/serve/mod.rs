@@ -9,6 +9,7 @@
 //! | `/metrics` | Prometheus text exposition: calls, durations, allocated bytes per function since the session started, and the runtime's counters |
 //! | `/report.json?seconds=N` | the next N seconds as a cabprof JSON report (`cabprof report` reads it) |
 //! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
+//! | `/debug/pprof/allocs` | Go's `allocs` profile (`alloc_objects`, `alloc_space`) since the session started, with the allocations analysis; `heap` is 404 (no live bytes per allocation site) |
 //! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
 //!
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
@@ -342,6 +343,14 @@ impl State {
             "/report.json" => self.report_json(r),
             "/" => self.page(),
             "/debug/pprof/" | "/debug/pprof" => self.index(),
+            "/debug/pprof/allocs" => self.allocs(),
+            "/debug/pprof/heap" => Response::text(
+                404,
+                "404 heap profile not served: live bytes per allocation site are not tracked \
+                 (a free is charged where it happens, not where its block was made); \
+                 /debug/pprof/allocs serves what was allocated, and /metrics the process's \
+                 live bytes (cabprof_heap_live_bytes)",
+            ),
             _ => Response::text(404, format!("404 page not found: {}", r.path)),
         }
     }
@@ -433,6 +442,7 @@ impl State {
                 "cabprof live profiles of {}\n\
                  profile: /debug/pprof/profile?seconds=N (1 to {MAX_SECONDS}, default \
                  {DEFAULT_SECONDS})\n\
+                 allocs: /debug/pprof/allocs (with the allocations analysis)\n\
                  metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
                 self.service
             ),
@@ -484,6 +494,41 @@ impl State {
             ),
             None => State::gone(),
         }
+    }
+
+    /// Go's `allocs` profile: the blocks and bytes allocated in each calling context since the
+    /// session started, from the shared snapshot.
+    fn allocs(&self) -> Response {
+        let Some(report) = self.with_shared(|shared, _| shared.report.clone()) else {
+            return State::gone();
+        };
+        let Some(a) = &report.data.allocations else {
+            return Response::text(
+                404,
+                "404 allocs profile not served: the allocations analysis does not run; \
+                 add it (CABPROF_ANALYSES=call-tree,allocations, or \
+                 SessionBuilder::analyses with Analysis::Allocations) and install \
+                 cabprof::alloc::Tracked as the global allocator",
+            );
+        };
+        if !a.tracked {
+            return Response::text(
+                404,
+                "404 allocs profile not served: no allocation was reported; install \
+                 cabprof::alloc::Tracked as the program's #[global_allocator]",
+            );
+        }
+        let nanos = i64::try_from(unix_ms(SystemTime::now()))
+            .unwrap_or(0)
+            .saturating_mul(1_000_000);
+        let labels = [("service_name", self.service.as_str())];
+        let body = report.data.pprof_allocations(&labels, nanos);
+        let mut ok = Response::new(200, "application/octet-stream", body.unwrap_or_default());
+        ok.headers.push((
+            "Content-Disposition",
+            "attachment; filename=\"allocs\"".into(),
+        ));
+        ok
     }
 
     fn page(&self) -> Response {

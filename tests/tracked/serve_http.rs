@@ -6,6 +6,8 @@ use crate::serve_support::{get, raw, wait_for_open_window};
 use cabprof::{Analysis, ReportData, Session};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+#[cfg(feature = "pprof")]
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -622,5 +624,112 @@ fn functions_named_alike_are_distinct_series() {
     labels.sort_unstable();
     labels.dedup();
     assert_eq!(labels.len(), all, "{text}");
+    session.finish();
+}
+
+/// `go tool pprof` with `args`, then `url`; its standard output.
+#[cfg(feature = "pprof")]
+fn go_pprof(url: &str, args: &[&str]) -> String {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_http_go_pprof");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(url)
+        .env("PPROF_TMPDIR", &tmp)
+        .env("HOME", &tmp)
+        .output()
+        .expect("run go tool pprof");
+    assert!(
+        out.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `/debug/pprof/allocs` as Go serves it, read by `go tool pprof`: the bytes and blocks each
+/// function allocated since the session started, `alloc_space` the default. `heap` says why it
+/// is not served, and the live bytes are a gauge of `/metrics`.
+#[cfg(feature = "pprof")]
+#[test]
+fn go_tool_pprof_reads_the_allocs_profile() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[
+            Analysis::MethodCount,
+            Analysis::CallTree,
+            Analysis::Allocations,
+        ])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    for _ in 0..10 {
+        alloc_some();
+    }
+    let heap = get(addr, "/debug/pprof/heap");
+    assert_eq!(heap.status, 404);
+    assert!(
+        heap.text().contains("/debug/pprof/allocs"),
+        "{}",
+        heap.text()
+    );
+    let allocs = get(addr, "/debug/pprof/allocs");
+    assert_eq!(allocs.status, 200, "{}", allocs.text());
+    assert_eq!(&allocs.body[..2], &[0x1f, 0x8b], "gzip");
+    assert!(get(addr, "/metrics")
+        .text()
+        .contains("cabprof_heap_live_bytes "));
+    if !crate::serve_support::available("go", &["version"], "golang-go") {
+        assert_eq!(session.finish().data.calls("alloc_some"), 10);
+        return;
+    }
+    let url = format!("http://{addr}/debug/pprof/allocs");
+    for args in [
+        &["-top", "-nodefraction=0", "-unit=B"][..],
+        &[
+            "-top",
+            "-nodefraction=0",
+            "-unit=B",
+            "-sample_index=alloc_space",
+        ][..],
+    ] {
+        let text = go_pprof(&url, args);
+        let top = crate::go_pprof::top_rows(&text);
+        let row = top
+            .iter()
+            .find(|(k, _)| k.ends_with("::alloc_some"))
+            .unwrap_or_else(|| panic!("no alloc_some in\n{text}"));
+        assert_eq!(row.1 .0, 40960, "{args:?}\n{text}");
+    }
+    let text = go_pprof(
+        &url,
+        &["-top", "-nodefraction=0", "-sample_index=alloc_objects"],
+    );
+    let top = crate::go_pprof::top_rows(&text);
+    assert_eq!(
+        top.iter()
+            .find(|(k, _)| k.ends_with("::alloc_some"))
+            .map(|r| r.1 .0),
+        Some(10),
+        "{text}"
+    );
+    session.finish();
+}
+
+/// Without the allocations analysis, `allocs` says what to turn on.
+#[test]
+fn allocs_without_the_analysis_says_what_to_enable() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let a = get(addr, "/debug/pprof/allocs");
+    assert_eq!(a.status, 404);
+    assert!(
+        a.text().contains("Allocations") && a.text().contains("Tracked"),
+        "{}",
+        a.text()
+    );
     session.finish();
 }
