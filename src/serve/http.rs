@@ -22,8 +22,9 @@
 //! The program's threads never wait for a connection: the server reads the session through
 //! snapshots. A snapshot is what they may meet: in exhaustive and sampling mode the analyzers
 //! pause reading rings while they copy their results (a producer on a full ring then waits
-//! that long), and in sequential mode a thread's first event, its exit and each buffer it
-//! flushes wait for the snapshot's lock.
+//! that long), and in sequential mode a thread's next buffer of events waits while the
+//! snapshot copies that thread's results (not the others'). Scrapes share one snapshot a
+//! second (`super::SHARED_MAX_AGE`), so a flood of them meets the program no more often.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
