@@ -167,6 +167,8 @@ pub(crate) struct Limits {
     pub(crate) read_timeout: Duration,
     /// Whether the `Host` header must name a loopback host (the server listens on loopback).
     pub(crate) loopback_host: bool,
+    /// How long a client may take to read a whole answer ([`WRITE_TIMEOUT`]).
+    pub(crate) write_timeout: Duration,
 }
 
 /// The running server; dropping it stops accepting and frees the port.
@@ -299,13 +301,13 @@ struct Conn {
 }
 
 impl Conn {
-    /// Answer `response`: from now on the whole answer has [`WRITE_TIMEOUT`].
-    fn answer(&mut self, response: Response) {
+    /// Answer `response`: from now on the whole answer has `write_timeout`.
+    fn answer(&mut self, response: Response, write_timeout: Duration) {
         self.phase = Phase::Writing {
             out: response.into_bytes(),
             at: 0,
         };
-        self.deadline = Some(Instant::now() + WRITE_TIMEOUT);
+        self.deadline = Some(Instant::now() + write_timeout);
     }
 }
 
@@ -420,7 +422,7 @@ impl IoLoop {
     fn take_answers(&mut self) {
         while let Ok((token, response)) = self.done.try_recv() {
             if let Some(c) = self.conns.iter_mut().find(|c| c.token == token) {
-                c.answer(response);
+                c.answer(response, self.limits.write_timeout);
             }
         }
     }
@@ -444,10 +446,10 @@ impl IoLoop {
                         c.phase = Phase::Handling;
                         c.deadline = None;
                     }
-                    Err(TrySendError::Full(_)) => c.answer(Response::text(
-                        503,
-                        "too many requests waiting; retry later",
-                    )),
+                    Err(TrySendError::Full(_)) => c.answer(
+                        Response::text(503, "too many requests waiting; retry later"),
+                        limits.write_timeout,
+                    ),
                     Err(TrySendError::Disconnected(_)) => return true,
                 }
                 // A small answer is usually written at once.
@@ -466,7 +468,10 @@ impl IoLoop {
                 continue;
             }
             if matches!(c.phase, Phase::Head(_)) {
-                c.answer(Response::text(408, "the request took too long"));
+                c.answer(
+                    Response::text(408, "the request took too long"),
+                    self.limits.write_timeout,
+                );
                 if self.progress(i) {
                     closed.push(i);
                 }
@@ -550,7 +555,7 @@ fn step(c: &mut Conn, limits: &Limits) -> Next {
                 Ok(None) => {}
                 Ok(Some(request)) => return Next::Handle(request),
                 Err(response) => {
-                    c.answer(response);
+                    c.answer(response, limits.write_timeout);
                     return step(c, limits);
                 }
             }
@@ -729,6 +734,115 @@ mod tests {
         }
     }
 
+    /// A server on loopback with `handler`, a read timeout of 5 s and `write_timeout`.
+    fn serve(handler: Handler, write_timeout: Duration) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let limits = Limits {
+            read_timeout: Duration::from_secs(5),
+            loopback_host: true,
+            write_timeout,
+        };
+        Server::start(vec![listener], handler, limits).unwrap()
+    }
+
+    /// `GET path`, the whole answer.
+    fn ask(addr: SocketAddr, path: &str) -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer
+    }
+
+    /// A client that asks for a large answer and never reads it holds neither a handler nor
+    /// the I/O thread, and is cut off once the whole answer has taken the write deadline.
+    #[test]
+    fn a_client_that_never_reads_is_cut_off_at_the_write_deadline() {
+        const LARGE: usize = 64 << 20;
+        let handler: Handler = Arc::new(|r: &Request| match r.path.as_str() {
+            "/large" => Response::new(200, "application/octet-stream", vec![7u8; LARGE]),
+            _ => Response::text(200, "small"),
+        });
+        let server = serve(handler, Duration::from_millis(300));
+        let addr = server.addrs()[0];
+        let mut deaf = TcpStream::connect(addr).unwrap();
+        write!(deaf, "GET /large HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        // Answered meanwhile, before and after its deadline.
+        for _ in 0..5 {
+            assert!(ask(addr, "/").starts_with("HTTP/1.1 200"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Cut off: what it reads now ends (closed or reset) well short of the answer.
+        deaf.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut got = 0usize;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match deaf.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        assert!(got < LARGE, "read all {got} bytes: not cut off");
+    }
+
+    /// With every handler busy and the queue full, the next request is answered 503 at once,
+    /// without a handler.
+    #[test]
+    fn a_request_beyond_the_queue_is_answered_503_at_once() {
+        let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let held = gate.clone();
+        let handler: Handler = Arc::new(move |_: &Request| {
+            let (open, opened) = &*held;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+            Response::text(200, "released")
+        });
+        let server = serve(handler, WRITE_TIMEOUT);
+        let addr = server.addrs()[0];
+        let waiting: Vec<_> = (0..HANDLERS + QUEUE)
+            .map(|_| std::thread::spawn(move || ask(addr, "/")))
+            .collect();
+        // Until every handler holds one and the queue the rest, a new request may still be
+        // taken: ask until one is refused.
+        let t0 = Instant::now();
+        let mut extra = Vec::new();
+        let refused = loop {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            write!(s, "GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            match s.read_to_string(&mut answer) {
+                Ok(_) if answer.starts_with("HTTP/1.1 503") => break answer,
+                _ => extra.push(s),
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "never refused");
+        };
+        assert!(refused.contains("retry later"), "{refused}");
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        // The requests held meanwhile, in the handlers and the queue, are all answered.
+        let mut answers: Vec<String> = waiting.into_iter().map(|w| w.join().unwrap()).collect();
+        for mut s in extra {
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            answers.push(answer);
+        }
+        let ok = answers
+            .iter()
+            .filter(|a| a.starts_with("HTTP/1.1 200"))
+            .count();
+        assert_eq!(ok, HANDLERS + QUEUE, "{answers:?}");
+        assert!(answers
+            .iter()
+            .all(|a| a.starts_with("HTTP/1.1 200") || a.starts_with("HTTP/1.1 503")));
+    }
+
     /// A handler that panics answers 500, and the next request is served.
     #[test]
     fn a_panicking_handler_answers_500_and_the_server_goes_on() {
@@ -742,6 +856,7 @@ mod tests {
         let limits = Limits {
             read_timeout: super::super::READ_TIMEOUT,
             loopback_host: true,
+            write_timeout: WRITE_TIMEOUT,
         };
         let server = Server::start(vec![listener], handler, limits).unwrap();
         let addr = server.addrs()[0];

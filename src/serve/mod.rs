@@ -271,6 +271,7 @@ pub(crate) fn start(
     let limits = Limits {
         read_timeout: settings.read_timeout.unwrap_or(READ_TIMEOUT),
         loopback_host: loopback,
+        write_timeout: http::WRITE_TIMEOUT,
     };
     let server = Server::start(listeners, handler, limits)?;
     let urls: Vec<String> = server
