@@ -159,8 +159,9 @@ static STARTING_AT_LOAD: AtomicBool = AtomicBool::new(false);
 /// A program that starts its own [`Session`](crate::Session) keeps it, as when the
 /// process-wide session waited for the first event: one started at load is finished, without
 /// a report (what it recorded until now is dropped), and its port freed for the program's.
+/// Not while a [`test_profile`] reads it: the program's start then fails as it would have.
 pub(crate) fn give_way_to_program() {
-    let Some(p) = process().take_if(|p| p.at_load) else {
+    let Some(p) = process().take_if(|p| p.at_load && live_tests().is_empty()) else {
         return;
     };
     let _work = cabprof_cab::runtime::runtime_work();
