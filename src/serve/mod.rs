@@ -9,6 +9,7 @@
 //! | `/metrics` | Prometheus text exposition: calls, durations, allocated bytes per function since the session started, and the runtime's counters |
 //! | `/report.json?seconds=N` | the next N seconds as a cabprof JSON report (`cabprof report` reads it) |
 //! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
+//! | `/debug/pprof/inflight` | each thread's innermost open instrumented call with its calling context, and the futures pending, with how long this view has seen them open; `?format=json` |
 //! | `/debug/pprof/allocs` | Go's `allocs` profile (`alloc_objects`, `alloc_space`) since the session started, with the allocations analysis; `heap` is 404 (no live bytes per allocation site) |
 //! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
 //!
@@ -36,10 +37,12 @@
 //! `X-Content-Type-Options: nosniff`.
 //!
 //! - `http.rs`: the HTTP server and its bounds.
+//! - `inflight.rs`: the in-flight view.
 //! - `metrics.rs`: the Prometheus exposition.
 //! - `page.rs`: the HTML page.
 
 mod http;
+mod inflight;
 mod metrics;
 mod page;
 
@@ -262,6 +265,7 @@ pub(crate) fn start(
         shown: Mutex::default(),
         latest: Mutex::new(None),
         snapshots: AtomicU64::new(0),
+        inflight: Mutex::default(),
     });
     let handler: Handler = Arc::new(move |r| state.handle(r));
     let mut loopback = true;
@@ -305,6 +309,8 @@ struct State {
     latest: Mutex<Option<Shared>>,
     /// Snapshots taken so far, windows' included.
     snapshots: AtomicU64,
+    /// When the in-flight view first saw each open call and pending future.
+    inflight: Mutex<inflight::Seen>,
 }
 
 /// A snapshot that requests share, and what `/metrics` made of it.
@@ -345,6 +351,7 @@ impl State {
             "/" => self.page(),
             "/debug/pprof/" | "/debug/pprof" => self.index(),
             "/debug/pprof/allocs" => self.allocs(),
+            "/debug/pprof/inflight" => self.inflight(r),
             "/debug/pprof/heap" => Response::text(
                 404,
                 "404 heap profile not served: live bytes per allocation site are not tracked \
@@ -444,6 +451,7 @@ impl State {
                  profile: /debug/pprof/profile?seconds=N (1 to {MAX_SECONDS}, default \
                  {DEFAULT_SECONDS})\n\
                  allocs: /debug/pprof/allocs (with the allocations analysis)\n\
+                 inflight: /debug/pprof/inflight (?format=json)\n\
                  metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
                 self.service
             ),
@@ -495,6 +503,31 @@ impl State {
             ),
             None => State::gone(),
         }
+    }
+
+    /// What each thread is inside now, and the futures pending (`inflight.rs`).
+    fn inflight(&self, r: &Request) -> Response {
+        let json = match r.param("format") {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => {
+                return Response::text(
+                    400,
+                    format!("invalid format = {other:?}; allowed: text (the default) or json"),
+                )
+            }
+        };
+        let Some((report, taken)) = self.with_shared(|s, _| (s.report.clone(), s.taken)) else {
+            return State::gone();
+        };
+        let mut seen = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        inflight::render(&report, taken, &mut seen, &self.service, json).unwrap_or_else(|| {
+            Response::text(
+                404,
+                "404 in-flight view not served: it reads the call-tree analysis' stacks; add \
+                 call-tree to CABPROF_ANALYSES (it is on by default) or Analysis::CallTree",
+            )
+        })
     }
 
     /// Go's `allocs` profile: the blocks and bytes allocated in each calling context since the

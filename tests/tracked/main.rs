@@ -14,6 +14,8 @@ mod pprof_windows;
 mod serve_bounds;
 #[cfg(feature = "serve")]
 mod serve_http;
+#[cfg(feature = "serve")]
+mod serve_inflight;
 
 #[path = "../support/deep.rs"]
 mod deep;
