@@ -33,9 +33,14 @@ pub struct CallingContextTree {
     resyncs: u64,
     unmatched_returns: u64,
     /// The open paths of the instances merged into this one (other threads'), as method paths,
-    /// sorted so that the order of merges does not show.
+    /// sorted so that the order of merges does not show; at most [`MAX_OPEN_MERGED`].
     open_merged: Vec<Vec<MethodId>>,
 }
+
+/// The most open paths kept from merged instances. A thread ends with its frames closed, but a
+/// sampled stream that lost its last `Return`s leaves some open: with many threads coming and
+/// going, those would pile up in the results the analyzer keeps of ended threads.
+pub const MAX_OPEN_MERGED: usize = 1024;
 
 impl CallingContextTree {
     /// A tree holding only the root.
@@ -108,8 +113,9 @@ impl CallingContextTree {
 
     /// The calls open now: for each thread with open frames, the calling context of its
     /// innermost one (methods from the root's child down; a poll in progress shows the
-    /// future's context), those of the instances merged in included. A thread that ended
-    /// inside instrumented calls (through `exit`, say) keeps them. Sorted.
+    /// future's context), those of the instances merged in included (at most
+    /// [`MAX_OPEN_MERGED`] of those). A thread that ended inside instrumented calls (through
+    /// `exit`, say, or in a sampled stream that lost its last `Return`s) keeps them. Sorted.
     pub fn open_stacks(&self) -> Vec<Vec<MethodId>> {
         let mut out = self.open_merged.clone();
         let own = std::iter::once(&self.threads.current).chain(self.threads.parked());
@@ -425,6 +431,7 @@ impl EventAnalysis for CallingContextTree {
         if !theirs.is_empty() {
             self.open_merged.extend(theirs);
             self.open_merged.sort_unstable();
+            self.open_merged.truncate(MAX_OPEN_MERGED);
         }
         let to_self = self.tree.merge(&other.tree);
         // Futures polled in both streams: what one saw goes where the other placed it.

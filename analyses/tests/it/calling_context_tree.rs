@@ -221,3 +221,17 @@ fn open_stacks_are_each_threads_innermost_open_context() {
     shared.consume(&[thread(1), call(0, 1), thread(2), call(0, 3), call(3, 2)]);
     assert_eq!(shared.open_stacks(), vec![ids(&[1]), ids(&[3, 2])]);
 }
+
+/// Open paths kept from merged instances are bounded: ended threads whose streams lost their
+/// last `Return`s do not pile up.
+#[test]
+fn open_paths_of_merged_instances_are_bounded() {
+    use cabprof_analyses::call_tree::MAX_OPEN_MERGED;
+    let mut all = CallingContextTree::new();
+    for _ in 0..MAX_OPEN_MERGED + 100 {
+        let mut one = CallingContextTree::new();
+        one.consume(&[call(0, 1), call(1, 2)]);
+        all.merge(one);
+    }
+    assert_eq!(all.open_stacks().len(), MAX_OPEN_MERGED);
+}
