@@ -22,6 +22,10 @@
 //! 100 ms as Go checks its request's context, and a request that finds one running gets 429
 //! with `Retry-After` the seconds it has left.
 //!
+//! `/metrics`, `/`, `allocs` and `inflight` are served from one snapshot that every client
+//! shares, taken again once it is [`SHARED_MAX_AGE`] old: a flood of them costs the program
+//! one snapshot a second.
+//!
 //! Every client has total deadlines: [`READ_TIMEOUT`] for its whole request head
 //! ([`serve_read_timeout`](crate::SessionBuilder::serve_read_timeout) sets it; then 408), 10 s
 //! to read the whole answer, 0.5 s of linger; slow, silent or never-reading clients hold a
