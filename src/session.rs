@@ -222,8 +222,10 @@ impl SessionBuilder {
     /// [`Session::serve_addr`]) while the session runs: pprof windows at
     /// `/debug/pprof/profile?seconds=N`, Prometheus metrics at `/metrics`, a flame-graph page
     /// at `/` (see [`crate::serve`]). The endpoint has no authentication: an address that is
-    /// not loopback is refused unless [`serve_public`](Self::serve_public) allows it. Starting
-    /// fails, naming the address, when it cannot be bound. `CABPROF_SERVE` sets it too.
+    /// not loopback is refused unless [`serve_public`](Self::serve_public) allows it, and on
+    /// loopback a request must name a loopback host (`localhost`, `127.0.0.1`, `[::1]`; else
+    /// 421). Starting fails, naming the address, when it cannot be bound; the endpoint answers
+    /// from the moment `start` returns. `CABPROF_SERVE` sets it too.
     #[cfg(feature = "serve")]
     pub fn serve(mut self, addr: impl Into<String>) -> Self {
         self.serve.addr = Some(addr.into());
@@ -232,7 +234,8 @@ impl SessionBuilder {
     }
 
     /// Allow [`serve`](Self::serve) on an address that is not loopback (default off;
-    /// `CABPROF_SERVE_PUBLIC=1`). Anyone who reaches it can read the profiles.
+    /// `CABPROF_SERVE_PUBLIC=1`). Anyone who reaches it can read the profiles, whatever the
+    /// `Host` they send (including a web page opened on a host that can reach it).
     #[cfg(feature = "serve")]
     pub fn serve_public(mut self, on: bool) -> Self {
         self.serve.public = on;
@@ -329,6 +332,7 @@ impl SessionBuilder {
         // Starting, and dropping what the builder held, is the runtime's own work.
         let _work = cabprof_cab::runtime::runtime_work();
         self.validate()?;
+        crate::process::give_way_to_program();
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
         if !cabprof_cab::runtime::active() {

@@ -53,6 +53,11 @@ impl<S: Default> ThreadStacks<S> {
         self.current_id
     }
 
+    /// Every thread's state but the current one.
+    pub(crate) fn parked(&self) -> impl Iterator<Item = &S> + '_ {
+        self.parked.values()
+    }
+
     /// Every thread's state, the current one included.
     pub(crate) fn all_mut(&mut self) -> impl Iterator<Item = &mut S> + '_ {
         std::iter::once(&mut self.current).chain(self.parked.values_mut())

@@ -68,7 +68,7 @@ use cabprof_cab::runtime::{
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 /// The process-wide session, once started.
@@ -78,6 +78,9 @@ struct Process {
     output: PathBuf,
     /// `CABPROF` asked for it: write the whole-process report at exit.
     write_at_exit: bool,
+    /// Started at load for `CABPROF_SERVE`, not by an event: a session the program starts
+    /// itself takes its place ([`give_way_to_program`]).
+    at_load: bool,
     /// The live endpoint (`CABPROF_SERVE`, feature `serve`), stopped with the session.
     #[cfg(feature = "serve")]
     #[allow(dead_code, reason = "held for its drop, which stops the server")]
@@ -116,11 +119,70 @@ pub(crate) fn decide() -> bool {
     activity() == Activity::Recording
 }
 
+/// With `CABPROF` and `CABPROF_SERVE` set, the process-wide session starts when the program is
+/// loaded, before `main`, rather than at its first instrumented event: a service's endpoint
+/// answers scrapes from its start, idle or not. A constructor, run by the dynamic loader with
+/// the program's others (`.init_array`); it sits in the module of [`decide`], which every
+/// instrumented function's site names, so that the linker keeps it wherever there is
+/// something to profile.
+#[cfg(all(feature = "serve", any(target_os = "linux", target_os = "android")))]
+#[used]
+#[link_section = ".init_array"]
+static START_SERVED_AT_LOAD: extern "C" fn() = start_served_at_load;
+
+#[cfg(all(feature = "serve", any(target_os = "linux", target_os = "android")))]
+extern "C" fn start_served_at_load() {
+    // Nothing may unwind out of a constructor.
+    let _ = std::panic::catch_unwind(|| {
+        let serve = std::env::var_os("CABPROF_SERVE").is_some_and(|v| !v.is_empty());
+        if !serve || !process_session_requested() {
+            return;
+        }
+        STARTING_AT_LOAD.store(true, Ordering::Relaxed);
+        // On a thread of its own, so that nothing is made for `main`'s thread before the
+        // runtime has set it up; joined, so that the endpoint answers when `main` starts.
+        let started = std::thread::Builder::new()
+            .name("cabprof-start".into())
+            .spawn(|| {
+                decide();
+            });
+        if let Ok(started) = started {
+            let _ = started.join();
+        }
+        STARTING_AT_LOAD.store(false, Ordering::Relaxed);
+    });
+}
+
+/// The load-time constructor is starting the session.
+static STARTING_AT_LOAD: AtomicBool = AtomicBool::new(false);
+
+/// A program that starts its own [`Session`](crate::Session) keeps it, as when the
+/// process-wide session waited for the first event: one started at load is finished, without
+/// a report (what it recorded until now is dropped), and its port freed for the program's.
+/// Not while a [`test_profile`] reads it: the program's start then fails as it would have.
+pub(crate) fn give_way_to_program() {
+    let Some(p) = process().take_if(|p| p.at_load && live_tests().is_empty()) else {
+        return;
+    };
+    let _work = cabprof_cab::runtime::runtime_work();
+    #[cfg(feature = "serve")]
+    drop(p.endpoint);
+    drop(p.session.finish());
+    crate::analysis::finish_timing();
+}
+
 /// Out of line: formatting takes stack, which the thread of a first event may lack.
 #[cold]
 #[inline(never)]
 fn not_started(e: &str) {
     eprintln!("cabprof: {PROCESS_VAR} is set, but the process-wide session did not start: {e}");
+}
+
+/// The process-wide session runs, but without the endpoint `CABPROF_SERVE` asked for.
+#[cfg(feature = "serve")]
+#[cold]
+fn not_served(e: &str) {
+    eprintln!("cabprof: error: the live endpoint is not served ({e}); profiling goes on");
 }
 
 /// Start the process-wide session if it is not running.
@@ -134,11 +196,15 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
     }
     let builder = SessionBuilder::new().from_env()?;
     let signals = signals_from_env()?;
-    // Bound before the session starts: a port in use fails the start, naming it.
+    // The endpoint's failure is the endpoint's: a port in use leaves the program profiled
+    // and its report written, without the endpoint.
     #[cfg(feature = "serve")]
     let (serve, listener) = {
         let serve = builder.serve_settings().clone();
-        let listener = serve.bind()?;
+        let listener = serve.bind().unwrap_or_else(|e| {
+            not_served(&e.to_string());
+            None
+        });
         (serve, listener)
     };
     let (config, plan, output) = builder.into_parts()?;
@@ -157,7 +223,9 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
                 cabprof_cab::runtime::stalled_since(started);
                 Some(report)
             });
-            Some(crate::serve::start(listener, &serve, snapshot).map_err(SessionError::Spawn)?)
+            crate::serve::start(listener, &serve, snapshot)
+                .inspect_err(|e| not_served(&format!("its threads did not start: {e}")))
+                .ok()
         }
         None => None,
     };
@@ -178,6 +246,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         session,
         output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
         write_at_exit,
+        at_load: STARTING_AT_LOAD.load(Ordering::Relaxed),
         #[cfg(feature = "serve")]
         endpoint,
     });

@@ -256,6 +256,26 @@ impl ReportData {
         self.pprof_encoded(labels, earlier, time_nanos)
     }
 
+    /// The allocations alone, as Go's `/debug/pprof/allocs` serves them: `alloc_objects` and
+    /// `alloc_space` per calling context, `alloc_space` the default; `None` without the
+    /// allocations analysis.
+    #[cfg(feature = "serve")]
+    pub(crate) fn pprof_allocations(
+        &self,
+        labels: &[(&str, &str)],
+        time_nanos: i64,
+    ) -> Option<Vec<u8>> {
+        self.allocations.as_ref()?;
+        let only = ReportData {
+            method_count: None,
+            call_tree: None,
+            time: None,
+            cache: None,
+            ..self.clone()
+        };
+        Some(only.pprof_default(labels, None, time_nanos, Some("alloc_space")))
+    }
+
     /// The gzipped profile. Its samples, one per stack, are the bulk: rather than a message
     /// holding them all, they are walked twice in the columns' merged order, once to number
     /// the locations (and strings) they use in the order of first use, once to encode each
@@ -267,8 +287,22 @@ impl ReportData {
         earlier: Option<&ReportData>,
         time_nanos: i64,
     ) -> Vec<u8> {
+        self.pprof_default(labels, earlier, time_nanos, None)
+    }
+
+    /// [`pprof_encoded`](Self::pprof_encoded) with `default` as the default sample type
+    /// (`None`: the first column's).
+    fn pprof_default(
+        &self,
+        labels: &[(&str, &str)],
+        earlier: Option<&ReportData>,
+        time_nanos: i64,
+        default: Option<&str>,
+    ) -> Vec<u8> {
         if let Some(earlier) = earlier {
-            return self.since(earlier).pprof_encoded(labels, None, time_nanos);
+            return self
+                .since(earlier)
+                .pprof_default(labels, None, time_nanos, default);
         }
         let mut b = Builder {
             names: self.method_names(),
@@ -340,7 +374,8 @@ impl ReportData {
             let t = b.value_type(&format!("l{}_misses", k + 1), "count");
             b.profile.sample_type.push(t);
         }
-        if let Some((kind, _, _)) = columns.first() {
+        let chosen = default.filter(|d| columns.iter().any(|(kind, _, _)| kind == d));
+        if let Some(kind) = chosen.or(columns.first().map(|(kind, _, _)| *kind)) {
             b.profile.default_sample_type = b.strings.get(kind);
         }
 

@@ -1,18 +1,28 @@
 //! `/metrics`: the session so far in Prometheus' text exposition (OpenMetrics), written by the
-//! `prometheus-client` crate from one snapshot per scrape.
+//! `prometheus-client` crate from the snapshot scrapes share (at most
+//! [`SHARED_MAX_AGE`](super::SHARED_MAX_AGE) old).
 //!
 //! Every figure is cumulative since the session started, so counters only grow from one scrape
 //! to the next (a sampled session's estimates are held at the largest value shown, [`Shown`]):
 //!
-//! - `cabprof_function_calls_total{function}`: calls (exact, or estimates in sampling mode).
-//! - `cabprof_function_duration_seconds{function}` (histogram; with the time analysis): the
+//! Each function's series carry its name and its definition, `{function, location}`
+//! (`location` is `file:line`), so that two functions whose names read the same (`<Foo as
+//! Display>::fmt` in two modules) are two series:
+//!
+//! - `cabprof_function_calls_total{function, location}`: calls (exact, or estimates in
+//!   sampling mode).
+//! - `cabprof_function_duration_seconds{function, location}` (histogram; with the time
+//!   analysis): the
 //!   durations of the timed calls (and, with sampled timing, of the long calls measured in
 //!   full), from the analysis' per-function histograms (2 significant digits), in [`BUCKETS`].
-//! - `cabprof_function_allocated_bytes_total{function}` (with the allocations analysis): bytes
-//!   allocated while the function was the innermost instrumented one (`root`: outside all).
+//! - `cabprof_function_allocated_bytes_total{function, location}` (with the allocations
+//!   analysis): bytes allocated while the function was the innermost instrumented one (`root`,
+//!   with an empty location: outside all).
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
-//!   `cabprof_producer_blocked_seconds_total`, and the gauges `cabprof_ring_bytes` (one ring's
+//!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
+//!   scrapes and windows cost the program), with the allocations analysis the gauges
+//!   `cabprof_heap_live_bytes` and `cabprof_heap_peak_bytes`, and the gauges `cabprof_ring_bytes` (one ring's
 //!   size) and `cabprof_threads`.
 
 use crate::report::Report;
@@ -33,12 +43,15 @@ struct Durations {
     buckets: Vec<(f64, u64)>,
 }
 
+/// A function's series: its name and where it is defined (`file:line`; empty for the root).
+type Series = (String, String);
+
 /// What one scrape exposes, taken from a snapshot.
 #[derive(Debug, Default)]
 struct Scrape {
-    calls: Vec<(String, u64)>,
-    durations: Vec<(String, Durations)>,
-    allocated: Option<Vec<(String, u64)>>,
+    calls: Vec<(Series, u64)>,
+    durations: Vec<(Series, Durations)>,
+    allocated: Option<Vec<(Series, u64)>>,
     events: u64,
     analyzed: u64,
     dropped: u64,
@@ -46,6 +59,9 @@ struct Scrape {
     blocked_s: f64,
     ring_bytes: u64,
     threads: u64,
+    endpoint_snapshots: u64,
+    /// The program's live and peak heap bytes since the session started (allocations).
+    heap: Option<(i64, i64)>,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -53,10 +69,10 @@ struct Scrape {
 /// rises, and a counter that goes down reads as a restart to Prometheus. Served counters never
 /// go below what an earlier scrape showed.
 #[derive(Debug, Default)]
-pub(crate) struct Shown(HashMap<(&'static str, String), u64>);
+pub(crate) struct Shown(HashMap<(&'static str, Series), u64>);
 
 impl Shown {
-    fn at_least(&mut self, metric: &'static str, values: &mut [(String, u64)]) {
+    fn at_least(&mut self, metric: &'static str, values: &mut [(Series, u64)]) {
         for (name, v) in values {
             let seen = self.0.entry((metric, name.clone())).or_default();
             *seen = (*seen).max(*v);
@@ -66,17 +82,20 @@ impl Shown {
 }
 
 /// The exposition of `report`.
-pub(crate) fn encode(report: &Report, shown: &mut Shown) -> String {
+/// `snapshots`: how many the endpoint has taken.
+pub(crate) fn encode(report: &Report, shown: &mut Shown, snapshots: u64) -> String {
     let mut scrape = scrape(report);
+    scrape.endpoint_snapshots = snapshots;
     shown.at_least("calls", &mut scrape.calls);
     if let Some(a) = &mut scrape.allocated {
         shown.at_least("allocated", a);
     }
+    let total = |name: &str, v| ((name.to_string(), String::new()), v);
     let mut totals = [
-        ("events".to_string(), scrape.events),
-        ("analyzed".to_string(), scrape.analyzed),
-        ("dropped".to_string(), scrape.dropped),
-        ("lapped".to_string(), scrape.lapped),
+        total("events", scrape.events),
+        total("analyzed", scrape.analyzed),
+        total("dropped", scrape.dropped),
+        total("lapped", scrape.lapped),
     ];
     shown.at_least("runtime", &mut totals);
     [
@@ -96,6 +115,12 @@ pub(crate) fn encode(report: &Report, shown: &mut Shown) -> String {
 fn scrape(report: &Report) -> Scrape {
     let data = &report.data;
     let names = data.method_names();
+    let series = |id: u32| {
+        let location = names
+            .entry(id)
+            .map_or(String::new(), |m| format!("{}:{}", m.file, m.line));
+        (names.name(id), location)
+    };
     let mut s = Scrape {
         events: data.totals.events,
         analyzed: data.totals.analyzed,
@@ -109,7 +134,7 @@ fn scrape(report: &Report) -> Scrape {
     if let Some(counts) = &data.method_count {
         s.calls = counts
             .iter()
-            .map(|c| (names.name(c.method), c.estimated.unwrap_or(c.count)))
+            .map(|c| (series(c.method), c.estimated.unwrap_or(c.count)))
             .collect();
     }
     if let (Some(profile), Some(time)) = (&report.runtime.analysis.time, &data.time) {
@@ -138,7 +163,7 @@ fn scrape(report: &Report) -> Scrape {
                 .collect();
             buckets.push((f64::INFINITY, h.len().saturating_sub(below)));
             s.durations.push((
-                names.name(method.get()),
+                series(method.get()),
                 Durations {
                     sum_s: h.mean() * h.len() as f64 / ticks_per_s,
                     count: h.len(),
@@ -148,14 +173,20 @@ fn scrape(report: &Report) -> Scrape {
         }
     }
     if let Some(a) = &data.allocations {
+        s.heap = Some((a.live_bytes, a.peak_bytes));
         s.allocated = Some(
             a.functions
                 .iter()
-                .map(|f| (names.name(f.method), f.self_.bytes))
+                .map(|f| (series(f.method), f.self_.bytes))
                 .collect(),
         );
     }
     s
+}
+
+/// The labels of a function's series.
+fn labels((function, location): &Series) -> [(&'static str, &str); 2] {
+    [("function", function), ("location", location)]
 }
 
 impl Collector for Scrape {
@@ -167,8 +198,8 @@ impl Collector for Scrape {
                 None,
                 MetricType::Counter,
             )?;
-            for (name, calls) in &self.calls {
-                m.encode_family(&[("function", name.as_str())])?
+            for (series, calls) in &self.calls {
+                m.encode_family(&labels(series))?
                     .encode_counter::<NoLabelSet, _, u64>(calls, None)?;
             }
         }
@@ -179,8 +210,8 @@ impl Collector for Scrape {
                 Some(&Unit::Seconds),
                 MetricType::Histogram,
             )?;
-            for (name, d) in &self.durations {
-                m.encode_family(&[("function", name.as_str())])?
+            for (series, d) in &self.durations {
+                m.encode_family(&labels(series))?
                     .encode_histogram::<NoLabelSet>(d.sum_s, d.count, &d.buckets, None)?;
             }
         }
@@ -191,8 +222,8 @@ impl Collector for Scrape {
                 Some(&Unit::Bytes),
                 MetricType::Counter,
             )?;
-            for (name, bytes) in allocated {
-                m.encode_family(&[("function", name.as_str())])?
+            for (series, bytes) in allocated {
+                m.encode_family(&labels(series))?
                     .encode_counter::<NoLabelSet, _, u64>(bytes, None)?;
             }
         }
@@ -216,6 +247,11 @@ impl Collector for Scrape {
                 "cabprof_chunks_lapped",
                 "Ring chunks overwritten before the analyzer read them (sampling)",
                 self.lapped,
+            ),
+            (
+                "cabprof_endpoint_snapshots",
+                "Snapshots of the session this endpoint took (scrapes share one a second)",
+                self.endpoint_snapshots,
             ),
         ] {
             e.encode_descriptor(name, help, None, MetricType::Counter)?
@@ -242,6 +278,23 @@ impl Collector for Scrape {
             MetricType::Gauge,
         )?
         .encode_gauge(&self.threads)?;
+        if let Some((live, peak)) = self.heap {
+            for (name, help, v) in [
+                (
+                    "cabprof_heap_live",
+                    "Heap bytes the program allocated and has not freed since the session started",
+                    live,
+                ),
+                (
+                    "cabprof_heap_peak",
+                    "The most heap bytes live at once since the session started",
+                    peak,
+                ),
+            ] {
+                e.encode_descriptor(name, help, Some(&Unit::Bytes), MetricType::Gauge)?
+                    .encode_gauge(&v)?;
+            }
+        }
         Ok(())
     }
 }
@@ -253,10 +306,12 @@ mod tests {
     #[test]
     fn a_counter_never_shows_less_than_before() {
         let mut shown = Shown::default();
-        let mut first = [("f".to_string(), 10), ("g".to_string(), 3)];
+        let f = ("f".to_string(), "a.rs:1".to_string());
+        let g = ("g".to_string(), "a.rs:2".to_string());
+        let mut first = [(f.clone(), 10), (g.clone(), 3)];
         shown.at_least("calls", &mut first);
-        let mut second = [("f".to_string(), 9), ("g".to_string(), 4)];
+        let mut second = [(f.clone(), 9), (g.clone(), 4)];
         shown.at_least("calls", &mut second);
-        assert_eq!(second, [("f".to_string(), 10), ("g".to_string(), 4)]);
+        assert_eq!(second, [(f, 10), (g, 4)]);
     }
 }

@@ -258,3 +258,41 @@ fn chromium_renders_the_page() {
     assert!(dom.contains("<svg"), "the flame graph is in the DOM");
     session.finish();
 }
+
+/// DNS rebinding, as a browser meets it: a page's own name resolving to 127.0.0.1 (Chromium's
+/// resolver rules stand in for the attacker's DNS) gets 421 and no profile data; the same
+/// browser at `localhost` gets the page.
+#[test]
+fn chromium_at_a_name_rebound_to_loopback_reads_nothing() {
+    if !available("chromium", &["--version"], "chromium") {
+        return;
+    }
+    let _one = serial();
+    let (session, addr) = start(&[Analysis::MethodCount, Analysis::CallTree]);
+    workload();
+    let dom = |host: &str, name: &str| {
+        let dir = scratch(name);
+        let out = Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--host-resolver-rules=MAP rebound.example 127.0.0.1",
+            ])
+            .arg(format!("--user-data-dir={}", dir.display()))
+            .arg("--dump-dom")
+            .arg(format!("http://{host}:{}/", addr.port()))
+            .output()
+            .expect("run chromium");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let rebound = dom("rebound.example", "rebound");
+    assert!(
+        rebound.contains("not a loopback name") && !rebound.contains("parse_field"),
+        "{rebound}"
+    );
+    let local = dom("localhost", "localhost");
+    assert!(local.contains("it::serve_clients::parse_field"), "{local}");
+    session.finish();
+}

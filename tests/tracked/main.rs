@@ -11,7 +11,11 @@ mod moved_futures;
 #[cfg(feature = "pprof")]
 mod pprof_windows;
 #[cfg(feature = "serve")]
+mod serve_bounds;
+#[cfg(feature = "serve")]
 mod serve_http;
+#[cfg(feature = "serve")]
+mod serve_inflight;
 
 #[path = "../support/deep.rs"]
 mod deep;

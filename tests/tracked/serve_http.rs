@@ -6,6 +6,8 @@ use crate::serve_support::{get, raw, wait_for_open_window};
 use cabprof::{Analysis, ReportData, Session};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+#[cfg(feature = "pprof")]
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -27,6 +29,23 @@ fn start() -> (Session, SocketAddr) {
         .expect("start a served session");
     let addr = session.serve_addr().expect("an endpoint");
     (session, addr)
+}
+
+/// Scrape `/metrics` until `done` holds of the text (scrapes share a snapshot up to a second
+/// old), for at most a minute; the text.
+fn scrape_until(addr: SocketAddr, done: impl Fn(&str) -> bool) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let text = get(addr, "/metrics").text();
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "not there after a minute:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// `cabprof_function_calls_total` of the function named `name` (its last path segment).
@@ -110,12 +129,12 @@ fn bad_requests_get_gos_answers() {
     }
     assert_eq!(get(addr, "/no/such/path").status, 404);
     assert_eq!(get(addr, "/debug/pprof/heap").status, 404);
-    let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(post.status, 405);
     // HEAD too: it would open a window (and get a body) for an answer it throws away.
     let head = raw(
         addr,
-        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"HEAD /debug/pprof/profile HTTP/1.1\r\nHost: localhost\r\n\r\n",
     );
     assert_eq!(head.status, 405);
     let long = format!("/metrics?{}", "x".repeat(20_000));
@@ -159,7 +178,7 @@ fn hostile_clients_do_not_stop_the_server() {
     // Clients that send nothing, and one that asks and never reads.
     let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
     let mut deaf = TcpStream::connect(addr).unwrap();
-    deaf.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    deaf.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let a = get(addr, "/metrics");
     assert_eq!(a.status, 200);
@@ -330,13 +349,15 @@ fn metrics_hold_durations_and_allocated_bytes() {
     );
     assert_eq!(buckets.last(), Some(&500));
     assert!(
-        text.contains("le=\"+Inf\",function=\"tracked::serve_http::leaf\"} 500"),
+        text.lines().any(|l| l.starts_with(
+            "cabprof_function_duration_seconds_bucket{le=\"+Inf\",function=\"tracked::serve_http::leaf\",location=\"tests/tracked/serve_http.rs:"
+        ) && l.ends_with("} 500")),
         "{text}"
     );
     assert_eq!(
         sample(
             &text,
-            "cabprof_function_allocated_bytes_total{function=\"tracked::serve_http::alloc_some\"}"
+            "cabprof_function_allocated_bytes_total{function=\"tracked::serve_http::alloc_some\",location=\"tests/tracked/serve_http.rs:"
         )
         .as_deref(),
         Some("40960"),
@@ -373,21 +394,342 @@ fn sampling_holds_an_idle_threads_tail_back_until_it_flushes() {
         done.send(()).unwrap();
         let _ = told.recv();
     });
-    let events = || {
-        let text = get(addr, "/metrics").text();
+    let events = |text: &str| {
         text.lines()
             .find(|l| l.starts_with("cabprof_events_total "))
             .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .unwrap_or_else(|| panic!("no cabprof_events_total in\n{text}"))
     };
     finished.recv().unwrap();
-    assert!(events() < 2000, "the tail is held back");
+    assert!(
+        events(&get(addr, "/metrics").text()) < 2000,
+        "the tail is held back"
+    );
     assert!(session.snapshot().unwrap().data.events_in_flight > 0);
     tell.send(()).unwrap();
     finished.recv().unwrap();
     // A call and a return each, and the thread's own words (its name registration).
-    assert!(events() >= 2000, "flushed, the tail is counted");
+    scrape_until(addr, |text| events(text) >= 2000);
     drop(tell);
     worker.join().unwrap();
+    session.finish();
+}
+
+/// `GET /metrics` with `host` as the `Host` header (`None`: no header).
+fn with_host(addr: SocketAddr, host: Option<&str>) -> crate::serve_support::Answer {
+    let host = host.map_or(String::new(), |h| format!("Host: {h}\r\n"));
+    raw(
+        addr,
+        format!("GET /metrics HTTP/1.1\r\n{host}Connection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// On a loopback address, a request must name a loopback host: a page whose name rebinds to
+/// 127.0.0.1 sends its own. Every answer, refusals too, says `nosniff`.
+#[test]
+fn a_loopback_endpoint_answers_loopback_hosts_only() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let port = addr.port();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+        // Through a tunnel, `ssh -L 7000:127.0.0.1:{port}`.
+        "localhost:7000".to_string(),
+    ] {
+        let a = with_host(addr, Some(&host));
+        assert_eq!(a.status, 200, "Host: {host}: {}", a.text());
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{}",
+            a.head
+        );
+    }
+    for host in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.1.nip.example:{port}"),
+        format!("localhost.evil.example:{port}"),
+        format!("10.1.2.3:{port}"),
+    ] {
+        let a = with_host(addr, Some(&host));
+        assert_eq!(a.status, 421, "Host: {host}: {}", a.text());
+        assert!(a.text().contains("loopback"), "{}", a.text());
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{}",
+            a.head
+        );
+    }
+    let a = with_host(addr, None);
+    assert_eq!(a.status, 400, "{}", a.text());
+    assert!(a.text().contains("Host"), "{}", a.text());
+    for path in ["/no/such/path", "/debug/pprof/", "/"] {
+        let a = get(addr, path);
+        assert!(
+            a.head.contains("X-Content-Type-Options: nosniff"),
+            "{path}: {}",
+            a.head
+        );
+    }
+    let a = raw(addr, b"NONSENSE\r\n\r\n");
+    assert_eq!(a.status, 400);
+    assert!(
+        a.head.contains("X-Content-Type-Options: nosniff"),
+        "{}",
+        a.head
+    );
+    session.finish();
+}
+
+/// A public address (`serve_public`) has no name to check the `Host` against: any is served.
+#[test]
+fn a_public_endpoint_answers_any_host() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("0.0.0.0:0")
+        .serve_public(true)
+        .start()
+        .expect("start a served session");
+    let port = session.serve_addr().unwrap().port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let a = with_host(addr, Some("profiler.internal.example:6060"));
+    assert_eq!(a.status, 200, "{}", a.text());
+    session.finish();
+}
+
+/// `localhost` is both loopback addresses, whatever the resolver lists.
+#[test]
+fn localhost_listens_on_both_loopback_addresses() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("localhost:0")
+        .start()
+        .expect("start a served session");
+    let port = session.serve_addr().unwrap().port();
+    let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_eq!(get(v4, "/metrics").status, 200);
+    if TcpListener::bind("[::1]:0").is_ok() {
+        let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+        assert_eq!(get(v6, "/metrics").status, 200);
+    } else {
+        eprintln!("SKIPPED the ::1 half: this host has no IPv6 loopback");
+    }
+    session.finish();
+}
+
+/// A window ends with its client (the index says no window is open soon after it left, and
+/// the next request gets one), and while one runs, `Retry-After` is the time it has left.
+#[test]
+fn a_window_ends_when_its_client_leaves_and_retry_after_is_the_time_left() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let mut long = TcpStream::connect(addr).unwrap();
+    write!(
+        long,
+        "GET /debug/pprof/profile?seconds=300 HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    wait_for_open_window(addr);
+    let busy = get(addr, "/debug/pprof/profile?seconds=1");
+    assert_eq!(busy.status, 429, "{}", busy.text());
+    let retry: u64 = busy
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("Retry-After: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Retry-After in {}", busy.head));
+    // The 300 s window's time left, not the 1 s asked for; generous for a slow host.
+    assert!((200..=300).contains(&retry), "Retry-After: {retry}");
+
+    drop(long);
+    let t0 = std::time::Instant::now();
+    while !get(addr, "/debug/pprof/").text().contains("window: none") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the window still runs a minute after its client left"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let next = get(addr, "/report.json?seconds=1");
+    assert_eq!(next.status, 200, "{}", next.text());
+    session.finish();
+}
+
+/// The endpoint answers from the moment `start` returns, before any instrumented call.
+#[test]
+fn a_session_serves_from_the_moment_start_returns() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let a = get(addr, "/metrics");
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(scraped_calls(&a.text(), "leaf"), None, "{}", a.text());
+    leaf(3);
+    // Scrapes share a snapshot up to a second old: the call shows in a later one.
+    scrape_until(addr, |text| scraped_calls(text, "leaf") == Some(1));
+    session.finish();
+}
+
+mod first {
+    pub(crate) struct Shape;
+    impl std::fmt::Display for Shape {
+        #[cabprof::profile]
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("first")
+        }
+    }
+}
+
+mod second {
+    pub(crate) struct Shape;
+    impl std::fmt::Display for Shape {
+        #[cabprof::profile]
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("second")
+        }
+    }
+}
+
+/// Two functions whose names read the same are two series, told apart by `location`.
+#[test]
+fn functions_named_alike_are_distinct_series() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    for _ in 0..3 {
+        std::hint::black_box(first::Shape.to_string());
+    }
+    for _ in 0..5 {
+        std::hint::black_box(second::Shape.to_string());
+    }
+    let text = get(addr, "/metrics").text();
+    let calls: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("cabprof_function_calls_total{"))
+        .collect();
+    let fmt: Vec<&&str> = calls.iter().filter(|l| l.contains("::fmt\"")).collect();
+    assert_eq!(fmt.len(), 2, "{text}");
+    let mut counts: Vec<&str> = fmt.iter().filter_map(|l| l.rsplit(' ').next()).collect();
+    counts.sort_unstable();
+    assert_eq!(counts, ["3", "5"], "{text}");
+    // No two series of a metric have the same labels.
+    let mut labels: Vec<&str> = calls
+        .iter()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, _)| k)
+        .collect();
+    let all = labels.len();
+    labels.sort_unstable();
+    labels.dedup();
+    assert_eq!(labels.len(), all, "{text}");
+    session.finish();
+}
+
+/// `go tool pprof` with `args`, then `url`; its standard output.
+#[cfg(feature = "pprof")]
+fn go_pprof(url: &str, args: &[&str]) -> String {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_http_go_pprof");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(url)
+        .env("PPROF_TMPDIR", &tmp)
+        .env("HOME", &tmp)
+        .output()
+        .expect("run go tool pprof");
+    assert!(
+        out.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `/debug/pprof/allocs` as Go serves it, read by `go tool pprof`: the bytes and blocks each
+/// function allocated since the session started, `alloc_space` the default. `heap` says why it
+/// is not served, and the live bytes are a gauge of `/metrics`.
+#[cfg(feature = "pprof")]
+#[test]
+fn go_tool_pprof_reads_the_allocs_profile() {
+    let _one = crate::serial();
+    let session = Session::builder()
+        .analyses(&[
+            Analysis::MethodCount,
+            Analysis::CallTree,
+            Analysis::Allocations,
+        ])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = session.serve_addr().unwrap();
+    for _ in 0..10 {
+        alloc_some();
+    }
+    let heap = get(addr, "/debug/pprof/heap");
+    assert_eq!(heap.status, 404);
+    assert!(
+        heap.text().contains("/debug/pprof/allocs"),
+        "{}",
+        heap.text()
+    );
+    let allocs = get(addr, "/debug/pprof/allocs");
+    assert_eq!(allocs.status, 200, "{}", allocs.text());
+    assert_eq!(&allocs.body[..2], &[0x1f, 0x8b], "gzip");
+    assert!(get(addr, "/metrics")
+        .text()
+        .contains("cabprof_heap_live_bytes "));
+    if !crate::serve_support::available("go", &["version"], "golang-go") {
+        assert_eq!(session.finish().data.calls("alloc_some"), 10);
+        return;
+    }
+    let url = format!("http://{addr}/debug/pprof/allocs");
+    for args in [
+        &["-top", "-nodefraction=0", "-unit=B"][..],
+        &[
+            "-top",
+            "-nodefraction=0",
+            "-unit=B",
+            "-sample_index=alloc_space",
+        ][..],
+    ] {
+        let text = go_pprof(&url, args);
+        let top = crate::go_pprof::top_rows(&text);
+        let row = top
+            .iter()
+            .find(|(k, _)| k.ends_with("::alloc_some"))
+            .unwrap_or_else(|| panic!("no alloc_some in\n{text}"));
+        assert_eq!(row.1 .0, 40960, "{args:?}\n{text}");
+    }
+    let text = go_pprof(
+        &url,
+        &["-top", "-nodefraction=0", "-sample_index=alloc_objects"],
+    );
+    let top = crate::go_pprof::top_rows(&text);
+    assert_eq!(
+        top.iter()
+            .find(|(k, _)| k.ends_with("::alloc_some"))
+            .map(|r| r.1 .0),
+        Some(10),
+        "{text}"
+    );
+    session.finish();
+}
+
+/// Without the allocations analysis, `allocs` says what to turn on.
+#[test]
+fn allocs_without_the_analysis_says_what_to_enable() {
+    let _one = crate::serial();
+    let (session, addr) = start();
+    let a = get(addr, "/debug/pprof/allocs");
+    assert_eq!(a.status, 404);
+    assert!(
+        a.text().contains("Allocations") && a.text().contains("Tracked"),
+        "{}",
+        a.text()
+    );
     session.finish();
 }

@@ -4,7 +4,7 @@ use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 use super::tasks::{self, OpenPath, TaskBase, TaskKey};
-use super::trie::{Trie, ROOT as ROOT_NODE};
+use super::trie::{Trie, NONE, ROOT as ROOT_NODE};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
@@ -32,7 +32,15 @@ pub struct CallingContextTree {
     approximate: bool,
     resyncs: u64,
     unmatched_returns: u64,
+    /// The open paths of the instances merged into this one (other threads'), as method paths,
+    /// sorted so that the order of merges does not show; at most [`MAX_OPEN_MERGED`].
+    open_merged: Vec<Vec<MethodId>>,
 }
+
+/// The most open paths kept from merged instances. A thread ends with its frames closed, but a
+/// sampled stream that lost its last `Return`s leaves some open: with many threads coming and
+/// going, those would pile up in the results the analyzer keeps of ended threads.
+pub const MAX_OPEN_MERGED: usize = 1024;
 
 impl CallingContextTree {
     /// A tree holding only the root.
@@ -101,6 +109,50 @@ impl CallingContextTree {
             .filter(|(_, a)| *a)
             .map(|(n, _)| n.count)
             .sum()
+    }
+
+    /// The calls open now: for each thread with open frames, the calling context of its
+    /// innermost one (methods from the root's child down; a poll in progress shows the
+    /// future's context), those of the instances merged in included (at most
+    /// [`MAX_OPEN_MERGED`] of those). A thread that ended inside instrumented calls (through
+    /// `exit`, say, or in a sampled stream that lost its last `Return`s) keeps them. Sorted.
+    pub fn open_stacks(&self) -> Vec<Vec<MethodId>> {
+        let mut out = self.open_merged.clone();
+        let own = std::iter::once(&self.threads.current).chain(self.threads.parked());
+        out.extend(
+            own.filter_map(|open| open.stack.last())
+                .map(|&n| self.context_of(n)),
+        );
+        out.sort_unstable();
+        out
+    }
+
+    /// The futures polled and not finished (their last poll not seen): each `async fn`, its
+    /// task id and the calling context of its frame (methods from the root's child down; up to
+    /// the future itself only when the poll that placed it is in another stream not merged in).
+    /// Sorted.
+    pub fn pending_futures(&self) -> Vec<(MethodId, u32, Vec<MethodId>)> {
+        let mut out: Vec<(MethodId, u32, Vec<MethodId>)> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| !t.finished())
+            .map(|(&(method, task), t)| (method, task, self.context_of(t.node)))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The methods from the root's child down to node `n` (a detached node's path starts at
+    /// its detached root).
+    fn context_of(&self, mut n: u32) -> Vec<MethodId> {
+        let mut path = Vec::new();
+        while n != ROOT_NODE && n != NONE {
+            let node = &self.tree.nodes[n as usize];
+            path.push(node.method);
+            n = node.parent;
+        }
+        path.reverse();
+        path
     }
 
     /// Depth of the open path of the current thread (of the poll in progress, if any).
@@ -375,6 +427,12 @@ impl EventAnalysis for CallingContextTree {
     }
 
     fn merge(&mut self, other: CallingContextTree) {
+        let theirs = other.open_stacks();
+        if !theirs.is_empty() {
+            self.open_merged.extend(theirs);
+            self.open_merged.sort_unstable();
+            self.open_merged.truncate(MAX_OPEN_MERGED);
+        }
         let to_self = self.tree.merge(&other.tree);
         // Futures polled in both streams: what one saw goes where the other placed it.
         let mut moved = HashMap::new();

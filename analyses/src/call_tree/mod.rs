@@ -39,7 +39,7 @@ mod subtree_profile;
 pub(crate) mod tasks;
 pub(crate) mod trie;
 
-pub use context_tree::CallingContextTree;
+pub use context_tree::{CallingContextTree, MAX_OPEN_MERGED};
 pub use subtree_profile::{CallTreeProfile, MAX_CALLEES};
 
 use cabprof_cab::event::{self, decode, EventKind, MethodId};

@@ -269,3 +269,21 @@ fn an_async_loop_with_too_many_calls_is_counted_not_kept() {
     assert_eq!(q.overlong(), 0);
     assert!(q.sorted().contains(&(h, vec![c], 1)));
 }
+
+/// The futures waiting for their next poll are pending, with their contexts, until their last
+/// poll is seen in whichever stream: task 11 (`handle`) and its step, task 21, after stream A.
+#[test]
+fn pending_futures_are_those_whose_last_poll_is_not_seen() {
+    let [a, b, c_] = streams();
+    let (h, s) = (m(H), m(S));
+    let mut tree: CallingContextTree = analyze(&a);
+    assert_eq!(
+        tree.pending_futures(),
+        vec![(h, 11, vec![h]), (s, 21, vec![h, s])]
+    );
+    assert_eq!(tree.open_stacks(), Vec::<Vec<MethodId>>::new());
+    tree.merge(analyze(&b));
+    assert_eq!(tree.pending_futures(), vec![(h, 11, vec![h])]);
+    tree.merge(analyze(&c_));
+    assert_eq!(tree.pending_futures(), vec![]);
+}

@@ -202,3 +202,36 @@ fn wide_nodes_count_every_child_exactly() {
     a.merge(b);
     assert_eq!(a.count(&ids(&[1])), 2);
 }
+
+/// The calls open now: each thread's innermost open context, the threads of merged instances
+/// included, until they return.
+#[test]
+fn open_stacks_are_each_threads_innermost_open_context() {
+    let mut first = CallingContextTree::new();
+    first.consume(&[call(0, 1), call(1, 2), call(2, 4)]);
+    assert_eq!(first.open_stacks(), vec![ids(&[1, 2, 4])]);
+    let mut second = CallingContextTree::new();
+    second.consume(&[call(0, 1), call(1, 3)]);
+    first.merge(second);
+    assert_eq!(first.open_stacks(), vec![ids(&[1, 2, 4]), ids(&[1, 3])]);
+    first.consume(&[ret(4), ret(2), ret(1)]);
+    assert_eq!(first.open_stacks(), vec![ids(&[1, 3])]);
+    // A multiplexed ring: each thread's state is listed.
+    let mut shared = CallingContextTree::new();
+    shared.consume(&[thread(1), call(0, 1), thread(2), call(0, 3), call(3, 2)]);
+    assert_eq!(shared.open_stacks(), vec![ids(&[1]), ids(&[3, 2])]);
+}
+
+/// Open paths kept from merged instances are bounded: ended threads whose streams lost their
+/// last `Return`s do not pile up.
+#[test]
+fn open_paths_of_merged_instances_are_bounded() {
+    use cabprof_analyses::call_tree::MAX_OPEN_MERGED;
+    let mut all = CallingContextTree::new();
+    for _ in 0..MAX_OPEN_MERGED + 100 {
+        let mut one = CallingContextTree::new();
+        one.consume(&[call(0, 1), call(1, 2)]);
+        all.merge(one);
+    }
+    assert_eq!(all.open_stacks().len(), MAX_OPEN_MERGED);
+}

@@ -72,9 +72,13 @@ struct InlineRegistry<A> {
     /// Ids in `live` of threads that exited with too little stack to merge their results
     /// (see `InlineAnalysis::retire`): merged by the next thread that attaches or retires with
     /// room, so that a program spawning many such threads keeps one result each only until
-    /// then.
+    /// then. Also the threads that exit while a snapshot runs.
     exited: Vec<u64>,
     next_id: u64,
+    /// Snapshots copying the slots of `live` without this lock: while one does, no slot may be
+    /// emptied into `merged` (it would be counted twice, or missed), so a thread that exits
+    /// leaves its results in its slot and its id in `exited`.
+    snapshots: usize,
 }
 
 impl<A: EventAnalysis> InlineShared<A> {
@@ -86,6 +90,7 @@ impl<A: EventAnalysis> InlineShared<A> {
                 live: Vec::new(),
                 exited: Vec::new(),
                 next_id: 0,
+                snapshots: 0,
             }),
         }
     }
@@ -127,17 +132,37 @@ impl<A: EventAnalysis> InlineShared<A> {
 
 impl<A: EventAnalysis + Clone> InlineShared<A> {
     /// A snapshot: ended threads' merged results, then a copy of each live thread's so far.
+    ///
+    /// The registry is locked only to copy the ended threads' results and the list of live
+    /// slots, and each slot only while its thread's pending words are drained and its results
+    /// copied: a thread's first event or exit (which lock the registry) never waits for the
+    /// copies of the other threads, and a thread's next buffer waits for its own copy only.
     pub(super) fn snapshot_into(&self, analysis: &mut A, threads: &mut Vec<ThreadStats>) {
-        let reg = self.state.lock();
-        if let Some(a) = &reg.merged {
-            analysis.merge(a.clone());
+        let (merged, live) = {
+            let mut reg = self.state.lock();
+            reg.snapshots += 1;
+            threads.extend(reg.threads.iter().cloned());
+            (reg.merged.clone(), reg.live.clone())
+        };
+        // Released however the copies end, so that exiting threads merge again.
+        struct Done<'a, A>(&'a InlineShared<A>);
+        impl<A> Drop for Done<'_, A> {
+            fn drop(&mut self) {
+                self.0.state.lock().snapshots -= 1;
+            }
         }
-        threads.extend(reg.threads.iter().cloned());
-        for (_, slot) in &reg.live {
-            if let Some(state) = &mut *slot.lock() {
+        let _done = Done(self);
+        if let Some(a) = merged {
+            analysis.merge(a);
+        }
+        for (_, slot) in &live {
+            let copy = slot.lock().as_mut().map(|state| {
                 state.drain();
-                analysis.merge(state.analysis.clone());
-                push_thread(threads, state.stats());
+                (state.analysis.clone(), state.stats())
+            });
+            if let Some((copy, stats)) = copy {
+                analysis.merge(copy);
+                push_thread(threads, stats);
             }
         }
     }
@@ -150,8 +175,11 @@ impl<A: EventAnalysis> InlineRegistry<A> {
     }
 
     /// Merge the results of the threads in `exited` (their slots are final: they emit no
-    /// more).
+    /// more), unless a snapshot is copying the slots.
     fn merge_exited(&mut self) {
+        if self.snapshots > 0 {
+            return;
+        }
         for id in std::mem::take(&mut self.exited) {
             if let Some(i) = self.live.iter().position(|(l, _)| *l == id) {
                 let (_, slot) = self.live.swap_remove(i);
@@ -228,6 +256,10 @@ impl<A: EventAnalysis> InlineSink for InlineAnalysis<A> {
             return;
         }
         let mut reg = self.shared.state.lock();
+        if reg.snapshots > 0 {
+            reg.exited.push(self.id);
+            return;
+        }
         reg.merge_exited();
         if let Some(i) = reg.live.iter().position(|(id, _)| *id == self.id) {
             reg.live.swap_remove(i);

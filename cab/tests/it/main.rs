@@ -9,6 +9,7 @@ mod limits;
 mod ring_exhaustive;
 mod runtime;
 mod sampling;
+mod sequential_snapshot;
 mod small_stack_attach;
 mod snapshot_backlog;
 mod stress;
