@@ -372,7 +372,15 @@ fn median(v: &[f64]) -> Option<f64> {
 const RELEASE: &str = "@release";
 
 /// The variants also run from the release-profile build.
-const RELEASE_ROWS: [&str; 5] = ["plain", "no-session", "mc", "mc+cg", "sampling"];
+const RELEASE_ROWS: [&str; 7] = [
+    "plain",
+    "no-session",
+    "mc",
+    "mc+cg",
+    "sampling",
+    "timed",
+    "two-reads",
+];
 
 /// This bench built with the `release` profile, as a crate depending on cabprof builds by
 /// default; `None` (with a note) when `PER_CALL_RELEASE=0` or when it cannot be built.
@@ -615,17 +623,25 @@ fn main() {
             }
         }
     }
-    if let (Some(t), Some(f), Some(m)) = (timed, over("two-reads"), mc) {
-        // The clock reads sit on the hardware's floor: what timing adds to an untimed call is
-        // compared with them.
-        let own = t - m;
-        println!(
-            "timed every call: {t:.2} ns/call over plain, an untimed exhaustive call (mc) \
-             {m:.2}; timing's own part {own:.2} = {:.2} x the two clock reads ({f:.2}) (target \
-             <= 1.15): {}",
-            own / f,
-            verdict(own <= 1.15 * f)
-        );
+    // The clock reads sit on the hardware's floor: what timing adds to an untimed call is
+    // compared with them, in the bench's build and in the user's default release build.
+    for build in ["", RELEASE] {
+        let key = |k: &str| format!("{k}{build}");
+        if let (Some(t), Some(f), Some(m)) = (
+            over(&key("timed")),
+            over(&key("two-reads")),
+            over(&key("mc")),
+        ) {
+            let own = t - m;
+            let label = if build.is_empty() { "" } else { " (release)" };
+            println!(
+                "timed every call{label}: {t:.2} ns/call over plain, an untimed exhaustive call \
+                 (mc) {m:.2}; timing's own part {own:.2} = {:.2} x the two clock reads \
+                 ({f:.2}) (target <= 1.15): {}",
+                own / f,
+                verdict(own <= 1.15 * f)
+            );
+        }
     }
     if let (Some(t), Some(h)) = (timed, over("hotpath")) {
         let (p, tr, hr) = (samples("plain"), samples("timed"), samples("hotpath"));
