@@ -76,6 +76,8 @@ pub struct CompensationEntry {
 pub struct DuringSession {
     /// Probes run.
     pub probes: u64,
+    /// The event words the probes wrote (probe and calibration words: events, no calls).
+    pub words: u64,
     /// `timed_ns` of the probes.
     pub timed_ns: Spread,
     /// `untimed_ns` of the probes.

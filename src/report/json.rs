@@ -286,6 +286,7 @@ mod tests {
                     inside_ns_at_finish: Some(1.0),
                     during: Some(DuringSession {
                         probes: 3,
+                        words: 1923,
                         timed_ns: Spread {
                             min: 19.0,
                             median: 20.5,

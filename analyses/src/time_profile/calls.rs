@@ -447,7 +447,12 @@ impl TimeProfile {
     #[inline(never)]
     pub(super) fn on_other(&mut self, w: u64) {
         if let Some(c) = cabprof_cab::event::as_calibration(w) {
+            self.calibrations.words += 1;
             return self.on_calibration(c);
+        }
+        if cabprof_cab::event::is_probe(w) {
+            self.calibrations.words += 1;
+            return;
         }
         match decode(w) {
             Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),

@@ -264,6 +264,9 @@ pub struct Calibrations {
     pub count: u64,
     /// The first [`KEPT`](Self::KEPT) of them.
     pub kept: Vec<cabprof_cab::event::CallCosts>,
+    /// The words the probes wrote: their probe words (two per probe call) and calibration
+    /// words. Events of the stream, but no calls.
+    pub words: u64,
 }
 
 impl Calibrations {
@@ -279,6 +282,7 @@ impl Calibrations {
 
     pub(super) fn merge(&mut self, other: &Calibrations) {
         self.count += other.count;
+        self.words += other.words;
         let room = Self::KEPT.saturating_sub(self.kept.len());
         self.kept.extend(other.kept.iter().take(room));
     }

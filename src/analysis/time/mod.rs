@@ -180,6 +180,7 @@ fn during(c: &Calibrations, ns: &dyn Fn(f64) -> f64) -> Option<DuringSession> {
     };
     Some(DuringSession {
         probes: c.count,
+        words: c.words,
         timed_ns: spread(|k| k.timed)?,
         untimed_ns: spread(|k| k.untimed)?,
         inside_ns: spread(|k| k.inside)?,

@@ -101,7 +101,7 @@ fn variants_emit_their_kind(name: &str) {
         // The time analysis times every call: a call returns with its duration (a
         // `TimedReturn` in place of its `Return`), so no word is added per call. The only
         // others are `Stall` words, the time spent inside cabprof: one per ring attached, name
-        // registered or wait for the analyzer.
+        // registered, wait for the analyzer or calibration probe.
         let timed: u64 = report
             .data
             .time
@@ -110,10 +110,16 @@ fn variants_emit_their_kind(name: &str) {
         assert_eq!(timed, calls, "{name}: {v:?}: every call timed");
         let d = &report.data;
         let stalls = d.time.as_ref().and_then(|t| t.inside_cabprof_entries);
+        // And the words of the calibration probes the thread ran as its ring lapped.
+        let probes = d
+            .time
+            .as_ref()
+            .and_then(|t| t.compensation.as_ref()?.during.as_ref())
+            .map_or(0, |p| p.words);
         assert_eq!(
-            2 * calls + paths + mem + stalls.expect("the time analysis ran"),
+            2 * calls + paths + mem + stalls.expect("the time analysis ran") + probes,
             d.totals.events,
-            "{name}: {v:?}: events other than calls, paths, memory accesses and stalls"
+            "{name}: {v:?}: events other than calls, paths, memory accesses, stalls and probes"
         );
         let module = format!("::{}", v.name());
         assert!(
