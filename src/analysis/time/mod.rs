@@ -421,7 +421,7 @@ impl AnalysisDescriptor for Descriptor {
                 None => String::new(),
             };
             format!(
-                "sampled: one call in {} per function and thread timed, totals are estimates (~) ± the 95% interval shown (? under 30 timed calls), which assumes the untimed calls are like the timed ones{long}",
+                "sampled: one call in {} per function and thread timed, totals are estimates (~) ± the 95% interval shown (? under 30 timed calls), which assumes the untimed calls are like the timed ones, plus the calibration's error{long}",
                 t.sample_period
             )
         } else {
@@ -496,7 +496,10 @@ impl AnalysisDescriptor for Descriptor {
             } else if f.timed < MIN_TIMED_FOR_INTERVAL && f.long.unwrap_or(0) < f.calls {
                 format!("~{}±?", dur(f.inclusive_ns))
             } else {
-                format!("~{}±{}", dur(f.inclusive_ns), dur(f.inclusive_ci_ns))
+                // The sample's interval widened by the calibration's error (systematic, so
+                // added, not combined as independent).
+                let half = f.inclusive_ci_ns + f.calibration_error_ns.unwrap_or(0.0);
+                format!("~{}±{}", dur(f.inclusive_ns), dur(half))
             };
             // Below the resolution: bounds, not figures (the sums are of calls each cheaper
             // than the calibration resolves).
