@@ -27,7 +27,10 @@ pub use frames::{enter, run, FrameGuard};
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};
-pub(crate) use probe::{body as probe_body, plain as probe_plain, PROBE_SITE};
+pub(crate) use probe::{
+    batch as probe_batch, body as probe_body, median as probe_median, plain as probe_plain,
+    PROBE_SITE,
+};
 pub(crate) use ticker::{
     intervals as tick_intervals, start as start_ticker, stop as stop_ticker, LONG_TICKS,
 };

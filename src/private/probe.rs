@@ -142,22 +142,28 @@ pub(super) fn exit_word(e: Event) {
     emit(Event::probe());
 }
 
-/// Ticks per call of `f` over one batch.
-fn batch(f: fn(u64) -> u64) -> f64 {
+/// Ticks per call of `f` over a batch of `calls`, each call's input the last one's result.
+pub(crate) fn batch(f: fn(u64) -> u64, calls: u64) -> f64 {
     let mut x = 1;
     let t0 = clock::now();
-    for _ in 0..BATCH {
+    for _ in 0..calls {
         x = f(x);
     }
     let t1 = clock::now();
     black_box(x);
-    t1.saturating_sub(t0) as f64 / BATCH as f64
+    t1.saturating_sub(t0) as f64 / calls as f64
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median as `cabprof-bench-support`'s `stats::median` defines it (this crate cannot
+/// depend on that unpublished one): values ordered by `f64::total_cmp` (a NaN sorts to an end
+/// by its sign), an even count's median is the mean of the middle two, and an empty list's is
+/// `NaN`.
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 {
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
@@ -194,17 +200,17 @@ fn measure() -> CallCosts {
         for k in 0..3 {
             let which = (k + round) % 3;
             one[which] = match which {
-                0 => batch(plain),
+                0 => batch(plain, BATCH),
                 1 => {
                     TIMED.with(|c| c.set(true));
                     TICKS.with(|c| c.set(0));
-                    let t = batch(probe);
+                    let t = batch(probe, BATCH);
                     reported = TICKS.with(Cell::get) as f64 / BATCH as f64;
                     t
                 }
                 _ => {
                     TIMED.with(|c| c.set(false));
-                    batch(probe)
+                    batch(probe, BATCH)
                 }
             };
         }

@@ -23,7 +23,9 @@
 //! `cargo bench -p cabprof-checks --bench time_fidelity` compares the compensated figures
 //! with the same functions built plain.
 
-use crate::__private::{probe_body, probe_plain as plain, PROBE_SITE};
+use crate::__private::{
+    probe_batch as batch, probe_body, probe_median as median, probe_plain as plain, PROBE_SITE,
+};
 use cabprof_cab::clock;
 use cabprof_cab::event;
 use cabprof_cab::runtime::{EventAnalysis, RuntimeConfig, Session};
@@ -92,34 +94,6 @@ impl EventAnalysis for ProbeTicks {
     fn merge(&mut self, other: Self) {
         let room = KEPT - self.ticks.len().min(KEPT);
         self.ticks.extend(other.ticks.into_iter().take(room));
-    }
-}
-
-/// Ticks per call of `f` over one batch.
-fn batch(f: fn(u64) -> u64) -> f64 {
-    let mut x = 1;
-    let t0 = clock::now();
-    for _ in 0..BATCH {
-        x = f(x);
-    }
-    let t1 = clock::now();
-    black_box(x);
-    t1.saturating_sub(t0) as f64 / BATCH as f64
-}
-
-/// The median as `cabprof-bench-support`'s `stats::median` defines it (this crate cannot
-/// depend on that unpublished one): values ordered by `f64::total_cmp` (a NaN sorts to an end
-/// by its sign), an even count's median is the mean of the middle two, and an empty list's is
-/// `NaN`.
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -204,14 +178,14 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
         for k in 0..3 {
             let which = (k + round) % 3;
             one[which] = match which {
-                0 => batch(plain),
+                0 => batch(plain, BATCH),
                 1 => {
                     crate::__private::set_time_period(1);
-                    batch(probe)
+                    batch(probe, BATCH)
                 }
                 _ => {
                     crate::__private::set_time_period(untimed_period);
-                    batch(probe)
+                    batch(probe, BATCH)
                 }
             };
         }
