@@ -1,18 +1,25 @@
 //! `CABPROF=1 cargo test`: a test binary run with its tests on parallel threads writes one
 //! report, of every test's events, when it exits. This file is that binary: its `workload_*`
-//! tests are the suite, and the driver runs the file's own executable again on them.
+//! tests are the suite, and the driver runs the file's own executable again on them. They and
+//! the other children's tests are `#[ignore]`d child roles, which fail when run without their
+//! driver's variable.
 //!
 //! Its own test binary, not a module of `tests/it/`: its child run is the binary under
 //! `CABPROF=1`, and the report it writes must hold exactly this file's `workload_*` tests,
 //! named after this binary.
+
+mod support;
 
 use cabprof::report::ReportData;
 use std::future::Future;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Set in the child run, where the driver does nothing.
+/// Set in the child run, where the drivers do nothing and the `workload_*` roles run.
 const CHILD: &str = "CABPROF_TEST_PROCESS_MODE_CHILD";
+
+/// The driver that runs the `workload_*` roles.
+const PROFILED: &str = "the_whole_binary_is_profiled_with_no_code_change";
 
 #[cabprof::profile]
 fn leaf(x: u64) -> u64 {
@@ -25,21 +32,27 @@ fn work(n: u64) -> u64 {
 }
 
 #[test]
+#[ignore = "a child role: run by the_whole_binary_is_profiled_with_no_code_change"]
 fn workload_a() {
+    support::child_role(CHILD, PROFILED);
     for _ in 0..10 {
         work(100);
     }
 }
 
 #[test]
+#[ignore = "a child role: run by the_whole_binary_is_profiled_with_no_code_change"]
 fn workload_b() {
+    support::child_role(CHILD, PROFILED);
     for _ in 0..20 {
         work(50);
     }
 }
 
 #[test]
+#[ignore = "a child role: run by the_whole_binary_is_profiled_with_no_code_change"]
 fn workload_c() {
+    support::child_role(CHILD, PROFILED);
     std::thread::scope(|s| {
         s.spawn(|| work(7));
     });
@@ -47,7 +60,9 @@ fn workload_c() {
 }
 
 #[test]
+#[ignore = "a child role: run by the_whole_binary_is_profiled_with_no_code_change"]
 fn workload_d() {
+    support::child_role(CHILD, PROFILED);
     let handles: Vec<_> = (0..3).map(|_| std::thread::spawn(|| work(11))).collect();
     for h in handles {
         h.join().unwrap();
@@ -85,7 +100,7 @@ fn the_whole_binary_is_profiled_with_no_code_change() {
     let path = default_report();
     let _ = std::fs::remove_file(&path);
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["workload_", "--test-threads", "4"])
+        .args(["workload_", "--ignored", "--test-threads", "4"])
         .env("CABPROF", "1")
         .env("CABPROF_PIN", "0")
         .env_remove("CABPROF_OUTPUT")
@@ -149,11 +164,13 @@ fn sum_of(v: &[u64]) -> u64 {
 }
 
 #[test]
+#[ignore = "a child role: run by every_form_of_the_attribute_starts_the_session_at_the_first_event"]
 fn first_event_child() {
-    let Some(form) = std::env::var_os(FIRST_EVENT_CHILD) else {
-        return;
-    };
-    let r = match form.to_str().unwrap() {
+    let form = support::child_role(
+        FIRST_EVENT_CHILD,
+        "every_form_of_the_attribute_starts_the_session_at_the_first_event",
+    );
+    let r = match form.as_str() {
         "closure" => leaf(1),
         "guard" => evens(10).count() as u64,
         "paths" => collatz_step(7),
@@ -189,7 +206,12 @@ fn every_form_of_the_attribute_starts_the_session_at_the_first_event() {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("first_{form}.json"));
         let _ = std::fs::remove_file(&out);
         let o = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "first_event_child", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "first_event_child",
+                "--test-threads=1",
+            ])
             .env(FIRST_EVENT_CHILD, form)
             .env("CABPROF", "1")
             .env("CABPROF_PIN", "0")
@@ -220,10 +242,12 @@ fn sigterm_is_default() -> bool {
 }
 
 #[test]
+#[ignore = "a child role: run by cabprof_signals_0_leaves_the_signals_to_the_program"]
 fn child_reports_sigterm() {
-    if std::env::var_os(SIGNALS_CHILD).is_none() {
-        return;
-    }
+    support::child_role(
+        SIGNALS_CHILD,
+        "cabprof_signals_0_leaves_the_signals_to_the_program",
+    );
     // As `nohup` leaves a program: SIGHUP ignored before its first instrumented call.
     // SAFETY: sets an ignore disposition; no handler runs.
     unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
@@ -264,6 +288,7 @@ fn cabprof_signals_0_leaves_the_signals_to_the_program() {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("signals_child.json");
         let mut cmd = Command::new(std::env::current_exe().unwrap());
         cmd.args([
+            "--ignored",
             "--exact",
             "child_reports_sigterm",
             "--nocapture",

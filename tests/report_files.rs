@@ -2,7 +2,7 @@
 //! name: doctests (rustdoc names every doctest binary `rust_out`), two processes of one binary,
 //! and same-named binaries of two packages. This file is the child too: its `child_workload`
 //! test does the work, run again by the drivers under names and environments that imitate
-//! rustdoc and cargo.
+//! rustdoc and cargo (an `#[ignore]`d child role, which fails when run without them).
 //!
 //! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
 //! `CABPROF=1` session under names and environments that imitate rustdoc and cargo.
@@ -23,11 +23,14 @@ fn leaf(x: u64) -> u64 {
 }
 
 #[test]
+#[ignore = "a child role: run by doctests_write_under_doctest_and_never_over_each_other and same_named_binaries_of_one_run_keep_each_others_reports"]
 fn child_workload() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
-    let n: u64 = std::env::var(CHILD).unwrap().parse().unwrap();
+    let n: u64 = support::child_role(
+        CHILD,
+        "same_named_binaries_of_one_run_keep_each_others_reports",
+    )
+    .parse()
+    .unwrap();
     std::hint::black_box((0..n).map(leaf).sum::<u64>());
 }
 
@@ -56,13 +59,19 @@ fn copy_as(dir: &str, name: &str) -> PathBuf {
 /// `CARGO_TARGET_DIR`: the copies are not under the target directory.
 fn run(exe: &Path, calls: u64, cargo: bool, envs: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
-    cmd.args(["child_workload", "--exact", "--test-threads", "1"])
-        .env("CABPROF", "1")
-        .env("CABPROF_PIN", "0")
-        .env_remove("CABPROF_OUTPUT")
-        .env_remove("RUSTDOC_DOCTEST_RUN_NB_TEST")
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env(CHILD, calls.to_string());
+    cmd.args([
+        "child_workload",
+        "--ignored",
+        "--exact",
+        "--test-threads",
+        "1",
+    ])
+    .env("CABPROF", "1")
+    .env("CABPROF_PIN", "0")
+    .env_remove("CABPROF_OUTPUT")
+    .env_remove("RUSTDOC_DOCTEST_RUN_NB_TEST")
+    .env("CARGO_TARGET_DIR", target_dir())
+    .env(CHILD, calls.to_string());
     if cargo {
         cmd.env("CARGO", "cargo");
     } else {

@@ -2,7 +2,8 @@
 //! session ran writes nothing at its exit; two processes writing one `CABPROF_OUTPUT` leave
 //! one whole report, never a mix; an output ending in `.txt` keeps its JSON; a file that is
 //! not a cabprof report is never overwritten; `/dev/stdout` gets the JSON itself. This file is
-//! the child too: its `child_*` tests do the work when the drivers run it again.
+//! the child too: its `child_*` tests do the work when the drivers run it again (`#[ignore]`d
+//! child roles, which fail when run without their variables).
 //!
 //! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
 //! `CABPROF=1` session and fork while it runs.
@@ -60,8 +61,14 @@ fn child_calls() -> Option<u64> {
 }
 
 #[test]
+#[ignore = "a child role: run by two_processes_writing_one_output_leave_one_whole_report and the other drivers that call `child`"]
 fn child_workload() {
-    let Some(n) = child_calls() else { return };
+    let n: u64 = support::child_role(
+        CHILD,
+        "two_processes_writing_one_output_leave_one_whole_report",
+    )
+    .parse()
+    .unwrap();
     if let Some(go) = std::env::var_os(GO) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !Path::new(&go).exists() && Instant::now() < deadline {
@@ -80,8 +87,11 @@ fn child_workload() {
 /// Calls `leaf`, then forks: the child (a daemon, say) outlives its parent and calls `exit`
 /// once the parent has gone, that is once the parent's report is written.
 #[test]
+#[ignore = "a child role: run by a_forked_childs_exit_leaves_the_parents_report"]
 fn child_forks() {
-    let Some(n) = child_calls() else { return };
+    let n: u64 = support::child_role(CHILD, "a_forked_childs_exit_leaves_the_parents_report")
+        .parse()
+        .unwrap();
     std::hint::black_box((0..n).map(leaf).sum::<u64>());
     // SAFETY: `fork` in a test process; the child only sleeps, reads its parent's id and
     // exits (which runs the exit handlers, cabprof's among them: what is tested).
@@ -111,11 +121,11 @@ fn scratch() -> PathBuf {
     dir
 }
 
-/// This binary's `test` under `CABPROF=1`, making `calls` calls of `leaf`, its report to
-/// `output`.
+/// This binary's `test` (a child role) under `CABPROF=1`, making `calls` calls of `leaf`, its
+/// report to `output`.
 fn child(test: &str, calls: u64, output: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--test-threads", "1"])
+    cmd.args([test, "--ignored", "--exact", "--test-threads", "1"])
         .env("CABPROF", "1")
         .env("CABPROF_PIN", "0")
         .env("CABPROF_OUTPUT", output)

@@ -1,12 +1,14 @@
 //! `CABPROF=1 CABPROF_SERVE=...`: the process-wide session serves its profiles with no code,
 //! from the program's start, and SIGTERM (as SIGINT) writes its report; a port in use costs
 //! the endpoint, not the profile. This binary is also the child: its `child_*` tests do the
-//! work when the driver runs it again.
+//! work when the driver runs it again (`#[ignore]`d child roles, which fail when run without
+//! the driver's variable).
 //!
 //! Its own test binary, not a module of `tests/it/`: its child run installs the process-wide
 //! `CABPROF=1` session and is stopped by SIGTERM, whose handler is process-wide.
 
 mod serve_support;
+mod support;
 
 use serve_support::get;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// Set in the child, where the driver does nothing.
+/// Set in the child, where a `child_*` role runs.
 const CHILD: &str = "SERVE_PROCESS_CHILD";
 
 #[cabprof::profile]
@@ -25,10 +27,12 @@ fn request(i: u64) -> u64 {
 }
 
 #[test]
+#[ignore = "a child role: run by the_process_wide_session_serves_and_sigterm_writes_its_report"]
 fn child_serves() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    support::child_role(
+        CHILD,
+        "the_process_wide_session_serves_and_sigterm_writes_its_report",
+    );
     for i in 0..77 {
         std::hint::black_box(request(i));
     }
@@ -44,7 +48,13 @@ fn the_process_wide_session_serves_and_sigterm_writes_its_report() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_process.json");
     let _ = std::fs::remove_file(&out);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_serves", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "child_serves",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .env("CABPROF", "1")
         .env("CABPROF_SERVE", "127.0.0.1:0")
@@ -100,10 +110,12 @@ fn the_process_wide_session_serves_and_sigterm_writes_its_report() {
 /// A service that is idle at first: it makes its first instrumented call only when told (a
 /// line on standard input), and ends at the end of its input.
 #[test]
+#[ignore = "a child role: run by the_endpoint_answers_before_the_first_instrumented_call and a_port_in_use_costs_the_endpoint_not_the_profile"]
 fn child_idles_then_serves() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    support::child_role(
+        CHILD,
+        "the_endpoint_answers_before_the_first_instrumented_call",
+    );
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
     for i in 0..77 {
@@ -119,6 +131,7 @@ fn idle_child(serve: &str, out: &PathBuf) -> (Child, mpsc::Receiver<String>) {
     let _ = std::fs::remove_file(out);
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "child_idles_then_serves",
             "--nocapture",
@@ -244,10 +257,9 @@ fn a_port_in_use_costs_the_endpoint_not_the_profile() {
 /// A program that starts its own session, from the same variables: it keeps it (and its
 /// endpoint), as it did when the process-wide session waited for the first event.
 #[test]
+#[ignore = "a child role: run by a_program_with_its_own_session_keeps_it"]
 fn child_starts_its_own_session() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
+    support::child_role(CHILD, "a_program_with_its_own_session_keeps_it");
     let session = cabprof::Session::builder()
         .from_env()
         .unwrap()
@@ -270,6 +282,7 @@ fn a_program_with_its_own_session_keeps_it() {
     let _ = std::fs::remove_file(&out);
     let child = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "child_starts_its_own_session",
             "--nocapture",

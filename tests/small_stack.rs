@@ -5,13 +5,16 @@
 //! a thread (`no_stack_overflow_on_drop`), and an overflow aborts the whole test binary.
 //!
 //! Each situation runs in a child process (this file's own executable, on its `scenario`
-//! test): an overflow kills the child, which the parent reports as a failure, and each child
-//! has the process to itself (one session per process, and the process-wide one lives until
-//! exit). `CABPROF_TEST_SMALL_STACK_BYTES` sets the threads' stack size (default 16 KiB), to
-//! find the smallest that works.
+//! test, an `#[ignore]`d child role that fails when run without its variable): an overflow
+//! kills the child, which the parent reports as a failure, and each child has the process to
+//! itself (one session per process, and the process-wide one lives until exit).
+//! `CABPROF_TEST_SMALL_STACK_BYTES` sets the threads' stack size (default 16 KiB), to find the
+//! smallest that works.
 //!
 //! Its own test binary, not a module of `tests/it/`: CI runs it by name in a release build too
 //! (`--test small_stack`), and its child runs install the process-wide `CABPROF=1` session.
+
+mod support;
 
 use cabprof::report::ReportData;
 use cabprof::{Analysis, RunMode, Session, SessionBuilder};
@@ -86,10 +89,12 @@ fn in_session(builder: SessionBuilder) -> ReportData {
 
 /// The child's side: run the situation `SCENARIO` names.
 #[test]
+#[ignore = "a child role: run by this file's other tests, through `run_child`"]
 fn scenario() {
-    let Ok(name) = std::env::var(SCENARIO) else {
-        return;
-    };
+    let name = support::child_role(
+        SCENARIO,
+        "the_first_event_of_the_process_starts_the_session_on_a_small_stack",
+    );
     match name.as_str() {
         // The parent reads the report written at exit.
         "process" => calls_on_a_small_thread(),
@@ -148,10 +153,17 @@ fn scenario() {
 /// Run `scenario` in a child process with `vars` set; panics with its output if it failed.
 fn run_child(name: &str, vars: &[(&str, &str)]) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["scenario", "--exact", "--nocapture", "--test-threads", "1"])
-        .env(SCENARIO, name)
-        .env_remove("CABPROF")
-        .env_remove("CABPROF_OUTPUT");
+    cmd.args([
+        "scenario",
+        "--ignored",
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(SCENARIO, name)
+    .env_remove("CABPROF")
+    .env_remove("CABPROF_OUTPUT");
     for (k, v) in vars {
         cmd.env(k, v);
     }

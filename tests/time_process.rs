@@ -3,10 +3,13 @@
 //! that make their first calls while the first thread's call is starting the session wait for
 //! it and are counted, as without the time analysis. With sampled timing, the coarse clock's
 //! ticker thread neither keeps the process from exiting nor a child forked meanwhile. Each
-//! case runs this binary again as a child with the variables set.
+//! case runs this binary again as a child with the variables set, on an `#[ignore]`d child
+//! role that fails when run without them.
 //!
 //! Its own test binary, not a module of `tests/it/`: its child runs install the process-wide
 //! `CABPROF=1` session, with calibration, which counts every thread of the process.
+
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,10 +23,12 @@ fn work(x: u64) -> u64 {
 }
 
 #[test]
+#[ignore = "a child role: run by threads_starting_during_the_calibration_are_counted"]
 fn scenario() {
-    if std::env::var_os(SCENARIO).is_none() {
-        return;
-    }
+    support::child_role(
+        SCENARIO,
+        "threads_starting_during_the_calibration_are_counted",
+    );
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
             std::thread::spawn(move || {
@@ -46,7 +51,7 @@ fn threads_starting_during_the_calibration_are_counted() {
     for round in 0..5 {
         let out = dir.join(format!("r{round}.json"));
         let status = Command::new(std::env::current_exe().unwrap())
-            .args(["scenario", "--exact", "--test-threads", "1"])
+            .args(["scenario", "--ignored", "--exact", "--test-threads", "1"])
             .env(SCENARIO, "1")
             .env("CABPROF", "1")
             .env("CABPROF_ANALYSES", "method-count,time")
@@ -73,10 +78,12 @@ fn long_call() {
 /// exits through `exit` (its exit handlers run), then the parent's own exit, which finishes
 /// the session and stops the ticker.
 #[test]
+#[ignore = "a child role: run by the_ticker_lets_a_process_and_its_forked_child_exit"]
 fn fork_scenario() {
-    if std::env::var_os(FORK_SCENARIO).is_none() {
-        return;
-    }
+    support::child_role(
+        FORK_SCENARIO,
+        "the_ticker_lets_a_process_and_its_forked_child_exit",
+    );
     let x = (0..1000).fold(0, |a, i| a ^ work(i));
     long_call();
     std::hint::black_box(x);
@@ -114,7 +121,13 @@ fn the_ticker_lets_a_process_and_its_forked_child_exit() {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("fork.json");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["fork_scenario", "--exact", "--test-threads", "1"])
+        .args([
+            "fork_scenario",
+            "--ignored",
+            "--exact",
+            "--test-threads",
+            "1",
+        ])
         .env(FORK_SCENARIO, "1")
         .env("CABPROF", "1")
         .env("CABPROF_ANALYSES", "method-count,time")

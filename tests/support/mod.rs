@@ -1,6 +1,6 @@
 //! Shared by `tests/it/` (its `support` module) and the separate binaries that use it: a
-//! session that records every event word, and the lock that keeps one session at a time per
-//! test binary.
+//! session that records every event word, the lock that keeps one session at a time per
+//! test binary, and what a test that runs its binary again in a child process needs.
 
 #![allow(dead_code)]
 
@@ -120,6 +120,20 @@ pub(crate) fn passed(cmd: &mut std::process::Command) -> std::process::Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// The value of `var` in a child role: an `#[ignore]`d test that the parent test `parent` (one
+/// of them, if several) runs in a child process, this binary again with `--ignored --exact
+/// <role>` and `var` set. Run any other way, without `var`, the role fails rather than pass
+/// having done nothing.
+#[track_caller]
+pub(crate) fn child_role(var: &str, parent: &str) -> String {
+    match std::env::var(var) {
+        Ok(value) => value,
+        Err(_) => {
+            panic!("a child role, run only by `{parent}` (which sets {var}): run that test instead")
+        }
+    }
 }
 
 /// A child's standard error, as text.
