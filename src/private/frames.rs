@@ -188,7 +188,7 @@ pub(super) extern "C" fn enter_recorded<const PROBE: bool>(site: &'static Site, 
     // make the same check, so that they cost what a call costs; the lap was taken before they
     // run, and a lap during them finds the last probe too recent.
     if cabprof_cab::lap::pending() {
-        probe::on_lap(key);
+        contained(|| probe::on_lap(key), ());
     }
     let caller = push(callee);
     // The frame is on the shadow stack now: whatever happens below, the exit must pop it, so a

@@ -398,7 +398,9 @@ impl Event {
         }
     }
 
-    /// A user marker (`value <= MAX_PAYLOAD`).
+    /// A user marker (`value <= MAX_PAYLOAD`). Values from `0xCA0 << 48` to `0xCA1 << 48 |
+    /// 0xFFFF_FFFF_FFFF` are the time analysis' probe and calibration words (see
+    /// `calibration.rs`): a marker there is read as one by a session timing calls.
     pub const fn marker(value: u64) -> Result<Event, EventError> {
         match Self::payload("marker value", value) {
             Ok(p) => Ok(Event(TAG_MARKER << TAG_SHIFT | p)),
