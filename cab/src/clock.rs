@@ -63,20 +63,60 @@ pub fn now() -> u64 {
 /// interval. A plain [`now`] may execute while the work before it is still in flight (an
 /// out-of-order core runs ahead of a long dependency chain), so the tail of a pure-arithmetic
 /// body fell after its exit stamp, into its caller's time. `rdtscp` waits for the earlier
-/// instructions (not for later ones, and it is no `cpuid`: it does not trap under a
-/// hypervisor). On other targets, [`now`].
+/// instructions (not for later ones); on an x86-64 CPU without it (or a hypervisor that hides
+/// it), `lfence` then `rdtsc`. On other targets, [`now`].
 #[inline(always)]
 pub fn now_after() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        let mut aux = 0u32;
-        // SAFETY: `rdtscp` is on every x86-64 CPU since 2008 (AMD since 2006); it writes
-        // `aux` (the core's id, unused) and has no other effect.
-        unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+        if has_rdtscp() {
+            let mut aux = 0u32;
+            // SAFETY: `has_rdtscp` found the instruction (CPUID 0x8000_0001, EDX bit 27); it
+            // writes `aux` (the core's id, unused) and has no other effect.
+            unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+        } else {
+            // SAFETY: `lfence` (SSE2) and `rdtsc` are in the x86-64 baseline and have no
+            // preconditions.
+            unsafe {
+                core::arch::x86_64::_mm_lfence();
+                core::arch::x86_64::_rdtsc()
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         now()
+    }
+}
+
+/// Whether this CPU has `rdtscp`: asked once (a `cpuid`, which a hypervisor may trap), then
+/// one load.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_rdtscp() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0: not asked yet, 1: no, 2: yes.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        0 => {
+            let yes = rdtscp_present();
+            HAS.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+        v => v == 2,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn rdtscp_present() -> bool {
+    // SAFETY: `cpuid` is in the x86-64 baseline; leaf 0x8000_0000 says which extended leaves
+    // exist, and 0x8000_0001 is asked only if it does. (A safe function in newer Rust, unsafe
+    // in the declared MSRV.)
+    #[allow(unused_unsafe)]
+    unsafe {
+        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        max >= 0x8000_0001 && core::arch::x86_64::__cpuid(0x8000_0001).edx & (1 << 27) != 0
     }
 }
 

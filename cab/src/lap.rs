@@ -8,6 +8,19 @@ use std::cell::Cell;
 thread_local! {
     /// Set by the producer's wrap, cleared by [`take`].
     static LAPPED: Cell<bool> = const { Cell::new(false) };
+    /// Clock ticks this thread's producer has told in `Stall` words (wrapping).
+    static STALLED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The calling thread's producer wrote a `Stall` word of `ticks`.
+pub(crate) fn note_stall(ticks: u64) {
+    let _ = STALLED.try_with(|c| c.set(c.get().wrapping_add(ticks)));
+}
+
+/// Clock ticks the calling thread's producer has told in `Stall` words so far (wrapping): a
+/// probe takes out of its own `Stall` what the producer already told while it ran.
+pub fn stalled() -> u64 {
+    STALLED.try_with(Cell::get).unwrap_or(0)
 }
 
 /// The calling thread's ring wrapped.

@@ -41,6 +41,8 @@ thread_local! {
     static TICKS: Cell<u64> = const { Cell::new(0) };
     /// The clock when this thread was last probed (0: never).
     static LAST: Cell<u64> = const { Cell::new(0) };
+    /// A probe runs on this thread: a lap during it starts no other.
+    static PROBING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The probe's site: unregistered, so that it takes no id from the program's functions.
@@ -175,7 +177,9 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
 #[cold]
 #[inline(never)]
 pub(super) fn on_lap(key: u64) {
-    if !cabprof_cab::lap::take() || super::time_period() == 0 {
+    // The probe's calls record into the running session: a private one's entry (the start
+    // calibration's) is not probed.
+    if !cabprof_cab::lap::take() || super::time_period() == 0 || session_key() != key {
         return;
     }
     let start = clock::now();
@@ -183,9 +187,18 @@ pub(super) fn on_lap(key: u64) {
     if last != 0 && start.wrapping_sub(last) < MIN_GAP_TICKS {
         return;
     }
+    if PROBING.with(|c| c.replace(true)) {
+        return;
+    }
     LAST.with(|c| c.set(start));
+    let told = cabprof_cab::lap::stalled();
     let costs = measure();
-    emit_with(key, Event::stall(clock::now().saturating_sub(start)));
+    PROBING.with(|c| c.set(false));
+    // The probe's time, less the waits for the analyzer the producer already told in `Stall`
+    // words of its own while the probe ran.
+    let waited = cabprof_cab::lap::stalled().wrapping_sub(told);
+    let took = clock::now().saturating_sub(start).saturating_sub(waited);
+    emit_with(key, Event::stall(took));
     emit_with(key, Event::calibration(costs));
 }
 

@@ -92,7 +92,9 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             }
             if seen == CLEAR || SAMPLING {
                 if let Some(since) = full_since.take() {
-                    let stall = Event::stall(crate::clock::now().saturating_sub(since)).word();
+                    let waited = crate::clock::now().saturating_sub(since);
+                    crate::lap::note_stall(waited);
+                    let stall = Event::stall(waited).word();
                     words = if crate::event::opens_frame(word) {
                         [stall, word]
                     } else {
