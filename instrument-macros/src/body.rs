@@ -219,13 +219,23 @@ pub(crate) fn function(
             },
             None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
         };
+        // The body between the stamps, as `run_recorded` keeps the closure form's: the inputs
+        // pass a barrier after the entry, the tail's value one before the exit.
+        let mut stmts = stmts;
+        settle_tail(sig, &mut stmts);
+        let hold = hold_inputs(sig);
         if by_return {
             quote! {
                 #site
                 let __cabprof_frame = &mut #guard;
+                #hold
                 return { #(#stmts)* };
             }
         } else {
+            let stmts: Vec<Stmt> = match hold.is_empty() {
+                true => stmts,
+                false => std::iter::once(syn::parse2(hold)?).chain(stmts).collect(),
+            };
             let wrapped = user_match(block, guard, &stmts);
             quote! {
                 #site
@@ -238,6 +248,65 @@ pub(crate) fn function(
     // the fn (`new_without_default`, `result_large_err`, ...) would skip it.
     block.stmts = syn::parse::Parser::parse2(Block::parse_within, body)?;
     Ok(())
+}
+
+/// `::cabprof::__private::hold(&(&a, &b, ..));` over the function's parameters (the names its
+/// patterns bind, and `self`), or nothing when it binds none.
+fn hold_inputs(sig: &Signature) -> TokenStream {
+    struct Names(Vec<syn::Ident>);
+    impl<'a> syn::visit::Visit<'a> for Names {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut names = Names(Vec::new());
+    let mut receiver = None;
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Receiver(r) => receiver = Some(r.self_token),
+            syn::FnArg::Typed(t) => syn::visit::Visit::visit_pat(&mut names, &t.pat),
+        }
+    }
+    let refs = receiver
+        .map(|s| quote!(&#s))
+        .into_iter()
+        .chain(names.0.iter().map(|n| quote!(&#n)));
+    let refs: Vec<TokenStream> = refs.collect();
+    if refs.is_empty() {
+        return TokenStream::new();
+    }
+    quote!(::cabprof::__private::hold(&(#(#refs,)*));)
+}
+
+/// Wrap the body's tail in `::cabprof::__private::settle::<Ret>(..)` where the return type can
+/// be named and the tail is a value: not `()` (nothing to wait for), `!`, an `impl Trait` or a
+/// macro's type, nor a tail that diverges as written. A tail that diverges through a call (a
+/// function returning `!`) makes `settle` an unreachable call, which the generated
+/// `#[allow(unreachable_code)]` keeps from becoming a warning in the user's crate (it also
+/// covers the tail's own subexpressions). A `return` before the tail leaves without the
+/// barrier.
+fn settle_tail(sig: &Signature, stmts: &mut [Stmt]) {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return;
+    };
+    let m = mentions(ty);
+    if matches!(**ty, Type::Never(_)) || m.impl_trait || m.macro_type {
+        return;
+    }
+    if let Some(Stmt::Expr(e, None)) = stmts.last_mut() {
+        if matches!(
+            e,
+            Expr::Macro(_) | Expr::Return(_) | Expr::Loop(_) | Expr::Break(_) | Expr::Continue(_)
+        ) {
+            return;
+        }
+        let tail = e.clone();
+        *e = syn::parse_quote! {
+            #[allow(unreachable_code)]
+            ::cabprof::__private::settle::<#ty>(#tail)
+        };
+    }
 }
 
 /// `#[inline(always)] move || -> Ret { stmts }` (inline only without debug assertions),

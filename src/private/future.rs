@@ -24,7 +24,7 @@
 //! dropped unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two
 //! words per poll and a few instructions; synchronous functions are untouched.
 
-use super::timing::{stamp, timed};
+use super::timing::{stamp, stamp_after, timed};
 use super::{method, pop, push, recording, Site, CURRENT};
 use cabprof_cab::event::{Event, MAX_TASK_ID};
 use cabprof_cab::runtime::emit;
@@ -123,7 +123,7 @@ impl Drop for PollScope {
     fn drop(&mut self) {
         pop(self.caller);
         if self.timed {
-            stamp();
+            stamp_after();
         }
         if self.done {
             emit(Event::ret(method(self.callee)));
@@ -175,9 +175,21 @@ impl<F: Future> Future for Instrumented<F> {
                 timed: this.timed,
             }
         });
+        // The poll's work between its stamps: the future's state is reached through a
+        // `&mut` the compiler knows nothing else touches, so without these barriers it could
+        // move the body's register arithmetic across the stamps (see `run_recorded`). Its
+        // state escapes after the entry stamp, and the output and state are in memory before
+        // the exit stamp.
+        if scope.is_some() {
+            std::hint::black_box(&mut this.inner);
+        }
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
         let out = inner.poll(cx);
+        if scope.is_some() {
+            std::hint::black_box(&mut this.inner);
+            std::hint::black_box(&out);
+        }
         if out.is_ready() {
             this.finished = true;
             if let Some(s) = &mut scope {

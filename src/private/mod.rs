@@ -36,6 +36,24 @@ pub(crate) use ticker::{
 };
 pub(crate) use timing::{set_time_period, time_period};
 
+/// The inputs of a function that keeps one body behind a guard (see `run_recorded` for the
+/// closure form), passed after the entry stamp: once their addresses have escaped here, the
+/// compiler must read them after this point, so a pure body cannot be hoisted above the stamp.
+/// By reference, so a large argument is not copied.
+#[inline(always)]
+pub fn hold<T: ?Sized>(inputs: &T) {
+    std::hint::black_box(inputs);
+}
+
+/// The value of a guarded body's tail, in memory before the guard's exit stamp, so that the
+/// compiler cannot sink the arithmetic that makes it past the stamp. The type is spelled out
+/// by the generated code, so the tail keeps its expected type and its coercions.
+#[inline(always)]
+pub fn settle<T>(value: T) -> T {
+    std::hint::black_box(&value);
+    value
+}
+
 /// `std::any::type_name_of_val`, for the generated `Site` (see `Site::new`): called here, in
 /// cabprof's crate, so that the user's crate, whatever its `rust-version`, expands no std API
 /// newer than its own (clippy's `incompatible_msrv` would point at the attribute).

@@ -175,8 +175,16 @@ fn draw(id: u32, k: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// A `Time` word of now.
+/// A `Time` word of now: at a poll's start.
 #[inline(always)]
 pub(super) fn stamp() {
     emit(Event::time(clock::now()));
+}
+
+/// A `Time` word of now, read after the work before it has finished (see
+/// `clock::now_after`): at a poll's end, where a plain `rdtsc` could run before the last of
+/// the poll's arithmetic.
+#[inline(always)]
+pub(super) fn stamp_after() {
+    emit(Event::time(clock::now_after()));
 }

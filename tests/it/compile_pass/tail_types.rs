@@ -171,7 +171,64 @@ fn second_or_first(v: &[u8]) -> &u8 {
     &v[0]
 }
 
+// The forms that keep one body behind a guard pass their inputs and tail through barriers
+// (`hold`, `settle`): tails that coerce, diverge through a call, or take their type from the
+// return type still compile without warnings, whatever the parameters' patterns.
+fn stop() -> ! {
+    std::process::exit(3)
+}
+
+#[profile]
+#[track_caller]
+fn fails_by_call() -> u32 {
+    stop()
+}
+
+#[profile(memory)]
+fn boxed_closure_memory(k: usize) -> Box<dyn Fn(&str) -> usize> {
+    Box::new(move |s| s.len() + k)
+}
+
+#[profile]
+unsafe fn deref_coerced_unsafe(v: &Vec<u8>) -> &[u8] {
+    v
+}
+
+#[profile(paths)]
+fn parsed_paths(s: &str, (a, b): (u64, u64), _: u8) -> u64 {
+    if a > b {
+        s.parse().unwrap()
+    } else {
+        b
+    }
+}
+
+#[profile]
+#[track_caller]
+fn adder_guarded(x: u8) -> impl Fn(u8) -> u8 {
+    move |y| x + y
+}
+
+#[profile]
+#[track_caller]
+fn large(mut words: [u64; 64]) -> [u64; 64] {
+    words[0] += 1;
+    words
+}
+
 pub(crate) fn main() {
+    assert_eq!(boxed_closure_memory(1)("ab"), 3);
+    // SAFETY: no precondition.
+    assert_eq!(unsafe { deref_coerced_unsafe(&vec![2]) }, &[2]);
+    assert_eq!(
+        parsed_paths("9", (2, 1), 0) + parsed_paths("9", (1, 2), 0),
+        11
+    );
+    assert_eq!(adder_guarded(1)(2), 3);
+    assert_eq!(large([0; 64])[0], 1);
+    if std::env::args().count() > 99 {
+        fails_by_call();
+    }
     assert_eq!(Square.twice(), 8);
     assert_eq!(Square::new().sides(), 4);
     assert_eq!(adder()(1), 2);
