@@ -27,7 +27,7 @@
 use super::timing::{stamp, stamp_after, timed};
 use super::{method, pop, push, recording, Site, CURRENT};
 use cabprof_cab::event::{Event, MAX_TASK_ID};
-use cabprof_cab::runtime::emit;
+use cabprof_cab::runtime::{emit, emit_with};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
@@ -35,8 +35,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 /// The future of an instrumented `async fn` body: its frame spans first poll to completion.
+/// `KEYED`: it records into the private session of `key` (the time analysis' calibration of
+/// its own cost), not the running one.
 #[must_use = "futures do nothing unless polled"]
-pub struct Instrumented<F> {
+pub struct Instrumented<F, const KEYED: bool = false> {
     /// Structurally pinned: never moved out of, and only ever exposed as `Pin<&mut F>`.
     inner: F,
     site: &'static Site,
@@ -51,9 +53,11 @@ pub struct Instrumented<F> {
     polls: u32,
     /// Its polls are timed (decided at the first poll).
     timed: bool,
+    /// The private session recorded into, if `KEYED`.
+    key: u64,
 }
 
-impl<F> std::fmt::Debug for Instrumented<F> {
+impl<F, const KEYED: bool> std::fmt::Debug for Instrumented<F, KEYED> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Instrumented")
             .field("callee", &self.callee)
@@ -75,6 +79,36 @@ pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> In
         task: 0,
         polls: 0,
         timed: false,
+        key: 0,
+    }
+}
+
+/// [`instrument`] for the private session of `key`.
+#[inline(always)]
+pub(crate) fn instrument_keyed<F: Future>(
+    site: &'static Site,
+    key: u64,
+    inner: F,
+) -> Instrumented<F, true> {
+    Instrumented {
+        inner,
+        site,
+        callee: 0,
+        finished: false,
+        task: 0,
+        polls: 0,
+        timed: false,
+        key,
+    }
+}
+
+/// Emit `e` into the running session, or into the private one of `key` if `KEYED`.
+#[inline(always)]
+fn send<const KEYED: bool>(key: u64, e: Event) {
+    if KEYED {
+        emit_with(key, e);
+    } else {
+        emit(e);
     }
 }
 
@@ -107,7 +141,8 @@ fn next_task() -> u32 {
 
 /// One poll of an active [`Instrumented`] future: the function is the innermost frame until
 /// it is dropped, which also closes the poll in the event stream, even if the poll panics.
-struct PollScope {
+struct PollScope<const KEYED: bool> {
+    key: u64,
     callee: u32,
     caller: u32,
     task: u32,
@@ -118,21 +153,21 @@ struct PollScope {
     timed: bool,
 }
 
-impl Drop for PollScope {
+impl<const KEYED: bool> Drop for PollScope<KEYED> {
     #[inline(always)]
     fn drop(&mut self) {
         pop(self.caller);
         if self.timed {
-            stamp_after();
+            send::<KEYED>(self.key, stamp_after());
         }
         if self.done {
-            emit(Event::ret(method(self.callee)));
+            send::<KEYED>(self.key, Event::ret(method(self.callee)));
         }
-        emit(Event::poll_end(self.task, self.poll, self.done));
+        send::<KEYED>(self.key, Event::poll_end(self.task, self.poll, self.done));
     }
 }
 
-impl<F: Future> Future for Instrumented<F> {
+impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
@@ -145,11 +180,11 @@ impl<F: Future> Future for Instrumented<F> {
         // very first poll: a future that started the session itself (`#[profile] async fn
         // main` whose body calls `start`) is counted from its next poll on, and what it calls
         // from then on names it as the caller. With no session this is one load and a branch.
-        if this.callee == 0 && !this.finished && recording(this.site) {
+        if this.callee == 0 && !this.finished && (KEYED || recording(this.site)) {
             // The caller is the frame polling us; we become innermost just below.
             let callee = this.site.id();
             let caller = CURRENT.with(Cell::get);
-            emit(Event::call(method(caller), method(callee)));
+            send::<KEYED>(this.key, Event::call(method(caller), method(callee)));
             this.callee = callee;
             this.task = next_task();
             // Timed or not for all its polls. An untimed future is not checked for long polls
@@ -160,13 +195,14 @@ impl<F: Future> Future for Instrumented<F> {
             first = true;
         }
         let mut scope = (this.callee != 0).then(|| {
-            emit(Event::poll(method(this.callee), this.task, first));
+            send::<KEYED>(this.key, Event::poll(method(this.callee), this.task, first));
             if this.timed {
-                stamp();
+                send::<KEYED>(this.key, stamp());
             }
             let poll = this.polls;
             this.polls = this.polls.saturating_add(1);
-            PollScope {
+            PollScope::<KEYED> {
+                key: this.key,
                 callee: this.callee,
                 caller: push(this.callee),
                 task: this.task,
@@ -202,14 +238,14 @@ impl<F: Future> Future for Instrumented<F> {
     }
 }
 
-impl<F> Drop for Instrumented<F> {
+impl<F, const KEYED: bool> Drop for Instrumented<F, KEYED> {
     fn drop(&mut self) {
         // Dropped after its first poll but before completion: the frame ends here, in a last,
         // empty poll so that the `Return` lands in the future's own context.
         if self.callee != 0 {
-            emit(Event::poll(method(self.callee), self.task, false));
-            emit(Event::ret(method(self.callee)));
-            emit(Event::poll_end(self.task, self.polls, true));
+            send::<KEYED>(self.key, Event::poll(method(self.callee), self.task, false));
+            send::<KEYED>(self.key, Event::ret(method(self.callee)));
+            send::<KEYED>(self.key, Event::poll_end(self.task, self.polls, true));
         }
     }
 }

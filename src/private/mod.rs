@@ -24,6 +24,7 @@ pub use cabprof_cab::registry::{
 };
 pub(crate) use frames::enter_keyed;
 pub use frames::{enter, run, FrameGuard};
+pub(crate) use future::instrument_keyed;
 pub use future::{instrument, Instrumented};
 pub use memory::{load, load_mut, store, touch, update};
 pub use paths::{async_paths, branch, enter_paths, try_branch, PathGuard, TryBranch};

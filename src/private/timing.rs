@@ -15,7 +15,6 @@
 
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::emit;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -177,14 +176,14 @@ fn draw(id: u32, k: u32) -> bool {
 
 /// A `Time` word of now: at a poll's start.
 #[inline(always)]
-pub(super) fn stamp() {
-    emit(Event::time(clock::now()));
+pub(super) fn stamp() -> Event {
+    Event::time(clock::now())
 }
 
 /// A `Time` word of now, read after the work before it has finished (see
 /// `clock::now_after`): at a poll's end, where a plain `rdtsc` could run before the last of
 /// the poll's arithmetic.
 #[inline(always)]
-pub(super) fn stamp_after() {
-    emit(Event::time(clock::now_after()));
+pub(super) fn stamp_after() -> Event {
+    Event::time(clock::now_after())
 }

@@ -281,6 +281,7 @@ mod tests {
                     inside_ns: 1.25,
                     timed_ns: 20.0,
                     untimed_ns: 4.0,
+                    poll_ns: Some(7.5),
                     resolution_ns: 0.5,
                     timed_ns_at_finish: None,
                     inside_ns_at_finish: Some(1.0),

@@ -224,10 +224,14 @@ impl TimeProfile {
         let depth = st.stack.open.len();
         let stamp = st.stack.take_stamp(depth);
         let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
+        let timed = ticks.is_some();
         if self.is_future_frame(&f) {
             self.future_returned(f, ticks);
         } else if let Some(t) = ticks {
             self.record(f.method, f.node, outer, t);
+        }
+        // A timed future's frame too: its stamps cost its poller as a timed call's do.
+        if timed {
             self.timed_call_closed();
         }
     }
@@ -283,8 +287,8 @@ impl TimeProfile {
             self.future_returned(f, Some(t));
         } else {
             self.record(f.method, f.node, outer, t);
-            self.timed_call_closed();
         }
+        self.timed_call_closed();
     }
 
     /// A `TimedReturn` whose callee is not on top.

@@ -53,6 +53,9 @@ impl TimeProfile {
     pub(super) fn on_poll(&mut self, method: u32, task: u32, first: bool) {
         let key = (method, task);
         let st = &mut self.threads.current;
+        // The poll's own cost (its words, the wrapper) is its poller's: counted before the
+        // future's frame resumes, so the frames open below it lose it.
+        st.cost = st.cost.wrapping_add(self.comp_poll);
         // The stack is parked: all of it in the table, and calls from an empty stack no longer
         // have the same things open below them.
         st.active.write(&mut st.stack.open, st.base);

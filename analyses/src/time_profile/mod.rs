@@ -150,10 +150,12 @@ pub struct TimeProfile {
     unmatched: u64,
     /// What is taken out of the times; see [`Compensation`].
     compensation: Option<Compensation>,
-    /// [`Compensation::inside`], and `untimed` and `timed − untimed` in 1/256 ticks (wrapping).
+    /// [`Compensation::inside`], and `untimed`, `timed − untimed` and `poll` in 1/256 ticks
+    /// (wrapping).
     comp_inside: f64,
     comp_untimed: u64,
     comp_timed_extra: u64,
+    comp_poll: u64,
     /// Ticks the threads spent inside cabprof, and the `Stall` words that said so.
     stalled: u64,
     stalls: u64,
@@ -184,6 +186,7 @@ impl Default for TimeProfile {
             compensation: None,
             comp_inside: 0.0,
             comp_untimed: 0,
+            comp_poll: 0,
             comp_timed_extra: 0,
             stalled: 0,
             stalls: 0,
@@ -215,6 +218,7 @@ impl TimeProfile {
         self.comp_inside = c.inside;
         self.comp_untimed = fixed(c.untimed);
         self.comp_timed_extra = fixed(c.timed).wrapping_sub(fixed(c.untimed));
+        self.comp_poll = fixed(c.poll);
     }
 
     /// A calibration word: the thread measured its calls' costs again. With compensation on,
@@ -250,6 +254,8 @@ impl TimeProfile {
             inside: pick(|c| c.inside, start.inside),
             timed: pick(|c| c.timed, start.timed),
             untimed: pick(|c| c.untimed, start.untimed),
+            // Not in the calibration words: the start's.
+            poll: start.poll,
         };
         self.apply(c);
     }

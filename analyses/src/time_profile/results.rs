@@ -253,6 +253,9 @@ pub struct Compensation {
     pub timed: f64,
     /// What an untimed call adds to them.
     pub untimed: f64,
+    /// What a poll of an instrumented future adds to them beyond a call's cost (its `Poll`
+    /// and `PollEnd` words and the wrapper's work).
+    pub poll: f64,
 }
 
 /// The calibration words of a session: the probes its threads ran while it ran, each the

@@ -78,6 +78,7 @@ fn compensation_takes_out_the_probes_and_stalls_inside_each_frame() {
             inside: 2.0,
             timed: 10.0,
             untimed: 4.0,
+            poll: 0.0,
         });
         p.consume(&w[..cut]);
         p.consume(&w[cut..]);
@@ -120,6 +121,7 @@ fn without_a_calibration_only_stalls_are_taken_out_and_nothing_goes_negative() {
         inside: 50.0,
         timed: 0.0,
         untimed: 0.0,
+        poll: 0.0,
     });
     p.consume(&compensated_stream());
     let b = p.estimate(m(2));
@@ -136,6 +138,7 @@ fn compensated_sums_merge() {
         inside: 2.0,
         timed: 10.0,
         untimed: 4.0,
+        poll: 0.0,
     };
     let (mut a, mut b) = (TimeProfile::new(), TimeProfile::new());
     a.set_compensation(c);
@@ -341,6 +344,45 @@ fn sampled_calls_scale_by_calls_over_timed() {
     p.consume(&words(&ev));
     assert_eq!(p.estimate(a).inclusive, 40.0);
     assert_eq!(p.estimate(main).exclusive, 60.0);
+}
+
+/// A timed future polled twice by `main`: `main` loses what the future's call cost it (as a
+/// timed call) and each poll's own cost; the future loses its probe's inside part per poll.
+#[test]
+fn a_futures_calls_and_polls_are_taken_out_of_its_poller() {
+    let (main, fut) = (m(1), m(2));
+    let w = words(&[
+        Event::call(MethodId::ROOT, main),
+        Event::time(0),
+        Event::call(main, fut),
+        Event::poll(fut, 7, true),
+        Event::time(10),
+        Event::time(15),
+        Event::poll_end(7, 0, false),
+        Event::poll(fut, 7, false),
+        Event::time(100),
+        Event::time(120),
+        Event::ret(fut),
+        Event::poll_end(7, 1, true),
+        Event::time(200),
+        Event::ret(main),
+    ]);
+    for cut in 0..w.len() {
+        let mut p = TimeProfile::new();
+        p.set_compensation(Compensation {
+            inside: 2.0,
+            timed: 10.0,
+            untimed: 4.0,
+            poll: 3.0,
+        });
+        p.consume(&w[..cut]);
+        p.consume(&w[cut..]);
+        // 25 polled, less 2 inside for each of its two stamped polls.
+        assert_eq!(p.estimate(fut).inclusive, 21.0, "cut {cut}");
+        // 200 less 2 inside, 10 for the timed call, 2 × 3 for the polls.
+        assert_eq!(p.estimate(main).inclusive, 182.0, "cut {cut}");
+        assert_eq!(p.estimate(main).exclusive, 182.0 - 21.0, "cut {cut}");
+    }
 }
 
 #[test]
@@ -927,6 +969,7 @@ fn calibration_words_move_the_compensation_from_where_they_are() {
         inside: 2.0,
         timed: 10.0,
         untimed: 4.0,
+        poll: 0.0,
     };
     let probe = |timed: f64| {
         Event::calibration(cabprof_cab::event::CallCosts {

@@ -215,6 +215,7 @@ fn an_untimed_long_call_loses_no_probe_inside_it() {
             inside: 2.0,
             timed: 10.0,
             untimed: 4.0,
+            poll: 0.0,
         });
         p.consume(&ev(timed));
         let want = 1000.0 - 4.0 - if timed { 2.0 } else { 0.0 };

@@ -15,6 +15,9 @@
 //! - **inside**: the median duration the probe's own timed calls report, minus the plain
 //!   call's cost: the part of a timed call that falls inside its own interval.
 //! - **clock**: two clock reads back to back.
+//! - **poll**: what one poll of an instrumented future (an `async fn` completing in one poll)
+//!   adds to its caller beyond a call's cost (the `Poll` and `PollEnd` words, the task id,
+//!   the wrapper): the same batches with the probe's body as an `async` block, polled once.
 //!
 //! Each figure is the median over the rounds; the spread (half the interquartile range of the
 //! rounds' `timed`, plus one clock read) is what a compensated time can resolve. Out-of-order
@@ -53,6 +56,10 @@ pub(crate) struct Overhead {
     pub(crate) untimed: f64,
     /// What a compensated time can resolve.
     pub(crate) spread: f64,
+    /// What a poll of an instrumented future adds to its caller beyond [`timed`](Self::timed)
+    /// (or [`untimed`](Self::untimed), for an untimed future), weighted by the session's time
+    /// period.
+    pub(crate) poll: f64,
 }
 
 /// The calibration session's key: the probe records into it, and only the probe does.
@@ -71,6 +78,41 @@ fn probe(x: u64) -> u64 {
     let r = probe_body(x);
     black_box(&r);
     r
+}
+
+/// The probe as the future of an instrumented `async fn`, polled once to completion.
+#[inline(never)]
+fn probe_future(x: u64) -> u64 {
+    let key = PROBE_KEY.load(std::sync::atomic::Ordering::Relaxed);
+    poll_once(crate::__private::instrument_keyed(
+        &PROBE_SITE,
+        key,
+        async move {
+            let mut x = x;
+            black_box(&mut x);
+            probe_body(x)
+        },
+    ))
+}
+
+/// The plain twin of [`probe_future`].
+#[inline(never)]
+fn plain_future(x: u64) -> u64 {
+    poll_once(async move {
+        let mut x = x;
+        black_box(&mut x);
+        probe_body(x)
+    })
+}
+
+fn poll_once<F: std::future::Future<Output = u64>>(f: F) -> u64 {
+    use std::task::{Context, Poll, Waker};
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        // The body has no `.await`.
+        Poll::Pending => unreachable!("the probe's future completes in its first poll"),
+    }
 }
 
 /// The durations the probe's timed calls report, as the analyzer receives them.
@@ -169,10 +211,25 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
     // Timed batches time every call, untimed ones none. (With sampled timing an untimed call
     // also counts down and keeps the coarse clock's tick, about a nanosecond more; a countdown
     // here would change the global period that other threads' countdowns read.)
-    let _ = period;
     let untimed_period = 0;
     let (mut timed, mut untimed, mut plains, mut clocks) = (vec![], vec![], vec![], vec![]);
+    let (mut timed_polls, mut untimed_polls) = (vec![], vec![]);
     for round in 0..=ROUNDS {
+        let mut futures = [0.0; 3];
+        for k in 0..3 {
+            let which = (k + round) % 3;
+            futures[which] = match which {
+                0 => batch(plain_future, BATCH),
+                1 => {
+                    crate::__private::set_time_period(1);
+                    batch(probe_future, BATCH)
+                }
+                _ => {
+                    crate::__private::set_time_period(untimed_period);
+                    batch(probe_future, BATCH)
+                }
+            };
+        }
         let mut one = [0.0; 3];
         // Rotate the order, so that no batch always follows the same one.
         for k in 0..3 {
@@ -196,6 +253,8 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
             timed.push(one[1] - one[0]);
             untimed.push(one[2] - one[0]);
             clocks.push(c1.saturating_sub(c0) as f64);
+            timed_polls.push(futures[1] - futures[0] - (one[1] - one[0]));
+            untimed_polls.push(futures[2] - futures[0] - (one[2] - one[0]));
         }
     }
     crate::__private::set_time_period(before);
@@ -207,7 +266,11 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
     let mut reported: Vec<f64> = report.analysis.ticks.iter().map(|&t| t as f64).collect();
     let clock = median(&mut clocks);
     let timed_cost = median(&mut timed);
+    // A session timing one call in `period` times one future in `period` too.
+    let k = f64::from(period.max(1));
+    let poll = (median(&mut timed_polls) + (k - 1.0) * median(&mut untimed_polls)) / k;
     Ok(Overhead {
+        poll: poll.max(0.0),
         clock,
         inside: (median(&mut reported) - plain_call).max(0.0),
         timed: timed_cost.max(0.0),

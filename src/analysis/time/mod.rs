@@ -129,6 +129,7 @@ fn compensation(o: &Overhead) -> Compensation {
         inside: o.inside,
         timed: o.timed,
         untimed: o.untimed,
+        poll: o.poll,
     }
 }
 
@@ -229,6 +230,7 @@ impl AnalysisDescriptor for Descriptor {
                 inside_ns: ns(o.inside),
                 timed_ns: ns(o.timed),
                 untimed_ns: ns(o.untimed),
+                poll_ns: Some(ns(o.poll)),
                 resolution_ns: ns(o.spread),
                 timed_ns_at_finish: t.at_finish.map(|f| ns(f.timed)),
                 inside_ns_at_finish: t.at_finish.map(|f| ns(f.inside)),
@@ -440,9 +442,13 @@ impl AnalysisDescriptor for Descriptor {
                     (Some(t), Some(i)) => format!("; at finish {} and {}", dur1(t), dur1(i)),
                     _ => String::new(),
                 };
+                let polls = c
+                    .poll_ns
+                    .map(|p| format!(" (and {} per poll of an async fn)", dur1(p)))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     o,
-                    "  compensated: each timed call's own time less {} inside it, each frame's less {} per timed and {} per untimed call in it{drift}; resolution {}, a clock read {}",
+                    "  compensated: each timed call's own time less {} inside it, each frame's less {} per timed and {} per untimed call in it{polls}{drift}; resolution {}, a clock read {}",
                     dur1(c.inside_ns),
                     dur1(c.timed_ns),
                     dur1(c.untimed_ns),
