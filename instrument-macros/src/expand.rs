@@ -262,8 +262,8 @@ pub(crate) const SMALL_TOKENS: usize = 48;
 /// no loop, closure, recursion or macro call but the checks that only panic). Such functions are the accessors that the
 /// compiler inlines into their callers; instrumented, each call would pay a session check at
 /// entry and exit, in the caller's inner loops, however cheap the check (a parser of small
-/// accessors ran 4.4 times slower with no session running; `cargo bench -p cabprof-checks
-/// --bench idle_cost`). `#[profile]` on the function itself, or `#[profile(all)]` on the
+/// accessors ran several times slower with no session running; `cargo bench -p
+/// cabprof-checks --bench idle_cost`). `#[profile]` on the function itself, or `#[profile(all)]` on the
 /// block, instruments them.
 fn left_alone_as_small(opts: &Options, sig: &Signature, block: &Block) -> bool {
     !opts.all

@@ -48,9 +48,8 @@ pub struct FrameGuard {
 /// recorded call is one out-of-line call (`enter_recorded`). Inlined, that work (shadow
 /// stack, ring push, timing decision: about a hundred instructions) made every annotated
 /// function too big for the compiler to inline into its callers, so an accessor marked
-/// through its `impl` became a real call even with no session running (a recursive-descent
-/// parser of small accessors ran 7.8 times slower idle; `cargo bench -p cabprof-checks
-/// --bench idle_cost`).
+/// through its `impl` became a real call even with no session running, several times slower
+/// idle on a parser of small accessors (`cargo bench -p cabprof-checks --bench idle_cost`).
 #[inline(always)]
 pub fn enter(site: &'static Site) -> FrameGuard {
     let key = session_key();
@@ -161,8 +160,8 @@ impl From<Entry> for FrameGuard {
 /// out-of-line entry and exit compiled in the crate that calls them, so the instrumented
 /// function calls its own crate's copy directly. A plain function of this crate is reached
 /// through the GOT in a position-independent executable built without LTO (the default
-/// `--release` of a crate depending on cabprof), and that indirect call cost about 1.9 ns per
-/// recorded call on AMD EPYC (`per_call`'s `(release)` rows).
+/// `--release` of a crate depending on cabprof), and that indirect call costs every recorded
+/// call (`per_call`'s `(release)` rows).
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions)] // Called from Rust only; the ABI is for `nounwind`.
