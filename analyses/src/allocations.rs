@@ -34,9 +34,8 @@
 use cabprof_cab::event::{decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
-use crate::call_tree::tasks::{self, OpenPath, TaskBase, TaskKey};
-use crate::call_tree::trie::{Trie, NONE, ROOT};
-use crate::thread_stacks::ThreadStacks;
+use crate::call_tree::tracker::{ContextTracker, NodeData};
+use crate::call_tree::trie::{NONE, ROOT};
 use crate::EventAnalysis;
 
 /// Allocation counts of one context or function.
@@ -117,20 +116,40 @@ pub struct AllocContext {
 /// Allocations by calling context; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allocations {
-    /// The contexts (node 0 is the root; parents come before children); a node's count is
-    /// the calls that entered it.
-    tree: Trie,
-    /// Per node, same indices as the tree's.
-    counts: Vec<AllocCounts>,
-    threads: ThreadStacks<OpenPath>,
-    /// The futures seen polled and not known to be finished everywhere: where their context is.
-    tasks: HashMap<TaskKey, TaskBase>,
+    /// The contexts (node 0 is the root; parents come before children; a node's count is
+    /// the calls that entered it), each thread's open path, the futures.
+    ctx: ContextTracker,
+    /// Per node, same indices as the tree's (nodes past its end have none yet).
+    counts: NodeCounts,
     /// Resizes whose `ReallocFrom` has come and whose `ReallocTo` has not yet: the old size,
     /// by thread (the ids of `Thread` words). Kept across `consume` calls, since a chunk may
     /// end between the two words; empty but for that moment.
     resizing: HashMap<u64, u64>,
-    approximate: bool,
-    resyncs: u64,
+}
+
+/// The counts per node of the context tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct NodeCounts(Vec<AllocCounts>);
+
+impl NodeCounts {
+    /// The counts of node `n`, made (empty) with those before it if new.
+    #[inline]
+    fn at(&mut self, n: u32) -> &mut AllocCounts {
+        let n = n as usize;
+        if self.0.len() <= n {
+            self.0.resize(n + 1, AllocCounts::default());
+        }
+        &mut self.0[n]
+    }
+}
+
+impl NodeData for NodeCounts {
+    fn moved(&mut self, moved: &HashMap<u32, u32>) {
+        for (&from, &onto) in moved {
+            let counts = std::mem::take(self.at(from));
+            self.at(onto).add(&counts);
+        }
+    }
 }
 
 impl Allocations {
@@ -142,23 +161,23 @@ impl Allocations {
     /// `true` if the attribution may differ from the exact one (a sampled stream, a
     /// resynchronised stack). The totals are exact whenever the stream is complete.
     pub fn is_approximate(&self) -> bool {
-        self.approximate
+        self.ctx.approximate
     }
 
     /// Mark the results approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.approximate = approximate;
+        self.ctx.approximate = approximate;
     }
 
     /// `Call`s and `Return`s that did not match the open stack (sampling gaps).
     pub fn resyncs(&self) -> u64 {
-        self.resyncs
+        self.ctx.resyncs + self.ctx.unmatched_returns
     }
 
     /// Counts over every context.
     pub fn totals(&self) -> AllocCounts {
         let mut t = AllocCounts::default();
-        for c in &self.counts {
+        for c in &self.counts.0 {
             t.add(c);
         }
         t
@@ -166,7 +185,7 @@ impl Allocations {
 
     /// The counts of the context `stack` (outermost first; empty for the root), if seen.
     pub fn context(&self, stack: &[MethodId]) -> Option<AllocCounts> {
-        let n = self.tree.walk(ROOT, stack)?;
+        let n = self.ctx.tree.walk(ROOT, stack)?;
         Some(self.counts_at(n))
     }
 
@@ -176,22 +195,23 @@ impl Allocations {
     }
 
     fn counts_at(&self, n: u32) -> AllocCounts {
-        self.counts.get(n as usize).copied().unwrap_or_default()
+        self.counts.0.get(n as usize).copied().unwrap_or_default()
     }
 
     /// Futures this instance saw polled whose calling context is still unknown to it (their
     /// first poll was in a stream not merged in yet) or whose other polls may still come from
     /// other streams.
     pub fn pending_tasks(&self) -> usize {
-        self.tasks.len()
+        self.ctx.tasks.len()
     }
 
     /// Every calling context (root excluded) as a node linked to its parent, in the tree's
     /// order: parents come before their children. Unlike [`contexts`](Self::contexts), this is
     /// linear in the number of contexts.
     pub fn context_nodes(&self) -> Vec<AllocContext> {
-        let attached = self.tree.attached();
-        self.tree
+        let attached = self.ctx.tree.attached();
+        self.ctx
+            .tree
             .nodes
             .iter()
             .enumerate()
@@ -211,12 +231,12 @@ impl Allocations {
     /// copied in full, so this costs the sum of all depths (quadratic in a deep recursion):
     /// use [`context_nodes`](Self::context_nodes) for reports.
     pub fn contexts(&self) -> Vec<ContextAllocs> {
-        let attached = self.tree.attached();
-        let mut out: Vec<ContextAllocs> = (0..self.tree.nodes.len())
+        let attached = self.ctx.tree.attached();
+        let mut out: Vec<ContextAllocs> = (0..self.ctx.tree.nodes.len())
             .filter(|&i| attached[i] && !self.counts_at(i as u32).is_empty())
             .map(|i| ContextAllocs {
-                stack: self.tree.path_between(ROOT, i as u32),
-                calls: self.tree.nodes[i].count,
+                stack: self.ctx.tree.path_between(ROOT, i as u32),
+                calls: self.ctx.tree.nodes[i].count,
                 counts: self.counts_at(i as u32),
             })
             .collect();
@@ -238,7 +258,7 @@ impl Allocations {
                 inclusive: AllocCounts::default(),
             })
         }
-        let nodes = &self.tree.nodes;
+        let nodes = &self.ctx.tree.nodes;
         // Each node's subtree totals: children come after their parents.
         let mut subtree: Vec<AllocCounts> =
             (0..nodes.len()).map(|i| self.counts_at(i as u32)).collect();
@@ -301,187 +321,9 @@ impl Allocations {
         out
     }
 
-    /// The child of `parent` for `method`, made if new.
-    #[inline]
-    fn child(&mut self, parent: u32, method: MethodId) -> u32 {
-        let c = self.tree.child(parent, method);
-        self.grow();
-        c
-    }
-
-    /// Give the nodes the tree made since the last call their (empty) counts.
-    #[inline]
-    fn grow(&mut self) {
-        if self.counts.len() < self.tree.nodes.len() {
-            self.counts
-                .resize(self.tree.nodes.len(), AllocCounts::default());
-        }
-    }
-
-    #[inline]
-    fn current(&self) -> u32 {
-        self.threads.current.stack.last().copied().unwrap_or(ROOT)
-    }
-
-    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let mut at = self.current();
-        if self.tree.nodes[at as usize].method != caller {
-            at = self.resync_call(caller);
-        }
-        let c = self.child(at, callee);
-        self.tree.nodes[c as usize].count += 1;
-        self.threads.current.stack.push(c);
-    }
-
-    /// A `Call` whose caller is not the innermost open frame: continue from the innermost
-    /// open frame of the caller, else from the root (caller 0), else from root → caller.
-    #[cold]
-    fn resync_call(&mut self, caller: MethodId) -> u32 {
-        self.approximate = true;
-        self.resyncs += 1;
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        if let Some(i) = open
-            .iter()
-            .rposition(|&n| nodes[n as usize].method == caller)
-        {
-            open.truncate(i + 1);
-            return open[i];
-        }
-        open.clear();
-        if caller == MethodId::ROOT {
-            return ROOT;
-        }
-        let c = self.child(ROOT, caller);
-        self.threads.current.stack.push(c);
-        c
-    }
-
-    fn on_return(&mut self, callee: MethodId) {
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        match open.last() {
-            Some(&n) if nodes[n as usize].method == callee => {
-                open.pop();
-            }
-            _ => {
-                self.approximate = true;
-                self.resyncs += 1;
-                if let Some(i) = open
-                    .iter()
-                    .rposition(|&n| nodes[n as usize].method == callee)
-                {
-                    open.truncate(i);
-                }
-            }
-        }
-    }
-
-    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
-        let key = (method, task);
-        let node = if first {
-            let open = &mut self.threads.current.stack;
-            let node = match open.last() {
-                Some(&n) if self.tree.nodes[n as usize].method == method => {
-                    open.pop();
-                    n
-                }
-                _ => {
-                    // The `Call` was lost (sampling): place it under the root.
-                    self.approximate = true;
-                    self.child(ROOT, method)
-                }
-            };
-            self.place(key, node)
-        } else {
-            let t = match self.tasks.get_mut(&key) {
-                Some(t) => t,
-                None => {
-                    // First polled in a stream this instance did not see: a detached root
-                    // collects what its polls allocate until `merge` finds where it belongs.
-                    let node = self.tree.detached(method);
-                    self.grow();
-                    self.tasks.entry(key).or_insert(TaskBase {
-                        node,
-                        placed: false,
-                        polls: 0,
-                        total: None,
-                    })
-                }
-            };
-            t.polls = t.polls.saturating_add(1);
-            t.node
-        };
-        let open = &mut self.threads.current;
-        let parked = std::mem::replace(&mut open.stack, vec![node]);
-        open.polls.push((key, parked));
-    }
-
-    /// `key`'s frame is `node` (in the tree): record it, and move there whatever its polls
-    /// seen before (on other threads of this stream) collected.
-    fn place(&mut self, key: TaskKey, node: u32) -> u32 {
-        if let Some(t) = self.tasks.get(&key).copied() {
-            if !t.placed {
-                let mut moved = HashMap::new();
-                self.graft(t.node, node, &mut moved);
-                tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
-            }
-        }
-        let t = self.tasks.entry(key).or_insert(TaskBase {
-            node,
-            placed: true,
-            polls: 0,
-            total: None,
-        });
-        t.node = node;
-        t.placed = true;
-        t.polls = t.polls.saturating_add(1);
-        node
-    }
-
-    /// Move the counts of `from` and of the nodes below it to the same paths below `onto`
-    /// (made where missing); records in `moved` where each node went.
-    fn graft(&mut self, from: u32, onto: u32, moved: &mut HashMap<u32, u32>) {
-        if from == onto {
-            return;
-        }
-        let mut here = HashMap::new();
-        if !self.tree.graft(from, onto, &mut here) {
-            self.approximate = true;
-            return;
-        }
-        self.grow();
-        here.insert(from, onto);
-        for (&c, &n) in &here {
-            let counts = std::mem::take(&mut self.counts[c as usize]);
-            self.counts[n as usize].add(&counts);
-        }
-        moved.extend(here);
-    }
-
-    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        let open = &mut self.threads.current;
-        let Some((key, parked)) = open.polls.pop() else {
-            self.approximate = true;
-            return;
-        };
-        self.approximate |= key.1 != task;
-        open.stack = parked;
-        if let Some(t) = self.tasks.get_mut(&key) {
-            if done {
-                t.total = Some(poll.saturating_add(1));
-            }
-            if t.finished() {
-                self.tasks.remove(&key);
-            }
-        }
-    }
-
     #[inline]
     fn here(&mut self) -> &mut AllocCounts {
-        let n = self.current() as usize;
-        self.grow();
-        &mut self.counts[n]
+        self.counts.at(self.ctx.top())
     }
 
     /// A block resized from `old` to `new` bytes, here.
@@ -500,8 +342,12 @@ impl Allocations {
     /// was lost (a sampling gap). The resize is dropped, like any lost word.
     #[cold]
     fn half_resize_lost(&mut self) {
-        if self.resizing.remove(&self.threads.current_id()).is_some() {
-            self.approximate = true;
+        if self
+            .resizing
+            .remove(&self.ctx.threads.current_id())
+            .is_some()
+        {
+            self.ctx.approximate = true;
         }
     }
 }
@@ -538,30 +384,30 @@ impl EventAnalysis for Allocations {
                     if !self.resizing.is_empty() {
                         self.half_resize_lost();
                     }
-                    self.resizing.insert(self.threads.current_id(), old);
+                    self.resizing.insert(self.ctx.threads.current_id(), old);
                 }
                 Some(EventKind::ReallocTo { new }) => {
-                    match self.resizing.remove(&self.threads.current_id()) {
+                    match self.resizing.remove(&self.ctx.threads.current_id()) {
                         Some(old) => self.resized(old, new),
                         // Its first word was lost (a sampling gap): the old size is unknown.
-                        None => self.approximate = true,
+                        None => self.ctx.approximate = true,
                     }
                 }
-                Some(EventKind::Call { caller, callee }) => self.on_call(caller, callee),
+                Some(EventKind::Call { caller, callee }) => self.ctx.on_call(caller, callee),
                 Some(
                     EventKind::Return { callee }
                     | EventKind::TimedReturn { callee, .. }
                     | EventKind::LongReturn { callee, .. },
-                ) => self.on_return(callee),
-                Some(EventKind::Thread { id }) => {
-                    self.threads.switch_to(id);
-                }
+                ) => self.ctx.on_return(callee),
+                Some(EventKind::Thread { id }) => self.ctx.on_thread(id),
                 Some(EventKind::Poll {
                     method,
                     task,
                     first,
-                }) => self.on_poll(method, task, first),
-                Some(EventKind::PollEnd { task, poll, done }) => self.on_poll_end(task, poll, done),
+                }) => self.ctx.on_poll(method, task, first, &mut self.counts),
+                Some(EventKind::PollEnd { task, poll, done }) => {
+                    self.ctx.on_poll_end(task, poll, done)
+                }
                 _ => {}
             }
         }
@@ -569,38 +415,13 @@ impl EventAnalysis for Allocations {
 
     fn merge(&mut self, other: Allocations) {
         // Parents precede children in both arenas: one pass in index order maps every node.
-        let to_self = self.tree.merge(&other.tree);
-        self.grow();
-        for (i, c) in other.counts.iter().enumerate() {
-            self.counts[to_self[i] as usize].add(c);
+        let to_self = self.ctx.merge_tree(&other.ctx);
+        for (i, c) in other.counts.0.iter().enumerate() {
+            self.counts.at(to_self[i]).add(c);
         }
-        // Futures polled in both streams: what one saw goes where the other placed it.
-        let mut moved = HashMap::new();
-        for (key, mut o) in other.tasks {
-            o.node = tasks::resolve(&moved, to_self[o.node as usize]);
-            let Some(t) = self.tasks.get_mut(&key) else {
-                self.tasks.insert(key, o);
-                continue;
-            };
-            t.node = tasks::resolve(&moved, t.node);
-            let (from, onto) = tasks::graft_ends(&self.tree, t.node, o.node);
-            t.node = if from == t.node { onto } else { t.node };
-            t.placed |= o.placed;
-            t.polls = t.polls.saturating_add(o.polls);
-            t.total = t.total.or(o.total);
-            if from != onto {
-                self.graft(from, onto, &mut moved);
-            }
-        }
-        if !moved.is_empty() {
-            tasks::resolve_chains(&mut moved);
-            tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
-        }
-        self.tasks.retain(|_, t| !t.finished());
+        self.ctx.merge_tasks(other.ctx, &to_self, &mut self.counts);
         // `other.resizing` is not merged: `other`'s stream has ended (a closed ring, a
         // snapshot's copy), so a resize half seen there never completes, and its thread ids
         // are not this stream's.
-        self.approximate |= other.approximate;
-        self.resyncs += other.resyncs;
     }
 }

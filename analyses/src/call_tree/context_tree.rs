@@ -3,9 +3,8 @@
 use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
-use super::tasks::{self, OpenPath, TaskBase, TaskKey};
-use super::trie::{Trie, NONE, ROOT as ROOT_NODE};
-use crate::thread_stacks::ThreadStacks;
+use super::tracker::ContextTracker;
+use super::trie::{NONE, ROOT as ROOT_NODE};
 use crate::EventAnalysis;
 
 /// One node per distinct call path from the root, with the calls that reached it.
@@ -15,23 +14,13 @@ use crate::EventAnalysis;
 /// Ammons, Ball and Larus (1997) without their recursion folding: the tree is the dynamic call
 /// tree with identical paths merged.
 ///
-/// Resynchronisation (sampling gaps, streams starting mid-run): a `Call` whose caller is not the
-/// current node continues from the innermost open node of that caller if there is one (the
-/// frames above it lost their `Return`s), from the root if the caller is the root, and otherwise
-/// from a node root → caller, made without counting a call of the caller (its `Call` was not
-/// seen). So a stream that starts inside `main` shows `main`'s callees under root → main.
+/// Resynchronisation (sampling gaps, streams starting mid-run) is the shared tracker's (see
+/// `ContextTracker`): a stream that starts inside `main` shows `main`'s callees under
+/// root → main.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallingContextTree {
-    /// One node per context; the trie's root is the root context.
-    tree: Trie,
-    /// Per thread: the open path, as node indices below the root, innermost last, and the
-    /// polls in progress.
-    threads: ThreadStacks<OpenPath>,
-    /// The futures seen polled and not known to be finished everywhere: where their context is.
-    tasks: HashMap<TaskKey, TaskBase>,
-    approximate: bool,
-    resyncs: u64,
-    unmatched_returns: u64,
+    /// The contexts, each thread's open path, the futures.
+    ctx: ContextTracker,
     /// The open paths of the instances merged into this one (other threads'), as method paths,
     /// sorted so that the order of merges does not show; at most [`MAX_OPEN_MERGED`].
     open_merged: Vec<Vec<MethodId>>,
@@ -51,16 +40,17 @@ impl CallingContextTree {
     /// Calls that reached the context `path` (methods from the root's child down, root
     /// excluded); 0 for a context never seen. The empty path (the root) has count 0.
     pub fn count(&self, path: &[MethodId]) -> u64 {
-        self.tree
+        self.ctx
+            .tree
             .walk(ROOT_NODE, path)
-            .map_or(0, |n| self.tree.nodes[n as usize].count)
+            .map_or(0, |n| self.ctx.tree.nodes[n as usize].count)
     }
 
     /// Every context (root excluded) with its count, sorted by path. Contexts made by a
     /// resynchronisation may have count 0. Each path is copied in full, so this costs the sum
     /// of all depths: use [`nodes`](Self::nodes) for deep trees.
     pub fn contexts(&self) -> Vec<(Vec<MethodId>, u64)> {
-        let t = &self.tree;
+        let t = &self.ctx.tree;
         let attached = t.attached();
         let mut out: Vec<(Vec<MethodId>, u64)> = (1..t.nodes.len())
             .filter(|&i| attached[i])
@@ -75,7 +65,7 @@ impl CallingContextTree {
     /// Unlike [`contexts`](Self::contexts), whose paths cost the sum of all depths (quadratic
     /// in a deep recursion), this is linear in the number of contexts.
     pub fn nodes(&self) -> Vec<(u32, u32, MethodId, u64)> {
-        let t = &self.tree;
+        let t = &self.ctx.tree;
         let attached = t.attached();
         (1..t.nodes.len())
             .filter(|&i| attached[i])
@@ -88,10 +78,16 @@ impl CallingContextTree {
 
     /// Number of contexts (nodes other than the root).
     pub fn len(&self) -> usize {
-        if self.tasks.is_empty() {
-            return self.tree.len();
+        if self.ctx.tasks.is_empty() {
+            return self.ctx.tree.len();
         }
-        self.tree.attached().iter().skip(1).filter(|&&a| a).count()
+        self.ctx
+            .tree
+            .attached()
+            .iter()
+            .skip(1)
+            .filter(|&&a| a)
+            .count()
     }
 
     /// `true` if no call was seen.
@@ -101,8 +97,9 @@ impl CallingContextTree {
 
     /// Total calls counted (the sum over all contexts).
     pub fn total(&self) -> u64 {
-        let attached = self.tree.attached();
-        self.tree
+        let attached = self.ctx.tree.attached();
+        self.ctx
+            .tree
             .nodes
             .iter()
             .zip(attached)
@@ -118,7 +115,7 @@ impl CallingContextTree {
     /// `exit`, say, or in a sampled stream that lost its last `Return`s) keeps them. Sorted.
     pub fn open_stacks(&self) -> Vec<Vec<MethodId>> {
         let mut out = self.open_merged.clone();
-        let own = std::iter::once(&self.threads.current).chain(self.threads.parked());
+        let own = std::iter::once(&self.ctx.threads.current).chain(self.ctx.threads.parked());
         out.extend(
             own.filter_map(|open| open.stack.last())
                 .map(|&n| self.context_of(n)),
@@ -133,6 +130,7 @@ impl CallingContextTree {
     /// Sorted.
     pub fn pending_futures(&self) -> Vec<(MethodId, u32, Vec<MethodId>)> {
         let mut out: Vec<(MethodId, u32, Vec<MethodId>)> = self
+            .ctx
             .tasks
             .iter()
             .filter(|(_, t)| !t.finished())
@@ -147,7 +145,7 @@ impl CallingContextTree {
     fn context_of(&self, mut n: u32) -> Vec<MethodId> {
         let mut path = Vec::new();
         while n != ROOT_NODE && n != NONE {
-            let node = &self.tree.nodes[n as usize];
+            let node = &self.ctx.tree.nodes[n as usize];
             path.push(node.method);
             n = node.parent;
         }
@@ -157,36 +155,36 @@ impl CallingContextTree {
 
     /// Depth of the open path of the current thread (of the poll in progress, if any).
     pub fn open_frames(&self) -> usize {
-        self.threads.current.stack.len()
+        self.ctx.threads.current.stack.len()
     }
 
     /// Futures this instance saw polled whose calling context is still unknown to it (their
     /// first poll was in a stream not merged in yet) or whose other polls may still come from
     /// other streams.
     pub fn pending_tasks(&self) -> usize {
-        self.tasks.len()
+        self.ctx.tasks.len()
     }
 
     /// `true` if the tree may differ from the exact one: set by a resynchronisation or an
     /// unmatched `Return`, or by [`set_approximate`](Self::set_approximate).
     pub fn is_approximate(&self) -> bool {
-        self.approximate
+        self.ctx.approximate
     }
 
     /// Mark the tree approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.approximate = approximate;
+        self.ctx.approximate = approximate;
     }
 
     /// `Call`s whose caller was not the current node, and `Return`s that closed frames above
     /// their own.
     pub fn resyncs(&self) -> u64 {
-        self.resyncs
+        self.ctx.resyncs
     }
 
     /// `Return`s that matched no open frame and were ignored.
     pub fn unmatched_returns(&self) -> u64 {
-        self.unmatched_returns
+        self.ctx.unmatched_returns
     }
 
     /// Folded stacks (the input of inferno, speedscope and `flamegraph.pl`): one line
@@ -201,7 +199,7 @@ impl CallingContextTree {
         let mut todo: Vec<(u32, usize)> = Vec::new();
         self.push_children(ROOT_NODE, path.len(), &mut todo);
         while let Some((n, parent_len)) = todo.pop() {
-            let node = &self.tree.nodes[n as usize];
+            let node = &self.ctx.tree.nodes[n as usize];
             path.truncate(parent_len);
             path.push(';');
             path.push_str(
@@ -224,200 +222,33 @@ impl CallingContextTree {
     }
 
     fn push_children(&self, n: u32, len: usize, todo: &mut Vec<(u32, usize)>) {
-        todo.extend(self.tree.children_of(n).map(|c| (c, len)));
-    }
-
-    /// The node of the current thread's innermost open frame (the root if none).
-    #[inline]
-    fn top(&self) -> u32 {
-        self.threads
-            .current
-            .stack
-            .last()
-            .copied()
-            .unwrap_or(ROOT_NODE)
-    }
-
-    #[inline]
-    fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let current = self.top();
-        let current = if self.tree.nodes[current as usize].method == caller {
-            current
-        } else {
-            self.resync_call(caller)
-        };
-        let c = self.tree.child(current, callee);
-        self.tree.nodes[c as usize].count += 1;
-        self.threads.current.stack.push(c);
-    }
-
-    /// Returns the node to continue from; see the type docs.
-    #[cold]
-    fn resync_call(&mut self, caller: MethodId) -> u32 {
-        self.approximate = true;
-        self.resyncs += 1;
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        if let Some(i) = open
-            .iter()
-            .rposition(|&n| nodes[n as usize].method == caller)
-        {
-            open.truncate(i + 1);
-            return open[i];
-        }
-        open.clear();
-        if caller == MethodId::ROOT {
-            return ROOT_NODE;
-        }
-        let c = self.tree.child(ROOT_NODE, caller);
-        self.threads.current.stack.push(c);
-        c
-    }
-
-    #[inline]
-    fn on_return(&mut self, callee: MethodId) {
-        match self.threads.current.stack.last() {
-            Some(&n) if self.tree.nodes[n as usize].method == callee => {
-                self.threads.current.stack.pop();
-            }
-            _ => self.resync_return(callee),
-        }
-    }
-
-    #[cold]
-    fn resync_return(&mut self, callee: MethodId) {
-        self.approximate = true;
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        match open
-            .iter()
-            .rposition(|&n| nodes[n as usize].method == callee)
-        {
-            Some(i) => {
-                open.truncate(i);
-                self.resyncs += 1;
-            }
-            None => self.unmatched_returns += 1,
-        }
-    }
-
-    /// A poll of future `task` of `method` begins: park the thread's stack and continue from
-    /// the future's own frame.
-    fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
-        let key = (method, task);
-        let open = &mut self.threads.current;
-        let base = if first {
-            // Its `Call` just opened its frame on the polling context's stack; between polls
-            // the frame is off that stack.
-            let node = match open.stack.last() {
-                Some(&n) if self.tree.nodes[n as usize].method == method => {
-                    open.stack.pop();
-                    n
-                }
-                _ => {
-                    // The `Call` was lost (sampling): place it under the root.
-                    self.approximate = true;
-                    self.tree.child(ROOT_NODE, method)
-                }
-            };
-            self.place(key, node)
-        } else {
-            let tree = &mut self.tree;
-            let t = self.tasks.entry(key).or_insert_with(|| TaskBase {
-                node: tree.detached(method),
-                placed: false,
-                polls: 0,
-                total: None,
-            });
-            t.polls += 1;
-            t.node
-        };
-        let open = &mut self.threads.current;
-        let parked = std::mem::replace(&mut open.stack, vec![base]);
-        open.polls.push((key, parked));
-    }
-
-    /// `key`'s frame is `node` (in the tree): record it, and move there whatever its polls
-    /// seen before (on other threads of this stream) collected.
-    fn place(&mut self, key: TaskKey, node: u32) -> u32 {
-        match self.tasks.get(&key).copied() {
-            Some(t) if !t.placed && t.node != node => {
-                let mut moved = HashMap::new();
-                if self.tree.graft(t.node, node, &mut moved) {
-                    moved.insert(t.node, node);
-                    tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
-                } else {
-                    self.approximate = true;
-                }
-            }
-            _ => {}
-        }
-        let t = self.tasks.entry(key).or_insert(TaskBase {
-            node,
-            placed: true,
-            polls: 0,
-            total: None,
-        });
-        t.node = node;
-        t.placed = true;
-        t.polls += 1;
-        node
-    }
-
-    /// The innermost poll ends: back to the stack it parked.
-    fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        let open = &mut self.threads.current;
-        let Some((key, parked)) = open.polls.pop() else {
-            // Its `Poll` was not seen (a stream starting mid-poll, or sampling).
-            self.approximate = true;
-            return;
-        };
-        if key.1 != task || !open.stack.is_empty() && !done {
-            // A lost `PollEnd` or `Return`s (sampling), or frames left open.
-            self.approximate |= key.1 != task;
-        }
-        open.stack = parked;
-        if let Some(t) = self.tasks.get_mut(&key) {
-            if done {
-                t.total = Some(poll.saturating_add(1));
-            }
-            if t.finished() {
-                self.tasks.remove(&key);
-            }
-        }
+        todo.extend(self.ctx.tree.children_of(n).map(|c| (c, len)));
     }
 }
 
 impl super::CallEvents for CallingContextTree {
     #[inline]
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        CallingContextTree::on_call(self, caller, callee);
+        self.ctx.on_call(caller, callee);
     }
     #[inline]
     fn on_return(&mut self, callee: MethodId) {
-        CallingContextTree::on_return(self, callee);
+        self.ctx.on_return(callee);
     }
     /// The leaf's context is counted; nothing is pushed or popped. On a caller that is not
     /// on top, the resynchronising path.
     #[inline]
     fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
-        let top = self.top();
-        if self.tree.nodes[top as usize].method != caller {
-            CallingContextTree::on_call(self, caller, callee);
-            CallingContextTree::on_return(self, callee);
-            return;
-        }
-        let c = self.tree.child(top, callee);
-        self.tree.nodes[c as usize].count += 1;
+        self.ctx.on_leaf(caller, callee);
     }
     fn on_thread(&mut self, id: u64) {
-        self.threads.switch_to(id);
+        self.ctx.on_thread(id);
     }
     fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
-        CallingContextTree::on_poll(self, method, task, first);
+        self.ctx.on_poll(method, task, first, &mut ());
     }
     fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        CallingContextTree::on_poll_end(self, task, poll, done);
+        self.ctx.on_poll_end(task, poll, done);
     }
 }
 
@@ -433,38 +264,7 @@ impl EventAnalysis for CallingContextTree {
             self.open_merged.sort_unstable();
             self.open_merged.truncate(MAX_OPEN_MERGED);
         }
-        let to_self = self.tree.merge(&other.tree);
-        // Futures polled in both streams: what one saw goes where the other placed it.
-        let mut moved = HashMap::new();
-        for (key, mut o) in other.tasks {
-            o.node = tasks::resolve(&moved, to_self[o.node as usize]);
-            if let Some(t) = self.tasks.get_mut(&key) {
-                t.node = tasks::resolve(&moved, t.node);
-            }
-            let Some(t) = self.tasks.get_mut(&key) else {
-                self.tasks.insert(key, o);
-                continue;
-            };
-            let (from, onto) = tasks::graft_ends(&self.tree, t.node, o.node);
-            t.node = if from == t.node { onto } else { t.node };
-            if from != onto {
-                if self.tree.graft(from, onto, &mut moved) {
-                    moved.insert(from, onto);
-                } else {
-                    self.approximate = true;
-                }
-            }
-            t.placed |= o.placed;
-            t.polls += o.polls;
-            t.total = t.total.or(o.total);
-        }
-        if !moved.is_empty() {
-            tasks::resolve_chains(&mut moved);
-            tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
-        }
-        self.tasks.retain(|_, t| !t.finished());
-        self.approximate |= other.approximate;
-        self.resyncs += other.resyncs;
-        self.unmatched_returns += other.unmatched_returns;
+        let to_self = self.ctx.merge_tree(&other.ctx);
+        self.ctx.merge_tasks(other.ctx, &to_self, &mut ());
     }
 }

@@ -37,6 +37,7 @@
 mod context_tree;
 mod subtree_profile;
 pub(crate) mod tasks;
+pub(crate) mod tracker;
 pub(crate) mod trie;
 
 pub use context_tree::{CallingContextTree, MAX_OPEN_MERGED};
