@@ -71,16 +71,7 @@ impl<F, const KEYED: bool> std::fmt::Debug for Instrumented<F, KEYED> {
 /// be, so that `?` inside the body knows its error type.
 #[inline(always)]
 pub fn instrument<T, F: Future<Output = T>>(site: &'static Site, inner: F) -> Instrumented<F> {
-    Instrumented {
-        inner,
-        site,
-        callee: 0,
-        finished: false,
-        task: 0,
-        polls: 0,
-        timed: false,
-        key: 0,
-    }
+    Instrumented::new(site, 0, inner)
 }
 
 /// [`instrument`] for the private session of `key`.
@@ -90,15 +81,22 @@ pub(crate) fn instrument_keyed<F: Future>(
     key: u64,
     inner: F,
 ) -> Instrumented<F, true> {
-    Instrumented {
-        inner,
-        site,
-        callee: 0,
-        finished: false,
-        task: 0,
-        polls: 0,
-        timed: false,
-        key,
+    Instrumented::new(site, key, inner)
+}
+
+impl<F, const KEYED: bool> Instrumented<F, KEYED> {
+    #[inline(always)]
+    fn new(site: &'static Site, key: u64, inner: F) -> Self {
+        Instrumented {
+            inner,
+            site,
+            callee: 0,
+            finished: false,
+            task: 0,
+            polls: 0,
+            timed: false,
+            key,
+        }
     }
 }
 

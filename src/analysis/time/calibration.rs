@@ -197,6 +197,28 @@ fn pin_to_cpu(cpu: usize) {
     let _ = cpu;
 }
 
+/// One batch each of `plain`, of `probe` timing every call and of `probe` timing none, in
+/// an order rotated by `round` so that no batch always follows the same one: their times per
+/// call, in that order.
+fn rotated(round: usize, plain: fn(u64) -> u64, probe: fn(u64) -> u64) -> [f64; 3] {
+    let mut one = [0.0; 3];
+    for k in 0..3 {
+        let which = (k + round) % 3;
+        one[which] = match which {
+            0 => batch(plain, BATCH),
+            1 => {
+                crate::__private::set_time_period(1);
+                batch(probe, BATCH)
+            }
+            _ => {
+                crate::__private::set_time_period(0);
+                batch(probe, BATCH)
+            }
+        };
+    }
+    one
+}
+
 fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String> {
     let probe_id = PROBE_SITE.id();
     // Private: no other thread's events reach it, and instrumented code elsewhere keeps
@@ -208,44 +230,15 @@ fn measure_here(config: &RuntimeConfig, period: u32) -> Result<Overhead, String>
     .map_err(|e| e.to_string())?;
     PROBE_KEY.store(session.key(), std::sync::atomic::Ordering::Relaxed);
     let before = crate::__private::time_period();
-    // Timed batches time every call, untimed ones none. (With sampled timing an untimed call
-    // also counts down and keeps the coarse clock's tick, about a nanosecond more; a countdown
-    // here would change the global period that other threads' countdowns read.)
-    let untimed_period = 0;
+    // Timed batches time every call, untimed ones none (see `rotated`). (With sampled timing
+    // an untimed call also counts down and keeps the coarse clock's tick, about a nanosecond
+    // more; a countdown here would change the global period that other threads' countdowns
+    // read.)
     let (mut timed, mut untimed, mut plains, mut clocks) = (vec![], vec![], vec![], vec![]);
     let (mut timed_polls, mut untimed_polls) = (vec![], vec![]);
     for round in 0..=ROUNDS {
-        let mut futures = [0.0; 3];
-        for k in 0..3 {
-            let which = (k + round) % 3;
-            futures[which] = match which {
-                0 => batch(plain_future, BATCH),
-                1 => {
-                    crate::__private::set_time_period(1);
-                    batch(probe_future, BATCH)
-                }
-                _ => {
-                    crate::__private::set_time_period(untimed_period);
-                    batch(probe_future, BATCH)
-                }
-            };
-        }
-        let mut one = [0.0; 3];
-        // Rotate the order, so that no batch always follows the same one.
-        for k in 0..3 {
-            let which = (k + round) % 3;
-            one[which] = match which {
-                0 => batch(plain, BATCH),
-                1 => {
-                    crate::__private::set_time_period(1);
-                    batch(probe, BATCH)
-                }
-                _ => {
-                    crate::__private::set_time_period(untimed_period);
-                    batch(probe, BATCH)
-                }
-            };
-        }
+        let futures = rotated(round, plain_future, probe_future);
+        let one = rotated(round, plain, probe);
         let c0 = clock::now();
         let c1 = clock::now();
         if round > 0 {
