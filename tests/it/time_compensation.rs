@@ -179,9 +179,11 @@ fn threads_measure_again_as_their_rings_lap() {
     // 2 words per call, a lap every 4096 calls: about 50 laps, probed at most every few
     // milliseconds.
     let mut v = 0;
+    let mut rounds = 0u64;
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(60) {
         v ^= caller(20_000);
+        rounds += 1;
     }
     std::hint::black_box(v);
     let r = s.finish();
@@ -209,9 +211,23 @@ fn threads_measure_again_as_their_rings_lap() {
         names.iter().all(|n| !n.contains("calibration")),
         "{names:?}"
     );
+    // Exactly the program's calls: the probes' words are no calls of any function.
     let counted = d.method_count.as_ref().expect("method count ran");
-    assert!(counted
-        .iter()
-        .all(|e| !d.name(e.method).contains("calibration")));
+    let count = |name: &str| {
+        counted
+            .iter()
+            .filter(|e| d.name(e.method).ends_with(name))
+            .map(|e| e.count)
+            .sum::<u64>()
+    };
+    assert_eq!(
+        (count("::caller"), count("::leaf")),
+        (rounds, rounds * 20_000)
+    );
+    assert_eq!(
+        counted.iter().map(|e| e.count).sum::<u64>(),
+        rounds * 20_001,
+        "{counted:?}"
+    );
     assert!(entry(d, "caller").calibration_error_ns.is_some());
 }
