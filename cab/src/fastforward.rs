@@ -5,11 +5,11 @@
 //! # Contract
 //!
 //! - One [`Producer`] and one [`Consumer`] per queue; both are `Send`, neither is `Sync` nor
-//!   `Clone`. Make a pair with [`channel`] or, generically, [`FastForward`] as a [`Transport`].
+//!   `Clone`. Make a pair with [`channel`] or, generically, [`FastForward`] as a [`Transport`](crate::transport::Transport).
 //! - The queue is a ring of `buffer_bytes / 8` slots (a power of two, so an index is wrapped by
 //!   masking). `chunk_bytes` must pass [`RingConfig::validate_power_of_two`] but is otherwise
 //!   ignored: FastForward has no chunks, it hands over single events (the CAB paper: "equivalent
-//!   to CAB using a chunk size of one event"). Only [`Mode::Exhaustive`] is accepted.
+//!   to CAB using a chunk size of one event"). Only [`Mode::Exhaustive`](crate::config::Mode::Exhaustive) is accepted.
 //! - **Producer**: a slot holding [`CLEAR`] (FastForward's `NULL`) is free. `push` writes the slot
 //!   at the head if it is free; otherwise the queue is full and the producer waits (spins, then
 //!   backs off) until the consumer empties that slot. If the consumer has been dropped, a full
@@ -43,10 +43,10 @@
 //! overwrite. On x86-64 all of these are plain `mov`s. The flush position and the closed flag
 //! are `Release`/`Acquire`, published after the slots they cover.
 
-use crate::config::{ConfigError, Mode, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
+use crate::config::{ConfigError, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR};
-use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
-use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
+use crate::sync::{back_off, spin_hint, Arc, AtomicU64, Ordering};
+use crate::transport::{ConsumerStats, Poll, ProducerStats};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -87,10 +87,8 @@ struct Shared {
     mask: usize,
     /// Absolute position (events ever written) up to which the producer has flushed. Only grows.
     published: CachePadded<AtomicU64>,
-    /// Set (after the final `published`) when the producer is closed or dropped.
-    closed: AtomicBool,
-    /// Cleared when the consumer is dropped, so a producer on a full queue stops waiting.
-    consumer_alive: AtomicBool,
+    /// The producer closed (after its final hand-over); the consumer still exists.
+    ends: crate::transport::Ends,
 }
 
 impl Shared {
@@ -101,28 +99,18 @@ impl Shared {
     }
 }
 
-/// FastForward as a [`Transport`], for generic harnesses.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FastForward;
-
-impl Transport for FastForward {
-    const NAME: &'static str = "FastForward";
-    type Producer = Producer;
-    type Consumer = Consumer;
-    fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
-        channel(config)
-    }
-}
+crate::transport::design!(
+    /// FastForward as a [`Transport`](crate::transport::Transport), for generic harnesses.
+    FastForward,
+    "FastForward",
+    Producer,
+    Consumer,
+    channel
+);
 
 /// Make a connected FastForward producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
-    if config.mode != Mode::Exhaustive {
-        return Err(ConfigError::new(
-            "mode",
-            format!("{:?}", config.mode),
-            "Exhaustive for FastForward (only the CAB ring samples)",
-        ));
-    }
+    crate::transport::exhaustive_only(config, "FastForward")?;
     config.validate_power_of_two()?;
     let n = config.slots();
     let slots = crate::slots::Slots::zeroed(n, config.huge_pages)?;
@@ -130,8 +118,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
         slots,
         mask: n - 1,
         published: CachePadded::new(AtomicU64::new(0)),
-        closed: AtomicBool::new(false),
-        consumer_alive: AtomicBool::new(true),
+        ends: crate::transport::Ends::new(),
     });
     let (danger, safe) = slip_distances(n);
     let producer = Producer {
@@ -200,9 +187,8 @@ impl Producer {
     fn push_full(&mut self, word: u64) {
         // SAFETY: as in `push`.
         let slot = unsafe { &*self.base.add(self.head as usize & self.mask) };
-        let alive = &self.shared.consumer_alive;
-        // Acquire: pairs with the consumer's Release in `Drop`.
-        if !alive.load(Ordering::Acquire) {
+        let ends = &self.shared.ends;
+        if !ends.consumer_alive() {
             self.stats.dropped += 1;
             return;
         }
@@ -218,7 +204,7 @@ impl Producer {
                 self.head += 1;
                 break;
             }
-            if !alive.load(Ordering::Acquire) {
+            if !ends.consumer_alive() {
                 self.stats.dropped += 1;
                 break;
             }
@@ -244,8 +230,8 @@ impl Producer {
         if !self.closed {
             self.closed = true;
             self.flush();
-            // Release after the final `published`: a consumer that sees `closed` sees it.
-            self.shared.closed.store(true, Ordering::Release);
+            // After the final `published`: a consumer that sees `closed` sees it.
+            self.shared.ends.close();
         }
     }
 
@@ -259,7 +245,7 @@ impl Producer {
 
     /// Whether the consumer half still exists.
     pub fn consumer_alive(&self) -> bool {
-        self.shared.consumer_alive.load(Ordering::Acquire)
+        self.shared.ends.consumer_alive()
     }
 }
 
@@ -299,9 +285,9 @@ impl Consumer {
     pub fn poll_with(&mut self, mut f: impl FnMut(&[u64])) -> Poll {
         let mut n = self.fill();
         if n == 0 {
-            // Acquire: pairs with the producer's Release of `closed`, which follows its final
-            // `published`; `fill` then reads that final position.
-            if !self.shared.closed.load(Ordering::Acquire) {
+            // `closed` follows the producer's final `published` (see `Ends`); `fill` then reads
+            // that final position.
+            if !self.shared.ends.producer_closed() {
                 return Poll::Empty;
             }
             n = self.fill();
@@ -379,14 +365,13 @@ impl Consumer {
 
     /// Whether the producer has closed (its remaining events may still be unread).
     pub fn producer_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.ends.producer_closed()
     }
 }
 
 impl Drop for Consumer {
     fn drop(&mut self) {
-        // Release so a producer that sees `false` stops waiting; runs on unwind too.
-        self.shared.consumer_alive.store(false, Ordering::Release);
+        self.shared.ends.consumer_dropped();
     }
 }
 

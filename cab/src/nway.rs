@@ -7,10 +7,10 @@
 //! # Contract
 //!
 //! - One [`Producer`] and one [`Consumer`] per channel; both are `Send`, neither is `Sync` nor
-//!   `Clone`. Make a pair with [`channel`] or, generically, [`NWay`] as a [`Transport`].
+//!   `Clone`. Make a pair with [`channel`] or, generically, [`NWay`] as a [`Transport`](crate::transport::Transport).
 //! - The buffer of `buffer_bytes` holds `N = buffer_bytes / chunk_bytes` sub-buffers of
 //!   `chunk_bytes` each; both must be powers of two
-//!   ([`RingConfig::validate_power_of_two`]). Only [`Mode::Exhaustive`] is accepted.
+//!   ([`RingConfig::validate_power_of_two`]). Only [`Mode::Exhaustive`](crate::config::Mode::Exhaustive) is accepted.
 //! - **Producer**: `push` stores the event, increments its index and tests the index against the
 //!   sub-buffer mask; nothing else. The push that fills a sub-buffer hands it over whole and
 //!   moves to the next one, waiting there (spin, then back off) until the consumer has released
@@ -46,10 +46,10 @@
 //! producer before it writes the sub-buffer again, orders the reads before those writes. The
 //! closed flag is `Release`/`Acquire`, stored after the final `handed`.
 
-use crate::config::{ConfigError, Mode, RingConfig};
+use crate::config::{ConfigError, RingConfig};
 use crate::event::Event;
-use crate::sync::{back_off, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
-use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
+use crate::sync::{back_off, spin_hint, Arc, AtomicU64, Ordering};
+use crate::transport::{ConsumerStats, Poll, ProducerStats};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -78,34 +78,22 @@ struct Shared {
     chunk: usize,
     /// Sub-buffers (`N`), a power of two, at least 4.
     count: usize,
-    /// Set (after the final `handed`) when the producer is closed or dropped.
-    closed: AtomicBool,
-    /// Cleared when the consumer is dropped, so a waiting producer stops waiting.
-    consumer_alive: AtomicBool,
+    /// The producer closed (after its final hand-over); the consumer still exists.
+    ends: crate::transport::Ends,
 }
 
-/// N-way buffering as a [`Transport`], for generic harnesses.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NWay;
-
-impl Transport for NWay {
-    const NAME: &'static str = "N-way";
-    type Producer = Producer;
-    type Consumer = Consumer;
-    fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
-        channel(config)
-    }
-}
+crate::transport::design!(
+    /// N-way buffering as a [`Transport`](crate::transport::Transport), for generic harnesses.
+    NWay,
+    "N-way",
+    Producer,
+    Consumer,
+    channel
+);
 
 /// Make a connected N-way producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
-    if config.mode != Mode::Exhaustive {
-        return Err(ConfigError::new(
-            "mode",
-            format!("{:?}", config.mode),
-            "Exhaustive for N-way buffering (only the CAB ring samples)",
-        ));
-    }
+    crate::transport::exhaustive_only(config, "N-way buffering")?;
     config.validate_power_of_two()?;
     let total = config.slots();
     let chunk = config.chunk_slots();
@@ -124,8 +112,7 @@ pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError>
         subs,
         chunk,
         count,
-        closed: AtomicBool::new(false),
-        consumer_alive: AtomicBool::new(true),
+        ends: crate::transport::Ends::new(),
     });
     let producer = Producer {
         base: shared.slots.as_ptr(),
@@ -222,8 +209,7 @@ impl Producer {
         let mut spins = 0u32;
         let mut round = 0u32;
         while free_for.load(Ordering::Acquire) < number {
-            // Acquire: pairs with the consumer's Release in `Drop`.
-            if !sh.consumer_alive.load(Ordering::Acquire) {
+            if !sh.ends.consumer_alive() {
                 self.dead_at = Some(self.position());
                 break;
             }
@@ -260,8 +246,8 @@ impl Producer {
         if !self.closed {
             self.closed = true;
             self.flush();
-            // Release after the final `handed`: a consumer that sees `closed` sees it.
-            self.shared.closed.store(true, Ordering::Release);
+            // After the final `handed`: a consumer that sees `closed` sees it.
+            self.shared.ends.close();
         }
     }
 
@@ -278,7 +264,7 @@ impl Producer {
 
     /// Whether the consumer half still exists.
     pub fn consumer_alive(&self) -> bool {
-        self.shared.consumer_alive.load(Ordering::Acquire)
+        self.shared.ends.consumer_alive()
     }
 }
 
@@ -309,8 +295,8 @@ impl Consumer {
         // visible.
         let mut handed = sub.handed.load(Ordering::Acquire);
         if handed <= self.pos {
-            // Acquire: pairs with the Release of `closed`, stored after the final `handed`.
-            if !sh.closed.load(Ordering::Acquire) {
+            // `closed` is stored after the final `handed` (see `Ends`).
+            if !sh.ends.producer_closed() {
                 return Poll::Empty;
             }
             // Closed: every sub-buffer before the producer's last has its end handed over, so
@@ -361,14 +347,13 @@ impl Consumer {
 
     /// Whether the producer has closed (its remaining events may still be unread).
     pub fn producer_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.ends.producer_closed()
     }
 }
 
 impl Drop for Consumer {
     fn drop(&mut self) {
-        // Release so a producer that sees `false` stops waiting; runs on unwind too.
-        self.shared.consumer_alive.store(false, Ordering::Release);
+        self.shared.ends.consumer_dropped();
     }
 }
 

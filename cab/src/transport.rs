@@ -1,8 +1,9 @@
 //! One interface over CAB and its baselines, so the same harness, tests and benches drive all
 //! of them (the paper's Figure 7 compares them carrying the same events).
 
-use crate::config::{ConfigError, RingConfig};
+use crate::config::{ConfigError, Mode, RingConfig};
 use crate::event::Event;
+use crate::sync::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What one [`EventConsumer::poll`] did.
@@ -77,6 +78,82 @@ pub trait Transport {
     /// A new pair, or the config rule it breaks.
     fn channel(config: &RingConfig) -> Result<(Self::Producer, Self::Consumer), ConfigError>;
 }
+
+/// What a design's two halves tell each other about their ends: the producer has closed (set
+/// after its final hand-over), the consumer still exists (cleared when it is dropped, so a
+/// producer waiting on a full buffer stops waiting).
+#[derive(Debug)]
+pub(crate) struct Ends {
+    closed: AtomicBool,
+    consumer_alive: AtomicBool,
+}
+
+impl Ends {
+    pub(crate) fn new() -> Ends {
+        Ends {
+            closed: AtomicBool::new(false),
+            consumer_alive: AtomicBool::new(true),
+        }
+    }
+
+    /// The producer closed. Release, stored after its final hand-over: a consumer that sees
+    /// `closed` sees that hand-over too.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether the producer has closed. Acquire: pairs with [`close`](Self::close).
+    pub(crate) fn producer_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The consumer is gone. Release: a producer that sees it stops waiting; runs on unwind
+    /// too, from the consumer's `Drop`.
+    pub(crate) fn consumer_dropped(&self) {
+        self.consumer_alive.store(false, Ordering::Release);
+    }
+
+    /// Whether the consumer still exists. Acquire: pairs with
+    /// [`consumer_dropped`](Self::consumer_dropped).
+    pub(crate) fn consumer_alive(&self) -> bool {
+        self.consumer_alive.load(Ordering::Acquire)
+    }
+}
+
+/// The baselines carry every event: a `config` in another mode is refused, naming `design`.
+pub(crate) fn exhaustive_only(config: &RingConfig, design: &str) -> Result<(), ConfigError> {
+    if config.mode == Mode::Exhaustive {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        "mode",
+        format!("{:?}", config.mode),
+        format!("Exhaustive for {design} (only the CAB ring samples)"),
+    ))
+}
+
+/// A design as a [`Transport`]: a unit type `$name`, shown as `$label` in tables, whose pairs
+/// `$channel` makes.
+macro_rules! design {
+    ($(#[$doc:meta])* $name:ident, $label:literal, $producer:ty, $consumer:ty, $channel:path) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+
+        impl $crate::transport::Transport for $name {
+            const NAME: &'static str = $label;
+            type Producer = $producer;
+            type Consumer = $consumer;
+            fn channel(
+                config: &$crate::config::RingConfig,
+            ) -> Result<($producer, $consumer), $crate::config::ConfigError> {
+                $channel(config)
+            }
+        }
+    };
+}
+
+pub(crate) use design;
 
 /// Implement [`EventProducer`] and [`EventConsumer`] for a design whose `Producer` and
 /// `Consumer` already have inherent `push`/`flush`/`close`/`stats` and `poll_with`/`stats`
