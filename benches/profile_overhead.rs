@@ -20,8 +20,8 @@
 //!
 //! `cargo bench --bench profile_overhead` (release, LTO as the workspace's bench profile sets).
 
-use cabprof::cab::event::{Event, MethodId};
-use cabprof::cab::runtime::{emit, RuntimeConfig, Session};
+use cabprof_cab::event::{Event, MethodId};
+use cabprof_cab::runtime::{emit, RuntimeConfig, Session};
 use cabprof::profile;
 use cabprof_analyses::MethodCount;
 use std::hint::black_box;

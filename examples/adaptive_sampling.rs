@@ -8,8 +8,9 @@
 //!
 //! `cargo run --release --example adaptive_sampling`
 
-use cabprof::cab::runtime::emit;
-use cabprof::{Analysis, Event, MethodId, RunMode, Session, SessionBuilder};
+use cabprof::{Analysis, RunMode, Session, SessionBuilder};
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 use clap::Parser;
 
 fn workload(calls: u64) {

@@ -18,7 +18,7 @@
 //!
 //! [`SessionBuilder`] is the one builder users see. It owns the runtime's settings (a plain
 //! [`RuntimeConfig`]), the analyses to run and the report's output path; the generic
-//! [`cabprof_cab::runtime::Session`] underneath is for programs that bring their own analysis.
+//! `cabprof_cab::runtime::Session` underneath is for programs that bring their own analysis.
 
 use crate::analysis::{Analysis, AnalysisPlan, AnalysisSet};
 use crate::report::Report;
@@ -27,39 +27,9 @@ use cabprof_cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionEr
 use cabprof_cab::ConfigError;
 use std::path::PathBuf;
 
-/// The variables [`SessionBuilder::from_env`] reads besides the runtime's
-/// ([`cabprof_cab::runtime::ENV_VARS`]), with what each accepts.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    ("CABPROF_ANALYSES", crate::analysis::ANALYSES_HELP),
-    (
-        "CABPROF_TIME_SAMPLE",
-        "time one call in K per function and thread (default 1: every call)",
-    ),
-    (
-        "CABPROF_TIME_RAW",
-        "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
-    ),
-    ("CABPROF_OUTPUT", "path of the JSON report file"),
-    (
-        "CABPROF_SIGNALS",
-        "with CABPROF=1: 0 leaves SIGINT, SIGTERM and SIGHUP to the program (default 1: they write the report)",
-    ),
-    (
-        "CABPROF_SERVE",
-        "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
-    ),
-    (
-        "CABPROF_SERVE_PUBLIC",
-        "1: allow a CABPROF_SERVE address that is not loopback (the endpoint has no authentication)",
-    ),
-    (
-        "CABPROF_SERVICE",
-        "the service_name label of served profiles (default: the executable's name)",
-    ),
-];
-
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
-/// come from `CABPROF_*` variables ([`from_env`](Self::from_env)).
+/// come from `CABPROF_*` variables ([`from_env`](Self::from_env)): [`SETTINGS`](crate::SETTINGS)
+/// lists each variable with the function here that sets the same thing.
 #[derive(Clone, Debug, Default)]
 pub struct SessionBuilder {
     /// How the runtime runs: mode, buffer design, sizes, analyzers, pinning.
@@ -276,8 +246,9 @@ impl SessionBuilder {
         self.output.as_ref()
     }
 
-    /// Read `CABPROF_*` variables: the runtime's ([`cabprof_cab::runtime::ENV_VARS`]) and this
-    /// builder's ([`ENV_VARS`]).
+    /// Read the `CABPROF_*` variables [`SETTINGS`](crate::SETTINGS) lists (all but `CABPROF`
+    /// and `CABPROF_SIGNALS`, the process-wide session's). A bad value is an error naming the
+    /// variable and what it allows.
     pub fn from_env(self) -> Result<Self, ConfigError> {
         self.from_vars(|k| std::env::var(k).ok())
     }
@@ -429,7 +400,8 @@ impl Session {
         self.endpoint.as_ref().map(|e| e.addr())
     }
 
-    /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).
+    /// Results so far without stopping: what the rings held when it was asked for, not what
+    /// producers add while it reads.
     pub fn snapshot(&self) -> Option<Report> {
         self.inner.snapshot().map(snapshot_report)
     }

@@ -8,7 +8,7 @@
 //! bytes then start from its start.
 
 use cabprof::alloc::{global_counts, GlobalCounts, Tracked};
-use cabprof::cab::runtime::{activity, Activity};
+use cabprof_cab::runtime::{activity, Activity};
 use cabprof::report::ReportData;
 use cabprof::{profile, Analysis, Session};
 use std::process::Command;

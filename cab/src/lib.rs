@@ -88,6 +88,6 @@ mod sync;
 pub mod transport;
 
 pub use analysis::EventAnalysis;
-pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig};
+pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig, Setting};
 pub use event::{Event, EventKind, MethodId};
 pub use transport::{ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport};

@@ -2,7 +2,7 @@
 //! every run of a workload starts on the same core; and the host facts the summary prints.
 
 use super::probes::Probe;
-use cabprof::cab::runtime;
+use cabprof_cab::runtime;
 use cabprof::RunMode;
 use std::sync::mpsc;
 

@@ -6,7 +6,7 @@ use super::executor::Executor;
 use super::probes::{record, replay, Probe, Recording, ANALYZER_CPU_NS};
 use super::Options;
 use crate::{Size, Variant, Workload};
-use cabprof::cab::runtime;
+use cabprof_cab::runtime;
 use cabprof::{ReportData, RunMode, Session};
 use cabprof_bench_support::stats::median;
 use std::collections::{HashMap, HashSet};

@@ -1,0 +1,185 @@
+//! Every `CABPROF_*` variable, declared once: [`SETTINGS`], the runtime's
+//! ([`cabprof_cab::runtime::SETTINGS`]) followed by the facade's own. The parsers read these
+//! names (a test asks [`SessionBuilder::from_vars`](crate::SessionBuilder::from_vars) which
+//! names it looks up and compares them with the table), and docs/REFERENCE.md's table of
+//! variables is checked against it row by row, so the three cannot drift apart.
+
+pub use cabprof_cab::Setting;
+use cabprof_cab::runtime::SETTINGS as RUNTIME;
+
+/// `CABPROF`: the variable that starts the process-wide session.
+pub(crate) const PROCESS: Setting = Setting {
+    name: cabprof_cab::runtime::PROCESS_VAR,
+    values: "unset | 0 (off) | anything else (on)",
+    builder: "",
+    meaning: "profile the whole run and write target/cabprof/<binary>.json and .txt at exit",
+};
+
+/// `CABPROF_SIGNALS`, read by the process-wide session only.
+pub(crate) const SIGNALS: Setting = Setting {
+    name: "CABPROF_SIGNALS",
+    values: "0 | 1 (default 1)",
+    builder: "",
+    meaning: "with CABPROF=1, whether SIGINT, SIGTERM and SIGHUP write the report; 0 leaves \
+              them to the program",
+};
+
+/// The facade's variables, after the runtime's in [`SETTINGS`].
+const FACADE: &[Setting] = &[
+    PROCESS,
+    Setting {
+        name: "CABPROF_ANALYSES",
+        values: crate::analysis::ANALYSES_HELP,
+        builder: "analyses",
+        meaning: "the analyses to run, replacing the default set",
+    },
+    Setting {
+        name: "CABPROF_TIME_SAMPLE",
+        values: "K >= 1 (default 1: every call)",
+        builder: "time_sample",
+        meaning: "time one call in K per function and thread",
+    },
+    Setting {
+        name: "CABPROF_TIME_RAW",
+        values: "0 | 1 (default 0)",
+        builder: "time_raw",
+        meaning: "1: the text report shows raw times (before overhead compensation) too",
+    },
+    Setting {
+        name: "CABPROF_OUTPUT",
+        values: "a non-empty path",
+        builder: "output",
+        meaning: "where the JSON report is written",
+    },
+    SIGNALS,
+    Setting {
+        name: "CABPROF_SERVE",
+        values: "HOST:PORT (port 0 picks a free one)",
+        builder: "serve",
+        meaning: "serve live profiles over HTTP (feature `serve`; an error without it)",
+    },
+    Setting {
+        name: "CABPROF_SERVE_PUBLIC",
+        values: "0 | 1 (default 0)",
+        builder: "serve_public",
+        meaning: "allow a CABPROF_SERVE address that is not loopback (no authentication)",
+    },
+    Setting {
+        name: "CABPROF_SERVICE",
+        values: "a name (default: the executable's)",
+        builder: "service_name",
+        meaning: "the service_name label of served profiles",
+    },
+];
+
+const LEN: usize = RUNTIME.len() + FACADE.len();
+
+/// Both tables in one array, joined at compile time.
+const JOINED: [Setting; LEN] = {
+    let mut out = [PROCESS; LEN];
+    let mut i = 0;
+    while i < RUNTIME.len() {
+        out[i] = RUNTIME[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < FACADE.len() {
+        out[RUNTIME.len() + j] = FACADE[j];
+        j += 1;
+    }
+    out
+};
+
+/// Every `CABPROF_*` environment variable cabprof reads, with the values it accepts and the
+/// [`SessionBuilder`](crate::SessionBuilder) function that sets the same thing
+/// ([`SessionBuilder::from_env`](crate::SessionBuilder::from_env) reads all but `CABPROF` and
+/// `CABPROF_SIGNALS`, which are the process-wide session's). A bad value is an error naming
+/// the variable and what it allows.
+pub const SETTINGS: &[Setting] = &JOINED;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    /// What `SessionBuilder::from_vars` looks up is the table, less the two variables only the
+    /// process-wide session reads: a variable parsed but not declared, or declared but never
+    /// read, fails here.
+    #[test]
+    fn the_builder_reads_exactly_the_declared_variables() {
+        let asked = RefCell::new(BTreeSet::new());
+        crate::SessionBuilder::new()
+            .from_vars(|k| {
+                asked.borrow_mut().insert(k.to_string());
+                None
+            })
+            .unwrap();
+        let declared: BTreeSet<String> = SETTINGS
+            .iter()
+            .map(|s| s.name.to_string())
+            .filter(|n| n != PROCESS.name && n != SIGNALS.name)
+            .collect();
+        assert_eq!(asked.into_inner(), declared);
+    }
+
+    #[test]
+    fn each_variable_is_declared_once_and_the_runtime_first() {
+        let names: BTreeSet<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), SETTINGS.len(), "a variable declared twice");
+        assert_eq!(&SETTINGS[..RUNTIME.len()], RUNTIME);
+        assert!(SETTINGS.iter().all(|s| s.name.starts_with("CABPROF")));
+    }
+
+    /// docs/REFERENCE.md's table of variables says what the table says: the same variables,
+    /// in the same order, each with its values and builder function.
+    #[test]
+    fn the_reference_table_lists_the_declared_settings() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/REFERENCE.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<Vec<String>> = doc
+            .lines()
+            .filter(|l| l.starts_with("| `CABPROF"))
+            .map(|l| {
+                l.trim_matches('|')
+                    .split(" | ")
+                    .map(|c| c.trim().trim_matches('`').to_string())
+                    .collect()
+            })
+            .collect();
+        let expected: Vec<Vec<String>> = SETTINGS.iter().map(reference_row).collect();
+        assert_eq!(
+            rows,
+            expected,
+            "docs/REFERENCE.md's table of variables differs from cabprof::SETTINGS; its rows \
+             should read:\n{}",
+            SETTINGS.iter().map(reference_line).collect::<String>()
+        );
+    }
+
+    /// A row's cells as the test reads them back.
+    fn reference_row(s: &Setting) -> Vec<String> {
+        let builder = if s.builder.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{}(..)", s.builder)
+        };
+        vec![
+            s.name.to_string(),
+            s.values.replace('|', "\\|"),
+            builder,
+            s.meaning.to_string(),
+        ]
+    }
+
+    /// A row as written in the reference.
+    fn reference_line(s: &Setting) -> String {
+        let c = reference_row(s);
+        let builder = if s.builder.is_empty() {
+            c[2].clone()
+        } else {
+            format!("`{}`", c[2])
+        };
+        format!("| `{}` | {} | {} | {} |\n", c[0], c[1], builder, c[3])
+    }
+}
