@@ -1,18 +1,18 @@
-//! Every `CABPROF_*` variable, declared once: [`SETTINGS`], the runtime's
-//! ([`cabprof_cab::runtime::SETTINGS`]) followed by the facade's own. The parsers read these
+//! Every `CABPROF_*` variable, declared once: [`SETTINGS`], `CABPROF`, then the runtime's
+//! ([`cabprof_cab::runtime::SETTINGS`]), then the facade's own. The parsers read these
 //! names (a test asks [`SessionBuilder::from_vars`](crate::SessionBuilder::from_vars) which
 //! names it looks up and compares them with the table), and docs/REFERENCE.md's table of
 //! variables is checked against it row by row, so the three cannot drift apart.
 
-pub use cabprof_cab::Setting;
 use cabprof_cab::runtime::SETTINGS as RUNTIME;
+pub use cabprof_cab::Setting;
 
 /// `CABPROF`: the variable that starts the process-wide session.
 pub(crate) const PROCESS: Setting = Setting {
     name: cabprof_cab::runtime::PROCESS_VAR,
-    values: "unset | 0 (off) | anything else (on)",
+    values: "1 (on) | unset or 0 (off)",
     builder: "",
-    meaning: "profile the whole run and write target/cabprof/<binary>.json and .txt at exit",
+    meaning: "profile the whole run, report at exit",
 };
 
 /// `CABPROF_SIGNALS`, read by the process-wide session only.
@@ -20,13 +20,11 @@ pub(crate) const SIGNALS: Setting = Setting {
     name: "CABPROF_SIGNALS",
     values: "0 | 1 (default 1)",
     builder: "",
-    meaning: "with CABPROF=1, whether SIGINT, SIGTERM and SIGHUP write the report; 0 leaves \
-              them to the program",
+    meaning: "with CABPROF=1: 0 leaves SIGINT, SIGTERM and SIGHUP to the program",
 };
 
-/// The facade's variables, after the runtime's in [`SETTINGS`].
+/// The facade's variables, after `CABPROF` and the runtime's in [`SETTINGS`].
 const FACADE: &[Setting] = &[
-    PROCESS,
     Setting {
         name: "CABPROF_ANALYSES",
         values: crate::analysis::ANALYSES_HELP,
@@ -43,7 +41,7 @@ const FACADE: &[Setting] = &[
         name: "CABPROF_TIME_RAW",
         values: "0 | 1 (default 0)",
         builder: "time_raw",
-        meaning: "1: the text report shows raw times (before overhead compensation) too",
+        meaning: "the text report shows uncompensated times too",
     },
     Setting {
         name: "CABPROF_OUTPUT",
@@ -56,13 +54,13 @@ const FACADE: &[Setting] = &[
         name: "CABPROF_SERVE",
         values: "HOST:PORT (port 0 picks a free one)",
         builder: "serve",
-        meaning: "serve live profiles over HTTP (feature `serve`; an error without it)",
+        meaning: "serve live profiles over HTTP (feature `serve`)",
     },
     Setting {
         name: "CABPROF_SERVE_PUBLIC",
         values: "0 | 1 (default 0)",
         builder: "serve_public",
-        meaning: "allow a CABPROF_SERVE address that is not loopback (no authentication)",
+        meaning: "allow an address that is not loopback",
     },
     Setting {
         name: "CABPROF_SERVICE",
@@ -72,19 +70,19 @@ const FACADE: &[Setting] = &[
     },
 ];
 
-const LEN: usize = RUNTIME.len() + FACADE.len();
+const LEN: usize = 1 + RUNTIME.len() + FACADE.len();
 
-/// Both tables in one array, joined at compile time.
+/// `CABPROF`, the runtime's table and the facade's, in one array joined at compile time.
 const JOINED: [Setting; LEN] = {
     let mut out = [PROCESS; LEN];
     let mut i = 0;
     while i < RUNTIME.len() {
-        out[i] = RUNTIME[i];
+        out[1 + i] = RUNTIME[i];
         i += 1;
     }
     let mut j = 0;
     while j < FACADE.len() {
-        out[RUNTIME.len() + j] = FACADE[j];
+        out[1 + RUNTIME.len() + j] = FACADE[j];
         j += 1;
     }
     out
@@ -115,19 +113,23 @@ mod tests {
                 None
             })
             .unwrap();
+        // Built without `serve`, only `CABPROF_SERVE` is read, to refuse it by name.
+        let without_serve = ["CABPROF_SERVE_PUBLIC", "CABPROF_SERVICE"];
         let declared: BTreeSet<String> = SETTINGS
             .iter()
             .map(|s| s.name.to_string())
             .filter(|n| n != PROCESS.name && n != SIGNALS.name)
+            .filter(|n| cfg!(feature = "serve") || !without_serve.contains(&n.as_str()))
             .collect();
         assert_eq!(asked.into_inner(), declared);
     }
 
     #[test]
-    fn each_variable_is_declared_once_and_the_runtime_first() {
+    fn each_variable_is_declared_once_and_the_runtime_after_cabprof() {
         let names: BTreeSet<&str> = SETTINGS.iter().map(|s| s.name).collect();
         assert_eq!(names.len(), SETTINGS.len(), "a variable declared twice");
-        assert_eq!(&SETTINGS[..RUNTIME.len()], RUNTIME);
+        assert_eq!(SETTINGS[0], PROCESS);
+        assert_eq!(&SETTINGS[1..=RUNTIME.len()], RUNTIME);
         assert!(SETTINGS.iter().all(|s| s.name.starts_with("CABPROF")));
     }
 
@@ -162,7 +164,7 @@ mod tests {
         let builder = if s.builder.is_empty() {
             "-".to_string()
         } else {
-            format!("{}(..)", s.builder)
+            s.builder.to_string()
         };
         vec![
             s.name.to_string(),

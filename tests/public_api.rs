@@ -103,7 +103,11 @@ fn the_walker_finds_public_items_and_only_those() {
          #[cfg(feature = \"x\")] pub const LIMIT: u32 = 3;\n",
     )
     .unwrap();
-    std::fs::write(dir.join("open.rs"), "pub struct Open { pub a: u8, b: u8 }\n").unwrap();
+    std::fs::write(
+        dir.join("open.rs"),
+        "pub struct Open { pub a: u8, b: u8 }\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("inner/mod.rs"),
         "pub mod deep;\n#[derive(Clone)] pub struct Shown;\n\
@@ -208,7 +212,9 @@ fn text(t: &impl ToTokens) -> String {
         }
     }
     // `-> T` and `impl Fn(..) -> T` lost their space before `>` only where it followed `-`.
-    s.replace("->", " -> ").replace("  ", " ").replace(" ->  ", " -> ")
+    s.replace("->", " -> ")
+        .replace("  ", " ")
+        .replace(" ->  ", " -> ")
 }
 
 fn attrs_of(item: &syn::Item) -> &[syn::Attribute] {
@@ -288,7 +294,14 @@ fn load(
                     _ => None,
                 });
                 if let Some((_, inner)) = &m.content {
-                    load(krate, &child, inner.clone(), file, owns_dir, child_cfg.clone());
+                    load(
+                        krate,
+                        &child,
+                        inner.clone(),
+                        file,
+                        owns_dir,
+                        child_cfg.clone(),
+                    );
                 } else {
                     let (target, owns) = match explicit {
                         Some(p) => {
@@ -401,7 +414,8 @@ enum Target {
 }
 
 fn parent(path: &str) -> String {
-    path.rsplit_once("::").map_or("crate".into(), |(p, _)| p.into())
+    path.rsplit_once("::")
+        .map_or("crate".into(), |(p, _)| p.into())
 }
 
 fn resolve(krate: &Crate, from: &str, segs: &[String], depth: usize) -> Target {
@@ -473,7 +487,16 @@ fn list_module(
     for (name, defs) in &m.items {
         for (item, cfg) in defs {
             if item_is_pub(item) {
-                list_item(krate, module, name, item, cfg, &format!("{public}::{name}"), out, seen);
+                list_item(
+                    krate,
+                    module,
+                    name,
+                    item,
+                    cfg,
+                    &format!("{public}::{name}"),
+                    out,
+                    seen,
+                );
             }
         }
     }
@@ -608,7 +631,11 @@ fn list_item(
         syn::Item::Type(t) => line(format!("{at}: type{} = {}", text(&t.generics), text(&t.ty))),
         syn::Item::Macro(_) => line(format!("{at}: macro")),
         syn::Item::Struct(s) => {
-            line(format!("{at}: struct{}{}", text(&s.generics), derives(&s.attrs)));
+            line(format!(
+                "{at}: struct{}{}",
+                text(&s.generics),
+                derives(&s.attrs)
+            ));
             for (i, f) in s.fields.iter().enumerate() {
                 if is_pub(&f.vis) {
                     let field = f.ident.as_ref().map_or(i.to_string(), |id| id.to_string());
@@ -618,7 +645,11 @@ fn list_item(
         }
         syn::Item::Union(u) => line(format!("{at}: union{}", text(&u.generics))),
         syn::Item::Enum(e) => {
-            line(format!("{at}: enum{}{}", text(&e.generics), derives(&e.attrs)));
+            line(format!(
+                "{at}: enum{}{}",
+                text(&e.generics),
+                derives(&e.attrs)
+            ));
             for v in &e.variants {
                 let mut v = v.clone();
                 v.attrs.clear();
@@ -630,7 +661,9 @@ fn list_item(
             line(format!("{at}: trait{}", text(&t.generics)));
             for ti in &t.items {
                 match ti {
-                    syn::TraitItem::Fn(f) => line(format!("{at}::{}: {}", f.sig.ident, text(&f.sig))),
+                    syn::TraitItem::Fn(f) => {
+                        line(format!("{at}::{}: {}", f.sig.ident, text(&f.sig)))
+                    }
                     syn::TraitItem::Type(ty) => line(format!("{at}::{}: type", ty.ident)),
                     syn::TraitItem::Const(c) => {
                         line(format!("{at}::{}: const {}", c.ident, text(&c.ty)))
@@ -641,7 +674,10 @@ fn list_item(
         }
         _ => {}
     }
-    if matches!(item, syn::Item::Struct(_) | syn::Item::Enum(_) | syn::Item::Union(_)) {
+    if matches!(
+        item,
+        syn::Item::Struct(_) | syn::Item::Enum(_) | syn::Item::Union(_)
+    ) {
         list_impls(krate, module, name, cfg, at, out);
     }
 }
@@ -659,13 +695,22 @@ fn list_impls(
     {
         for (path, m) in &krate.modules {
             for (imp, icfg) in &m.impls {
-                let syn::Type::Path(tp) = &*imp.self_ty else { continue };
-                let Some(last) = tp.path.segments.last() else { continue };
+                let syn::Type::Path(tp) = &*imp.self_ty else {
+                    continue;
+                };
+                let Some(last) = tp.path.segments.last() else {
+                    continue;
+                };
                 if last.ident != name {
                     continue;
                 }
                 // The self type must be this very item, seen from the impl's module.
-                let segs: Vec<String> = tp.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let segs: Vec<String> = tp
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
                 match resolve(krate, path, &segs, 0) {
                     Target::Item(p, n) if p == module && n == name => {}
                     // A macro-made type, named from its own module.
@@ -682,7 +727,11 @@ fn list_impls(
                         if is_pub(&f.vis) {
                             let h = if hidden(&f.attrs) { " (hidden)" } else { "" };
                             let c2 = cfg_of(&f.attrs, &c);
-                            let sig = if h.is_empty() { text(&f.sig) } else { String::new() };
+                            let sig = if h.is_empty() {
+                                text(&f.sig)
+                            } else {
+                                String::new()
+                            };
                             out.insert(with_cfg(
                                 format!("{at}::{}: {sig}{h}", f.sig.ident).replace(":  (", ": ("),
                                 &c2,
@@ -691,7 +740,10 @@ fn list_impls(
                     }
                     if let syn::ImplItem::Const(k) = ii {
                         if is_pub(&k.vis) {
-                            out.insert(with_cfg(format!("{at}::{}: const {}", k.ident, text(&k.ty)), &c));
+                            out.insert(with_cfg(
+                                format!("{at}::{}: const {}", k.ident, text(&k.ty)),
+                                &c,
+                            ));
                         }
                     }
                 }

@@ -259,11 +259,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
 /// first instrumented call would otherwise get ctrlc's `MultipleHandlers` error.
 fn signals_from_env() -> Result<bool, cabprof_cab::ConfigError> {
     let var = crate::settings::SIGNALS.name;
-    match std::env::var(var)
-        .ok()
-        .as_deref()
-        .map(str::trim)
-    {
+    match std::env::var(var).ok().as_deref().map(str::trim) {
         None | Some("" | "1") => Ok(true),
         Some("0") => Ok(false),
         Some(other) => Err(cabprof_cab::ConfigError::new(

@@ -118,8 +118,8 @@ pub use crate::model::{
     ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DuringSession, EdgeEntry,
     EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry, LevelEntry,
     MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
-    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData,
-    ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
+    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, ELIDED_FRAME,
+    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

@@ -5,8 +5,8 @@
 
 use crate::support;
 
-use cabprof_cab::registry;
 use cabprof::profile;
+use cabprof_cab::registry;
 use support::{assert_balanced, calls, record, serial};
 
 struct Stack<T> {

@@ -63,7 +63,7 @@ pub const SETTINGS: &[Setting] = &[
         name: "CABPROF_MODE",
         values: "exhaustive | sampling | sequential (default exhaustive)",
         builder: "mode",
-        meaning: "how events travel: through a ring, nothing lost; sampled; or analyzed inline",
+        meaning: "how events reach the analyses",
     },
     Setting {
         name: "CABPROF_RATE",
@@ -81,23 +81,23 @@ pub const SETTINGS: &[Setting] = &[
         name: "CABPROF_ADAPTIVE",
         values: "0 | 1 | true | false (default 0)",
         builder: "mode",
-        meaning: "adapt the sampling rate to what the analyzer keeps up with; implies sampling",
+        meaning: "lower the rate while the analyzer lags; implies sampling",
     },
     Setting {
         name: "CABPROF_BUFFER",
-        values: "bytes, K/M/G suffixes (default 16 chunks)",
+        values: "bytes, K/M/G (default 16 chunks)",
         builder: "buffer_bytes",
         meaning: "the ring size",
     },
     Setting {
         name: "CABPROF_CHUNK",
-        values: "bytes, K/M/G suffixes (default 4 × L1d; sampling: an eighth)",
+        values: "bytes, K/M/G (default 4 × L1d)",
         builder: "chunk_bytes",
         meaning: "the chunk size",
     },
     Setting {
         name: "CABPROF_RING_MEMORY",
-        values: "bytes, K/M/G suffixes (default 256M or four rings)",
+        values: "bytes, K/M/G (default 256M or four rings)",
         builder: "ring_memory",
         meaning: "the memory all rings may hold together",
     },
@@ -123,7 +123,7 @@ pub const SETTINGS: &[Setting] = &[
         name: "CABPROF_BUFFER_DESIGN",
         values: "cab | fastforward | nway (default cab)",
         builder: "buffer_design",
-        meaning: "the buffer design carrying events; the baselines run exhaustive only",
+        meaning: "the ring's design (the baselines: exhaustive only)",
     },
 ];
 
