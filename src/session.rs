@@ -50,7 +50,7 @@ impl SessionBuilder {
         Self::default()
     }
 
-    /// The analyses to run (replacing the default set).
+    /// The analyses to run (replacing the default set; `CABPROF_ANALYSES`).
     pub fn analyses(mut self, kinds: &[Analysis]) -> Self {
         self.plan.kinds = kinds.to_vec();
         self
@@ -92,14 +92,16 @@ impl SessionBuilder {
     }
 
     /// Time one call in `k` per function and thread ([`Analysis::Time`]; default 1, every
-    /// call); the others are counted only and the report's times are estimates.
+    /// call; `CABPROF_TIME_SAMPLE`); the others are counted only and the report's times are
+    /// estimates.
     pub fn time_sample(mut self, k: u32) -> Self {
         self.plan.time_sample = k;
         self
     }
 
     /// Show the raw times, before overhead compensation, beside the compensated ones in the
-    /// text report (default off; the JSON report always has both, as `raw_` fields).
+    /// text report (default off; `CABPROF_TIME_RAW`; the JSON report always has both, as
+    /// `raw_` fields).
     pub fn time_raw(mut self, on: bool) -> Self {
         self.plan.time_raw = on;
         self
@@ -111,13 +113,14 @@ impl SessionBuilder {
         self
     }
 
-    /// Exhaustive, sampling or sequential.
+    /// Exhaustive, sampling or sequential (`CABPROF_MODE`; a sampling mode's burst and
+    /// adaptation: `CABPROF_BURST`, `CABPROF_ADAPTIVE`).
     pub fn mode(mut self, mode: RunMode) -> Self {
         self.runtime.mode = mode;
         self
     }
 
-    /// Sampling at `rate` with one-cache-line bursts.
+    /// Sampling at `rate` with one-cache-line bursts (`CABPROF_RATE`).
     pub fn sampling(self, rate: f64) -> Self {
         self.mode(RunMode::sampling(rate))
     }
@@ -128,39 +131,39 @@ impl SessionBuilder {
     }
 
     /// The buffer design carrying events (default CAB; FastForward and N-way are the paper's
-    /// baselines, exhaustive mode only).
+    /// baselines, exhaustive mode only; `CABPROF_BUFFER_DESIGN`).
     pub fn buffer_design(mut self, design: BufferDesign) -> Self {
         self.runtime.design = design;
         self
     }
 
-    /// Ring size in bytes.
+    /// Ring size in bytes (`CABPROF_BUFFER`).
     pub fn buffer_bytes(mut self, bytes: usize) -> Self {
         self.runtime.buffer_bytes = Some(bytes);
         self
     }
 
-    /// Chunk size in bytes.
+    /// Chunk size in bytes (`CABPROF_CHUNK`).
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.runtime.chunk_bytes = Some(bytes);
         self
     }
 
     /// Memory all rings may hold together, in bytes (default 256 MiB or four rings, whichever
-    /// is larger); a thread whose ring would exceed it waits (exhaustive) or loses and counts
+    /// is larger; `CABPROF_RING_MEMORY`); a thread whose ring would exceed it waits (exhaustive) or loses and counts
     /// its events. See [`RuntimeConfig::ring_memory`].
     pub fn ring_memory(mut self, bytes: usize) -> Self {
         self.runtime.ring_memory = Some(bytes);
         self
     }
 
-    /// Analyzer threads.
+    /// Analyzer threads, 1 to 64 (`CABPROF_ANALYZERS`).
     pub fn analyzers(mut self, n: usize) -> Self {
         self.runtime.analyzers = n;
         self
     }
 
-    /// Pin analyzer threads to cores (default on).
+    /// Pin analyzer threads to cores (default on; `CABPROF_PIN`).
     pub fn pin(mut self, on: bool) -> Self {
         self.runtime.pin = on;
         self
@@ -173,8 +176,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on; see
-    /// [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
+    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on;
+    /// `CABPROF_HUGE_PAGES`; see [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
     /// per 2 MiB instead of two per 4 KiB page (1,024), and its first event commits the ring's
     /// first 2 MiB. Off, rings are kept in 4 KiB pages whatever the kernel's THP mode.
     pub fn huge_pages(mut self, on: bool) -> Self {
@@ -182,7 +185,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
+    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report
+    /// (`CABPROF_OUTPUT`).
     pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
         self.output = Some(path.into());
         self

@@ -87,6 +87,51 @@ fn each_setting_names_a_builder_function_that_exists() {
     }
 }
 
+/// The builder's docs name the variable of each function [`cabprof::SETTINGS`] pairs with it,
+/// so that the docs a user reads in the builder and the table agree on which is which.
+#[cfg(feature = "enabled")]
+#[test]
+fn each_builder_function_names_its_variable() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = read(&root.join("src/session.rs"));
+    let mut docs: HashMap<String, String> = HashMap::new();
+    for item in &file.items {
+        let syn::Item::Impl(imp) = item else { continue };
+        if imp.trait_.is_some() || text(&imp.self_ty) != "SessionBuilder" {
+            continue;
+        }
+        for ii in &imp.items {
+            if let syn::ImplItem::Fn(f) = ii {
+                let doc: Vec<String> = f
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident("doc"))
+                    .filter_map(|a| match &a.meta {
+                        syn::Meta::NameValue(nv) => match &nv.value {
+                            syn::Expr::Lit(syn::ExprLit {
+                                lit: syn::Lit::Str(s),
+                                ..
+                            }) => Some(s.value()),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                docs.insert(f.sig.ident.to_string(), doc.join(" "));
+            }
+        }
+    }
+    for s in cabprof::SETTINGS.iter().filter(|s| !s.builder.is_empty()) {
+        let doc = docs.get(s.builder).map_or("", String::as_str);
+        assert!(
+            doc.contains(&format!("`{}`", s.name)) || doc.contains(&format!("`{}=", s.name)),
+            "the docs of SessionBuilder::{} do not name `{}`",
+            s.builder,
+            s.name
+        );
+    }
+}
+
 /// The walker must see what it is meant to see: a `pub` item of a public module, a `pub use`
 /// of a private module's item, methods and trait impls; not `pub(crate)`, not a private
 /// module's items, not a hidden item's details.
