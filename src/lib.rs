@@ -122,7 +122,7 @@ pub mod serve;
 mod session;
 #[cfg(feature = "enabled")]
 mod settings;
-/// Memory traces, read and written: the `cabprof` command-line tool's, not a public API.
+// Memory traces, read and written: the `cabprof` command-line tool's, not a public API.
 #[cfg(feature = "enabled")]
 #[doc(hidden)]
 pub mod trace;
