@@ -1,17 +1,5 @@
 //! Profiling sessions: choose analyses and a mode, run the program, get a [`Report`].
 //!
-//! ```no_run
-//! use cabprof::{Analysis, Session};
-//!
-//! let session = Session::builder()
-//!     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
-//!     .start()
-//!     .expect("start profiling");
-//! // ... run instrumented code ...
-//! let report = session.finish();
-//! println!("{}", report.text(10));
-//! ```
-//!
 //! The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
 //! (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
 //! builder or by `CABPROF_MODE` at run time.
@@ -366,6 +354,22 @@ impl Snapshotter {
 }
 
 /// A running profiling session: one at a time per process.
+///
+/// ```no_run
+/// use cabprof::{Analysis, Session};
+///
+/// let session = Session::builder()
+///     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+///     .start()
+///     .expect("start profiling");
+/// // ... run instrumented code ...
+/// let report = session.finish();
+/// println!("{}", report.text(10));
+/// ```
+///
+/// The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
+/// (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
+/// builder or by `CABPROF_MODE` at run time.
 #[derive(Debug)]
 pub struct Session {
     inner: runtime::Session<AnalysisSet>,
