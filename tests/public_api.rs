@@ -46,6 +46,12 @@ fn public_api_matches_the_committed_lists() {
             std::fs::write(&path, &text).unwrap();
             continue;
         }
+        // A glob re-export publishes whatever its module gains: every name is listed by hand.
+        for glob in lines.iter().filter(|l| l.starts_with("glob: ")) {
+            failures.push(format!(
+                "{name}: a glob re-export ({glob}); name the items instead\n"
+            ));
+        }
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         let old: BTreeSet<&str> = committed.lines().collect();
         let new: BTreeSet<&str> = text.lines().collect();
@@ -256,8 +262,9 @@ fn text(t: &impl ToTokens) -> String {
             s = s.replace(from, to);
         }
     }
-    // `-> T` and `impl Fn(..) -> T` lost their space before `>` only where it followed `-`.
+    // Give back the spaces the replacements above took around `->` and `= (`.
     s.replace("->", " -> ")
+        .replace("=(", "= (")
         .replace("  ", " ")
         .replace(" ->  ", " -> ")
 }
