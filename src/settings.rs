@@ -33,7 +33,7 @@ const FACADE: &[Setting] = &[
     },
     Setting {
         name: "CABPROF_TIME_SAMPLE",
-        values: "K >= 1 (default 1: every call)",
+        values: "1..=1048576 (default 1: every call)",
         builder: "time_sample",
         meaning: "time one call in K per function and thread",
     },
@@ -122,6 +122,53 @@ mod tests {
             .filter(|n| cfg!(feature = "serve") || !without_serve.contains(&n.as_str()))
             .collect();
         assert_eq!(asked.into_inner(), declared);
+    }
+
+    /// Every variable the builder reads refuses a bad value with an error naming it: the
+    /// table's rows and the parsers' checks go together. A row added without a case here fails.
+    #[test]
+    fn each_declared_variable_refuses_a_bad_value_by_name() {
+        let bad: &[(&str, &str)] = &[
+            ("CABPROF_MODE", "fast"),
+            ("CABPROF_RATE", "1.5"),
+            ("CABPROF_BURST", "0"),
+            ("CABPROF_ADAPTIVE", "2"),
+            ("CABPROF_BUFFER", "12Q"),
+            ("CABPROF_CHUNK", "-4"),
+            ("CABPROF_RING_MEMORY", "lots"),
+            ("CABPROF_ANALYZERS", "65"),
+            ("CABPROF_PIN", "maybe"),
+            ("CABPROF_HUGE_PAGES", "big"),
+            ("CABPROF_BUFFER_DESIGN", "ring"),
+            ("CABPROF_ANALYSES", "bogus"),
+            ("CABPROF_TIME_SAMPLE", "-1"),
+            ("CABPROF_TIME_RAW", "2"),
+            ("CABPROF_OUTPUT", ""),
+            ("CABPROF_SERVE_PUBLIC", "maybe"),
+        ];
+        // Any value is accepted, or checked elsewhere: `CABPROF` and `CABPROF_SIGNALS` are the
+        // process-wide session's, an address is checked by binding it at start, a name is a name.
+        let unchecked = [
+            PROCESS.name,
+            SIGNALS.name,
+            "CABPROF_SERVE",
+            "CABPROF_SERVICE",
+        ];
+        for setting in SETTINGS.iter().filter(|s| !unchecked.contains(&s.name)) {
+            if !cfg!(feature = "serve") && setting.name == "CABPROF_SERVE_PUBLIC" {
+                continue;
+            }
+            let value = bad
+                .iter()
+                .find(|(n, _)| *n == setting.name)
+                .unwrap_or_else(|| panic!("{}: no bad value to try here", setting.name))
+                .1;
+            let err = crate::SessionBuilder::new()
+                .from_vars(|k| (k == setting.name).then(|| value.to_string()))
+                .and_then(|b| b.validate().map(|()| b))
+                .expect_err(setting.name);
+            assert!(err.field.contains(setting.name), "{}: {err}", setting.name);
+        }
     }
 
     #[test]

@@ -69,13 +69,13 @@ pub const SETTINGS: &[Setting] = &[
         name: "CABPROF_RATE",
         values: "0.0..=1.0 (default 0.1)",
         builder: "sampling",
-        meaning: "the sampling rate; implies sampling mode",
+        meaning: "the sampling rate; implies sampling",
     },
     Setting {
         name: "CABPROF_BURST",
         values: "events, 1..=chunk (default 8)",
         builder: "mode",
-        meaning: "the sampling burst; implies sampling mode",
+        meaning: "the sampling burst; implies sampling",
     },
     Setting {
         name: "CABPROF_ADAPTIVE",
