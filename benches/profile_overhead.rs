@@ -20,10 +20,10 @@
 //!
 //! `cargo bench --bench profile_overhead` (release, LTO as the workspace's bench profile sets).
 
-use cabprof::cab::event::{Event, MethodId};
-use cabprof::cab::runtime::{emit, RuntimeConfig, Session};
 use cabprof::profile;
 use cabprof_analyses::MethodCount;
+use cabprof_cab::event::{Event, MethodId};
+use cabprof_cab::runtime::{emit, RuntimeConfig, Session};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -4,12 +4,15 @@
 //! with method count, call graph and call tree (the call tree makes the analyzer slower than the
 //! producer): exhaustively (the reference), sampling at a fixed 50% (the producer laps the
 //! analyzer), and adaptive sampling starting at 50%. Prints chunks lapped, the rate used and
-//! the paper's error rate against the reference.
+//! the paper's error rate against the reference. The calls are event words emitted by hand
+//! (no `#[profile]`), through `cabprof-cab`'s runtime: a program doing the same depends on
+//! that crate beside `cabprof`.
 //!
 //! `cargo run --release --example adaptive_sampling`
 
-use cabprof::cab::runtime::emit;
-use cabprof::{Analysis, Event, MethodId, RunMode, Session, SessionBuilder};
+use cabprof::{Analysis, RunMode, Session, SessionBuilder};
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 use clap::Parser;
 
 fn workload(calls: u64) {

@@ -24,20 +24,26 @@
 //! print!("{}", report.text(10));
 //! ```
 //!
-//! Modules:
-//! - [`session`]: sessions: the builder users configure, start, snapshot, finish.
+//! What a program names, all at the root but the modules below:
+//! - [`profile`], the attribute; [`flush_thread`].
+//! - [`Session`], [`SessionBuilder`] and [`Snapshotter`]: start, snapshot, finish.
 //! - [`test_profile`] and `CABPROF=1`: the process-wide session, which profiles a program or
 //!   a test binary without code, and per-test reports within it (`src/process/`).
-//! - [`Analysis`], [`AnalysisPlan`], [`AnalysisSet`]: the analyses a session can run, each
-//!   declared once in `src/analysis/` (one file per analysis, one registration list).
-//! - [`report`]: the report data model and its renderings ([`report::Format`] lists them;
-//!   SVG and pprof are behind features).
+//! - [`Report`] and [`ReportData`]: what a session produces; [`report`] holds the types of its
+//!   fields and the renderings ([`report::Format`] lists them; SVG and pprof are behind
+//!   features).
+//! - Settings and errors: [`Analysis`] (the analyses a session can run, each declared once in
+//!   `src/analysis/`), [`RunMode`], [`BufferDesign`], [`LevelConfig`] and [`Policy`] (the
+//!   simulated caches), [`RuntimeConfig`], [`SETTINGS`] (every `CABPROF_*` variable),
+//!   [`ConfigError`], [`SessionError`].
 //! - [`alloc`]: [`alloc::Tracked`], the global allocator wrapper behind the allocation
 //!   analysis.
 //! - [`mem`]: explicit memory-access events for what `#[profile(memory)]` cannot see.
 //! - `serve` (feature `serve`): live profiles over HTTP from a running program.
-//! - [`trace`]: memory traces (Valgrind Lackey text, cabprof's binary format), read and written.
-//! - [`cab`]: the ring, its baselines and the runtime; [`analyses`]: the analyses.
+//!
+//! The ring, the generic runtime and the analyses are crates of their own, `cabprof-cab` and
+//! `cabprof-analyses`: a program that drives a ring or runs an analysis of its own by hand
+//! depends on them. `tests/public-api/cabprof.txt` lists every public item of this crate.
 //!
 //! Without the default `enabled` feature only [`profile`], [`flush_thread`], [`mem`] and
 //! [`alloc::Tracked`] exist, inert: see *Cargo features*.
@@ -45,7 +51,7 @@
 //! # Cargo features
 //!
 //! - `enabled` (default): `#[profile]` instruments, and the runtime is built: sessions,
-//!   [`test_profile`], reports, [`cab`] and [`analyses`]. Without it (`default-features =
+//!   [`test_profile`], reports. Without it (`default-features =
 //!   false`) the crate holds only what production code names, inert: [`profile`] returns the
 //!   item unchanged, [`flush_thread`] and [`mem`]'s functions do nothing, and
 //!   [`alloc::Tracked`] forwards to its inner allocator. A build then compiles the attribute
@@ -96,20 +102,10 @@ pub fn flush_thread() {
     cabprof_cab::runtime::flush_current_thread();
 }
 
-// The runtime and what reads it: built with `enabled` only.
-#[cfg(feature = "enabled")]
-pub use cabprof_analyses as analyses;
-#[cfg(feature = "enabled")]
-pub use cabprof_cab as cab;
-#[cfg(feature = "enabled")]
-pub use cabprof_cab::event::{Event, EventKind, MethodId};
-#[cfg(feature = "enabled")]
-pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
-// The root holds what a program that runs sessions and reads reports names; the ring's own
-// types (`cab::Mode`, `cab::RingConfig`) are for programs that drive a ring by hand.
-#[cfg(feature = "enabled")]
-pub use cabprof_cab::ConfigError;
-
+// The runtime and what reads it: built with `enabled` only. Every public name is listed here
+// by name (tests/public_api.rs checks the list against tests/public-api/cabprof.txt); the
+// inner crates are dependencies, not re-exports: a program that drives a ring or the generic
+// runtime by hand depends on `cabprof-cab` itself.
 #[cfg(feature = "enabled")]
 mod analysis;
 #[cfg(feature = "enabled")]
@@ -123,18 +119,39 @@ pub mod report;
 #[cfg(feature = "serve")]
 pub mod serve;
 #[cfg(feature = "enabled")]
-pub mod session;
+mod session;
 #[cfg(feature = "enabled")]
+mod settings;
+// Memory traces, read and written: the `cabprof` command-line tool's, not a public API.
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
 pub mod trace;
 
-#[cfg(feature = "enabled")]
-pub use analysis::{Analysis, AnalysisPlan, AnalysisSet, CallTrees};
+// Sessions: what a program that profiles itself writes.
 #[cfg(feature = "enabled")]
 pub use process::{test_profile, TestProfile};
 #[cfg(feature = "enabled")]
-pub use report::{Report, ReportData};
-#[cfg(feature = "enabled")]
 pub use session::{Session, SessionBuilder, Snapshotter};
+// What they produce.
+#[cfg(feature = "enabled")]
+pub use report::{Report, ReportData};
+// Settings and errors: the builder's arguments, the `CABPROF_*` variables, what fails.
+#[cfg(feature = "enabled")]
+pub use analysis::Analysis;
+#[cfg(feature = "enabled")]
+pub use cabprof_analyses::{LevelConfig, Policy};
+#[cfg(feature = "enabled")]
+pub use cabprof_cab::runtime::{BufferDesign, RunMode, RuntimeConfig, SessionError};
+#[cfg(feature = "enabled")]
+pub use cabprof_cab::ConfigError;
+#[cfg(feature = "enabled")]
+pub use settings::{Setting, SETTINGS};
+
+// The analyses as the runtime runs them, for the lab's probes and the facade's tests, which
+// drive `cabprof_cab::runtime::Session` with them. Not a public API.
+#[cfg(feature = "enabled")]
+#[doc(hidden)]
+pub use analysis::{AnalysisPlan, AnalysisSet, CallTrees};
 
 /// Support for the code `#[profile]` generates. Not a public API: it may change at any time.
 #[cfg(feature = "enabled")]

@@ -1,24 +1,12 @@
 //! Profiling sessions: choose analyses and a mode, run the program, get a [`Report`].
 //!
-//! ```no_run
-//! use cabprof::{Analysis, Session};
-//!
-//! let session = Session::builder()
-//!     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
-//!     .start()
-//!     .expect("start profiling");
-//! // ... run instrumented code ...
-//! let report = session.finish();
-//! println!("{}", report.text(10));
-//! ```
-//!
 //! The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
 //! (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
 //! builder or by `CABPROF_MODE` at run time.
 //!
 //! [`SessionBuilder`] is the one builder users see. It owns the runtime's settings (a plain
 //! [`RuntimeConfig`]), the analyses to run and the report's output path; the generic
-//! [`cabprof_cab::runtime::Session`] underneath is for programs that bring their own analysis.
+//! `cabprof_cab::runtime::Session` underneath is for programs that bring their own analysis.
 
 use crate::analysis::{Analysis, AnalysisPlan, AnalysisSet};
 use crate::report::Report;
@@ -27,39 +15,9 @@ use cabprof_cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionEr
 use cabprof_cab::ConfigError;
 use std::path::PathBuf;
 
-/// The variables [`SessionBuilder::from_env`] reads besides the runtime's
-/// ([`cabprof_cab::runtime::ENV_VARS`]), with what each accepts.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    ("CABPROF_ANALYSES", crate::analysis::ANALYSES_HELP),
-    (
-        "CABPROF_TIME_SAMPLE",
-        "time one call in K per function and thread (default 1: every call)",
-    ),
-    (
-        "CABPROF_TIME_RAW",
-        "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
-    ),
-    ("CABPROF_OUTPUT", "path of the JSON report file"),
-    (
-        "CABPROF_SIGNALS",
-        "with CABPROF=1: 0 leaves SIGINT, SIGTERM and SIGHUP to the program (default 1: they write the report)",
-    ),
-    (
-        "CABPROF_SERVE",
-        "HOST:PORT to serve live profiles on (feature `serve`), e.g. 127.0.0.1:6060; port 0 picks a free one",
-    ),
-    (
-        "CABPROF_SERVE_PUBLIC",
-        "1: allow a CABPROF_SERVE address that is not loopback (the endpoint has no authentication)",
-    ),
-    (
-        "CABPROF_SERVICE",
-        "the service_name label of served profiles (default: the executable's name)",
-    ),
-];
-
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
-/// come from `CABPROF_*` variables ([`from_env`](Self::from_env)).
+/// come from `CABPROF_*` variables ([`from_env`](Self::from_env)): [`SETTINGS`](crate::SETTINGS)
+/// lists each variable with the function here that sets the same thing.
 #[derive(Clone, Debug, Default)]
 pub struct SessionBuilder {
     /// How the runtime runs: mode, buffer design, sizes, analyzers, pinning.
@@ -80,7 +38,7 @@ impl SessionBuilder {
         Self::default()
     }
 
-    /// The analyses to run (replacing the default set).
+    /// The analyses to run (replacing the default set; `CABPROF_ANALYSES`).
     pub fn analyses(mut self, kinds: &[Analysis]) -> Self {
         self.plan.kinds = kinds.to_vec();
         self
@@ -122,14 +80,16 @@ impl SessionBuilder {
     }
 
     /// Time one call in `k` per function and thread ([`Analysis::Time`]; default 1, every
-    /// call); the others are counted only and the report's times are estimates.
+    /// call; `CABPROF_TIME_SAMPLE`); the others are counted only and the report's times are
+    /// estimates.
     pub fn time_sample(mut self, k: u32) -> Self {
         self.plan.time_sample = k;
         self
     }
 
     /// Show the raw times, before overhead compensation, beside the compensated ones in the
-    /// text report (default off; the JSON report always has both, as `raw_` fields).
+    /// text report (default off; `CABPROF_TIME_RAW`; the JSON report always has both, as
+    /// `raw_` fields).
     pub fn time_raw(mut self, on: bool) -> Self {
         self.plan.time_raw = on;
         self
@@ -141,13 +101,14 @@ impl SessionBuilder {
         self
     }
 
-    /// Exhaustive, sampling or sequential.
+    /// Exhaustive, sampling or sequential (`CABPROF_MODE`; a sampling mode's burst and
+    /// adaptation: `CABPROF_BURST`, `CABPROF_ADAPTIVE`).
     pub fn mode(mut self, mode: RunMode) -> Self {
         self.runtime.mode = mode;
         self
     }
 
-    /// Sampling at `rate` with one-cache-line bursts.
+    /// Sampling at `rate` with one-cache-line bursts (`CABPROF_RATE`).
     pub fn sampling(self, rate: f64) -> Self {
         self.mode(RunMode::sampling(rate))
     }
@@ -158,39 +119,39 @@ impl SessionBuilder {
     }
 
     /// The buffer design carrying events (default CAB; FastForward and N-way are the paper's
-    /// baselines, exhaustive mode only).
+    /// baselines, exhaustive mode only; `CABPROF_BUFFER_DESIGN`).
     pub fn buffer_design(mut self, design: BufferDesign) -> Self {
         self.runtime.design = design;
         self
     }
 
-    /// Ring size in bytes.
+    /// Ring size in bytes (`CABPROF_BUFFER`).
     pub fn buffer_bytes(mut self, bytes: usize) -> Self {
         self.runtime.buffer_bytes = Some(bytes);
         self
     }
 
-    /// Chunk size in bytes.
+    /// Chunk size in bytes (`CABPROF_CHUNK`).
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.runtime.chunk_bytes = Some(bytes);
         self
     }
 
     /// Memory all rings may hold together, in bytes (default 256 MiB or four rings, whichever
-    /// is larger); a thread whose ring would exceed it waits (exhaustive) or loses and counts
+    /// is larger; `CABPROF_RING_MEMORY`); a thread whose ring would exceed it waits (exhaustive) or loses and counts
     /// its events. See [`RuntimeConfig::ring_memory`].
     pub fn ring_memory(mut self, bytes: usize) -> Self {
         self.runtime.ring_memory = Some(bytes);
         self
     }
 
-    /// Analyzer threads.
+    /// Analyzer threads, 1 to 64 (`CABPROF_ANALYZERS`).
     pub fn analyzers(mut self, n: usize) -> Self {
         self.runtime.analyzers = n;
         self
     }
 
-    /// Pin analyzer threads to cores (default on).
+    /// Pin analyzer threads to cores (default on; `CABPROF_PIN`).
     pub fn pin(mut self, on: bool) -> Self {
         self.runtime.pin = on;
         self
@@ -203,8 +164,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on; see
-    /// [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
+    /// Back rings of at least 2 MiB with transparent huge pages (Linux; default on;
+    /// `CABPROF_HUGE_PAGES`; see [`RuntimeConfig::huge_pages`]): a thread's first lap of its ring takes one page fault
     /// per 2 MiB instead of two per 4 KiB page (1,024), and its first event commits the ring's
     /// first 2 MiB. Off, rings are kept in 4 KiB pages whatever the kernel's THP mode.
     pub fn huge_pages(mut self, on: bool) -> Self {
@@ -212,7 +173,8 @@ impl SessionBuilder {
         self
     }
 
-    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report.
+    /// Where [`Session::finish_and_write`] and the Ctrl-C handler write the JSON report
+    /// (`CABPROF_OUTPUT`).
     pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
         self.output = Some(path.into());
         self
@@ -276,8 +238,9 @@ impl SessionBuilder {
         self.output.as_ref()
     }
 
-    /// Read `CABPROF_*` variables: the runtime's ([`cabprof_cab::runtime::ENV_VARS`]) and this
-    /// builder's ([`ENV_VARS`]).
+    /// Read the `CABPROF_*` variables [`SETTINGS`](crate::SETTINGS) lists (all but `CABPROF`
+    /// and `CABPROF_SIGNALS`, the process-wide session's). A bad value is an error naming the
+    /// variable and what it allows.
     pub fn from_env(self) -> Result<Self, ConfigError> {
         self.from_vars(|k| std::env::var(k).ok())
     }
@@ -391,6 +354,22 @@ impl Snapshotter {
 }
 
 /// A running profiling session: one at a time per process.
+///
+/// ```no_run
+/// use cabprof::{Analysis, Session};
+///
+/// let session = Session::builder()
+///     .analyses(&[Analysis::MethodCount, Analysis::CallGraph, Analysis::CallTree])
+///     .start()
+///     .expect("start profiling");
+/// // ... run instrumented code ...
+/// let report = session.finish();
+/// println!("{}", report.text(10));
+/// ```
+///
+/// The same analyses run in every mode: concurrently on analyzer threads behind CAB rings
+/// (exhaustive or sampling), or inline in the application threads (sequential), chosen by the
+/// builder or by `CABPROF_MODE` at run time.
 #[derive(Debug)]
 pub struct Session {
     inner: runtime::Session<AnalysisSet>,
@@ -429,7 +408,8 @@ impl Session {
         self.endpoint.as_ref().map(|e| e.addr())
     }
 
-    /// Results so far without stopping (see [`cabprof_cab::runtime::Session::snapshot`]).
+    /// Results so far without stopping: what the rings held when it was asked for, not what
+    /// producers add while it reads.
     pub fn snapshot(&self) -> Option<Report> {
         self.inner.snapshot().map(snapshot_report)
     }

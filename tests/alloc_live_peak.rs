@@ -8,9 +8,9 @@
 //! bytes then start from its start.
 
 use cabprof::alloc::{global_counts, GlobalCounts, Tracked};
-use cabprof::cab::runtime::{activity, Activity};
 use cabprof::report::ReportData;
 use cabprof::{profile, Analysis, Session};
+use cabprof_cab::runtime::{activity, Activity};
 use std::process::Command;
 
 /// Set in the child run (`CABPROF=1`).

@@ -9,8 +9,7 @@
 //! Its own test binary, not a module of `tests/it/`: its global allocator is one of its own,
 //! which moves blocks and checks markers.
 
-use cabprof::cab::runtime::RunMode;
-use cabprof::{profile, Analysis, Session};
+use cabprof::{profile, Analysis, RunMode, Session};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

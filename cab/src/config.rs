@@ -65,6 +65,22 @@ impl Default for RingConfig {
     }
 }
 
+/// One `CABPROF_*` environment variable, as the settings tables declare it
+/// ([`runtime::SETTINGS`](crate::runtime::SETTINGS) here, `cabprof::SETTINGS` for all of them):
+/// its name, the values it accepts, the builder function that sets the same thing, and what it
+/// does. The reference's table of variables is checked against these declarations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// The variable, `CABPROF_...`.
+    pub name: &'static str,
+    /// The values it accepts (a range, a list, a size), with its default.
+    pub values: &'static str,
+    /// The `SessionBuilder` function that sets the same thing (`""`: none).
+    pub builder: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
+}
+
 /// A configuration value out of range. Names the field, the value and what is allowed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfigError {

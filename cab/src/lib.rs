@@ -63,8 +63,8 @@
 //!   id's range is the event word's.
 //! - [`clock`]: the per-event timestamp of timed functions (one plain counter read) and its
 //!   calibration to nanoseconds.
-//! - [`lap`]: whether the calling thread's ring wrapped, the cue for the time analysis to
-//!   measure its own cost again on that thread.
+//! - `lap` (hidden: the `cabprof` facade's hot path reads it): whether the calling thread's
+//!   ring wrapped, the cue for the time analysis to measure its own cost again on that thread.
 //!
 //! Private: `sync`, the atomics, swapped for loom's under `cfg(loom)` so the model checker
 //! runs the shipped protocol; `slots`, the memory of every ring (mapped lazily, allocated
@@ -78,6 +78,7 @@ pub mod config;
 pub mod event;
 pub mod fastforward;
 pub mod hw;
+#[doc(hidden)]
 pub mod lap;
 pub mod nway;
 pub mod registry;
@@ -88,6 +89,6 @@ mod sync;
 pub mod transport;
 
 pub use analysis::EventAnalysis;
-pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig};
+pub use config::{parse_bytes, show_bytes, ConfigError, Mode, RingConfig, Setting};
 pub use event::{Event, EventKind, MethodId};
 pub use transport::{ConsumerStats, EventConsumer, EventProducer, Poll, ProducerStats, Transport};

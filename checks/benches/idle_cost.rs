@@ -58,7 +58,7 @@ macro_rules! as_is {
 
 macro_rules! check_only {
     ($($body:tt)*) => {
-        if ::cabprof::cab::runtime::session_key() == 0 {
+        if ::cabprof_cab::runtime::session_key() == 0 {
             $($body)*
         } else {
             crate::record();

@@ -13,7 +13,7 @@ use crate::simulate::{trace_outcome, FormatArg};
 use crate::units::parse_bytes;
 use crate::CliError;
 use cabprof::trace::{
-    is_same_file, BinaryWriter, Format, OutputFile, TraceReader, FLAG_INSTRUCTIONS,
+    is_same_file, BinaryWriter, OutputFile, TraceFormat, TraceReader, FLAG_INSTRUCTIONS,
 };
 
 const EXAMPLES: &str = "\
@@ -261,7 +261,7 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
     })?;
     let stats = reader.stats();
     let what = match reader.format() {
-        Format::Lackey => format!(
+        TraceFormat::Lackey => format!(
             "{} lines ({} loads, {} stores, {} modifies, {} instruction fetches{})",
             stats.lines,
             stats.loads,
@@ -274,7 +274,7 @@ fn convert(args: &ConvertArgs) -> Result<ExitCode, CliError> {
                 " dropped"
             }
         ),
-        Format::Binary => format!("{} records", stats.events),
+        TraceFormat::Binary => format!("{} records", stats.events),
     };
     println!(
         "{name} ({}): {what} -> {} accesses written to {out_name}",

@@ -280,9 +280,8 @@ impl Analysis {
     }
 }
 
-/// What `CABPROF_ANALYSES` accepts, as [`crate::session::ENV_VARS`] says it: every canonical
-/// name, from the registration list. Built at compile time because `ENV_VARS` is a constant
-/// table of `&str`s.
+/// What `CABPROF_ANALYSES` accepts, as [`crate::SETTINGS`] says it: every canonical name,
+/// from the registration list. Built at compile time because `SETTINGS` is a constant table.
 pub(crate) const ANALYSES_HELP: &str = {
     const PREFIX: &str = "comma-separated: ";
     const SEP: &str = ", ";

@@ -10,7 +10,7 @@
 //! through `::cabprof` adds its trait impls to the user's crate, and `serde_json`'s
 //! `impl PartialEq<Value> for u8` (and its siblings) make `assert_eq!(&*v, &[])` ambiguous
 //! there. `miniserde` implements no standard trait on a standard type. A field added to the
-//! schema later is an `Option` (absent reads as `None`) or is listed in [`LATER_FIELDS`].
+//! schema later is an `Option` (absent reads as `None`) or is listed in `LATER_FIELDS` (`read.rs`).
 
 use miniserde::{Deserialize, Serialize};
 
@@ -23,7 +23,7 @@ pub(crate) use contexts::parent_links;
 pub(crate) use contexts::ROOT;
 pub use contexts::{context_depths, context_stack, parent_indices, ContextNode};
 pub(crate) use read::check_contexts;
-pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
+pub use read::{ContextFault, NotAReport, ReportError};
 #[cfg(feature = "pprof")]
 pub(crate) use stacks::depths_and_outer;
 pub(crate) use stacks::{parent_of, StackSet};
@@ -177,7 +177,7 @@ pub struct SessionInfo {
     /// The rate in force at the end (adaptive sampling may have lowered it).
     pub rate_used: f64,
     /// Events analyzed / events emitted over all threads (sampling), 1.0 otherwise; 0.0 when
-    /// read from a file that predates the field (see [`LATER_FIELDS`]).
+    /// read from a file that predates the field (see `LATER_FIELDS` in `src/model/read.rs`).
     pub rate_effective: f64,
     /// Ring size in bytes (0 in modes without a ring: sequential, instrument-only).
     pub buffer_bytes: u64,

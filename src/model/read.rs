@@ -117,7 +117,7 @@ impl std::error::Error for NotAReport {}
 /// means: `(object, field, value)`, where `object` is a top-level field (`""`: the report
 /// itself). [`ReportData::from_json`] fills them in when absent. An analysis' results are an
 /// `Option` field, absent in older files, so adding an analysis adds nothing here.
-pub const LATER_FIELDS: &[(&str, &str, f64)] = &[
+pub(crate) const LATER_FIELDS: &[(&str, &str, f64)] = &[
     ("session", "rate_effective", 0.0),
     ("", "events_in_flight", 0.0),
 ];

@@ -258,15 +258,12 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
 /// one per process, and a program that installs its own through the `ctrlc` crate after its
 /// first instrumented call would otherwise get ctrlc's `MultipleHandlers` error.
 fn signals_from_env() -> Result<bool, cabprof_cab::ConfigError> {
-    match std::env::var("CABPROF_SIGNALS")
-        .ok()
-        .as_deref()
-        .map(str::trim)
-    {
+    let var = crate::settings::SIGNALS.name;
+    match std::env::var(var).ok().as_deref().map(str::trim) {
         None | Some("" | "1") => Ok(true),
         Some("0") => Ok(false),
         Some(other) => Err(cabprof_cab::ConfigError::new(
-            "CABPROF_SIGNALS",
+            var,
             other,
             "0 (leave SIGINT, SIGTERM and SIGHUP to the program) or 1 (the default)",
         )),

@@ -109,9 +109,18 @@ mod pprof;
 mod svg;
 mod text;
 
-// The whole data model is public here, so a type an analysis adds to it needs no line of its
-// own.
-pub use crate::model::*;
+// The data model, type by type: what a report holds (`ReportData` and the types of its
+// fields), the queries over its calling contexts, and why a file does not read as a report.
+// A type an analysis adds to the schema gets its name here (and in tests/public-api/).
+pub use crate::model::{
+    context_depths, context_stack, parent_indices, AllocContextEntry, AllocCountsEntry,
+    AllocationsData, BinEntry, CacheData, CallTreeData, CompensationEntry, ContextEntry,
+    ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DuringSession, EdgeEntry,
+    EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry, LevelEntry,
+    MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
+    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, ELIDED_FRAME,
+    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
+};
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};
 pub use format::Format;

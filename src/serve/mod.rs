@@ -96,7 +96,7 @@ pub const READ_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
 
 impl ServeSettings {
     /// Read `CABPROF_SERVE`, `CABPROF_SERVE_PUBLIC` and `CABPROF_SERVICE` through `get`
-    /// (see [`crate::session::ENV_VARS`]).
+    /// (see [`crate::SETTINGS`]).
     pub(crate) fn apply_env(
         &mut self,
         get: &impl Fn(&str) -> Option<String>,

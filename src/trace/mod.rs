@@ -29,18 +29,18 @@ pub const BLOCK_BYTES: usize = 1 << 20;
 
 /// Which reader to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum TraceFormat {
     /// Valgrind Lackey text.
     Lackey,
     /// cabprof's binary format.
     Binary,
 }
 
-impl fmt::Display for Format {
+impl fmt::Display for TraceFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Format::Lackey => "Lackey text",
-            Format::Binary => "cabprof binary",
+            TraceFormat::Lackey => "Lackey text",
+            TraceFormat::Binary => "cabprof binary",
         })
     }
 }
@@ -170,31 +170,31 @@ impl<R: Read> TraceReader<Peeked<R>> {
     /// [`MAGIC`], anything else is read as Lackey text.
     pub fn open(
         mut inner: R,
-        format: Option<Format>,
+        format: Option<TraceFormat>,
         instructions: bool,
     ) -> Result<Self, TraceError> {
         let mut head = vec![0u8; MAGIC.len()];
         let got = read_full(&mut inner, &mut head)?;
         head.truncate(got);
         let format = format.unwrap_or(if head == MAGIC {
-            Format::Binary
+            TraceFormat::Binary
         } else {
-            Format::Lackey
+            TraceFormat::Lackey
         });
         let input = io::Cursor::new(head).chain(inner);
         Ok(match format {
-            Format::Lackey => TraceReader::Lackey(LackeyReader::new(input, instructions)),
-            Format::Binary => TraceReader::Binary(BinaryReader::new(input)?),
+            TraceFormat::Lackey => TraceReader::Lackey(LackeyReader::new(input, instructions)),
+            TraceFormat::Binary => TraceReader::Binary(BinaryReader::new(input)?),
         })
     }
 }
 
 impl<R: Read> TraceReader<R> {
     /// Which format is being read.
-    pub fn format(&self) -> Format {
+    pub fn format(&self) -> TraceFormat {
         match self {
-            TraceReader::Lackey(_) => Format::Lackey,
-            TraceReader::Binary(_) => Format::Binary,
+            TraceReader::Lackey(_) => TraceFormat::Lackey,
+            TraceReader::Binary(_) => TraceFormat::Binary,
         }
     }
 

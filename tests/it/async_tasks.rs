@@ -2,8 +2,7 @@
 //! ran alone, however a runtime interleaves them on a thread or moves them between threads.
 //! The expected results are written down from the program's structure.
 
-use cabprof::cab::runtime::RunMode;
-use cabprof::{profile, Analysis, Session};
+use cabprof::{profile, Analysis, RunMode, Session};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -3,8 +3,9 @@
 //! including tiny rings where the producer blocks constantly (blocking must not change what is
 //! measured). Events are emitted directly, as instrumentation would.
 
-use cabprof::cab::runtime::emit;
-use cabprof::{Analysis, Event, MethodId, RunMode, Session, SessionBuilder};
+use cabprof::{Analysis, RunMode, Session, SessionBuilder};
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 
 use crate::support::SERIAL;
 

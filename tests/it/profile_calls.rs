@@ -107,7 +107,7 @@ fn each_thread_has_its_own_shadow_stack() {
 
 #[test]
 fn sequential_and_sampling_modes_see_the_same_calls() {
-    use cabprof::cab::runtime::RunMode;
+    use cabprof::RunMode;
     let _g = serial();
     let (_, seq) = support::record_in(RunMode::Sequential, || middle(1));
     assert_eq!(

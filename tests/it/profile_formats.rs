@@ -8,8 +8,7 @@
 #[cfg(feature = "pprof")]
 use crate::go_pprof;
 
-use cabprof::analyses::{LevelConfig, Policy};
-use cabprof::{profile, Analysis, ReportData, Session};
+use cabprof::{profile, Analysis, LevelConfig, Policy, ReportData, Session};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

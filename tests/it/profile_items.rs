@@ -5,8 +5,8 @@
 
 use crate::support;
 
-use cabprof::cab::registry;
 use cabprof::profile;
+use cabprof_cab::registry;
 use support::{assert_balanced, calls, record, serial};
 
 struct Stack<T> {
@@ -263,7 +263,7 @@ fn ids_are_assigned_once_and_looked_up() {
     for (i, (id, _)) in all.iter().enumerate() {
         assert_eq!(id.get() as usize, i + 1, "dense ids from 1");
     }
-    assert!(registry::lookup(cabprof::MethodId::ROOT).is_none());
+    assert!(registry::lookup(cabprof_cab::MethodId::ROOT).is_none());
     assert_eq!(registry::overflowed(), 0);
 }
 

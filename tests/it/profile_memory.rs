@@ -4,7 +4,8 @@
 
 use crate::support;
 
-use cabprof::{profile, EventKind};
+use cabprof::profile;
+use cabprof_cab::EventKind;
 use support::{record, serial};
 
 fn addr<T: ?Sized>(x: &T) -> u64 {

@@ -7,8 +7,9 @@
 
 use crate::support;
 
-use cabprof::cab::registry::{self, PathMode, PathStep, StepKind};
-use cabprof::{profile, EventKind, MethodId};
+use cabprof::profile;
+use cabprof_cab::registry::{self, PathMode, PathStep, StepKind};
+use cabprof_cab::{EventKind, MethodId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Debug;

@@ -5,8 +5,9 @@
 
 use crate::support;
 
-use cabprof::cab::registry::{self, StepKind};
-use cabprof::{profile, EventKind, MethodId};
+use cabprof::profile;
+use cabprof_cab::registry::{self, StepKind};
+use cabprof_cab::{EventKind, MethodId};
 use support::{assert_balanced, record, serial};
 
 #[profile(paths)]

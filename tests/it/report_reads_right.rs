@@ -2,9 +2,10 @@
 //! show, "top N" tables hold the N largest, sampled counts carry their estimate, the header
 //! describes the session as it ran, and trait methods read one way.
 
-use cabprof::cab::runtime::emit;
 use cabprof::report::{CallTreeData, MethodEntry, PathEntry};
-use cabprof::{profile, Analysis, Event, MethodId, ReportData, RunMode, Session};
+use cabprof::{profile, Analysis, ReportData, RunMode, Session};
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 
 use crate::support::SERIAL;
 

@@ -1,8 +1,9 @@
 //! Sampling at 5% on a steady workload: the paper's average error stays under 3% against an
 //! exhaustive run of the same (fixed-seed) workload, and counts are scaled by the rate used.
 
-use cabprof::cab::runtime::emit;
-use cabprof::{Analysis, Event, MethodId, Session, SessionBuilder};
+use cabprof::{Analysis, Session, SessionBuilder};
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 
 fn workload() {
     // 24 methods called from 4 callers with skewed, fixed-seed random choices: steady in

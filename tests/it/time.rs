@@ -5,9 +5,8 @@
 //! instrumentation's own first-call work, such as registering a function or growing a
 //! histogram, and a preemption between a spin's end and the stamp fall outside the reference).
 
-use cabprof::cab::runtime::RunMode;
 use cabprof::report::{ReportData, Weight};
-use cabprof::{profile, Analysis, Session, SessionBuilder};
+use cabprof::{profile, Analysis, RunMode, Session, SessionBuilder};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 

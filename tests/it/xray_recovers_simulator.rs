@@ -2,8 +2,8 @@
 //! model on top (L1 hit 4, L2 hit 14, memory 60): it must recover the simulated L1's size,
 //! associativity and line size — the two halves of the project checking each other.
 
-use cabprof::analyses::{CacheSim, LevelConfig, Policy};
-use cabprof::cab::hw::{probe_l1d, ProbeTarget};
+use cabprof_analyses::{CacheSim, LevelConfig, Policy};
+use cabprof_cab::hw::{probe_l1d, ProbeTarget};
 
 struct Simulated {
     sim: CacheSim,

@@ -4,9 +4,9 @@
 
 #![allow(dead_code)]
 
-use cabprof::cab::event::decode;
-use cabprof::cab::runtime::{EventAnalysis, RunMode, RuntimeConfig, Session};
-use cabprof::{EventKind, MethodId};
+use cabprof_cab::event::decode;
+use cabprof_cab::runtime::{EventAnalysis, RunMode, RuntimeConfig, Session};
+use cabprof_cab::{EventKind, MethodId};
 use std::sync::{Mutex, MutexGuard};
 
 pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
@@ -59,7 +59,7 @@ pub(crate) fn record_in<R>(mode: RunMode, f: impl FnOnce() -> R) -> (R, Vec<Even
 
 /// The registered name of a method id.
 pub(crate) fn name(id: MethodId) -> String {
-    cabprof::cab::registry::lookup(id)
+    cabprof_cab::registry::lookup(id)
         .map(|m| m.name.to_string())
         .unwrap_or_else(|| format!("#{id}"))
 }

@@ -13,11 +13,11 @@
 //! tree is shown both as its two parts (the depth-two profile and the calling context tree) and
 //! as the facade runs them, fused into one decoding pass.
 
-use cabprof::analyses::{
+use cabprof_analyses::{
     call_tree::consume_both, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis,
     MethodCount, PathProfile,
 };
-use cabprof::cab::runtime::{RunMode, RuntimeConfig, Session};
+use cabprof_cab::runtime::{RunMode, RuntimeConfig, Session};
 use cabprof_workloads::{Size, Variant, Workload};
 use clap::Parser;
 use std::hint::black_box;

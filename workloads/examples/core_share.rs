@@ -31,7 +31,7 @@ fn work() -> u64 {
 
 /// Pin the calling thread to `core` (of the machine's online cores, not of the inherited mask).
 fn pin(core: usize) {
-    if let Some(id) = cabprof::cab::runtime::online_cores()
+    if let Some(id) = cabprof_cab::runtime::online_cores()
         .into_iter()
         .find(|c| c.id == core)
     {

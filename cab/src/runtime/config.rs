@@ -3,7 +3,7 @@
 
 use super::design::BufferDesign;
 use super::RunMode;
-use crate::config::{parse_bytes, ConfigError, Mode, RingConfig, WORD_BYTES};
+use crate::config::{parse_bytes, ConfigError, Mode, RingConfig, Setting, WORD_BYTES};
 
 /// Everything the runtime needs to start a session. Plain data: set the fields, or start from
 /// [`Default`] and override from the environment with [`from_env`](Self::from_env).
@@ -56,37 +56,75 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// The environment variables [`RuntimeConfig::from_env`] reads, with what each accepts.
-pub const ENV_VARS: &[(&str, &str)] = &[
-    ("CABPROF_MODE", "exhaustive | sampling | sequential"),
-    (
-        "CABPROF_RATE",
-        "sampling rate, 0.0..=1.0 (implies sampling mode)",
-    ),
-    ("CABPROF_BURST", "sampling burst in events, 1..=chunk"),
-    (
-        "CABPROF_ADAPTIVE",
-        "adaptive sampling: 0 | 1 | true | false",
-    ),
-    (
-        "CABPROF_BUFFER",
-        "ring size in bytes (K/M/G suffixes, optional B or iB)",
-    ),
-    (
-        "CABPROF_CHUNK",
-        "chunk size in bytes (K/M/G suffixes, optional B or iB)",
-    ),
-    (
-        "CABPROF_RING_MEMORY",
-        "memory all rings may hold together, in bytes (K/M/G suffixes; default 256M)",
-    ),
-    ("CABPROF_ANALYZERS", "analyzer threads, 1..=64"),
-    ("CABPROF_PIN", "pin threads to cores: 0 | 1 | true | false"),
-    (
-        "CABPROF_HUGE_PAGES",
-        "back rings of 2 MiB or more with huge pages (Linux): 0 | 1 | true | false",
-    ),
-    ("CABPROF_BUFFER_DESIGN", "cab | fastforward | nway"),
+/// The environment variables [`RuntimeConfig::from_env`] reads: name, values, the facade's
+/// builder function and meaning. `cabprof::SETTINGS` lists them with the facade's own.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "CABPROF_MODE",
+        values: "exhaustive | sampling | sequential (default exhaustive)",
+        builder: "mode",
+        meaning: "how events reach the analyses",
+    },
+    Setting {
+        name: "CABPROF_RATE",
+        values: "0.0..=1.0 (default 0.1)",
+        builder: "sampling",
+        meaning: "the sampling rate; implies sampling",
+    },
+    Setting {
+        name: "CABPROF_BURST",
+        values: "events, 1..=chunk (default 8)",
+        builder: "mode",
+        meaning: "the sampling burst; implies sampling",
+    },
+    Setting {
+        name: "CABPROF_ADAPTIVE",
+        values: "0 | 1 | true | false (default 0)",
+        builder: "mode",
+        meaning: "lower the rate while the analyzer lags; implies sampling",
+    },
+    Setting {
+        name: "CABPROF_BUFFER",
+        values: "bytes, K/M/G (default 16 chunks)",
+        builder: "buffer_bytes",
+        meaning: "the ring size",
+    },
+    Setting {
+        name: "CABPROF_CHUNK",
+        values: "bytes, K/M/G (default 4 × L1d)",
+        builder: "chunk_bytes",
+        meaning: "the chunk size",
+    },
+    Setting {
+        name: "CABPROF_RING_MEMORY",
+        values: "bytes, K/M/G (default 256M or four rings)",
+        builder: "ring_memory",
+        meaning: "the memory all rings may hold together",
+    },
+    Setting {
+        name: "CABPROF_ANALYZERS",
+        values: "1..=64 (default 1)",
+        builder: "analyzers",
+        meaning: "analyzer threads",
+    },
+    Setting {
+        name: "CABPROF_PIN",
+        values: "0 | 1 | true | false (default 1)",
+        builder: "pin",
+        meaning: "pin analyzer threads to cores",
+    },
+    Setting {
+        name: "CABPROF_HUGE_PAGES",
+        values: "0 | 1 | true | false (default 1)",
+        builder: "huge_pages",
+        meaning: "back rings of 2 MiB or more with huge pages (Linux)",
+    },
+    Setting {
+        name: "CABPROF_BUFFER_DESIGN",
+        values: "cab | fastforward | nway (default cab)",
+        builder: "buffer_design",
+        meaning: "the ring's design (the baselines: exhaustive only)",
+    },
 ];
 
 /// The sampling settings before `CABPROF_MODE` decides whether they apply.
@@ -159,7 +197,7 @@ fn parse_analyzers(text: &str) -> Result<usize, ConfigError> {
 
 impl RuntimeConfig {
     /// Override settings from `CABPROF_*` variables in the process environment (see
-    /// [`ENV_VARS`]). A bad value is an error naming the variable and what it allows.
+    /// [`SETTINGS`]). A bad value is an error naming the variable and what it allows.
     pub fn from_env(&mut self) -> Result<(), ConfigError> {
         self.from_vars(|k| std::env::var(k).ok())
     }

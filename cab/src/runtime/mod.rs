@@ -22,8 +22,8 @@
 //!   on without one and its events are dropped and counted (the report's
 //!   "(threads without a ring)" entry). A ring size no ring can have is an error at start.
 //! - A thread's first event fits a small stack (16 KiB, `tests/small_stack.rs`): a thread with
-//!   less than [`ROOM`] bytes of stack left has its ring and analysis instance made on a
-//!   short-lived helper thread ([`with_room`]); if that fails, it runs without a ring. In
+//!   less than `ROOM` bytes of stack left has its ring and analysis instance made on a
+//!   short-lived helper thread (`with_room`); if that fails, it runs without a ring. In
 //!   sequential mode such a thread's results are merged at `finish`, not at its exit.
 //! - After `fork`, the child runs with profiling off: `emit` does nothing there, and
 //!   `finish` in the child returns an empty report naming the fork. The parent's session is
@@ -78,10 +78,10 @@
 //! - `analyzer`: analyzer threads, their poll loop, adaptive sampling and [`Backoff`].
 //! - `session`: the lifecycle: start, snapshot, finish.
 //! - `sequential`: sequential mode's registry of the threads' inline analyses.
-//! - `merge`: [`merge_options`], folding results together.
+//! - `merge`: `merge_options`, folding results together.
 //! - `report`: [`Report`] and [`ThreadStats`].
 //! - `signal`: Ctrl-C.
-//! - `stack`: [`with_room`]: the one-off work of a thread's first event, on a helper thread
+//! - `stack`: `with_room`: the one-off work of a thread's first event, on a helper thread
 //!   when the calling thread's stack is small.
 //! - `affinity`: CPU topology and pinning ([`online_cores`]).
 
@@ -108,18 +108,25 @@ mod work;
 
 pub use affinity::online_cores;
 pub use analyzer::{drain, Backoff};
-pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, ENV_VARS, RING_MEMORY_WAIT};
+pub use config::{RuntimeConfig, DEFAULT_RING_MEMORY, RING_MEMORY_WAIT, SETTINGS};
 pub use design::BufferDesign;
-pub use merge::merge_options;
 pub use report::{Report, ThreadStats};
 pub use session::{Finisher, Session, Snapshotter};
+pub use tls::{active, emit, flush_current_thread};
+// The `cabprof` facade's plumbing: its hot path, its process-wide session and its reports'
+// drop brackets. Public because the facade is another crate; hidden because it is no API.
+#[doc(hidden)]
+pub use merge::merge_options;
+#[doc(hidden)]
 pub use signal::{exit_on_termination, INTERRUPTED_EXIT_CODE};
+#[doc(hidden)]
 pub use stack::{with_room, ROOM};
+#[doc(hidden)]
 pub use tls::{
-    active, activity, activity_of, emit, emit_with, flush_current_thread,
-    process_session_requested, recording, session_key, settle_idle, stalled_since, thread_name,
-    Activity, PROCESS_VAR,
+    activity, activity_of, emit_with, process_session_requested, recording, session_key,
+    settle_idle, stalled_since, thread_name, Activity, PROCESS_VAR,
 };
+#[doc(hidden)]
 pub use work::{
     drop_as_runtime_work, in_runtime_work, runtime_work, RuntimeDrop, RuntimeDropEnd,
     RuntimeDropStart, RuntimeWork,

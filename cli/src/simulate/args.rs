@@ -2,7 +2,7 @@
 //! text's examples.
 
 use crate::units::parse_bytes;
-use cabprof::trace::Format;
+use cabprof::trace::TraceFormat;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -77,11 +77,11 @@ pub(crate) enum FormatArg {
 
 impl FormatArg {
     /// The format forced, or `None` to detect it.
-    pub(crate) fn forced(self) -> Option<Format> {
+    pub(crate) fn forced(self) -> Option<TraceFormat> {
         match self {
             FormatArg::Auto => None,
-            FormatArg::Lackey => Some(Format::Lackey),
-            FormatArg::Binary => Some(Format::Binary),
+            FormatArg::Lackey => Some(TraceFormat::Lackey),
+            FormatArg::Binary => Some(TraceFormat::Binary),
         }
     }
 }

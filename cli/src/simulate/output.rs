@@ -2,7 +2,7 @@
 
 use super::{Analyzed, ThreadTimes};
 use crate::units::{show_bytes, show_millions};
-use cabprof::trace::{Format, ParseStats, TraceError};
+use cabprof::trace::{ParseStats, TraceError, TraceFormat};
 use cabprof_analyses::{Counting, LevelStats, Policy};
 use cabprof_cab::RingConfig;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -58,7 +58,7 @@ impl Progress {
 /// Everything printed at the end.
 pub(super) struct Summary<'a> {
     pub(super) name: &'a str,
-    pub(super) format: Format,
+    pub(super) format: TraceFormat,
     pub(super) instructions: bool,
     pub(super) parse: ParseStats,
     pub(super) ring: RingConfig,
@@ -86,7 +86,7 @@ impl Summary<'_> {
             self.name, self.format
         );
         match self.format {
-            Format::Lackey => {
+            TraceFormat::Lackey => {
                 let _ = writeln!(
                     o,
                     "records      {} lines: {} loads, {} stores, {} modifies, {} instruction \
@@ -115,7 +115,7 @@ impl Summary<'_> {
                     );
                 }
             }
-            Format::Binary => {
+            TraceFormat::Binary => {
                 let _ = writeln!(
                     o,
                     "records      {} words: {} loads, {} stores{}",

@@ -8,8 +8,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use cabprof::cab::runtime::emit;
-use cabprof::{Event, MethodId, Session};
+use cabprof::Session;
+use cabprof_cab::runtime::emit;
+use cabprof_cab::{Event, MethodId};
 
 /// A fresh path in this test binary's scratch directory.
 fn scratch(name: &str) -> PathBuf {

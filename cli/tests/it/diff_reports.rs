@@ -3,8 +3,7 @@
 //! equal (counts, paths and misses do not depend on timing), `--fail-above` gates, and the
 //! Bencher Metric Format output holds NEW's values.
 
-use cabprof::analyses::{LevelConfig, Policy};
-use cabprof::{profile, Analysis, Session};
+use cabprof::{profile, Analysis, LevelConfig, Policy, Session};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,8 +2,8 @@
 //! every run of a workload starts on the same core; and the host facts the summary prints.
 
 use super::probes::Probe;
-use cabprof::cab::runtime;
 use cabprof::RunMode;
+use cabprof_cab::runtime;
 use std::sync::mpsc;
 
 type Job = Box<dyn FnOnce() + Send>;

@@ -3,8 +3,8 @@
 
 use super::cells::{CHUNK_BYTES, RECORD_CAP_WORDS};
 use crate::{Size, Variant, Workload};
-use cabprof::cab::runtime::{self, EventAnalysis};
 use cabprof::{Analysis, AnalysisPlan, AnalysisSet, RunMode};
+use cabprof_cab::runtime::{self, EventAnalysis};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;

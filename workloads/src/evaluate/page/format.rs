@@ -23,7 +23,7 @@ pub(crate) fn pct(x: f64) -> String {
 /// size read back from a CSV that is not a whole number of bytes is shown as it was read.
 pub(crate) fn buffer_label(bytes: f64) -> String {
     if bytes >= 0.0 && bytes.fract() == 0.0 && bytes < u64::MAX as f64 {
-        cabprof::cab::show_bytes(bytes as u64)
+        cabprof_cab::show_bytes(bytes as u64)
     } else {
         format!("{bytes} B")
     }
