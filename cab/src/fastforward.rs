@@ -5,7 +5,7 @@
 //! # Contract
 //!
 //! - One [`Producer`] and one [`Consumer`] per queue; both are `Send`, neither is `Sync` nor
-//!   `Clone`. Make a pair with [`channel`] or, generically, [`FastForward`] as a [`Transport`](crate::transport::Transport).
+//!   `Clone`. Make a pair with [`channel`] or, generically, [`FastForward`] as a [`Transport`].
 //! - The queue is a ring of `buffer_bytes / 8` slots (a power of two, so an index is wrapped by
 //!   masking). `chunk_bytes` must pass [`RingConfig::validate_power_of_two`] but is otherwise
 //!   ignored: FastForward has no chunks, it hands over single events (the CAB paper: "equivalent
@@ -46,7 +46,7 @@
 use crate::config::{ConfigError, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR};
 use crate::sync::{back_off, spin_hint, Arc, AtomicU64, Ordering};
-use crate::transport::{ConsumerStats, Poll, ProducerStats};
+use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -99,14 +99,18 @@ impl Shared {
     }
 }
 
-crate::transport::design!(
-    /// FastForward as a [`Transport`](crate::transport::Transport), for generic harnesses.
-    FastForward,
-    "FastForward",
-    Producer,
-    Consumer,
-    channel
-);
+/// FastForward as a [`Transport`], for generic harnesses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastForward;
+
+impl Transport for FastForward {
+    const NAME: &'static str = "FastForward";
+    type Producer = Producer;
+    type Consumer = Consumer;
+    fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
+        channel(config)
+    }
+}
 
 /// Make a connected FastForward producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {

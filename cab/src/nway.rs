@@ -7,7 +7,7 @@
 //! # Contract
 //!
 //! - One [`Producer`] and one [`Consumer`] per channel; both are `Send`, neither is `Sync` nor
-//!   `Clone`. Make a pair with [`channel`] or, generically, [`NWay`] as a [`Transport`](crate::transport::Transport).
+//!   `Clone`. Make a pair with [`channel`] or, generically, [`NWay`] as a [`Transport`].
 //! - The buffer of `buffer_bytes` holds `N = buffer_bytes / chunk_bytes` sub-buffers of
 //!   `chunk_bytes` each; both must be powers of two
 //!   ([`RingConfig::validate_power_of_two`]). Only [`Mode::Exhaustive`](crate::config::Mode::Exhaustive) is accepted.
@@ -49,7 +49,7 @@
 use crate::config::{ConfigError, RingConfig};
 use crate::event::Event;
 use crate::sync::{back_off, spin_hint, Arc, AtomicU64, Ordering};
-use crate::transport::{ConsumerStats, Poll, ProducerStats};
+use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -82,14 +82,18 @@ struct Shared {
     ends: crate::transport::Ends,
 }
 
-crate::transport::design!(
-    /// N-way buffering as a [`Transport`](crate::transport::Transport), for generic harnesses.
-    NWay,
-    "N-way",
-    Producer,
-    Consumer,
-    channel
-);
+/// N-way buffering as a [`Transport`], for generic harnesses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NWay;
+
+impl Transport for NWay {
+    const NAME: &'static str = "N-way";
+    type Producer = Producer;
+    type Consumer = Consumer;
+    fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
+        channel(config)
+    }
+}
 
 /// Make a connected N-way producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {

@@ -132,29 +132,6 @@ pub(crate) fn exhaustive_only(config: &RingConfig, design: &str) -> Result<(), C
     ))
 }
 
-/// A design as a [`Transport`]: a unit type `$name`, shown as `$label` in tables, whose pairs
-/// `$channel` makes.
-macro_rules! design {
-    ($(#[$doc:meta])* $name:ident, $label:literal, $producer:ty, $consumer:ty, $channel:path) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default)]
-        pub struct $name;
-
-        impl $crate::transport::Transport for $name {
-            const NAME: &'static str = $label;
-            type Producer = $producer;
-            type Consumer = $consumer;
-            fn channel(
-                config: &$crate::config::RingConfig,
-            ) -> Result<($producer, $consumer), $crate::config::ConfigError> {
-                $channel(config)
-            }
-        }
-    };
-}
-
-pub(crate) use design;
-
 /// Implement [`EventProducer`] and [`EventConsumer`] for a design whose `Producer` and
 /// `Consumer` already have inherent `push`/`flush`/`close`/`stats` and `poll_with`/`stats`
 /// methods: the traits only forward to them, identically for every design. Also `Debug`
