@@ -56,8 +56,8 @@ pub struct CompensationEntry {
     pub timed_ns: f64,
     /// What an untimed call adds to them.
     pub untimed_ns: f64,
-    /// What each poll of an instrumented future adds to them beyond a call's cost. Absent in
-    /// files written before it was measured.
+    /// What each poll of an instrumented future adds to them beyond a call's cost. Absent
+    /// when no future was polled, and in files written before it was measured.
     pub poll_ns: Option<f64>,
     /// What a compensated time can resolve: a call whose compensated mean is below it is
     /// marked (`below_resolution`), not shown as a precise figure.

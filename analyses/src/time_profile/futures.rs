@@ -56,6 +56,7 @@ impl TimeProfile {
         // The poll's own cost (its words, the wrapper) is its poller's: counted before the
         // future's frame resumes, so the frames open below it lose it.
         st.cost = st.cost.wrapping_add(self.comp_poll);
+        self.polls += 1;
         // The stack is parked: all of it in the table, and calls from an empty stack no longer
         // have the same things open below them.
         st.active.write(&mut st.stack.open, st.base);

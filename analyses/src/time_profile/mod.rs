@@ -148,6 +148,8 @@ pub struct TimeProfile {
     tasks: HashMap<TaskKey, Task>,
     approximate: bool,
     unmatched: u64,
+    /// `Poll` words seen.
+    polls: u64,
     /// What is taken out of the times; see [`Compensation`].
     compensation: Option<Compensation>,
     /// [`Compensation::inside`], and `untimed`, `timed − untimed` and `poll` in 1/256 ticks
@@ -183,6 +185,7 @@ impl Default for TimeProfile {
             tasks: HashMap::new(),
             approximate: false,
             unmatched: 0,
+            polls: 0,
             compensation: None,
             comp_inside: 0.0,
             comp_untimed: 0,
@@ -289,6 +292,11 @@ impl TimeProfile {
     /// results approximate.
     pub fn is_approximate(&self) -> bool {
         self.approximate
+    }
+
+    /// Polls of instrumented futures seen.
+    pub fn polls(&self) -> u64 {
+        self.polls
     }
 
     /// `Return`s and `PollEnd`s that matched no open frame or poll.
@@ -440,6 +448,7 @@ impl EventAnalysis for TimeProfile {
         }
         self.approximate |= other.approximate;
         self.unmatched += other.unmatched;
+        self.polls += other.polls;
         self.stalled = self.stalled.saturating_add(other.stalled);
         self.stalls += other.stalls;
         if self.compensation.is_none() {

@@ -33,6 +33,8 @@ fn compensation_is_stated_takes_time_out_and_leaves_nothing_negative() {
             .expect("the session calibrated its probe");
         assert!(c.timed_ns > 0.0 && c.inside_ns >= 0.0, "{c:?}");
         assert!(c.resolution_ns >= c.clock_ns, "{c:?}");
+        // No future was polled: no poll cost is stated.
+        assert_eq!(c.poll_ns, None, "{c:?}");
         // The whole run loses what its timed calls cost it.
         assert!(
             comp.mean_ns[0] < raw.mean_ns[0],
@@ -239,6 +241,8 @@ fn guarded_and_async_bodies_stay_inside_their_own_time() {
             entry("kernel_async"),
         );
         assert_eq!((kg.calls, ka.calls), (n, n));
+        let poll_ns = t.compensation.as_ref().and_then(|c| c.poll_ns);
+        assert!(poll_ns.is_some_and(|p| p >= 0.0), "{poll_ns:?}");
         assert_ne!(kg.below_resolution, Some(true), "kernel_guarded");
         assert_ne!(ka.below_resolution, Some(true), "kernel_async");
         let (kg_ns, sg_ns, ka_ns) = (

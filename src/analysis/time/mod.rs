@@ -230,7 +230,8 @@ impl AnalysisDescriptor for Descriptor {
                 inside_ns: ns(o.inside),
                 timed_ns: ns(o.timed),
                 untimed_ns: ns(o.untimed),
-                poll_ns: Some(ns(o.poll)),
+                // Stated where futures were polled: elsewhere it takes nothing out.
+                poll_ns: (t_profile.polls() > 0).then(|| ns(o.poll)),
                 resolution_ns: ns(o.spread),
                 timed_ns_at_finish: t.at_finish.map(|f| ns(f.timed)),
                 inside_ns_at_finish: t.at_finish.map(|f| ns(f.inside)),
