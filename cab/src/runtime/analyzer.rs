@@ -290,35 +290,13 @@ impl<A: EventAnalysis> Analyzer<A> {
         }
     }
 
+    /// A dead analysis' pass: every ready chunk of every ring read and counted, not analyzed.
     fn discard_round(&mut self) -> bool {
-        let mut worked = false;
-        let mut i = 0;
-        while i < self.rings.len() {
-            let entry = &mut self.rings[i];
-            let mut closed = false;
-            loop {
-                let mut n = 0u64;
-                match entry.consumer.poll_with(|w| n += w.len() as u64) {
-                    Poll::Consumed(_) => {
-                        entry.discarded += n;
-                        worked = true;
-                    }
-                    Poll::Empty => break,
-                    Poll::Closed => {
-                        closed = true;
-                        break;
-                    }
-                }
-            }
-            if closed {
-                let entry = self.rings.swap_remove(i);
-                self.retire(entry, false);
-                worked = true;
-            } else {
-                i += 1;
-            }
-        }
-        worked
+        self.each_ring(
+            usize::MAX,
+            |_, discarded, words| *discarded += words.len() as u64,
+            |_| {},
+        )
     }
 
     fn take_new(&mut self) {
@@ -329,21 +307,41 @@ impl<A: EventAnalysis> Analyzer<A> {
 
     /// One pass over every ring, taking up to a few chunks from each. True if any work done.
     fn poll_round(&mut self) -> bool {
+        let adaptive = self.adaptive;
+        self.each_ring(
+            4,
+            |analysis, _, words| analysis.consume(words),
+            |entry| {
+                entry.chunks_since += 1;
+                // After each block: a lap is then judged by the block it lost.
+                if let Some(max) = adaptive {
+                    adapt_rate(entry, max);
+                }
+            },
+        )
+    }
+
+    /// The one poll loop: up to `chunks` polls of each ring, each batch given to `read` with
+    /// the ring's analysis and its discarded count, `after` called on the ring after each
+    /// chunk; a ring whose producer closed and is drained is retired. True if any ring
+    /// delivered or closed.
+    fn each_ring(
+        &mut self,
+        chunks: usize,
+        mut read: impl FnMut(&mut A, &mut u64, &[u64]),
+        mut after: impl FnMut(&mut RingEntry<A>),
+    ) -> bool {
         let mut worked = false;
         let mut i = 0;
         while i < self.rings.len() {
             let mut closed = false;
-            for _ in 0..4 {
+            for _ in 0..chunks {
                 let entry = &mut self.rings[i];
-                let analysis = &mut entry.analysis;
-                match entry.consumer.poll_with(|w| analysis.consume(w)) {
+                let (analysis, discarded) = (&mut entry.analysis, &mut entry.discarded);
+                match entry.consumer.poll_with(|w| read(analysis, discarded, w)) {
                     Poll::Consumed(_) => {
                         worked = true;
-                        entry.chunks_since += 1;
-                        // After each block: a lap is then judged by the block it lost.
-                        if let Some(max) = self.adaptive {
-                            adapt_rate(entry, max);
-                        }
+                        after(entry);
                     }
                     Poll::Empty => break,
                     Poll::Closed => {
