@@ -383,14 +383,14 @@ impl<A: EventAnalysis> Analyzer<A> {
         self.shared.rings.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Deliver everything every ring holds right now, live producers included.
-    fn drain_now(entry: &mut RingEntry<A>) -> bool {
-        let analysis = &mut entry.analysis;
+    /// Deliver everything a ring holds right now to `read`, a live producer's unpublished
+    /// words included. True if its producer has closed.
+    fn drain_now(consumer: &mut RingConsumer, mut read: impl FnMut(&[u64])) -> bool {
         loop {
-            match entry.consumer.poll_with(|w| analysis.consume(w)) {
+            match consumer.poll_with(&mut read) {
                 Poll::Consumed(_) => continue,
                 Poll::Empty => {
-                    entry.consumer.drain_live(|w| analysis.consume(w));
+                    consumer.drain_live(&mut read);
                     return false;
                 }
                 Poll::Closed => return true,
@@ -423,11 +423,11 @@ impl<A: EventAnalysis> Analyzer<A> {
         for mut entry in rings {
             if self.failed {
                 let mut n = 0u64;
-                while let Poll::Consumed(_) = entry.consumer.poll_with(|w| n += w.len() as u64) {}
-                entry.consumer.drain_live(|w| n += w.len() as u64);
+                Self::drain_now(&mut entry.consumer, |w| n += w.len() as u64);
                 entry.discarded += n;
             } else if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                Self::drain_now(&mut entry)
+                let analysis = &mut entry.analysis;
+                Self::drain_now(&mut entry.consumer, |w| analysis.consume(w))
             }))
             .is_err()
             {
