@@ -29,7 +29,7 @@
 //!    contexts) fill and check it.
 //!
 //! Besides, `tests/it/analysis_names.rs` lists the names it expects, the evaluation's
-//! `Variant::for_analysis` (`workloads/src/lib.rs`) says which instrumentation feeds it, and
+//! `Variant::for_analysis` (`lab/workloads/src/lib.rs`) says which instrumentation feeds it, and
 //! the README tells users about it; ARCHITECTURE.md lists every file. Nothing else lists analyses: `CABPROF_ANALYSES`'
 //! help text ([`ANALYSES_HELP`]), the estimates and the checks of a file read back are
 //! generated from the list too. Renderers other than text (folded stacks, DOT, SVG) and the

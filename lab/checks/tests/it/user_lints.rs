@@ -41,12 +41,15 @@ fn clippy_installed() -> bool {
 /// A copy of the fixture that depends on this checkout, with the workspace's lock file.
 fn fixture(dir: &Path) -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = here.parent().expect("checks/ is in the repository");
+    let root = here
+        .parent()
+        .and_then(Path::parent)
+        .expect("lab/checks/ is in the repository");
     let src = here.join("tests/lints");
     let dst = dir.join("fixture");
     std::fs::create_dir_all(dst.join("src")).unwrap();
     let manifest = std::fs::read_to_string(src.join("Cargo.toml")).unwrap();
-    let dep = r#"path = "../../..""#;
+    let dep = r#"path = "../../../..""#;
     assert!(
         manifest.contains(dep),
         "the fixture's cabprof dependency moved"
