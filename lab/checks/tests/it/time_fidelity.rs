@@ -210,7 +210,10 @@ mod forms {
 /// it), and the guarded caller's self time stays below its callee's. No orphan cost for
 /// futures: the loop polling one future per iteration keeps as its own time its plain loop's
 /// overhead and at most a tenth of its whole (without the futures' calls and polls taken out
-/// of it, it kept about half). A preemption lands in one run: the best of three is judged.
+/// of it, it kept about half); judged where the optimiser runs (`.ci/run` runs this file with
+/// `--release`): unoptimised, a future's poll costs its caller several times what the
+/// calibration's probe future does. A preemption lands in one run: the best of three is
+/// judged.
 #[test]
 fn guarded_and_async_bodies_stay_inside_their_own_time() {
     use cabprof::{Analysis, Session};
@@ -256,7 +259,7 @@ fn guarded_and_async_bodies_stay_inside_their_own_time() {
         if kg_ns >= 0.8 * plain
             && ka_ns >= 0.8 * plain
             && sg_ns < kg_ns
-            && sa_ns <= async_loop.max(0.0) + 0.1 * sa_whole
+            && (cfg!(debug_assertions) || sa_ns <= async_loop.max(0.0) + 0.1 * sa_whole)
         {
             return;
         }
