@@ -157,7 +157,7 @@ impl MethodInfo {
 }
 
 const OVERFLOW_INFO: MethodInfo = MethodInfo {
-    name: "(functions registered after the method id space ran out)",
+    name: "(functions registered after the function id space ran out)",
     module_path: "",
     file: "",
     line: 0,

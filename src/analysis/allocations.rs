@@ -157,7 +157,7 @@ impl AnalysisDescriptor for Descriptor {
         );
         let _ = writeln!(
             o,
-            "  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  method",
+            "  {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  function",
             "allocs", "bytes", "incl allocs", "incl bytes", "frees", "freed"
         );
         for f in a.functions.iter().take(top) {

@@ -37,7 +37,7 @@ impl AnalysisDescriptor for Descriptor {
         };
         // Summed in a u128: counts read from a file may add up to more than a u64 holds.
         let total: u128 = mc.iter().map(|e| e.count as u128).sum::<u128>().max(1);
-        let _ = writeln!(o, "\nmethod calls ({}):", top_of(top, mc.len()));
+        let _ = writeln!(o, "\ncalls per function ({}):", top_of(top, mc.len()));
         // The name column is as wide as the longest name shown, so locations stay aligned.
         let width = mc
             .iter()
@@ -45,11 +45,11 @@ impl AnalysisDescriptor for Descriptor {
             .map(|e| data.name(e.method).chars().count())
             .max()
             .unwrap_or(0)
-            .max("method".len());
+            .max("function".len());
         let _ = writeln!(
             o,
             "  {:>14} {:>7}  {:<width$}  location",
-            "calls", "%", "method"
+            "calls", "%", "function"
         );
         for e in mc.iter().take(top) {
             let _ = writeln!(

@@ -192,7 +192,7 @@ pub struct SessionInfo {
 pub struct MethodEntry {
     /// The id events carry (never 0, the root).
     pub id: u32,
-    /// Qualified name (`method#id` when the registry did not know it).
+    /// Qualified name (`function#id` when the registry did not know it).
     pub name: String,
     /// Module path.
     pub module: String,
@@ -474,13 +474,13 @@ pub struct ReuseData {
 pub struct MethodNames<'a>(std::collections::HashMap<u32, &'a MethodEntry>);
 
 impl<'a> MethodNames<'a> {
-    /// The printable name of a method id (`root` for 0, `method#ID` if unknown), as
+    /// The printable name of a method id (`root` for 0, `function#ID` if unknown), as
     /// [`ReportData::name`] gives it.
     pub fn name(&self, id: u32) -> String {
         match (id, self.0.get(&id)) {
             (0, _) => "root".into(),
             (_, Some(m)) => m.name.clone(),
-            (_, None) => format!("method#{id}"),
+            (_, None) => format!("function#{id}"),
         }
     }
 
@@ -588,7 +588,7 @@ impl ReportData {
         }
         self.method(id)
             .map(|m| m.name.clone())
-            .unwrap_or_else(|| format!("method#{id}"))
+            .unwrap_or_else(|| format!("function#{id}"))
     }
 
     /// The entry of a method id: a binary search of `methods` (sorted by id), then, for a

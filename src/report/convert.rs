@@ -35,7 +35,7 @@ fn method_entry(id: u32) -> MethodEntry {
         },
         None => MethodEntry {
             id,
-            name: format!("method#{id}"),
+            name: format!("function#{id}"),
             module: String::new(),
             file: String::new(),
             line: 0,

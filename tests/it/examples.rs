@@ -57,7 +57,7 @@ fn hot_functions_prints_every_analysis_and_writes_reports() {
     let out = run("hot_functions", &[]);
     for section in [
         "evaluated 2000 expressions",
-        "method calls",
+        "calls per function",
         "call graph edges",
         "call-tree patterns",
         "calling contexts",

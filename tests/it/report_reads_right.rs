@@ -159,7 +159,10 @@ fn method_locations_line_up_whatever_the_names() {
     }
     a_function_whose_name_is_longer_than_the_forty_columns_it_was_given();
     let text = session.finish().data.text(10);
-    let section = text.split("method calls").nth(1).expect("a method section");
+    let section = text
+        .split("calls per function")
+        .nth(1)
+        .expect("a method section");
     let column = |needle: &str| {
         let line = section
             .lines()

@@ -485,7 +485,7 @@ fn names_with_separators_are_escaped() {
         assert_eq!(d.name(i as u32 + 1), *n);
         assert_eq!(lookup.name(i as u32 + 1), *n);
     }
-    assert_eq!(lookup.name(99), "method#99");
+    assert_eq!(lookup.name(99), "function#99");
 
     let folded = d.folded();
     assert_eq!(folded.lines().count(), names.len(), "{folded}");

@@ -381,7 +381,7 @@ fn report_renders_a_saved_json_in_every_format() {
     assert!(table.status.success(), "{}", stderr(&table));
     let text = stdout(&table);
     assert!(text.contains("cabprof report"), "{text}");
-    assert!(text.contains("method#2"), "{text}");
+    assert!(text.contains("function#2"), "{text}");
 
     let out = cabprof(&["report", json, "--format", "json"], None);
     let again = cabprof::ReportData::from_json(&stdout(&out)).unwrap();
@@ -390,7 +390,7 @@ fn report_renders_a_saved_json_in_every_format() {
 
     let folded = stdout(&cabprof(&["report", json, "--format", "folded"], None));
     assert!(
-        folded.contains("root;method#1;method#2;method#3 2"),
+        folded.contains("root;function#1;function#2;function#3 2"),
         "{folded}"
     );
     let dot = stdout(&cabprof(&["report", json, "--format", "dot"], None));
