@@ -100,6 +100,61 @@ impl ThreadTimes {
 
 /// Run `cabprof simulate`.
 pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
+    let (sim, reuse, l1_line) = simulators(args)?;
+    let cachegrind = args.count_as == CountAs::Cachegrind;
+    let ring = ring_config(args)?;
+    let (mut reader, total_bytes, name) = open_trace(args, cachegrind, l1_line)?;
+    let started = Instant::now();
+    let reader_before = ThreadTimes::current();
+    let show_progress = !args.no_progress && io::stderr().is_terminal();
+    let mut progress = Progress::new(show_progress, total_bytes, started);
+    let (outcome, analyzed) = analyze(
+        args.analyzers,
+        &ring,
+        sim,
+        reuse,
+        &mut reader,
+        &mut progress,
+    )?;
+    let elapsed = started.elapsed();
+    let reader_times = ThreadTimes::current()
+        .zip(reader_before)
+        .map(|(after, before)| after.since(before));
+    progress.finish();
+
+    let summary = Summary {
+        name: &name,
+        format: reader.format(),
+        instructions: reader.includes_instructions(),
+        parse: reader.stats(),
+        ring,
+        analyzed: &analyzed,
+        reader: reader_times,
+        elapsed,
+        error: outcome.as_ref().err(),
+    };
+    let mut out = io::stdout().lock();
+    let write = out
+        .write_all(summary.render().as_bytes())
+        .and_then(|()| out.flush());
+    if let Err(e) = write {
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            return Err(CliError::Write {
+                what: "the results".into(),
+                source: e,
+            });
+        }
+    }
+    trace_outcome(
+        outcome,
+        name,
+        "the results above cover the trace up to that point",
+    )
+}
+
+/// The cache simulator and the reuse-distance analysis the arguments ask for, and the L1 line
+/// size; or which argument is wrong.
+fn simulators(args: &SimulateArgs) -> Result<(CacheSim, ReuseDistance, u32), CliError> {
     let cachegrind = args.count_as == CountAs::Cachegrind;
     let policy = match args.policy {
         Some(PolicyArg::Fifo) => Policy::Fifo,
@@ -111,7 +166,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::InvalidArguments("--l1 cannot be 'none'".into()));
     };
     let level = |l: LevelSpec| LevelConfig::new(l.size, l.ways, l.line, policy);
-    let (mut sim, counting) = if cachegrind {
+    let (sim, counting) = if cachegrind {
         let invalid = |what: &str| {
             Err(CliError::InvalidArguments(format!(
                 "{what} under --count-as cachegrind"
@@ -182,9 +237,14 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         None if cachegrind => l1.line,
         None => 64,
     };
-    let mut reuse = ReuseDistance::new(line)
+    let reuse = ReuseDistance::new(line)
         .map_err(CliError::config)?
         .with_counting(counting);
+    Ok((sim, reuse, l1.line))
+}
+
+/// The ring between the trace reader and the analyzers.
+fn ring_config(args: &SimulateArgs) -> Result<RingConfig, CliError> {
     let chunk = args
         .chunk
         .unwrap_or_else(cabprof_cab::hw::recommended_chunk_bytes);
@@ -205,9 +265,18 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             physical
         )));
     }
-    let ring = RingConfig::new(buffer, chunk);
-    let channel = || cabprof_cab::ring::channel(&ring).map_err(CliError::config);
+    Ok(RingConfig::new(buffer, chunk))
+}
 
+/// A trace being read, from a file or standard input.
+type Trace = TraceReader<io::Chain<io::Cursor<Vec<u8>>, Box<dyn Read>>>;
+
+/// The trace to read (standard input for `-`), its size if a file, and its name for messages.
+fn open_trace(
+    args: &SimulateArgs,
+    cachegrind: bool,
+    l1_line: u32,
+) -> Result<(Trace, Option<u64>, String), CliError> {
     let (input, total_bytes, name): (Box<dyn Read>, Option<u64>, String) =
         if args.trace.as_os_str() == "-" {
             (Box::new(io::stdin().lock()), None, "standard input".into())
@@ -232,7 +301,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
         })?;
     if cachegrind {
         match &mut reader {
-            TraceReader::Lackey(r) => r.count_as_cachegrind(l1.line),
+            TraceReader::Lackey(r) => r.count_as_cachegrind(l1_line),
             TraceReader::Binary(_) => {
                 return Err(CliError::InvalidArguments(format!(
                     "{name} is a binary trace: --count-as cachegrind needs the Lackey text \
@@ -242,12 +311,20 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
+    Ok((reader, total_bytes, name))
+}
 
-    let started = Instant::now();
-    let reader_before = ThreadTimes::current();
-    let show_progress = !args.no_progress && io::stderr().is_terminal();
-    let mut progress = Progress::new(show_progress, total_bytes, started);
-    let (outcome, analyzed) = if args.analyzers == 1 {
+/// Feed the trace through rings to the analyses: one analyzer thread for both, or one each.
+fn analyze(
+    analyzers: u8,
+    ring: &RingConfig,
+    mut sim: CacheSim,
+    mut reuse: ReuseDistance,
+    reader: &mut Trace,
+    progress: &mut Progress,
+) -> Result<(Result<(), TraceError>, Analyzed), CliError> {
+    let channel = || cabprof_cab::ring::channel(ring).map_err(CliError::config);
+    Ok(if analyzers == 1 {
         let (mut tx, mut rx) = channel()?;
         let analyzer = spawn("cabprof-analyzer", move || {
             let mut fetch = false;
@@ -274,7 +351,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             });
             (sim, reuse, rx.stats(), ThreadTimes::current())
         })?;
-        let outcome = pump(&mut reader, &mut progress, |e| tx.push(e));
+        let outcome = pump(reader, progress, |e| tx.push(e));
         tx.close();
         let (sim, reuse, stats, times) = join(analyzer)?;
         let rings = vec![RingUse::new(stats, tx.stats(), times)];
@@ -290,7 +367,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             drain(&mut rx_reuse, |words| reuse.consume(words));
             (reuse, rx_reuse.stats(), ThreadTimes::current())
         })?;
-        let outcome = pump(&mut reader, &mut progress, |e| {
+        let outcome = pump(reader, progress, |e| {
             tx_sim.push(e);
             tx_reuse.push(e);
         });
@@ -303,41 +380,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<ExitCode, CliError> {
             RingUse::new(reuse_stats, tx_reuse.stats(), reuse_times),
         ];
         (outcome, Analyzed { sim, reuse, rings })
-    };
-    let elapsed = started.elapsed();
-    let reader_times = ThreadTimes::current()
-        .zip(reader_before)
-        .map(|(after, before)| after.since(before));
-    progress.finish();
-
-    let summary = Summary {
-        name: &name,
-        format: reader.format(),
-        instructions: reader.includes_instructions(),
-        parse: reader.stats(),
-        ring,
-        analyzed: &analyzed,
-        reader: reader_times,
-        elapsed,
-        error: outcome.as_ref().err(),
-    };
-    let mut out = io::stdout().lock();
-    let write = out
-        .write_all(summary.render().as_bytes())
-        .and_then(|()| out.flush());
-    if let Err(e) = write {
-        if e.kind() != io::ErrorKind::BrokenPipe {
-            return Err(CliError::Write {
-                what: "the results".into(),
-                source: e,
-            });
-        }
-    }
-    trace_outcome(
-        outcome,
-        name,
-        "the results above cover the trace up to that point",
-    )
+    })
 }
 
 /// How a command that read a trace to its end (or to a bad record) exits: an I/O failure is an
