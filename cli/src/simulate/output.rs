@@ -73,7 +73,6 @@ impl Summary<'_> {
     pub(super) fn render(&self) -> String {
         use std::fmt::Write as _;
         let mut o = String::new();
-        let p = &self.parse;
         let a = self.analyzed;
         let partial = if self.error.is_some() {
             " — PARTIAL: the trace was rejected, see the error"
@@ -85,6 +84,42 @@ impl Summary<'_> {
             "cabprof simulate: {} ({}){partial}",
             self.name, self.format
         );
+        self.render_records(&mut o);
+        let delivered = a.rings[0].delivered;
+        let blocks: u64 = a.rings.iter().map(|r| r.blocks).sum();
+        let blocked: f64 = a.rings.iter().map(|r| r.blocked.as_secs_f64()).sum();
+        let chunks: Vec<String> = a.rings.iter().map(|r| r.chunks.to_string()).collect();
+        let layout = if a.rings.len() == 1 {
+            "1 CAB ring to 1 analyzer thread running both analyses".to_string()
+        } else {
+            format!(
+                "{} CAB rings to {} analyzer threads, one per analysis,",
+                a.rings.len(),
+                a.rings.len()
+            )
+        };
+        let _ = writeln!(
+            o,
+            "ring         {delivered} words through {layout} ({} in {} chunks; {} chunks \
+             analyzed); the reader waited {blocks} times, {blocked:.3} s",
+            show_bytes(self.ring.buffer_bytes as u64),
+            show_bytes(self.ring.chunk_bytes as u64),
+            chunks.join(" + "),
+        );
+        o.push('\n');
+        self.render_cache(&mut o);
+        o.push('\n');
+        self.render_reuse(&mut o);
+        o.push('\n');
+        self.render_throughput(&mut o);
+        o
+    }
+
+    /// What the trace held, by kind of record.
+    fn render_records(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let p = &self.parse;
+        let a = self.analyzed;
         match self.format {
             TraceFormat::Lackey => {
                 let _ = writeln!(
@@ -130,32 +165,14 @@ impl Summary<'_> {
                 );
             }
         }
+    }
+
+    /// Accesses per second, and the threads' CPU time where the platform gives it.
+    fn render_throughput(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let p = &self.parse;
+        let a = self.analyzed;
         let delivered = a.rings[0].delivered;
-        let blocks: u64 = a.rings.iter().map(|r| r.blocks).sum();
-        let blocked: f64 = a.rings.iter().map(|r| r.blocked.as_secs_f64()).sum();
-        let chunks: Vec<String> = a.rings.iter().map(|r| r.chunks.to_string()).collect();
-        let layout = if a.rings.len() == 1 {
-            "1 CAB ring to 1 analyzer thread running both analyses".to_string()
-        } else {
-            format!(
-                "{} CAB rings to {} analyzer threads, one per analysis,",
-                a.rings.len(),
-                a.rings.len()
-            )
-        };
-        let _ = writeln!(
-            o,
-            "ring         {delivered} words through {layout} ({} in {} chunks; {} chunks \
-             analyzed); the reader waited {blocks} times, {blocked:.3} s",
-            show_bytes(self.ring.buffer_bytes as u64),
-            show_bytes(self.ring.chunk_bytes as u64),
-            chunks.join(" + "),
-        );
-        o.push('\n');
-        self.render_cache(&mut o);
-        o.push('\n');
-        self.render_reuse(&mut o);
-        o.push('\n');
         let secs = self.elapsed.as_secs_f64().max(1e-9);
         let _ = writeln!(
             o,
@@ -192,7 +209,6 @@ impl Summary<'_> {
                 );
             }
         }
-        o
     }
 
     pub(super) fn render_cache(&self, o: &mut String) {
