@@ -292,6 +292,10 @@ impl ReportData {
 
     /// [`pprof_encoded`](Self::pprof_encoded) with `default` as the default sample type
     /// (`None`: the first column's).
+    ///
+    /// Long, on purpose: the columns borrow the context trees made at its top, and one walk
+    /// over them numbers the locations that the streaming encoding at its end then writes,
+    /// so the phases share those borrows rather than passing them through helpers.
     fn pprof_default(
         &self,
         labels: &[(&str, &str)],
@@ -419,37 +423,9 @@ impl ReportData {
             }
         }
 
-        let s = &self.session;
-        let mut comments = vec![format!(
-            "cabprof {} mode={} sampling_rate={} rate_used={} rate_effective={}",
-            crate::model::SCHEMA,
-            s.mode,
-            s.sampling_rate,
-            s.rate_used,
-            s.rate_effective
-        )];
-        if self.is_sampled() {
-            comments.push(format!(
-                "sampled: counts are estimates, analyzed count / {rate} (the fraction of events \
-                 analyzed), rounded"
-            ));
-        } else {
-            comments.push("exact: every event was analyzed".into());
-        }
-        if let Some(cache) = &self.cache {
-            for (k, l) in cache.levels.iter().enumerate() {
-                comments.push(format!(
-                    "l{} simulated: {} B, {} ways, {} B lines, {}",
-                    k + 1,
-                    l.size_bytes,
-                    l.ways,
-                    l.line_bytes,
-                    l.policy
-                ));
-            }
-        }
+        let comments = self.pprof_comments(rate);
         b.profile.comment = comments.iter().map(|c| b.strings.get(c)).collect();
-        b.profile.duration_nanos = (s.elapsed_s.max(0.0) * 1e9) as i64;
+        b.profile.duration_nanos = (self.session.elapsed_s.max(0.0) * 1e9) as i64;
         b.profile.time_nanos = time_nanos;
         if has_calls {
             b.profile.period_type = Some(b.profile.sample_type[0].clone());
@@ -505,6 +481,41 @@ impl ReportData {
         }
         put(&b.profile, &mut piece);
         gz.finish().expect("writing to a Vec cannot fail")
+    }
+
+    /// The profile's comments: the session's mode and rates, exact or estimated, the
+    /// simulated caches.
+    fn pprof_comments(&self, rate: f64) -> Vec<String> {
+        let s = &self.session;
+        let mut comments = vec![format!(
+            "cabprof {} mode={} sampling_rate={} rate_used={} rate_effective={}",
+            crate::model::SCHEMA,
+            s.mode,
+            s.sampling_rate,
+            s.rate_used,
+            s.rate_effective
+        )];
+        if self.is_sampled() {
+            comments.push(format!(
+                "sampled: counts are estimates, analyzed count / {rate} (the fraction of events \
+                 analyzed), rounded"
+            ));
+        } else {
+            comments.push("exact: every event was analyzed".into());
+        }
+        if let Some(cache) = &self.cache {
+            for (k, l) in cache.levels.iter().enumerate() {
+                comments.push(format!(
+                    "l{} simulated: {} B, {} ways, {} B lines, {}",
+                    k + 1,
+                    l.size_bytes,
+                    l.ways,
+                    l.line_bytes,
+                    l.policy
+                ));
+            }
+        }
+        comments
     }
 }
 
