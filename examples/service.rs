@@ -308,6 +308,8 @@ fn compare(o: &Options, rounds: usize) {
     }
 }
 
+/// The service's whole life in order, as a reader follows it: options, session and endpoint,
+/// the clients, the load, the checks of what the endpoint served, the report.
 fn main() {
     let o = options();
     if let Some(rounds) = o.compare {

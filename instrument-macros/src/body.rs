@@ -205,49 +205,60 @@ pub(crate) fn function(
             .await
         }
     } else {
-        // The guard is the scrutinee of the body's `match`, not a `let`: a temporary of the
-        // function's tail, it is dropped after everything the body makes, the temporaries of its
-        // own tail expression included (which edition 2021 drops after the locals). A `let`
-        // guard closed the frame first, and the profiler's exit ran while the tail still held,
-        // say, a lock guard, and the drops that ran after it were attributed to the caller.
-        // When the arm would lose the expected type (see `tail_needs_return`), the statements
-        // are a `return` operand instead, checked like a tail: their temporaries belong to that
-        // statement and are dropped before the locals, the guard (an extended temporary) last.
-        let guard = match frame_args {
-            Some((n, hashed)) => quote! {
-                ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed)
-            },
-            None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
-        };
-        // The body between the stamps, as `run_recorded` keeps the closure form's: the inputs
-        // pass a barrier after the entry, the tail's value one before the exit.
-        let mut stmts = stmts;
-        settle_tail(sig, &mut stmts);
-        let hold = hold_inputs(sig);
-        if by_return {
-            quote! {
-                #site
-                let __cabprof_frame = &mut #guard;
-                #hold
-                return { #(#stmts)* };
-            }
-        } else {
-            let stmts: Vec<Stmt> = match hold.is_empty() {
-                true => stmts,
-                false => std::iter::once(syn::parse2(hold)?).chain(stmts).collect(),
-            };
-            let wrapped = user_match(block, guard, &stmts);
-            quote! {
-                #site
-                #wrapped
-            }
-        }
+        guarded(sig, block, stmts, site, frame_args, by_return)?
     };
     // The user's braces stay: the fn item's span ends at its closing brace, and a
     // macro-generated brace there would make the whole item look expanded, so that lints on
     // the fn (`new_without_default`, `result_large_err`, ...) would skip it.
     block.stmts = syn::parse::Parser::parse2(Block::parse_within, body)?;
     Ok(())
+}
+
+/// The body of a function that keeps one body behind a guard (see the module docs).
+fn guarded(
+    sig: &Signature,
+    block: &Block,
+    stmts: Vec<Stmt>,
+    site: TokenStream,
+    frame_args: Option<(u64, bool)>,
+    by_return: bool,
+) -> syn::Result<TokenStream> {
+    // The guard is the scrutinee of the body's `match`, not a `let`: a temporary of the
+    // function's tail, it is dropped after everything the body makes, the temporaries of its
+    // own tail expression included (which edition 2021 drops after the locals). A `let`
+    // guard closed the frame first, and the profiler's exit ran while the tail still held,
+    // say, a lock guard, and the drops that ran after it were attributed to the caller.
+    // When the arm would lose the expected type (see `tail_needs_return`), the statements
+    // are a `return` operand instead, checked like a tail: their temporaries belong to that
+    // statement and are dropped before the locals, the guard (an extended temporary) last.
+    let guard = match frame_args {
+        Some((n, hashed)) => quote! {
+            ::cabprof::__private::enter_paths(&__CABPROF_SITE, #n, #hashed)
+        },
+        None => quote!(::cabprof::__private::enter(&__CABPROF_SITE)),
+    };
+    // The body between the stamps, as `run_recorded` keeps the closure form's: the inputs
+    // pass a barrier after the entry, the tail's value one before the exit.
+    let mut stmts = stmts;
+    settle_tail(sig, &mut stmts);
+    let hold = hold_inputs(sig);
+    if by_return {
+        return Ok(quote! {
+            #site
+            let __cabprof_frame = &mut #guard;
+            #hold
+            return { #(#stmts)* };
+        });
+    }
+    let stmts: Vec<Stmt> = match hold.is_empty() {
+        true => stmts,
+        false => std::iter::once(syn::parse2(hold)?).chain(stmts).collect(),
+    };
+    let wrapped = user_match(block, guard, &stmts);
+    Ok(quote! {
+        #site
+        #wrapped
+    })
 }
 
 /// `::cabprof::__private::hold(&(&a, &b, ..));` over the function's parameters (the names its

@@ -484,7 +484,7 @@ mod tests {
     }
 
     /// The closure form for plain functions; one body behind a guard where a closure would
-    /// change what the function is or means.
+    /// change what the function is or means. One case per form, as a table.
     #[test]
     fn the_closure_form_where_it_keeps_the_function() {
         use proc_macro2::TokenStream;

@@ -38,51 +38,8 @@ impl ReportData {
         let levels = self.cache.as_ref().map_or(0, |c| c.levels.len());
         let width = has_calls as usize + levels;
 
-        // Self costs per function.
-        let mut own: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        fn cost(own: &mut BTreeMap<u32, Vec<u64>>, m: u32, width: usize) -> &mut Vec<u64> {
-            own.entry(m).or_insert_with(|| vec![0; width])
-        }
-        if let Some(ct) = &self.call_tree {
-            for c in &ct.contexts {
-                let v = &mut cost(&mut own, c.method, width)[0];
-                *v = v.saturating_add(c.count);
-            }
-        } else if let Some(counts) = &self.method_count {
-            for m in counts {
-                cost(&mut own, m.method, width)[0] += m.count;
-            }
-        }
-        if let Some(cache) = &self.cache {
-            for e in &cache.by_method {
-                let slot = has_calls as usize + e.level as usize;
-                if slot < width {
-                    let v = &mut cost(&mut own, e.method, width)[slot];
-                    *v = v
-                        .saturating_add(e.load_misses)
-                        .saturating_add(e.store_misses);
-                }
-            }
-        }
-
-        // Edges: calls, and the inclusive `Calls` cost.
-        let mut edges: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
-        if let Some(ct) = &self.call_tree {
-            edge_costs(ct, &mut edges);
-            // Counted edges are exact where the call graph ran too (the tree agrees with it
-            // in exhaustive mode; in sampled mode the graph is the better count).
-            if let Some(graph) = &self.call_graph {
-                for g in graph {
-                    if let Some(e) = edges.get_mut(&(g.caller, g.callee)) {
-                        e.0 = g.count;
-                    }
-                }
-            }
-        } else if let Some(graph) = &self.call_graph {
-            for g in graph {
-                edges.insert((g.caller, g.callee), (g.count, g.count));
-            }
-        }
+        let mut own = self.callgrind_self_costs(has_calls, width);
+        let edges = self.callgrind_edges();
         for &(caller, callee) in edges.keys() {
             own.entry(caller).or_insert_with(|| vec![0; width]);
             own.entry(callee).or_insert_with(|| vec![0; width]);
@@ -174,6 +131,58 @@ impl ReportData {
             o.push('\n');
         }
         o
+    }
+
+    /// Self costs per function: calls (if counted), then misses per simulated level.
+    fn callgrind_self_costs(&self, has_calls: bool, width: usize) -> BTreeMap<u32, Vec<u64>> {
+        let mut own: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        fn cost(own: &mut BTreeMap<u32, Vec<u64>>, m: u32, width: usize) -> &mut Vec<u64> {
+            own.entry(m).or_insert_with(|| vec![0; width])
+        }
+        if let Some(ct) = &self.call_tree {
+            for c in &ct.contexts {
+                let v = &mut cost(&mut own, c.method, width)[0];
+                *v = v.saturating_add(c.count);
+            }
+        } else if let Some(counts) = &self.method_count {
+            for m in counts {
+                cost(&mut own, m.method, width)[0] += m.count;
+            }
+        }
+        if let Some(cache) = &self.cache {
+            for e in &cache.by_method {
+                let slot = has_calls as usize + e.level as usize;
+                if slot < width {
+                    let v = &mut cost(&mut own, e.method, width)[slot];
+                    *v = v
+                        .saturating_add(e.load_misses)
+                        .saturating_add(e.store_misses);
+                }
+            }
+        }
+        own
+    }
+
+    /// Per call-graph edge: calls, and the inclusive `Calls` cost.
+    fn callgrind_edges(&self) -> BTreeMap<(u32, u32), (u64, u64)> {
+        let mut edges: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
+        if let Some(ct) = &self.call_tree {
+            edge_costs(ct, &mut edges);
+            // Counted edges are exact where the call graph ran too (the tree agrees with it
+            // in exhaustive mode; in sampled mode the graph is the better count).
+            if let Some(graph) = &self.call_graph {
+                for g in graph {
+                    if let Some(e) = edges.get_mut(&(g.caller, g.callee)) {
+                        e.0 = g.count;
+                    }
+                }
+            }
+        } else if let Some(graph) = &self.call_graph {
+            for g in graph {
+                edges.insert((g.caller, g.callee), (g.count, g.count));
+            }
+        }
+        edges
     }
 }
 

@@ -226,6 +226,7 @@ mod tests {
 
     /// The report's JSON is miniserde's compact text laid out: the same strings (escaped or
     /// not), numbers (integers, negative, floats, NaN as null), nulls and empty containers.
+    /// Long: a report that holds every kind of value.
     #[test]
     fn json_is_the_compact_text_laid_out() {
         let d = ReportData {

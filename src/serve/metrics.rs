@@ -190,6 +190,8 @@ fn labels((function, location): &Series) -> [(&'static str, &str); 2] {
 }
 
 impl Collector for Scrape {
+    /// One family after another, in the order a scrape lists them: a table of metric
+    /// families, each a few lines.
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         {
             let mut m = e.encode_descriptor(

@@ -117,6 +117,9 @@ fn is_blank(b: u8) -> bool {
 
 /// Parse the line starting at `buf[p]`. When `at_eof`, the end of `buf` ends the line; else a
 /// line must end with `\n` inside `buf`, and running off the end is [`Step::Incomplete`].
+///
+/// One function for a line, field after field: the hot loop of trace reading, kept in one
+/// body so that the position stays in a register from the first byte to the newline.
 #[inline(always)]
 fn parse_at(buf: &[u8], mut p: usize, at_eof: bool) -> Step {
     // Each `match buf.get(p)` below: `None` is the end of the buffer.

@@ -264,6 +264,9 @@ impl<'a> Builder<'a> {
     }
 
     /// Number `e`, evaluated starting at `cur`; returns the point after it.
+    ///
+    /// One arm per kind of expression, in one `match`: its length is the language's, and the
+    /// arms read as one table of evaluation orders.
     fn expr(&mut self, e: &mut Expr, cur: usize) -> usize {
         match e {
             Expr::Array(a) => self.exprs(a.elems.iter_mut(), cur),

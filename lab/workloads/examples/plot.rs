@@ -107,7 +107,8 @@ struct Series {
 }
 
 /// Grouped bars over categories. With `log`, the y axis is logarithmic and bars grow from
-/// `base`; otherwise linear from 0.
+/// `base`; otherwise linear from 0. Long: axes, ticks, bars and legend drawn in order on one
+/// canvas.
 fn grouped_bars(
     area: &Area,
     title: &str,
@@ -218,6 +219,7 @@ fn grouped_bars(
 }
 
 /// Lines `(x, y)` per named series; optional log axes and a dashed horizontal reference.
+/// Long: axes, ticks, series and legend drawn in order on one canvas.
 #[allow(clippy::too_many_arguments)]
 fn lines(
     area: &Area,

@@ -86,6 +86,9 @@ fn run_session(
 }
 
 /// Run cell `cfg` of `w` once (on the calling thread).
+///
+/// One function from start to report, so that what is timed (and what is not) reads in one
+/// place: setting up, the timed run, the drain, the measurement.
 fn run_once(
     w: Workload,
     cfg: Cfg,

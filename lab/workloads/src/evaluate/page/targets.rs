@@ -108,6 +108,8 @@ fn verdicts(results: &[(String, bool)]) -> String {
 }
 
 /// The targets, from `summary.txt`.
+///
+/// One row per target, in the page's order: a table, long because the targets are many.
 pub(crate) fn targets(dir: &Path) -> Res<Table> {
     let s = Summary::read(dir)?;
     let mut t = Table::new(["target", "measured", "verdict"]);
