@@ -31,7 +31,7 @@
 //! the first poll is merged in; until then it counts in the totals and in the function's self
 //! counts, not in any context.
 
-use cabprof_cab::event::{decode, EventKind, MethodId};
+use cabprof_cab::event::{as_block, decode, EventKind, MethodId};
 use hashbrown::HashMap;
 
 use crate::call_tree::tracker::{ContextTracker, NodeData};
@@ -111,7 +111,22 @@ pub struct AllocContext {
     pub calls: u64,
     /// Allocations made while this was the context.
     pub counts: AllocCounts,
+    /// The blocks allocated in this context and not freed (as far as the stream tells).
+    pub live: LiveCounts,
 }
+
+/// Blocks allocated and not freed, and their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    /// Blocks.
+    pub blocks: u64,
+    /// Their sizes.
+    pub bytes: u64,
+}
+
+/// The most live blocks an instance keeps by address (about 32 MiB of table); beyond it a
+/// block is counted in [`Allocations::untracked_blocks`] and in no context's live counts.
+pub const MAX_LIVE_BLOCKS: usize = 1 << 20;
 
 /// Allocations by calling context; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -125,21 +140,64 @@ pub struct Allocations {
     /// by thread (the ids of `Thread` words). Kept across `consume` calls, since a chunk may
     /// end between the two words; empty but for that moment.
     resizing: HashMap<u64, u64>,
+    /// The allocation word whose block word comes next.
+    pending: Option<Pending>,
 }
 
-/// The counts per node of the context tree.
+/// An allocation word waiting for its block word (or, for a resize, words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    /// A block of `size` bytes made in context `node`.
+    Alloc { node: u32, size: u64 },
+    /// A block freed.
+    Free,
+    /// A block resized to `size` bytes in context `node`: the old block's address next.
+    ResizeFrom { node: u32, size: u64 },
+    /// The same, the old address known: the new block's next.
+    ResizeTo { node: u32, size: u64, old: u64 },
+}
+
+/// Per node of the context tree: the counts, and the live blocks by address.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct NodeCounts(Vec<AllocCounts>);
+struct NodeCounts {
+    counts: Vec<AllocCounts>,
+    /// Address to (the node it was allocated in, its size); at most [`MAX_LIVE_BLOCKS`].
+    live: HashMap<u64, (u32, u64)>,
+    /// Frees of blocks this stream did not see allocated (before the session, or by a thread
+    /// whose stream another instance reads): a merge cancels the other side's live block.
+    /// At most [`MAX_LIVE_BLOCKS`].
+    orphans: hashbrown::HashSet<u64>,
+    /// Blocks not kept for want of room.
+    untracked: u64,
+}
 
 impl NodeCounts {
     /// The counts of node `n`, made (empty) with those before it if new.
     #[inline]
     fn at(&mut self, n: u32) -> &mut AllocCounts {
         let n = n as usize;
-        if self.0.len() <= n {
-            self.0.resize(n + 1, AllocCounts::default());
+        if self.counts.len() <= n {
+            self.counts.resize(n + 1, AllocCounts::default());
         }
-        &mut self.0[n]
+        &mut self.counts[n]
+    }
+
+    /// A block made at `addr` in `node`.
+    fn made(&mut self, addr: u64, node: u32, size: u64) {
+        if self.live.len() < MAX_LIVE_BLOCKS || self.live.contains_key(&addr) {
+            self.live.insert(addr, (node, size));
+        } else {
+            self.untracked += 1;
+        }
+    }
+
+    /// The block at `addr` freed: its entry goes, or the free waits for a merge.
+    fn freed(&mut self, addr: u64) -> Option<(u32, u64)> {
+        let gone = self.live.remove(&addr);
+        if gone.is_none() && self.orphans.len() < MAX_LIVE_BLOCKS {
+            self.orphans.insert(addr);
+        }
+        gone
     }
 }
 
@@ -148,6 +206,11 @@ impl NodeData for NodeCounts {
         for (&from, &onto) in moved {
             let counts = std::mem::take(self.at(from));
             self.at(onto).add(&counts);
+        }
+        for (node, _) in self.live.values_mut() {
+            if let Some(&onto) = moved.get(node) {
+                *node = onto;
+            }
         }
     }
 }
@@ -177,7 +240,7 @@ impl Allocations {
     /// Counts over every context.
     pub fn totals(&self) -> AllocCounts {
         let mut t = AllocCounts::default();
-        for c in &self.counts.0 {
+        for c in &self.counts.counts {
             t.add(c);
         }
         t
@@ -195,7 +258,11 @@ impl Allocations {
     }
 
     fn counts_at(&self, n: u32) -> AllocCounts {
-        self.counts.0.get(n as usize).copied().unwrap_or_default()
+        self.counts
+            .counts
+            .get(n as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Futures this instance saw polled whose calling context is still unknown to it (their
@@ -210,6 +277,7 @@ impl Allocations {
     /// linear in the number of contexts.
     pub fn context_nodes(&self) -> Vec<AllocContext> {
         let attached = self.ctx.tree.attached();
+        let live = self.live_by_node();
         self.ctx
             .tree
             .nodes
@@ -223,8 +291,14 @@ impl Allocations {
                 method: n.method,
                 calls: n.count,
                 counts: self.counts_at(i as u32),
+                live: live[i],
             })
             .collect()
+    }
+
+    /// The root context's live blocks: made outside every instrumented function.
+    pub fn root_live(&self) -> LiveCounts {
+        self.live_by_node()[ROOT as usize]
     }
 
     /// Every context with allocation activity of its own, sorted by stack. Each stack is
@@ -326,6 +400,57 @@ impl Allocations {
         self.counts.at(self.ctx.top())
     }
 
+    /// Live blocks and bytes per node (same indices as the tree's).
+    fn live_by_node(&self) -> Vec<LiveCounts> {
+        let mut out = vec![LiveCounts::default(); self.ctx.tree.nodes.len()];
+        for &(node, size) in self.counts.live.values() {
+            if let Some(l) = out.get_mut(node as usize) {
+                l.blocks += 1;
+                l.bytes += size;
+            }
+        }
+        out
+    }
+
+    /// Blocks allocated while more than [`MAX_LIVE_BLOCKS`] were live, whose frees this
+    /// instance cannot match: in no context's live counts.
+    pub fn untracked_blocks(&self) -> u64 {
+        self.counts.untracked
+    }
+
+    /// A block word: the address of the block the allocation word before it was about.
+    #[cold]
+    fn on_block(&mut self, addr: u64) {
+        match self.pending.take() {
+            Some(Pending::Alloc { node, size }) => self.counts.made(addr, node, size),
+            Some(Pending::Free) => {
+                self.counts.freed(addr);
+            }
+            Some(Pending::ResizeFrom { node, size }) => {
+                self.pending = Some(Pending::ResizeTo {
+                    node,
+                    size,
+                    old: addr,
+                });
+            }
+            Some(Pending::ResizeTo { node, size, old }) => {
+                // The block keeps the context it was made in, if this stream saw it made.
+                let node = self.counts.freed(old).map_or(node, |(n, _)| n);
+                self.counts.made(addr, node, size);
+            }
+            // Its allocation word was lost (a sampling gap, already approximate).
+            None => {}
+        }
+    }
+
+    /// A word other than a block word while one was awaited: the stream has no addresses (a
+    /// hand-made one), or the word was lost (a sampling gap, already approximate). Only the
+    /// live blocks miss it; the counts are whole.
+    #[cold]
+    fn block_lost(&mut self) {
+        self.pending = None;
+    }
+
     /// A block resized from `old` to `new` bytes, here.
     #[inline]
     fn resized(&mut self, old: u64, new: u64) {
@@ -355,6 +480,13 @@ impl Allocations {
 impl EventAnalysis for Allocations {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
+            if let Some(addr) = as_block(w) {
+                self.on_block(addr);
+                continue;
+            }
+            if self.pending.is_some() {
+                self.block_lost();
+            }
             match decode(w) {
                 Some(EventKind::Alloc { size }) => {
                     if !self.resizing.is_empty() {
@@ -363,6 +495,8 @@ impl EventAnalysis for Allocations {
                     let c = self.here();
                     c.allocs += 1;
                     c.bytes += size;
+                    let node = self.ctx.top();
+                    self.pending = Some(Pending::Alloc { node, size });
                 }
                 Some(EventKind::Dealloc { size }) => {
                     if !self.resizing.is_empty() {
@@ -371,12 +505,15 @@ impl EventAnalysis for Allocations {
                     let c = self.here();
                     c.frees += 1;
                     c.freed_bytes += size;
+                    self.pending = Some(Pending::Free);
                 }
                 Some(EventKind::Realloc { old, new }) => {
                     if !self.resizing.is_empty() {
                         self.half_resize_lost();
                     }
                     self.resized(old, new);
+                    let node = self.ctx.top();
+                    self.pending = Some(Pending::ResizeFrom { node, size: new });
                 }
                 // A resize too large for one word: counted, where the thread is, once its
                 // second word comes (the next allocation word of the thread, by construction).
@@ -388,7 +525,11 @@ impl EventAnalysis for Allocations {
                 }
                 Some(EventKind::ReallocTo { new }) => {
                     match self.resizing.remove(&self.ctx.threads.current_id()) {
-                        Some(old) => self.resized(old, new),
+                        Some(old) => {
+                            self.resized(old, new);
+                            let node = self.ctx.top();
+                            self.pending = Some(Pending::ResizeFrom { node, size: new });
+                        }
                         // Its first word was lost (a sampling gap): the old size is unknown.
                         None => self.ctx.approximate = true,
                     }
@@ -416,9 +557,24 @@ impl EventAnalysis for Allocations {
     fn merge(&mut self, other: Allocations) {
         // Parents precede children in both arenas: one pass in index order maps every node.
         let to_self = self.ctx.merge_tree(&other.ctx);
-        for (i, c) in other.counts.0.iter().enumerate() {
+        for (i, c) in other.counts.counts.iter().enumerate() {
             self.counts.at(to_self[i]).add(c);
         }
+        // Live blocks: what one stream freed of what the other made is gone (a block freed on
+        // another thread than the one that made it).
+        for &addr in &other.counts.orphans {
+            if self.counts.live.remove(&addr).is_none()
+                && self.counts.orphans.len() < MAX_LIVE_BLOCKS
+            {
+                self.counts.orphans.insert(addr);
+            }
+        }
+        for (addr, (node, size)) in other.counts.live {
+            if !self.counts.orphans.remove(&addr) {
+                self.counts.made(addr, to_self[node as usize], size);
+            }
+        }
+        self.counts.untracked += other.counts.untracked;
         self.ctx.merge_tasks(other.ctx, &to_self, &mut self.counts);
         // `other.resizing` is not merged: `other`'s stream has ended (a closed ring, a
         // snapshot's copy), so a resize half seen there never completes, and its thread ids

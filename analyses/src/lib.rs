@@ -73,7 +73,10 @@ pub mod sampling;
 mod thread_stacks;
 pub mod time_profile;
 
-pub use allocations::{AllocContext, AllocCounts, Allocations, ContextAllocs, FunctionAllocs};
+pub use allocations::{
+    AllocContext, AllocCounts, Allocations, ContextAllocs, FunctionAllocs, LiveCounts,
+    MAX_LIVE_BLOCKS,
+};
 pub use cabprof_cab::event::MethodId;
 pub use cache_sim::{
     CacheConfigError, CacheSim, Counting, LevelConfig, LevelStats, MissCounts, Policy,

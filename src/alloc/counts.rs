@@ -53,25 +53,27 @@ fn runtime_call(made: Option<usize>, freed: Option<usize>) {
 }
 
 #[inline]
-pub(super) fn on_alloc(size: usize) {
+pub(super) fn on_alloc(size: usize, addr: usize) {
     if in_runtime_work() {
         return runtime_call(Some(size), None);
     }
     emit(Event::alloc(size));
+    emit(Event::block(addr));
     grow(size as i64);
 }
 
 #[inline]
-pub(super) fn on_dealloc(size: usize) {
+pub(super) fn on_dealloc(size: usize, addr: usize) {
     if in_runtime_work() {
         return runtime_call(None, Some(size));
     }
     emit(Event::dealloc(size));
+    emit(Event::block(addr));
     COUNTERS.live.fetch_sub(size as i64, Ordering::Relaxed);
 }
 
 #[inline]
-pub(super) fn on_realloc(old: usize, new: usize) {
+pub(super) fn on_realloc(old: usize, new: usize, old_addr: usize, new_addr: usize) {
     if in_runtime_work() {
         return runtime_call(Some(new), Some(old));
     }
@@ -84,6 +86,8 @@ pub(super) fn on_realloc(old: usize, new: usize) {
             emit(to);
         }
     }
+    emit(Event::block(old_addr));
+    emit(Event::block(new_addr));
     if new >= old {
         grow((new - old) as i64);
     } else {

@@ -103,7 +103,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
         let p = unsafe { self.inner.alloc(layout) };
         #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
-            on_alloc(layout.size());
+            on_alloc(layout.size(), p as usize);
         }
         p
     }
@@ -114,7 +114,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
         let p = unsafe { self.inner.alloc_zeroed(layout) };
         #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
-            on_alloc(layout.size());
+            on_alloc(layout.size(), p as usize);
         }
         p
     }
@@ -126,7 +126,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
         unsafe { self.inner.dealloc(ptr, layout) };
         #[cfg(feature = "enabled")]
         if recording() {
-            on_dealloc(layout.size());
+            on_dealloc(layout.size(), ptr as usize);
         }
     }
 
@@ -136,7 +136,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Tracked<A> {
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
         #[cfg(feature = "enabled")]
         if !p.is_null() && recording() {
-            on_realloc(layout.size(), new_size);
+            on_realloc(layout.size(), new_size, ptr as usize, p as usize);
         }
         p
     }

@@ -6,10 +6,10 @@
 use super::contexts::{depth_first, stack_rows};
 use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
-    AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, NotAReport,
-    ReportData,
+    AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, LiveEntry,
+    NotAReport, ReportData,
 };
-use cabprof_analyses::{AllocCounts, Allocations};
+use cabprof_analyses::{AllocCounts, Allocations, LiveCounts};
 use std::fmt::Write as _;
 
 /// The allocation analysis.
@@ -22,6 +22,13 @@ fn entry(c: &AllocCounts) -> AllocCountsEntry {
         reallocs: c.reallocs,
         frees: c.frees,
         freed_bytes: c.freed_bytes,
+    }
+}
+
+fn live(l: LiveCounts) -> LiveEntry {
+    LiveEntry {
+        blocks: l.blocks,
+        bytes: l.bytes,
     }
 }
 
@@ -95,6 +102,7 @@ impl AnalysisDescriptor for Descriptor {
                 method: c.method.get(),
                 calls: c.calls,
                 counts: entry(&c.counts),
+                live: Some(live(c.live)),
             }
         })
         .collect();
@@ -115,6 +123,8 @@ impl AnalysisDescriptor for Descriptor {
             },
             functions,
             contexts,
+            root_live: Some(live(a.root_live())),
+            untracked_blocks: Some(a.untracked_blocks()),
         });
     }
 

@@ -533,6 +533,18 @@ pub struct AllocContextEntry {
     pub calls: u64,
     /// Allocations made while this was the context.
     pub counts: AllocCountsEntry,
+    /// The blocks made in this context and not freed at the end (matched by address; see
+    /// [`AllocationsData::untracked_blocks`]). Absent in older files.
+    pub live: Option<LiveEntry>,
+}
+
+/// Blocks allocated and not freed, and their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveEntry {
+    /// Blocks.
+    pub blocks: u64,
+    /// Their sizes.
+    pub bytes: u64,
 }
 
 /// The allocation analysis' results.
@@ -559,6 +571,12 @@ pub struct AllocationsData {
     /// The calling contexts with allocations in their subtree, each after its parent (a
     /// depth-first walk, the child whose subtree allocated the most bytes first).
     pub contexts: Vec<AllocContextEntry>,
+    /// The blocks made outside every instrumented function and not freed. Absent in older
+    /// files.
+    pub root_live: Option<LiveEntry>,
+    /// Blocks made while the analysis held its most live blocks by address (about a million
+    /// per thread's stream), so in no context's `live`. Absent in older files.
+    pub untracked_blocks: Option<u64>,
 }
 
 impl AllocationsData {

@@ -320,6 +320,10 @@ mod tests {
                     method: 3,
                     calls: 1,
                     counts: Default::default(),
+                    live: Some(crate::model::LiveEntry {
+                        blocks: 2,
+                        bytes: 48,
+                    }),
                 }],
                 ..AllocationsData::default()
             }),

@@ -10,7 +10,8 @@
 //!   counts); `wall` (nanoseconds) with the time analysis, each calling context's self time
 //!   (so a function's cumulative value is its inclusive time); `alloc_objects` (count) and
 //!   `alloc_space` (bytes) with the allocations analysis, the blocks and bytes allocated while
-//!   the context was innermost; then `l1_misses`, `l2_misses`, … (count) per simulated cache
+//!   the context was innermost, and `inuse_objects` and `inuse_space`, those of them not
+//!   freed at the end (blocks matched to their frees by address); then `l1_misses`, `l2_misses`, … (count) per simulated cache
 //!   level. `calls` is the default when present.
 //! - **Stacks**: one sample per calling context, its stack of locations leaf first, with a
 //!   value in every column that has the context; so a function's *flat* value is what
@@ -256,14 +257,17 @@ impl ReportData {
         self.pprof_encoded(labels, earlier, time_nanos)
     }
 
-    /// The allocations alone, as Go's `/debug/pprof/allocs` serves them: `alloc_objects` and
-    /// `alloc_space` per calling context, `alloc_space` the default; `None` without the
-    /// allocations analysis.
+    /// The allocations alone, as Go's `/debug/pprof/allocs` and `/debug/pprof/heap` serve
+    /// them: `alloc_objects`, `alloc_space`, and where live blocks were matched
+    /// `inuse_objects` and `inuse_space`, per calling context, `default` the default sample
+    /// type (`alloc_space` for `allocs`, `inuse_space` for `heap`, as Go's); `None` without
+    /// the allocations analysis.
     #[cfg(feature = "serve")]
     pub(crate) fn pprof_allocations(
         &self,
         labels: &[(&str, &str)],
         time_nanos: i64,
+        default: &str,
     ) -> Option<Vec<u8>> {
         self.allocations.as_ref()?;
         let only = ReportData {
@@ -273,7 +277,7 @@ impl ReportData {
             cache: None,
             ..self.clone()
         };
-        Some(only.pprof_default(labels, None, time_nanos, Some("alloc_space")))
+        Some(only.pprof_default(labels, None, time_nanos, Some(default)))
     }
 
     /// The gzipped profile. Its samples, one per stack, are the bulk: rather than a message
@@ -365,6 +369,14 @@ impl ReportData {
             columns.push(("alloc_objects", "count", objects));
             let bytes = LeafStacks::new(tree, root.bytes, |i| a.contexts[i].counts.bytes);
             columns.push(("alloc_space", "bytes", bytes));
+            // Live blocks where the report has them (matched by address).
+            if let Some(root) = a.root_live {
+                let live = |i: usize| a.contexts[i].live.unwrap_or_default();
+                let objects = LeafStacks::new(tree, root.blocks, move |i| live(i).blocks);
+                columns.push(("inuse_objects", "count", objects));
+                let bytes = LeafStacks::new(tree, root.bytes, move |i| live(i).bytes);
+                columns.push(("inuse_space", "bytes", bytes));
+            }
         }
         let has_calls = !columns.is_empty();
         let stack_columns = columns.len();

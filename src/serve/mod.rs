@@ -10,7 +10,7 @@
 //! | `/report.json?seconds=N` | the next N seconds as a cabprof JSON report (`cabprof report` reads it) |
 //! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
 //! | `/debug/pprof/inflight` | each thread's innermost open instrumented call with its calling context, and the futures pending, with how long this view has seen them open; `?format=json` |
-//! | `/debug/pprof/allocs` | Go's `allocs` profile (`alloc_objects`, `alloc_space`) since the session started, with the allocations analysis; `heap` is 404 (no live bytes per allocation site) |
+//! | `/debug/pprof/allocs`, `/debug/pprof/heap` | Go's `allocs` and `heap` profiles since the session started, with the allocations analysis: `alloc_objects`, `alloc_space`, `inuse_objects`, `inuse_space` (blocks not freed, matched by address), `alloc_space` or `inuse_space` the default; `?gc=1` is accepted and changes nothing (a block is freed when dropped) |
 //! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
 //!
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
@@ -354,15 +354,9 @@ impl State {
             "/report.json" => self.report_json(r),
             "/" => self.page(),
             "/debug/pprof/" | "/debug/pprof" => self.index(),
-            "/debug/pprof/allocs" => self.allocs(),
+            "/debug/pprof/allocs" => self.allocs("allocs", "alloc_space"),
+            "/debug/pprof/heap" => self.allocs("heap", "inuse_space"),
             "/debug/pprof/inflight" => self.inflight(r),
-            "/debug/pprof/heap" => Response::text(
-                404,
-                "404 heap profile not served: live bytes per allocation site are not tracked \
-                 (a free is charged where it happens, not where its block was made); \
-                 /debug/pprof/allocs serves what was allocated, and /metrics the process's \
-                 live bytes (cabprof_heap_live_bytes)",
-            ),
             _ => Response::text(404, format!("404 page not found: {}", r.path)),
         }
     }
@@ -536,14 +530,17 @@ impl State {
 
     /// Go's `allocs` profile: the blocks and bytes allocated in each calling context since the
     /// session started, from the shared snapshot.
-    fn allocs(&self) -> Response {
+    /// Go's `allocs` or `heap` profile (`name`), the same columns with `default` the default
+    /// sample type. `?gc=1`, which asks Go to collect garbage first, is accepted and changes
+    /// nothing: a Rust block is freed when it is dropped, so what is live is already live.
+    fn allocs(&self, name: &str, default: &str) -> Response {
         let Some(report) = self.with_shared(|shared, _| shared.report.clone()) else {
             return State::gone();
         };
         let Some(a) = &report.data.allocations else {
             return Response::text(
                 404,
-                "404 allocs profile not served: the allocations analysis does not run; \
+                "404 allocs and heap profiles not served: the allocations analysis does not run; \
                  add it (CABPROF_ANALYSES=call-tree,allocations, or \
                  SessionBuilder::analyses with Analysis::Allocations) and install \
                  cabprof::alloc::Tracked as the global allocator",
@@ -552,7 +549,7 @@ impl State {
         if !a.tracked {
             return Response::text(
                 404,
-                "404 allocs profile not served: no allocation was reported; install \
+                "404 allocs and heap profiles not served: no allocation was reported; install \
                  cabprof::alloc::Tracked as the program's #[global_allocator]",
             );
         }
@@ -560,11 +557,11 @@ impl State {
             .unwrap_or(0)
             .saturating_mul(1_000_000);
         let labels = [("service_name", self.service.as_str())];
-        let body = report.data.pprof_allocations(&labels, nanos);
+        let body = report.data.pprof_allocations(&labels, nanos, default);
         let mut ok = Response::new(200, "application/octet-stream", body.unwrap_or_default());
         ok.headers.push((
             "Content-Disposition",
-            "attachment; filename=\"allocs\"".into(),
+            format!("attachment; filename=\"{name}\""),
         ));
         ok
     }

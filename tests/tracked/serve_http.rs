@@ -16,6 +16,12 @@ fn alloc_some() -> usize {
     std::hint::black_box(vec![1u8; 4096]).len()
 }
 
+/// Makes a block of 1,000 bytes that outlives the call.
+#[cabprof::profile]
+fn keep_some(kept: &mut Vec<Vec<u8>>) {
+    kept.push(std::hint::black_box(vec![2u8; 1000]));
+}
+
 #[cabprof::profile]
 fn leaf(x: u64) -> u64 {
     x.wrapping_mul(31).rotate_left(7)
@@ -128,7 +134,6 @@ fn bad_requests_get_gos_answers() {
         assert_eq!(a.status, 400, "report.json seconds={bad}");
     }
     assert_eq!(get(addr, "/no/such/path").status, 404);
-    assert_eq!(get(addr, "/debug/pprof/heap").status, 404);
     let post = raw(addr, b"POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(post.status, 405);
     // HEAD too: it would open a window (and get a body) for an answer it throws away.
@@ -649,9 +654,11 @@ fn go_pprof(url: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// `/debug/pprof/allocs` as Go serves it, read by `go tool pprof`: the bytes and blocks each
-/// function allocated since the session started, `alloc_space` the default. `heap` says why it
-/// is not served, and the live bytes are a gauge of `/metrics`.
+/// `/debug/pprof/allocs` and `/debug/pprof/heap` as Go serves them, read by `go tool pprof`:
+/// the bytes and blocks each function allocated since the session started (`alloc_space` the
+/// default of `allocs`), and those still live (`inuse_space` the default of `heap`): a
+/// function whose blocks are all freed has none in use, one that keeps 7 blocks of 1,000 bytes
+/// has 7,000 bytes in use. The live bytes are also a gauge of `/metrics`.
 #[cfg(feature = "pprof")]
 #[test]
 fn go_tool_pprof_reads_the_allocs_profile() {
@@ -669,13 +676,13 @@ fn go_tool_pprof_reads_the_allocs_profile() {
     for _ in 0..10 {
         alloc_some();
     }
-    let heap = get(addr, "/debug/pprof/heap");
-    assert_eq!(heap.status, 404);
-    assert!(
-        heap.text().contains("/debug/pprof/allocs"),
-        "{}",
-        heap.text()
-    );
+    let mut kept = Vec::with_capacity(16);
+    for _ in 0..7 {
+        keep_some(&mut kept);
+    }
+    let heap = get(addr, "/debug/pprof/heap?gc=1");
+    assert_eq!(heap.status, 200, "{}", heap.text());
+    assert_eq!(&heap.body[..2], &[0x1f, 0x8b], "gzip");
     let allocs = get(addr, "/debug/pprof/allocs");
     assert_eq!(allocs.status, 200, "{}", allocs.text());
     assert_eq!(&allocs.body[..2], &[0x1f, 0x8b], "gzip");
@@ -704,6 +711,36 @@ fn go_tool_pprof_reads_the_allocs_profile() {
             .unwrap_or_else(|| panic!("no alloc_some in\n{text}"));
         assert_eq!(row.1 .0, 40960, "{args:?}\n{text}");
     }
+    // The heap profile: in use by default, and every column by name.
+    let heap_url = format!("http://{addr}/debug/pprof/heap");
+    let in_use = |args: &[&str], name: &str| {
+        let text = go_pprof(&heap_url, args);
+        crate::go_pprof::top_rows(&text)
+            .iter()
+            .find(|(k, _)| k.ends_with(name))
+            .map(|r| r.1 .0)
+    };
+    let default = ["-top", "-nodefraction=0", "-unit=B"];
+    assert_eq!(in_use(&default, "::keep_some"), Some(7000));
+    // Freed on return: nothing in use (absent from the top, or 0).
+    assert_eq!(in_use(&default, "::alloc_some").unwrap_or(0), 0);
+    let space = [
+        "-top",
+        "-nodefraction=0",
+        "-unit=B",
+        "-sample_index=inuse_space",
+    ];
+    assert_eq!(in_use(&space, "::keep_some"), Some(7000));
+    let objects = ["-top", "-nodefraction=0", "-sample_index=inuse_objects"];
+    assert_eq!(in_use(&objects, "::keep_some"), Some(7));
+    let made = [
+        "-top",
+        "-nodefraction=0",
+        "-unit=B",
+        "-sample_index=alloc_space",
+    ];
+    assert_eq!(in_use(&made, "::alloc_some"), Some(40960));
+    std::hint::black_box(&kept);
     let text = go_pprof(
         &url,
         &["-top", "-nodefraction=0", "-sample_index=alloc_objects"],

@@ -401,3 +401,92 @@ fn a_lost_half_of_a_two_word_resize_is_dropped_and_marks_the_result_approximate(
     live.consume(&words(&[to]));
     assert_eq!(live.totals(), counts(0, 300 * MIB, 1, 0, 0));
 }
+
+/// Live blocks by context, from the block words after each allocation word: made, freed,
+/// resized (the block keeps the context it was made in), a free of a block made before the
+/// stream (kept for a merge), at any chunking.
+#[test]
+fn live_blocks_follow_their_addresses() {
+    use cabprof_analyses::LiveCounts;
+    let (main, work) = (m(1), m(2));
+    let w = words(&[
+        Event::call(MethodId::ROOT, main),
+        Event::alloc(100),
+        Event::block(0x1000),
+        Event::alloc(40),
+        Event::block(0x2000),
+        Event::call(main, work),
+        Event::alloc(8),
+        Event::block(0x3000),
+        // Resized in `work`: still `main`'s block, now 64 bytes at 0x4000.
+        Event::realloc(40, 64).unwrap(),
+        Event::block(0x2000),
+        Event::block(0x4000),
+        // A block made before the stream.
+        Event::dealloc(24),
+        Event::block(0x9000),
+        Event::ret(work),
+        Event::dealloc(100),
+        Event::block(0x1000),
+        Event::ret(main),
+    ]);
+    for chunk in 1..=w.len() {
+        let mut a = Allocations::new();
+        for c in w.chunks(chunk) {
+            a.consume(c);
+        }
+        let nodes = a.context_nodes();
+        let live = |method: MethodId| {
+            nodes
+                .iter()
+                .filter(|n| n.method == method)
+                .map(|n| n.live)
+                .next()
+                .unwrap()
+        };
+        assert_eq!(
+            live(main),
+            LiveCounts {
+                blocks: 1,
+                bytes: 64
+            },
+            "chunk {chunk}"
+        );
+        assert_eq!(
+            live(work),
+            LiveCounts {
+                blocks: 1,
+                bytes: 8
+            }
+        );
+        assert_eq!(a.root_live(), LiveCounts::default());
+        assert!(!a.is_approximate());
+    }
+}
+
+/// A block made on one thread and freed on another (two streams, two instances): after the
+/// merge it is not live, in either order of merging.
+#[test]
+fn a_block_freed_by_another_thread_is_not_live_after_the_merge() {
+    let main = m(1);
+    let made = words(&[
+        Event::call(MethodId::ROOT, main),
+        Event::alloc(32),
+        Event::block(0x5000),
+        Event::alloc(16),
+        Event::block(0x6000),
+        Event::ret(main),
+    ]);
+    let freed = words(&[Event::dealloc(32), Event::block(0x5000)]);
+    for made_first in [true, false] {
+        let (mut a, mut b) = (Allocations::new(), Allocations::new());
+        a.consume(&made);
+        b.consume(&freed);
+        if !made_first {
+            std::mem::swap(&mut a, &mut b);
+        }
+        a.merge(b);
+        let live: u64 = a.context_nodes().iter().map(|n| n.live.bytes).sum();
+        assert_eq!(live, 16, "made first: {made_first}");
+    }
+}

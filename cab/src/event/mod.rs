@@ -42,6 +42,7 @@ mod calibration;
 mod duration;
 mod poll;
 
+pub use alloc::as_block;
 pub use calibration::{as_calibration, is_probe, CallCosts};
 pub use duration::{
     as_long_return, as_time, as_timed_return, EXACT_DURATION, LONG_EXACT_DURATION, MAX_DURATION,
