@@ -10,7 +10,10 @@ pub(crate) struct Descriptor;
 
 impl AnalysisDescriptor for Descriptor {
     type State = MethodCount;
-    const NAMES: &'static [&'static str] = &["method-count", "methods"];
+    // `method-count` stays the canonical name (users type it, reports key on it); the
+    // function-named aliases match the word the rest of the user-facing text uses.
+    const NAMES: &'static [&'static str] =
+        &["method-count", "methods", "function-count", "functions"];
     const ON_BY_DEFAULT: bool = true;
 
     fn build(_plan: &AnalysisPlan) -> MethodCount {

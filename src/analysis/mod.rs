@@ -383,4 +383,17 @@ mod tests {
             assert_eq!(ANALYSES_HELP.matches(a.name()).count(), 1, "{a}");
         }
     }
+
+    #[test]
+    fn function_count_is_the_method_count_under_either_name() {
+        for name in [
+            "method-count",
+            "methods",
+            "function-count",
+            "functions",
+            "Function_Count",
+        ] {
+            assert_eq!(Analysis::parse(name), Some(Analysis::MethodCount), "{name}");
+        }
+    }
 }

@@ -123,7 +123,7 @@ impl MethodId {
     pub const fn new(id: u32) -> Result<MethodId, EventError> {
         if id > MAX_METHOD_ID {
             Err(EventError {
-                field: "method id",
+                field: "function id",
                 value: id as u64,
                 max: MAX_METHOD_ID as u64,
             })
@@ -147,7 +147,7 @@ impl fmt::Display for MethodId {
 /// A field did not fit its place in an event word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventError {
-    /// The field that did not fit ("method id", "path number", "address", ...).
+    /// The field that did not fit ("function id", "path number", "address", ...).
     pub field: &'static str,
     /// The value given.
     pub value: u64,

@@ -154,7 +154,7 @@ fn extreme_fields_stay_clear_of_sentinels() {
 #[test]
 fn out_of_range_fields_are_named_errors() {
     let err = MethodId::new(MAX_METHOD_ID + 1).unwrap_err();
-    assert_eq!(err.field, "method id");
+    assert_eq!(err.field, "function id");
     assert!(err.to_string().contains("allowed 0..=1073741823"), "{err}");
     let err = Event::path(MethodId::ROOT, MAX_PATH_NUMBER + 1).unwrap_err();
     assert_eq!(err.field, "path number");
