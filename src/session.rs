@@ -39,6 +39,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "CABPROF_TIME_RAW",
         "1: the text report shows raw times (before overhead compensation) beside the compensated ones",
     ),
+    (
+        "CABPROF_TIMELINE_SLICES",
+        "slices the timeline keeps per thread, the latest (default 131072, 3 MiB; 1..=16777216)",
+    ),
     ("CABPROF_OUTPUT", "path of the JSON report file"),
     (
         "CABPROF_SIGNALS",
@@ -132,6 +136,13 @@ impl SessionBuilder {
     /// text report (default off; the JSON report always has both, as `raw_` fields).
     pub fn time_raw(mut self, on: bool) -> Self {
         self.plan.time_raw = on;
+        self
+    }
+
+    /// Slices the timeline keeps per thread ([`Analysis::Timeline`]; default 131,072, 3 MiB):
+    /// the latest, older ones overwritten and counted.
+    pub fn timeline_slices(mut self, n: usize) -> Self {
+        self.plan.timeline_slices = n;
         self
     }
 
