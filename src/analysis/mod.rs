@@ -51,6 +51,7 @@ mod paths;
 mod plan;
 mod reuse_distance;
 mod time;
+mod timeline;
 
 pub use plan::AnalysisPlan;
 
@@ -364,6 +365,8 @@ register! {
     /// Heap allocations per function and calling context (needs `cabprof::alloc::Tracked` as
     /// the global allocator).
     Allocations => allocations: cabprof_analyses::Allocations,
+    /// Per thread, which call ran when: the last slices (opt-in; times calls).
+    Timeline => timeline: cabprof_analyses::Timeline,
 }
 
 pub(crate) use crate::model::check_contexts;

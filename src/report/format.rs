@@ -23,11 +23,13 @@ pub enum Format {
     Pprof,
     /// The callgrind format, for KCachegrind, QCachegrind and `callgrind_annotate`.
     Callgrind,
+    /// The timeline as Chrome Trace Event JSON (needs the `timeline` analysis).
+    ChromeTrace,
 }
 
 impl Format {
     /// Every format, in the order help texts and docs list them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Table,
         Format::Json,
         Format::Folded,
@@ -35,6 +37,7 @@ impl Format {
         Format::Svg,
         Format::Pprof,
         Format::Callgrind,
+        Format::ChromeTrace,
     ];
 
     /// The name `--format` takes.
@@ -47,6 +50,7 @@ impl Format {
             Format::Svg => "svg",
             Format::Pprof => "pprof",
             Format::Callgrind => "callgrind",
+            Format::ChromeTrace => "chrome-trace",
         }
     }
 
@@ -75,6 +79,11 @@ impl Format {
             Format::Callgrind => {
                 "The callgrind format (KCachegrind, QCachegrind, callgrind_annotate): calls and \
                  misses per function, calls and inclusive calls per call-graph edge"
+            }
+            Format::ChromeTrace => {
+                "The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing, DevTools, \
+                 speedscope): each thread's calls with their start and duration (needs the \
+                 timeline analysis)"
             }
         }
     }

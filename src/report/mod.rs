@@ -93,6 +93,7 @@
 //!   [`ReportData::results_json`]).
 
 mod callgrind;
+mod chrome_trace;
 mod compare;
 mod convert;
 mod delta;

@@ -1,0 +1,358 @@
+//! The timeline: a program of known timing (a thread whose `outer` takes about 20 ms and calls
+//! `inner` four times for about 4 ms each, another thread calling `side` meanwhile) gives
+//! slices of those durations, nested, on the right threads, as many as the calls counted; the
+//! Chrome trace of it, read by the DevTools trace engine (npm `@paulirish/trace_engine`, run
+//! with Node), says the same; the flight recorder keeps the last slices and counts the rest.
+//! One session at a time.
+
+use cabprof::report::{TimelineData, TimelineSlice};
+use cabprof::{profile, Analysis, ReportData, Session};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::serial;
+
+const INNER_MS: f64 = 4.0;
+const OUTER_MS: f64 = 20.0;
+const SIDE_MS: f64 = 5.0;
+const SIDE_CALLS: usize = 3;
+
+#[profile]
+fn inner() {
+    std::thread::sleep(Duration::from_micros((INNER_MS * 1e3) as u64));
+}
+
+/// Four `inner` calls, then as long again as one, alone: 20 ms.
+#[profile]
+fn outer() {
+    for _ in 0..4 {
+        inner();
+    }
+    std::thread::sleep(Duration::from_micros(((OUTER_MS - 4.0 * INNER_MS) * 1e3) as u64));
+}
+
+#[profile]
+fn side() {
+    std::thread::sleep(Duration::from_micros((SIDE_MS * 1e3) as u64));
+}
+
+#[profile]
+fn tiny(x: u64) -> u64 {
+    std::hint::black_box(x).wrapping_add(1)
+}
+
+/// Runs the program of known timing under a session of `analyses`.
+fn known_timing(analyses: &[Analysis]) -> ReportData {
+    let s = Session::builder().analyses(analyses).start().unwrap();
+    let a = std::thread::Builder::new()
+        .name("timeline-outer".into())
+        .spawn(outer)
+        .unwrap();
+    let b = std::thread::Builder::new()
+        .name("timeline-side".into())
+        .spawn(|| (0..SIDE_CALLS).for_each(|_| side()))
+        .unwrap();
+    a.join().unwrap();
+    b.join().unwrap();
+    s.finish().data.clone()
+}
+
+/// One slice as a reader saw it: its function, thread, interval (ms) and parent's index.
+#[derive(Clone, Debug)]
+struct Seen {
+    name: String,
+    thread: String,
+    start_ms: f64,
+    dur_ms: f64,
+    parent: Option<usize>,
+}
+
+/// The timeline's slices as [`Seen`] ones, parents found from depth and interval.
+fn from_report(d: &ReportData, t: &TimelineData) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for th in &t.threads {
+        let base = out.len();
+        let mut open: Vec<(usize, &TimelineSlice)> = Vec::new();
+        for (i, s) in th.slices.iter().enumerate() {
+            open.truncate(s.depth as usize);
+            let parent = open.last().map(|(j, _)| base + j);
+            out.push(Seen {
+                name: d.name(s.method),
+                thread: th.thread.clone(),
+                start_ms: s.start_ns / 1e6,
+                dur_ms: s.duration_ns / 1e6,
+                parent,
+            });
+            open.push((i, s));
+        }
+    }
+    out
+}
+
+/// Every check on the slices of [`known_timing`], whoever read them; `counts`: each function's
+/// calls as the method-count analysis has them.
+fn check(seen: &[Seen], counts: &BTreeMap<String, u64>, reader: &str) {
+    let named = |suffix: &str| -> Vec<(usize, &Seen)> {
+        seen.iter()
+            .enumerate()
+            .filter(|(_, s)| s.name.ends_with(suffix))
+            .collect()
+    };
+    let near = |got: f64, want: f64, what: &str| {
+        assert!(
+            (got - want).abs() <= 0.1 * want,
+            "{reader}: {what} took {got:.3} ms, not within 10 % of {want} ms"
+        );
+    };
+    let outers = named("::outer");
+    let inners = named("::inner");
+    let sides = named("::side");
+    for (name, list) in [("outer", &outers), ("inner", &inners), ("side", &sides)] {
+        let counted = counts
+            .iter()
+            .find(|(n, _)| n.ends_with(&format!("::{name}")))
+            .map(|(_, c)| *c);
+        assert_eq!(
+            Some(list.len() as u64),
+            counted,
+            "{reader}: {name}'s slices against its counted calls"
+        );
+    }
+    assert_eq!((outers.len(), inners.len(), sides.len()), (1, 4, SIDE_CALLS));
+    let (oi, o) = outers[0];
+    assert_eq!(o.thread, "timeline-outer", "{reader}");
+    assert_eq!(o.parent, None, "{reader}: outer is called from the root");
+    near(o.dur_ms, OUTER_MS, "outer");
+    let mut last_end = o.start_ms;
+    for (_, i) in &inners {
+        assert_eq!(i.thread, "timeline-outer", "{reader}");
+        assert_eq!(i.parent, Some(oi), "{reader}: inner nested in outer");
+        assert!(
+            i.start_ms >= o.start_ms && i.start_ms + i.dur_ms <= o.start_ms + o.dur_ms,
+            "{reader}: inner {i:?} inside outer {o:?}"
+        );
+        assert!(i.start_ms >= last_end, "{reader}: inner calls overlap");
+        last_end = i.start_ms + i.dur_ms;
+        near(i.dur_ms, INNER_MS, "inner");
+    }
+    for (_, s) in &sides {
+        assert_eq!(s.thread, "timeline-side", "{reader}");
+        assert_eq!(s.parent, None, "{reader}");
+        near(s.dur_ms, SIDE_MS, "side");
+    }
+    // In parallel: the side thread's calls ran while outer did.
+    let (_, first_side) = sides[0];
+    assert!(
+        first_side.start_ms < o.start_ms + o.dur_ms && o.start_ms < first_side.start_ms + first_side.dur_ms,
+        "{reader}: the two threads ran at the same time"
+    );
+}
+
+fn counts(d: &ReportData) -> BTreeMap<String, u64> {
+    d.method_count
+        .as_ref()
+        .expect("method counts")
+        .iter()
+        .map(|e| (d.name(e.method), e.count))
+        .collect()
+}
+
+#[test]
+fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analysis() {
+    let _g = serial();
+    let d = known_timing(&[Analysis::MethodCount, Analysis::Time, Analysis::Timeline]);
+    let t = d.timeline.as_ref().expect("the timeline ran");
+    assert!(!t.compensated);
+    assert_eq!(t.sample_period, 1);
+    check(&from_report(&d, t), &counts(&d), "the report");
+    // The slices are the time analysis' raw figures, call by call.
+    let time = d.time.as_ref().unwrap();
+    for name in ["::inner", "::outer", "::side"] {
+        let f = time
+            .functions
+            .iter()
+            .find(|f| d.name(f.method).ends_with(name))
+            .unwrap();
+        let sum: f64 = t
+            .threads
+            .iter()
+            .flat_map(|th| &th.slices)
+            .filter(|s| d.name(s.method).ends_with(name))
+            .map(|s| s.duration_ns)
+            .sum();
+        let raw = f.raw_inclusive_ns.unwrap();
+        assert!(
+            (sum - raw).abs() <= 1e-6 * raw,
+            "{name}: slices sum to {sum} ns, the time analysis says {raw} ns"
+        );
+    }
+    // The timeline reads back from the JSON report as it was written.
+    // (Floats to the last bit or so: miniserde's parser is not correctly rounded.)
+    let back = ReportData::from_json(&d.json()).unwrap();
+    let back = back.timeline.as_ref().unwrap();
+    assert_eq!(back.threads.len(), t.threads.len());
+    for (b, a) in back.threads.iter().zip(&t.threads) {
+        assert_eq!((&b.thread, b.overwritten), (&a.thread, a.overwritten));
+        assert_eq!(b.slices.len(), a.slices.len());
+        for (x, y) in b.slices.iter().zip(&a.slices) {
+            assert_eq!((x.method, x.depth, x.poll), (y.method, y.depth, y.poll));
+            assert!((x.start_ns - y.start_ns).abs() <= 1e-6);
+            assert!((x.duration_ns - y.duration_ns).abs() <= 1e-6);
+        }
+    }
+}
+
+#[test]
+fn the_report_has_no_timeline_unless_it_ran() {
+    let _g = serial();
+    let d = known_timing(&[Analysis::MethodCount, Analysis::Time]);
+    assert!(d.timeline.is_none());
+    assert!(d.json().contains("\"timeline\": null"));
+    assert_eq!(d.chrome_trace(), None);
+}
+
+#[test]
+fn the_flight_recorder_keeps_the_last_slices_of_each_thread() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Timeline])
+        .timeline_slices(8)
+        .start()
+        .unwrap();
+    let calls = 1000;
+    std::thread::Builder::new()
+        .name("timeline-tiny".into())
+        .spawn(move || (0..calls).fold(0, |a, _| tiny(a)))
+        .unwrap()
+        .join()
+        .unwrap();
+    let d = s.finish().data.clone();
+    let t = d.timeline.as_ref().unwrap();
+    assert_eq!(t.slices_per_thread, 8);
+    let th = t
+        .threads
+        .iter()
+        .find(|th| th.thread == "timeline-tiny")
+        .expect("the thread's timeline");
+    assert_eq!(th.slices.len(), 8);
+    assert_eq!(th.overwritten, calls - 8);
+    // The last calls: ordered, and not overlapping.
+    for w in th.slices.windows(2) {
+        assert!(w[0].start_ns + w[0].duration_ns <= w[1].start_ns + 1.0);
+    }
+}
+
+#[test]
+fn a_bad_slice_count_is_refused_naming_the_setting() {
+    let _g = serial();
+    for n in [0, (1 << 24) + 1] {
+        let e = Session::builder()
+            .analyses(&[Analysis::Timeline])
+            .timeline_slices(n)
+            .start()
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("timeline_slices") && e.contains("1..=16777216"),
+            "{e}"
+        );
+    }
+    let e = Session::builder()
+        .analyses(&[Analysis::Timeline])
+        .from_vars(|k| (k == "CABPROF_TIMELINE_SLICES").then(|| "many".to_string()));
+    let e = e.err().expect("refused").to_string();
+    assert!(e.contains("CABPROF_TIMELINE_SLICES"), "{e}");
+}
+
+/// Where the trace engine is installed for the tests: `npm install` into the test's scratch
+/// directory on first use. `None` (and a failure under `CI`) if Node or npm is missing or the
+/// install fails.
+fn trace_engine() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace_engine");
+    let modules = dir.join("node_modules");
+    let fail = |message: String| {
+        assert!(std::env::var_os("CI").is_none(), "{message}, and CI is set");
+        eprintln!("SKIPPED: {message}");
+        None
+    };
+    if Command::new("node").arg("--version").output().is_err() {
+        return fail("`node` is not installed: the trace engine cannot read the trace".into());
+    }
+    if !modules.join("@paulirish/trace_engine/package.json").exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                dir.to_str().unwrap(),
+                "@paulirish/trace_engine@0.0.65",
+            ])
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                return fail(format!(
+                    "`npm install @paulirish/trace_engine` failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ))
+            }
+            Err(e) => return fail(format!("`npm` is not installed ({e})")),
+        }
+    }
+    Some(modules)
+}
+
+#[test]
+fn the_devtools_trace_engine_reads_the_chrome_trace_as_the_report_says() {
+    let _g = serial();
+    let d = known_timing(&[Analysis::MethodCount, Analysis::Timeline]);
+    let trace = d.chrome_trace().expect("a timeline");
+    let Some(modules) = trace_engine() else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("timeline.trace.json");
+    std::fs::write(&path, &trace).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/trace_engine.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(&path)
+        .arg(&modules)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the trace engine failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen = Vec::new();
+    for th in read.as_array().expect("an array of threads") {
+        let name = th["name"].as_str().expect("a thread name").to_owned();
+        let base = seen.len();
+        for s in th["slices"].as_array().expect("slices") {
+            assert_eq!(s["ph"], "X");
+            seen.push(Seen {
+                name: s["name"].as_str().unwrap().to_owned(),
+                thread: name.clone(),
+                start_ms: s["ts"].as_f64().unwrap() / 1e3,
+                dur_ms: s["dur"].as_f64().unwrap() / 1e3,
+                parent: s["parent"].as_u64().map(|p| base + p as usize),
+            });
+        }
+    }
+    let slices: usize = d
+        .timeline
+        .as_ref()
+        .unwrap()
+        .threads
+        .iter()
+        .map(|t| t.slices.len())
+        .sum();
+    assert_eq!(seen.len(), slices, "every slice read");
+    check(&seen, &counts(&d), "the trace engine");
+}
