@@ -10,7 +10,7 @@ use cabprof::{profile, Analysis, ReportData, Session};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support::serial;
 
@@ -19,9 +19,19 @@ const OUTER_MS: f64 = 20.0;
 const SIDE_MS: f64 = 5.0;
 const SIDE_CALLS: usize = 3;
 
+/// Wait `ms`: asleep but for the last millisecond, then spinning to the deadline, so that a
+/// late wake-up on a busy machine does not stretch the call.
+fn wait(ms: f64) {
+    let until = Instant::now() + Duration::from_micros((ms * 1e3) as u64);
+    std::thread::sleep(Duration::from_micros(((ms - 1.0) * 1e3) as u64));
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 #[profile]
 fn inner() {
-    std::thread::sleep(Duration::from_micros((INNER_MS * 1e3) as u64));
+    wait(INNER_MS);
 }
 
 /// Four `inner` calls, then as long again as one, alone: 20 ms.
@@ -30,12 +40,12 @@ fn outer() {
     for _ in 0..4 {
         inner();
     }
-    std::thread::sleep(Duration::from_micros(((OUTER_MS - 4.0 * INNER_MS) * 1e3) as u64));
+    wait(OUTER_MS - 4.0 * INNER_MS);
 }
 
 #[profile]
 fn side() {
-    std::thread::sleep(Duration::from_micros((SIDE_MS * 1e3) as u64));
+    wait(SIDE_MS);
 }
 
 #[profile]
