@@ -79,7 +79,10 @@ impl ThreadTimeline {
 enum Opened {
     Call,
     /// A poll of future `task`; `returned` once its function's `Return` came (its last poll).
-    Poll { task: u32, returned: bool },
+    Poll {
+        task: u32,
+        returned: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -470,7 +473,12 @@ mod tests {
     #[test]
     fn without_exit_stamps_nothing_is_on_the_timeline() {
         let mut t = Timeline::default();
-        t.consume(&[call(0, 1), timed_ret(1, 50), call(0, 1), Event::ret(id(1)).word()]);
+        t.consume(&[
+            call(0, 1),
+            timed_ret(1, 50),
+            call(0, 1),
+            Event::ret(id(1)).word(),
+        ]);
         assert!(t.threads().is_empty());
         assert_eq!(t.unmatched(), 0);
     }
@@ -512,7 +520,11 @@ mod tests {
             .collect();
         assert_eq!(
             s,
-            [(3, 0, true, 10, 5), (1, 0, false, 30, 10), (3, 0, true, 50, 8)]
+            [
+                (3, 0, true, 10, 5),
+                (1, 0, false, 30, 10),
+                (3, 0, true, 50, 8)
+            ]
         );
         assert_eq!(t.unmatched(), 0);
     }
@@ -529,7 +541,12 @@ mod tests {
             timed_ret(1, 50),
         ]);
         let mut c = Timeline::default();
-        c.consume(&[Event::thread_mark(2).word(), call(0, 1), time(9), timed_ret(1, 4)]);
+        c.consume(&[
+            Event::thread_mark(2).word(),
+            call(0, 1),
+            time(9),
+            timed_ret(1, 4),
+        ]);
         let mut all = Timeline::default();
         all.merge(b);
         all.merge(c);

@@ -386,7 +386,11 @@ mod tests {
         for a in Analysis::ALL {
             // As whole names: `time` is also the start of `timeline`.
             let names = ANALYSES_HELP.trim_start_matches("comma-separated: ");
-            assert_eq!(names.split(", ").filter(|n| *n == a.name()).count(), 1, "{a}");
+            assert_eq!(
+                names.split(", ").filter(|n| *n == a.name()).count(),
+                1,
+                "{a}"
+            );
         }
     }
 }

@@ -29,11 +29,11 @@ pub use read::{ContextFault, NotAReport, ReportError, LATER_FIELDS};
 pub(crate) use stacks::depths_and_outer;
 pub(crate) use stacks::{parent_of, StackSet};
 pub use stacks::{FlameStacks, Frame, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES};
-pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
 pub use time::{
     CompensationEntry, ContextTimeEntry, DuringSession, EdgeTimeEntry, FunctionTimeEntry, Spread,
     TimeData,
 };
+pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
 
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cabprof-report/1";

@@ -121,7 +121,9 @@ mod tests {
         let t = d.chrome_trace().unwrap();
         let v: miniserde::json::Value = miniserde::json::from_str(&t).expect("valid JSON");
         drop(v);
-        assert!(t.contains(r#""name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main"}"#));
+        assert!(
+            t.contains(r#""name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main"}"#)
+        );
         let outer = t.find(r#""name":"outer""#).unwrap();
         let inner = t.find(r#""name":"inner \"x\"""#).unwrap();
         assert!(outer < inner, "the parent first");

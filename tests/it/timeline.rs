@@ -130,7 +130,10 @@ fn check(seen: &[Seen], counts: &BTreeMap<String, u64>, reader: &str) {
             "{reader}: {name}'s slices against its counted calls"
         );
     }
-    assert_eq!((outers.len(), inners.len(), sides.len()), (1, 4, SIDE_CALLS));
+    assert_eq!(
+        (outers.len(), inners.len(), sides.len()),
+        (1, 4, SIDE_CALLS)
+    );
     let (oi, o) = outers[0];
     assert_eq!(o.thread, "timeline-outer", "{reader}");
     assert_eq!(o.parent, None, "{reader}: outer is called from the root");
@@ -155,7 +158,8 @@ fn check(seen: &[Seen], counts: &BTreeMap<String, u64>, reader: &str) {
     // In parallel: the side thread's calls ran while outer did.
     let (_, first_side) = sides[0];
     assert!(
-        first_side.start_ms < o.start_ms + o.dur_ms && o.start_ms < first_side.start_ms + first_side.dur_ms,
+        first_side.start_ms < o.start_ms + o.dur_ms
+            && o.start_ms < first_side.start_ms + first_side.dur_ms,
         "{reader}: the two threads ran at the same time"
     );
 }
@@ -291,7 +295,10 @@ fn trace_engine() -> Option<PathBuf> {
     if Command::new("node").arg("--version").output().is_err() {
         return fail("`node` is not installed: the trace engine cannot read the trace".into());
     }
-    if !modules.join("@paulirish/trace_engine/package.json").exists() {
+    if !modules
+        .join("@paulirish/trace_engine/package.json")
+        .exists()
+    {
         std::fs::create_dir_all(&dir).unwrap();
         let out = Command::new("npm")
             .args([

@@ -46,7 +46,6 @@ mod poll;
 mod timeline;
 
 pub use calibration::{as_calibration, is_probe, CallCosts};
-pub use timeline::{as_thread_mark, MAX_THREAD_NUMBER};
 pub use duration::{
     as_long_return, as_time, as_timed_return, EXACT_DURATION, LONG_EXACT_DURATION, MAX_DURATION,
     MAX_LONG_DURATION,
@@ -55,6 +54,7 @@ use duration::{
     decode_duration, decode_long_duration, encode_duration, encode_long_duration, LONG_FIELD_MASK,
     LONG_TIMED_BIT,
 };
+pub use timeline::{as_thread_mark, MAX_THREAD_NUMBER};
 
 /// The value of a free slot. Never a valid event word.
 pub const CLEAR: u64 = 0;

@@ -130,7 +130,9 @@ pub(crate) fn finish_timing() {
 
 /// The clock's rate over the running (or last) timed session, measured now: for the timeline.
 pub(crate) fn clock_calibration() -> Calibration {
-    let start = timing().as_ref().map_or_else(Calibration::start, |t| t.start);
+    let start = timing()
+        .as_ref()
+        .map_or_else(Calibration::start, |t| t.start);
     Calibration::measure(&start)
 }
 
