@@ -363,6 +363,19 @@ fn elapsed(start: u64, end: u64) -> u64 {
 impl EventAnalysis for Timeline {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
+            // The words of a timed call first, without building an `EventKind`.
+            if let Some((_, callee)) = event::as_call(w) {
+                self.open(callee, Opened::Call);
+                continue;
+            }
+            if let Some(ticks) = event::as_time(w) {
+                self.on_time(ticks);
+                continue;
+            }
+            if let Some((callee, ticks)) = event::as_timed_return(w) {
+                self.on_timed_return(callee, ticks);
+                continue;
+            }
             if let Some(n) = event::as_thread_mark(w) {
                 self.threads.current.recorded.thread = Some(n);
                 continue;
