@@ -103,8 +103,9 @@ impl AnalysisDescriptor for Descriptor {
         };
         let _ = writeln!(
             o,
-            "\ntimeline ({} threads, raw times; `cabprof report FILE --format chrome-trace` draws it):",
-            t.threads.len()
+            "\ntimeline ({} thread{}, raw times; `cabprof report FILE --format chrome-trace` draws it):",
+            t.threads.len(),
+            if t.threads.len() == 1 { "" } else { "s" }
         );
         for th in &t.threads {
             let end = th
