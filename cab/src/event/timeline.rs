@@ -9,7 +9,10 @@
 //! futures' polls already carry both stamps and are left as they were. The time analysis
 //! takes such a `Time` as a stamp of the frame the `TimedReturn` closes (its start, in a leaf
 //! whose `Call` came just before, else its end), which the duration the `TimedReturn` carries
-//! supersedes, so its figures do not change.
+//! supersedes, so its figures do not change, with one exception: a wait for a full ring while
+//! the exit stamp is pushed is told in a `Stall` word between the stamp and the `TimedReturn`,
+//! so the time analysis takes that wait out of the closing call as well as out of the calls
+//! around it (the call's compensated time is then short by the wait; its raw time is right).
 //!
 //! Each thread also writes, once per session (at its first timed exit), a **thread mark**: a
 //! `Marker` word in a range of its own naming the thread's number in the process, so that the
