@@ -7,7 +7,9 @@
 //! (the DevTools trace engine rejects nameless ones). A thread's slices are written by start,
 //! a parent before the children it encloses; start and end are rounded to the nanosecond
 //! before the duration is taken, so a child's rounded interval stays inside its parent's.
-//! The report's other analyses are not in it.
+//! The report's other analyses are not in it; `otherData` says whether the events were sampled
+//! (`sampled_events`: a sampled ring keeps bursts of events, so calls are missing), whether one
+//! call in `sample_period` was timed (only timed calls are slices), and that times are raw.
 
 use super::ReportData;
 use crate::model::TimelineSlice;
@@ -65,8 +67,11 @@ impl ReportData {
         }
         let _ = write!(
             o,
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"producer\":\"cabprof\",\"sample_period\":{},\"slices_per_thread\":{},\"compensated\":{}}}}}\n",
-            t.sample_period, t.slices_per_thread, t.compensated
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"producer\":\"cabprof\",\"sampled_events\":{},\"sample_period\":{},\"slices_per_thread\":{},\"compensated\":{}}}}}\n",
+            self.is_sampled(),
+            t.sample_period,
+            t.slices_per_thread,
+            t.compensated
         );
         Some(o)
     }
@@ -130,5 +135,6 @@ mod tests {
         assert!(t.contains(r#""ph":"X","ts":1.000,"dur":5.000"#));
         // 1500.4 → 1500, end 2500.3 → 2500.
         assert!(t.contains(r#""ph":"X","ts":1.500,"dur":1.000"#));
+        assert!(t.contains(r#""sampled_events":false,"sample_period":1"#));
     }
 }
