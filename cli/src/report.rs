@@ -197,6 +197,12 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                 ))
             })?
             .into_bytes(),
+        Format::Perfetto => data.perfetto_trace().ok_or_else(|| {
+            CliError::InvalidArguments(format!(
+                "{} has no timeline: record it with CABPROF_ANALYSES=...,timeline",
+                args.file.display()
+            ))
+        })?,
     };
     drop(data);
     emit(args, |out| out.write_all(&rendered))

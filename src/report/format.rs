@@ -25,11 +25,13 @@ pub enum Format {
     Callgrind,
     /// The timeline as Chrome Trace Event JSON (needs the `timeline` analysis).
     ChromeTrace,
+    /// The timeline as a Perfetto protobuf trace (needs the `timeline` analysis).
+    Perfetto,
 }
 
 impl Format {
     /// Every format, in the order help texts and docs list them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Table,
         Format::Json,
         Format::Folded,
@@ -38,6 +40,7 @@ impl Format {
         Format::Pprof,
         Format::Callgrind,
         Format::ChromeTrace,
+        Format::Perfetto,
     ];
 
     /// The name `--format` takes.
@@ -51,6 +54,7 @@ impl Format {
             Format::Pprof => "pprof",
             Format::Callgrind => "callgrind",
             Format::ChromeTrace => "chrome-trace",
+            Format::Perfetto => "perfetto",
         }
     }
 
@@ -84,6 +88,10 @@ impl Format {
                 "The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing, DevTools, \
                  speedscope): each thread's calls with their start and duration (needs the \
                  timeline analysis)"
+            }
+            Format::Perfetto => {
+                "The timeline as a Perfetto protobuf trace (Perfetto UI, trace_processor): \
+                 TrackEvent slices per thread, interned names (needs the timeline analysis)"
             }
         }
     }

@@ -104,6 +104,7 @@ mod format;
 mod json;
 #[cfg(feature = "pprof")]
 mod leaf_stacks;
+mod perfetto;
 #[cfg(feature = "pprof")]
 mod pprof;
 #[cfg(feature = "flamegraph")]

@@ -382,22 +382,7 @@ fn the_devtools_trace_engine_reads_the_chrome_trace_as_the_report_says() {
         "the trace engine failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut seen = Vec::new();
-    for th in read.as_array().expect("an array of threads") {
-        let name = th["name"].as_str().expect("a thread name").to_owned();
-        let base = seen.len();
-        for s in th["slices"].as_array().expect("slices") {
-            assert_eq!(s["ph"], "X");
-            seen.push(Seen {
-                name: s["name"].as_str().unwrap().to_owned(),
-                thread: name.clone(),
-                start_ms: s["ts"].as_f64().unwrap() / 1e3,
-                dur_ms: s["dur"].as_f64().unwrap() / 1e3,
-                parent: s["parent"].as_u64().map(|p| base + p as usize),
-            });
-        }
-    }
+    let seen = read_seen(&out.stdout);
     let slices: usize = d
         .timeline
         .as_ref()
@@ -550,4 +535,97 @@ fn speedscope_loads_the_chrome_trace_with_no_warnings() {
         (side - sides).abs() <= 0.1 * sides,
         "side thread {side} ms, its calls took {sides} ms"
     );
+}
+
+/// A reader's JSON (`[{ "name", "slices": [{ "name", "ts", "dur", "parent" }] }]`, times in
+/// µs, `parent` an index into its thread's slices) as [`Seen`] slices.
+fn read_seen(json: &[u8]) -> Vec<Seen> {
+    let read: serde_json::Value = serde_json::from_slice(json).unwrap();
+    let mut seen = Vec::new();
+    for th in read.as_array().expect("an array of threads") {
+        let name = th["name"].as_str().expect("a thread name").to_owned();
+        let base = seen.len();
+        for s in th["slices"].as_array().expect("slices") {
+            if let Some(ph) = s.get("ph") {
+                assert_eq!(ph, "X");
+            }
+            seen.push(Seen {
+                name: s["name"].as_str().unwrap().to_owned(),
+                thread: name.clone(),
+                start_ms: s["ts"].as_f64().unwrap() / 1e3,
+                dur_ms: s["dur"].as_f64().unwrap() / 1e3,
+                parent: s["parent"].as_u64().map(|p| base + p as usize),
+            });
+        }
+    }
+    seen
+}
+
+/// A Python with Perfetto's schema (PyPI `perfetto`), in a virtual environment made in the
+/// tests' scratch directory on first use; `None` (and a failure under `CI`) if that fails.
+fn perfetto_python() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("perfetto_venv");
+    let python = dir.join("bin/python");
+    let ready = |py: &Path| {
+        Command::new(py)
+            .args([
+                "-c",
+                "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if ready(&python) {
+        return Some(python);
+    }
+    let venv = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&dir)
+        .output();
+    if !venv.as_ref().is_ok_and(|o| o.status.success()) {
+        return skip(&format!(
+            "`python3 -m venv` failed (Debian package `python3-venv`): {venv:?}"
+        ));
+    }
+    let pip = Command::new(dir.join("bin/pip"))
+        .args(["install", "-q", "perfetto==0.16.0", "protobuf"])
+        .output();
+    if !pip.as_ref().is_ok_and(|o| o.status.success()) || !ready(&python) {
+        return skip(&format!("`pip install perfetto protobuf` failed: {pip:?}"));
+    }
+    Some(python)
+}
+
+#[test]
+fn perfettos_schema_decodes_the_perfetto_trace_as_the_report_says() {
+    let _g = serial();
+    let d = known_timing(&[Analysis::MethodCount, Analysis::Timeline]);
+    let trace = d.perfetto_trace().expect("a timeline");
+    let Some(python) = perfetto_python() else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("timeline.pftrace");
+    std::fs::write(&path, &trace).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/perfetto_check.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "Perfetto's schema refused the trace: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = read_seen(&out.stdout);
+    let slices: usize = d
+        .timeline
+        .as_ref()
+        .unwrap()
+        .threads
+        .iter()
+        .map(|t| t.slices.len())
+        .sum();
+    assert_eq!(seen.len(), slices, "every slice read");
+    check(&seen, &counts(&d), "Perfetto's schema");
 }
