@@ -110,16 +110,19 @@ impl AnalysisPlan {
         }
         const SLICES: &str = "CABPROF_TIMELINE_SLICES";
         if let Some(v) = get(SLICES) {
-            self.timeline_slices = v.trim().parse().map_err(|_| {
-                ConfigError::new(
-                    SLICES,
-                    &v,
-                    format!(
-                        "an integer in 1..={} (slices the timeline keeps per thread)",
-                        cabprof_analyses::timeline::MAX_SLICES
-                    ),
-                )
-            })?;
+            let max = cabprof_analyses::timeline::MAX_SLICES;
+            self.timeline_slices = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        SLICES,
+                        &v,
+                        format!("an integer in 1..={max} (slices the timeline keeps per thread)"),
+                    )
+                })?;
         }
         const RAW: &str = "CABPROF_TIME_RAW";
         if let Some(v) = get(RAW) {

@@ -308,14 +308,19 @@ fn a_bad_slice_count_is_refused_naming_the_setting() {
             "{e}"
         );
     }
-    let Err(e) = Session::builder()
-        .analyses(&[Analysis::Timeline])
-        .from_vars(|k| (k == "CABPROF_TIMELINE_SLICES").then(|| "many".to_string()))
-    else {
-        panic!("CABPROF_TIMELINE_SLICES=many accepted");
-    };
-    let e = e.to_string();
-    assert!(e.contains("CABPROF_TIMELINE_SLICES"), "{e}");
+    // The variable is checked as it is read, whatever the analyses.
+    for bad in ["many", "0", "16777217"] {
+        let Err(e) = Session::builder()
+            .from_vars(|k| (k == "CABPROF_TIMELINE_SLICES").then(|| bad.to_string()))
+        else {
+            panic!("CABPROF_TIMELINE_SLICES={bad} accepted");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("CABPROF_TIMELINE_SLICES") && e.contains("1..=16777216"),
+            "{e}"
+        );
+    }
 }
 
 /// The readers' npm packages, installed into the tests' scratch directory on first use
