@@ -90,9 +90,15 @@ impl SessionBuilder {
         self
     }
 
-    /// Every analysis, cache simulation and reuse distance included.
+    /// Every analysis, cache simulation and reuse distance included, but the timeline
+    /// ([`Analysis::Timeline`]), which adds a word to every call and keeps megabytes per
+    /// thread: name it to have it.
     pub fn all_analyses(self) -> Self {
-        self.analyses(&Analysis::ALL)
+        let all: Vec<Analysis> = Analysis::ALL
+            .into_iter()
+            .filter(|a| *a != Analysis::Timeline)
+            .collect();
+        self.analyses(&all)
     }
 
     /// Cache levels for the simulator (default: the paper's 32 KB/4-way + 512 KB/8-way, 64 B,
