@@ -44,9 +44,15 @@ impl SessionBuilder {
         self
     }
 
-    /// Every analysis, cache simulation and reuse distance included.
+    /// Every analysis, cache simulation and reuse distance included, but the timeline
+    /// ([`Analysis::Timeline`]), which adds a word to every call and keeps megabytes per
+    /// thread: name it to have it.
     pub fn all_analyses(self) -> Self {
-        self.analyses(&Analysis::ALL)
+        let all: Vec<Analysis> = Analysis::ALL
+            .into_iter()
+            .filter(|a| *a != Analysis::Timeline)
+            .collect();
+        self.analyses(&all)
     }
 
     /// Cache levels for the simulator (default: the paper's 32 KB/4-way + 512 KB/8-way, 64 B,
@@ -92,6 +98,13 @@ impl SessionBuilder {
     /// `raw_` fields).
     pub fn time_raw(mut self, on: bool) -> Self {
         self.plan.time_raw = on;
+        self
+    }
+
+    /// Slices the timeline keeps per thread ([`Analysis::Timeline`]; default 131,072, 3 MiB):
+    /// the latest, older ones overwritten and counted. `CABPROF_TIMELINE_SLICES`.
+    pub fn timeline_slices(mut self, n: usize) -> Self {
+        self.plan.timeline_slices = n;
         self
     }
 

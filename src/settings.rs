@@ -38,6 +38,12 @@ const FACADE: &[Setting] = &[
         meaning: "time one call in K per function and thread",
     },
     Setting {
+        name: "CABPROF_TIMELINE_SLICES",
+        values: "1..=16777216 (default 131072)",
+        builder: "timeline_slices",
+        meaning: "slices the timeline keeps per thread, the latest",
+    },
+    Setting {
         name: "CABPROF_TIME_RAW",
         values: "0 | 1 (default 0)",
         builder: "time_raw",
@@ -142,6 +148,7 @@ mod tests {
             ("CABPROF_BUFFER_DESIGN", "ring"),
             ("CABPROF_ANALYSES", "bogus"),
             ("CABPROF_TIME_SAMPLE", "-1"),
+            ("CABPROF_TIMELINE_SLICES", "0"),
             ("CABPROF_TIME_RAW", "2"),
             ("CABPROF_OUTPUT", ""),
             ("CABPROF_SERVE_PUBLIC", "maybe"),

@@ -72,6 +72,7 @@ pub mod reuse_distance;
 pub mod sampling;
 mod thread_stacks;
 pub mod time_profile;
+pub mod timeline;
 
 pub use allocations::{
     AllocContext, AllocCounts, Allocations, ContextAllocs, FunctionAllocs, LiveCounts,
@@ -87,6 +88,7 @@ pub use method_count::MethodCount;
 pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
 pub use time_profile::{Calibrations, Compensation, TimeContext, TimeProfile};
+pub use timeline::{Slice, ThreadTimeline, Timeline};
 
 /// The trait every analysis here implements; defined in `cabprof_cab`, where the runtime
 /// that runs it lives, so that both crates name the same trait.

@@ -188,6 +188,21 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             data.pprof_labeled(&labels)
         }
         Format::Callgrind => data.callgrind().into_bytes(),
+        Format::ChromeTrace => data
+            .chrome_trace()
+            .ok_or_else(|| {
+                CliError::InvalidArguments(format!(
+                    "{} has no timeline: record it with CABPROF_ANALYSES=...,timeline",
+                    args.file.display()
+                ))
+            })?
+            .into_bytes(),
+        Format::Perfetto => data.perfetto_trace().ok_or_else(|| {
+            CliError::InvalidArguments(format!(
+                "{} has no timeline: record it with CABPROF_ANALYSES=...,timeline",
+                args.file.display()
+            ))
+        })?,
     };
     drop(data);
     emit(args, |out| out.write_all(&rendered))

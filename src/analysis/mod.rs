@@ -51,6 +51,7 @@ mod paths;
 mod plan;
 mod reuse_distance;
 mod time;
+mod timeline;
 
 pub use plan::AnalysisPlan;
 
@@ -363,6 +364,8 @@ register! {
     /// Heap allocations per function and calling context (needs `cabprof::alloc::Tracked` as
     /// the global allocator).
     Allocations => allocations: cabprof_analyses::Allocations,
+    /// Per thread, which call ran when: the last slices (opt-in; times calls).
+    Timeline => timeline: cabprof_analyses::Timeline,
 }
 
 pub(crate) use crate::model::check_contexts;
@@ -380,7 +383,13 @@ mod tests {
             format!("comma-separated: {}", Analysis::name_list())
         );
         for a in Analysis::ALL {
-            assert_eq!(ANALYSES_HELP.matches(a.name()).count(), 1, "{a}");
+            // As whole names: `time` is also the start of `timeline`.
+            let names = ANALYSES_HELP.trim_start_matches("comma-separated: ");
+            assert_eq!(
+                names.split(", ").filter(|n| *n == a.name()).count(),
+                1,
+                "{a}"
+            );
         }
     }
 

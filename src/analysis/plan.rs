@@ -20,6 +20,9 @@ pub struct AnalysisPlan {
     /// Show the raw times (before overhead compensation) beside the compensated ones in the
     /// text report ([`Analysis::Time`]; the JSON report always has both).
     pub time_raw: bool,
+    /// Slices the timeline keeps per thread, the latest ([`Analysis::Timeline`]; its flight
+    /// recorder bound).
+    pub timeline_slices: usize,
     /// Mark stack-based results approximate (set for sampled streams).
     pub approximate: bool,
 }
@@ -35,6 +38,7 @@ impl Default for AnalysisPlan {
             reuse_line_bytes: 64,
             time_sample: 1,
             time_raw: false,
+            timeline_slices: cabprof_analyses::timeline::DEFAULT_SLICES,
             approximate: false,
         }
     }
@@ -59,8 +63,8 @@ impl AnalysisPlan {
 
     /// Read `CABPROF_ANALYSES` (a comma-separated list of analysis names, see
     /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set, and
-    /// `CABPROF_TIME_SAMPLE` (time one call in K) and `CABPROF_TIME_RAW` (`1`: show raw times
-    /// too).
+    /// `CABPROF_TIME_SAMPLE` (time one call in K), `CABPROF_TIME_RAW` (`1`: show raw times
+    /// too) and `CABPROF_TIMELINE_SLICES` (slices the timeline keeps per thread).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         const VAR: &str = "CABPROF_ANALYSES";
         let Some(value) = get(VAR) else {
@@ -103,6 +107,22 @@ impl AnalysisPlan {
             self.time_sample = v.trim().parse().map_err(|_| {
                 ConfigError::new(SAMPLE, &v, "an integer K >= 1 (time one call in K)")
             })?;
+        }
+        const SLICES: &str = "CABPROF_TIMELINE_SLICES";
+        if let Some(v) = get(SLICES) {
+            let max = cabprof_analyses::timeline::MAX_SLICES;
+            self.timeline_slices = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        SLICES,
+                        &v,
+                        format!("an integer in 1..={max} (slices the timeline keeps per thread)"),
+                    )
+                })?;
         }
         const RAW: &str = "CABPROF_TIME_RAW";
         if let Some(v) = get(RAW) {

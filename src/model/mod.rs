@@ -18,6 +18,7 @@ mod contexts;
 mod read;
 mod stacks;
 mod time;
+mod timeline;
 pub(crate) use contexts::parent_links;
 #[cfg(feature = "pprof")]
 pub(crate) use contexts::ROOT;
@@ -32,6 +33,7 @@ pub use time::{
     CompensationEntry, ContextTimeEntry, DuringSession, EdgeTimeEntry, FunctionTimeEntry, Spread,
     TimeData,
 };
+pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
 
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cabprof-report/1";
@@ -138,6 +140,17 @@ pub struct ReportData {
     /// are method 0's `self`. Older files list `{ "stack": [u32], "calls", "counts" }` (the
     /// root as `[]`): read into nodes.
     pub allocations: Option<AllocationsData>,
+    /// Per thread, the last calls' start and duration (the `timeline` analysis; absent unless
+    /// it ran). JSON:
+    ///
+    /// ```text
+    /// { "ticks_per_ns": f64, "sample_period": u32, "slices_per_thread": u64,
+    ///   "compensated": bool,                            // false: raw clock readings
+    ///   "threads": [ { "thread": String, "overwritten": u64,
+    ///                  "slices": [ { "method": u32, "depth": u32, "poll": bool,
+    ///                                "start_ns": f64, "duration_ns": f64 } ] } ] }
+    /// ```
+    pub timeline: Option<TimelineData>,
 }
 
 /// Per-thread (or total) counters of the runtime.

@@ -23,7 +23,7 @@
 //! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
-use super::timing::{entry_start, COARSE, SAMPLED, UNTIMED};
+use super::timing::{entry_start, stamp_exit, timeline, COARSE, SAMPLED, UNTIMED};
 use super::{contained, decided_key, method, pop, probe, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
@@ -256,12 +256,20 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
     } else if start & SAMPLED == 0 {
         // An exit reading below the entry one (reordered reads, or counters that disagree
         // across cores) counts as 0, not as a wrapped 2^64 − 1.
-        let ticks = clock::now_after().saturating_sub(start);
+        let end = clock::now_after();
+        let ticks = end.saturating_sub(start);
         pop(caller);
+        if timeline() {
+            stamp_exit(end, &emit);
+        }
         emit(Event::timed_return(method(callee), ticks));
     } else {
         let start = start & !SAMPLED;
-        let ticks = (clock::now_after() & (SAMPLED - 1)).saturating_sub(start);
+        let end = clock::now_after();
+        let ticks = (end & (SAMPLED - 1)).saturating_sub(start);
+        if timeline() {
+            stamp_exit(end, &emit);
+        }
         let word = if ticker::long_since(start) {
             Event::long_return(method(callee), ticks, true)
         } else {

@@ -135,11 +135,15 @@ pub(super) fn entry_start() -> u64 {
 }
 
 /// The probe's exit word: a probe word in place of its `Return` or `TimedReturn`, whose
-/// duration is kept.
+/// duration is kept (and of a timeline's exit stamp, which costs the same push).
 #[inline(always)]
 pub(super) fn exit_word(e: Event) {
     if let Some((_, ticks)) = as_timed_return(e.word()) {
         TICKS.with(|t| t.set(t.get().wrapping_add(ticks)));
+    }
+    // A thread mark (timeline mode) names the thread to the session, probe or not.
+    if cabprof_cab::event::as_thread_mark(e.word()).is_some() {
+        return emit(e);
     }
     emit(Event::probe());
 }

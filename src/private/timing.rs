@@ -187,3 +187,73 @@ pub(super) fn stamp() -> Event {
 pub(super) fn stamp_after() -> Event {
     Event::time(clock::now_after())
 }
+
+/// Timeline mode: every timed exit also writes its exit stamp, a `Time` word before its
+/// `TimedReturn` (see `cabprof_cab::event`'s `timeline.rs`). Set before a session starts, with
+/// [`TIME_PERIOD`]; read only on the timed path.
+static TIMELINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Write exit stamps from the next session on (or stop); returns the previous setting.
+pub(crate) fn set_timeline(on: bool) -> bool {
+    TIMELINE.swap(on, Ordering::Relaxed)
+}
+
+/// Whether timed exits write their exit stamps.
+#[inline(always)]
+pub(super) fn timeline() -> bool {
+    TIMELINE.load(Ordering::Relaxed)
+}
+
+thread_local! {
+    /// The session key this thread last sent its thread mark to (0: none).
+    static MARKED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The names of the threads that sent thread marks, by thread number (the index).
+static THREAD_NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+thread_local! {
+    /// This thread's number in [`THREAD_NAMES`], once it has one.
+    static NUMBER: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The name of thread number `n` (see [`thread_names`]).
+pub(crate) fn thread_names() -> Vec<String> {
+    THREAD_NAMES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// A timed exit in timeline mode: its exit stamp `end`, before its `TimedReturn`; and, at the
+/// thread's first such exit in the running session, its thread mark first.
+#[inline(always)]
+pub(super) fn stamp_exit(end: u64, emit: &impl Fn(Event)) {
+    let key = cabprof_cab::runtime::session_key();
+    if key != 0 && MARKED.with(|m| m.get()) != key {
+        emit(mark_thread(key));
+    }
+    emit(Event::time(end));
+}
+
+/// This thread's mark for session `key`: its number, given (with its name kept) on its first
+/// mark in the process. The time it takes is a `Stall`, outside the frames around it.
+#[cold]
+#[inline(never)]
+fn mark_thread(key: u64) -> Event {
+    let started = clock::now();
+    MARKED.with(|m| m.set(key));
+    let n = NUMBER.with(|c| match c.get() {
+        Some(n) => n,
+        None => {
+            let _work = cabprof_cab::runtime::runtime_work();
+            let mut names = THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+            let n = names.len() as u64;
+            names.push(cabprof_cab::runtime::thread_name());
+            c.set(Some(n));
+            n
+        }
+    });
+    cabprof_cab::runtime::stalled_since(started);
+    Event::thread_mark(n)
+}

@@ -76,7 +76,7 @@ impl ReportData {
 
     /// The analysis results only (no timings or counters): equal for two runs that saw the
     /// same events, whatever the mode or ring sizes. The time analysis' durations differ from
-    /// run to run, so only its call counts are kept.
+    /// run to run, so only its call counts are kept, and the timeline's slices lose their times.
     pub fn results_json(&self) -> String {
         let mut d = self.clone();
         if let Some(t) = &mut d.time {
@@ -114,6 +114,14 @@ impl ReportData {
                 c.raw_inclusive_ns = None;
                 c.raw_exclusive_ns = None;
                 c.exclusive_clipped = None;
+            }
+        }
+        // The timeline's slices, without their times.
+        if let Some(t) = &mut d.timeline {
+            t.ticks_per_ns = 0.0;
+            for s in t.threads.iter_mut().flat_map(|th| &mut th.slices) {
+                s.start_ns = 0.0;
+                s.duration_ns = 0.0;
             }
         }
         d.session = SessionInfo::default();

@@ -23,11 +23,15 @@ pub enum Format {
     Pprof,
     /// The callgrind format, for KCachegrind, QCachegrind and `callgrind_annotate`.
     Callgrind,
+    /// The timeline as Chrome Trace Event JSON (needs the `timeline` analysis).
+    ChromeTrace,
+    /// The timeline as a Perfetto protobuf trace (needs the `timeline` analysis).
+    Perfetto,
 }
 
 impl Format {
     /// Every format, in the order help texts and docs list them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Table,
         Format::Json,
         Format::Folded,
@@ -35,6 +39,8 @@ impl Format {
         Format::Svg,
         Format::Pprof,
         Format::Callgrind,
+        Format::ChromeTrace,
+        Format::Perfetto,
     ];
 
     /// The name `--format` takes.
@@ -47,6 +53,8 @@ impl Format {
             Format::Svg => "svg",
             Format::Pprof => "pprof",
             Format::Callgrind => "callgrind",
+            Format::ChromeTrace => "chrome-trace",
+            Format::Perfetto => "perfetto",
         }
     }
 
@@ -75,6 +83,15 @@ impl Format {
             Format::Callgrind => {
                 "The callgrind format (KCachegrind, QCachegrind, callgrind_annotate): calls and \
                  misses per function, calls and inclusive calls per call-graph edge"
+            }
+            Format::ChromeTrace => {
+                "The timeline as Chrome Trace Event JSON (Perfetto, chrome://tracing, DevTools, \
+                 speedscope): each thread's calls with their start and duration (needs the \
+                 timeline analysis)"
+            }
+            Format::Perfetto => {
+                "The timeline as a Perfetto protobuf trace (Perfetto UI, trace_processor): \
+                 TrackEvent slices per thread, interned names (needs the timeline analysis)"
             }
         }
     }

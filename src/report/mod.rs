@@ -93,6 +93,7 @@
 //!   [`ReportData::results_json`]).
 
 mod callgrind;
+mod chrome_trace;
 mod compare;
 mod convert;
 mod delta;
@@ -103,6 +104,7 @@ mod format;
 mod json;
 #[cfg(feature = "pprof")]
 mod leaf_stacks;
+mod perfetto;
 #[cfg(feature = "pprof")]
 mod pprof;
 #[cfg(feature = "flamegraph")]
@@ -118,8 +120,8 @@ pub use crate::model::{
     ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DuringSession, EdgeEntry,
     EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry, LevelEntry,
     MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
-    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, ELIDED_FRAME,
-    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
+    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, TimelineData,
+    TimelineSlice, TimelineThread, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

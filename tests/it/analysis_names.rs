@@ -24,7 +24,8 @@ fn every_analysis_parses_from_its_name_and_aliases() {
             "cache",
             "reuse-distance",
             "time",
-            "allocations"
+            "allocations",
+            "timeline"
         ]
     );
     for (alias, a) in [

@@ -35,6 +35,7 @@ mod session_inside_profiled;
 mod time;
 mod time_compensation;
 mod time_long;
+mod timeline;
 mod xray_recovers_simulator;
 
 #[cfg(feature = "pprof")]

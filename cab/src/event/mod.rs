@@ -16,11 +16,13 @@
 //! tag 3  Path    method: bits 30..60             path:   bits 0..30
 //! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
 //! tag 5  Thread  id: bits 0..60
-//! tag 6  Marker  value: bits 0..60 (values 0xCA0 << 48 and 0xCA1 << 48 up: calibration.rs)
+//! tag 6  Marker  value: bits 0..60 (values 0xCA0 << 48 and 0xCA1 << 48 up: calibration.rs;
+//!                0xCA2 << 48 up: timeline.rs)
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
-//! tag 10 Time    ticks: bits 0..60 (the clock's low 60 bits)
+//! tag 10 Time    ticks: bits 0..60 (the clock's low 60 bits); in timeline mode also right
+//!                before a TimedReturn, its exit stamp (timeline.rs)
 //! tag 11 Alloc   size: bits 0..60 (bytes)
 //! tag 12 Dealloc size: bits 0..60 (bytes)
 //! tag 13 Realloc       wide: bit 59 = 0   old size: bits 29..58 (29 bits)   new size: bits 0..29
@@ -41,6 +43,7 @@ mod alloc;
 mod calibration;
 mod duration;
 mod poll;
+mod timeline;
 
 pub use alloc::as_block;
 pub use calibration::{as_calibration, is_probe, CallCosts};
@@ -52,6 +55,7 @@ use duration::{
     decode_duration, decode_long_duration, encode_duration, encode_long_duration, LONG_FIELD_MASK,
     LONG_TIMED_BIT,
 };
+pub use timeline::{as_thread_mark, MAX_THREAD_NUMBER};
 
 /// The value of a free slot. Never a valid event word.
 pub const CLEAR: u64 = 0;
@@ -238,7 +242,8 @@ pub enum EventKind {
     },
     /// A timestamp: the low 60 bits of the session's clock (`cabprof_cab::clock`). Right after a
     /// `Call` or `Poll` it stamps that frame's (or poll's) start; otherwise it stamps the end of
-    /// the innermost frame or poll, whose `Return` or `PollEnd` follows.
+    /// the innermost frame or poll, whose `Return` or `PollEnd` follows (in timeline mode,
+    /// also the `TimedReturn` of a timed call: its exit stamp, see `timeline.rs`).
     Time {
         /// Clock ticks modulo 2^60; differences wrap at [`MAX_PAYLOAD`].
         ticks: u64,

@@ -14,7 +14,8 @@
 //! - `sequential`: method count + call graph analyzed inline in the calling thread, no ring;
 //! - `timed`: exhaustive method count + time analysis, every call timed (two `Time` words per
 //!   call, one plain `rdtsc` each); `timed-1/K`: one call in K timed (`time_sample(K)`), the
-//!   rest counted.
+//!   rest counted; `timeline`: `timed` with the timeline too (one more word per call, its exit
+//!   stamp).
 //! - `two-reads`: not a profiler but the floor under `timed`: the plain function with the same
 //!   two clock reads around its body and their difference kept, as a timed call does
 //!   (`cabprof_cab::clock::now` at entry, one plain `rdtsc` on x86-64, and `now_after` at the
@@ -75,7 +76,7 @@ const K: u32 = 16;
 const BATCH: u64 = 1000;
 
 /// (name for `PER_CALL_ONLY` and the child, row label)
-const VARIANTS: [(&str, &str); 15] = [
+const VARIANTS: [(&str, &str); 16] = [
     ("plain", "plain"),
     ("no-session", "cabprof, no session"),
     ("mc", "cabprof mc"),
@@ -85,6 +86,7 @@ const VARIANTS: [(&str, &str); 15] = [
     ("sequential", "cabprof sequential mc+cg"),
     ("timed", "cabprof timed"),
     ("timed-1/K", "cabprof timed 1/K"),
+    ("timeline", "cabprof timed + timeline"),
     ("two-reads", "two clock reads (floor)"),
     ("hotpath", "hotpath"),
     ("tracing", "tracing"),
@@ -285,6 +287,7 @@ fn child(variant: &str) -> Measured {
         Analysis::CallTree,
     ];
     let timed = [Analysis::MethodCount, Analysis::Time];
+    let timeline = [Analysis::MethodCount, Analysis::Time, Analysis::Timeline];
     let b = || Session::builder();
     match variant {
         "plain" => peer(median_ns(plain)),
@@ -296,6 +299,7 @@ fn child(variant: &str) -> Measured {
         "sequential" => cabprof_session(b().analyses(&mc_cg).sequential(), true),
         "timed" => cabprof_session(b().analyses(&timed).time_sample(1), true),
         "timed-1/K" => cabprof_session(b().analyses(&timed).time_sample(K), true),
+        "timeline" => cabprof_session(b().analyses(&timeline).time_sample(1), true),
         "two-reads" => peer(median_ns(with_two_reads)),
         "hotpath" => {
             let _g = hotpath::HotpathGuardBuilder::new("per_call")

@@ -198,9 +198,11 @@ impl Variant {
     /// instrumentation).
     pub fn for_analysis(analysis: Analysis) -> Variant {
         match analysis {
-            Analysis::MethodCount | Analysis::CallGraph | Analysis::CallTree | Analysis::Time => {
-                Variant::Calls
-            }
+            Analysis::MethodCount
+            | Analysis::CallGraph
+            | Analysis::CallTree
+            | Analysis::Time
+            | Analysis::Timeline => Variant::Calls,
             // Allocation words come from the global allocator; the calls place them.
             Analysis::Allocations => Variant::Calls,
             Analysis::Paths => Variant::Paths,

@@ -57,8 +57,12 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
         // A session runs: this one will not start, and the running one's settings stay.
         return (crate::__private::time_period(), timing().clone(), false);
     }
-    let on = plan.kinds.contains(&crate::Analysis::Time);
+    // The timeline reads the timed calls' stamps: it times as the time analysis does, and its
+    // exit stamps are in the calibration's timed calls.
+    let timeline = plan.kinds.contains(&crate::Analysis::Timeline);
+    let on = plan.kinds.contains(&crate::Analysis::Time) || timeline;
     let period = if on { plan.time_sample } else { 0 };
+    crate::__private::set_timeline(timeline);
     // Measured before taking the lock: the calibration runs a session of its own.
     let overhead = on.then(|| calibration::measure(config, period));
     let mut slot = timing();
@@ -94,6 +98,7 @@ pub(crate) fn restore_timing((period, old, ticking): TimingState) {
     }
     crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(period != 0);
+    crate::__private::set_timeline(false);
     *timing() = old;
 }
 
@@ -113,6 +118,14 @@ pub(crate) fn finish_timing() {
     if let Some(t) = timing().as_mut() {
         t.at_finish = at_finish;
     }
+}
+
+/// The clock's rate over the running (or last) timed session, measured now: for the timeline.
+pub(crate) fn clock_calibration() -> Calibration {
+    let start = timing()
+        .as_ref()
+        .map_or_else(Calibration::start, |t| t.start);
+    Calibration::measure(&start)
 }
 
 /// The compensation the analysis applies, in ticks.
