@@ -49,7 +49,7 @@ impl Consumer {
         } else {
             // Acquire `closed` before `published`: a closed producer's final position is then
             // the one we read.
-            let closed = sh.closed.load(Ordering::Acquire);
+            let closed = sh.ends.producer_closed();
             let published = sh.published.load(Ordering::Acquire);
             if published > self.pos {
                 published.min(chunk_end)
@@ -75,14 +75,14 @@ impl Consumer {
         let sh = &*self.shared;
         let Some(h) = sh.handoff.as_ref() else {
             // Rate 0: nothing is ever copied; the stream ends when the producer closes.
-            return if sh.closed.load(Ordering::Acquire) {
+            return if sh.ends.producer_closed() {
                 Poll::Closed
             } else {
                 Poll::Empty
             };
         };
         // Acquire `closed` before `done`: a closed producer's last block is then visible.
-        let closed = sh.closed.load(Ordering::Acquire);
+        let closed = sh.ends.producer_closed();
         let done = h.seq.done.load(Ordering::Acquire);
         if self.next >= done {
             if !closed {
@@ -318,13 +318,12 @@ impl Consumer {
 
     /// Whether the producer has closed (its remaining events may still be unread).
     pub fn producer_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.ends.producer_closed()
     }
 }
 
 impl Drop for Consumer {
     fn drop(&mut self) {
-        // Release so a producer that sees `false` stops waiting; runs on unwind too.
-        self.shared.consumer_alive.store(false, Ordering::Release);
+        self.shared.ends.consumer_dropped();
     }
 }

@@ -61,7 +61,7 @@
 use crate::config::{ConfigError, Mode, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR, MAGIC};
 use crate::slots::Slots;
-use crate::sync::{back_off, fence, spin_hint, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{back_off, fence, spin_hint, Arc, AtomicU64, Ordering};
 use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
@@ -99,14 +99,13 @@ struct Shared {
     /// Absolute position (events ever written) up to which the producer has handed events over
     /// explicitly. Only grows. Written by the producer on flush, close and before blocking.
     published: CachePadded<AtomicU64>,
-    /// Set (after the final `published`) when the producer is closed or dropped.
-    closed: AtomicBool,
     /// A lower bound on the producer's absolute position (events ever written: every slot
     /// before it is written; the producer may be writing the slot at it). Stored at each wrap.
     /// Only grows.
     reached: CachePadded<AtomicU64>,
-    /// Cleared when the consumer is dropped, so a blocked producer stops waiting.
-    consumer_alive: AtomicBool,
+    /// The producer closed (after its final `published`); the consumer still exists (a
+    /// blocked producer stops waiting when it is gone).
+    ends: crate::transport::Ends,
     /// The producer's slow-path counters, mirrored here (single writer, Relaxed) so the
     /// consumer side can report them while the producer lives on in another thread's TLS.
     counters: CachePadded<ProducerCounters>,
@@ -197,9 +196,8 @@ fn make<const SAMPLING: bool>(
         capacity,
         chunk,
         published: CachePadded::new(AtomicU64::new(0)),
-        closed: AtomicBool::new(false),
         reached: CachePadded::new(AtomicU64::new(0)),
-        consumer_alive: AtomicBool::new(true),
+        ends: crate::transport::Ends::new(),
         counters: CachePadded::new(ProducerCounters {
             blocks: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),

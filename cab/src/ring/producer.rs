@@ -113,7 +113,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
                 continue;
             }
             // Full (exhaustive): the slot still holds an unread event.
-            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+            if !self.shared.ends.consumer_alive() {
                 self.count_drop();
                 return;
             }
@@ -149,7 +149,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             if self.shared.slot(poll).load(Ordering::Acquire) == CLEAR {
                 break true;
             }
-            if !self.shared.consumer_alive.load(Ordering::Acquire) {
+            if !self.shared.ends.consumer_alive() {
                 break false;
             }
             back_off(round);
@@ -188,7 +188,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let Some(h) = sh.handoff.as_ref() else {
             return;
         };
-        if to <= from || !sh.consumer_alive.load(Ordering::Relaxed) {
+        if to <= from || !sh.ends.consumer_alive() {
             return;
         }
         let len = (to - from) as usize;
@@ -269,8 +269,8 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         if !self.closed {
             self.closed = true;
             self.flush();
-            // Release after the final `published`: a consumer that sees `closed` sees it.
-            self.shared.closed.store(true, Ordering::Release);
+            // After the final `published`: a consumer that sees `closed` sees it.
+            self.shared.ends.close();
         }
     }
 
@@ -284,7 +284,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
 
     /// Whether the consumer half still exists.
     pub fn consumer_alive(&self) -> bool {
-        self.shared.consumer_alive.load(Ordering::Acquire)
+        self.shared.ends.consumer_alive()
     }
 }
 
