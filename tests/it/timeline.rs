@@ -82,13 +82,23 @@ fn tiny(x: u64) -> u64 {
 fn known_timing(analyses: &[Analysis]) -> ReportData {
     MEASURED.lock().unwrap().clear();
     let s = Session::builder().analyses(analyses).start().unwrap();
+    // Both threads start their calls together, so that they run at the same time however
+    // late a loaded machine starts one of them.
+    let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let go = start.clone();
     let a = std::thread::Builder::new()
         .name("timeline-outer".into())
-        .spawn(outer)
+        .spawn(move || {
+            go.wait();
+            outer()
+        })
         .unwrap();
     let b = std::thread::Builder::new()
         .name("timeline-side".into())
-        .spawn(|| (0..SIDE_CALLS).for_each(|_| side()))
+        .spawn(move || {
+            start.wait();
+            (0..SIDE_CALLS).for_each(|_| side())
+        })
         .unwrap();
     a.join().unwrap();
     b.join().unwrap();
@@ -382,22 +392,7 @@ fn the_devtools_trace_engine_reads_the_chrome_trace_as_the_report_says() {
         .arg(&modules)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the trace engine failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen = read_seen(&out.stdout);
-    let slices: usize = d
-        .timeline
-        .as_ref()
-        .unwrap()
-        .threads
-        .iter()
-        .map(|t| t.slices.len())
-        .sum();
-    assert_eq!(seen.len(), slices, "every slice read");
-    check(&seen, &counts(&d), "the trace engine");
+    judge(&out, &d, "the trace engine");
 }
 
 /// Serve the files of `dir` over HTTP on loopback, from a thread that lives as long as the
@@ -617,9 +612,15 @@ fn perfettos_schema_decodes_the_perfetto_trace_as_the_report_says() {
         .arg(&path)
         .output()
         .unwrap();
+    judge(&out, &d, "Perfetto's schema");
+}
+
+/// A reader's run: it succeeded, read every slice of the report, and what it read passes
+/// [`check`].
+fn judge(out: &std::process::Output, d: &ReportData, reader: &str) {
     assert!(
         out.status.success(),
-        "Perfetto's schema refused the trace: {}",
+        "{reader} refused the trace: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let seen = read_seen(&out.stdout);
@@ -631,6 +632,6 @@ fn perfettos_schema_decodes_the_perfetto_trace_as_the_report_says() {
         .iter()
         .map(|t| t.slices.len())
         .sum();
-    assert_eq!(seen.len(), slices, "every slice read");
-    check(&seen, &counts(&d), "Perfetto's schema");
+    assert_eq!(seen.len(), slices, "every slice read by {reader}");
+    check(&seen, &counts(d), reader);
 }
