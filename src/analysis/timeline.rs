@@ -94,6 +94,7 @@ impl AnalysisDescriptor for Descriptor {
             slices_per_thread: t.capacity() as u64,
             compensated: false,
             threads,
+            origin_ticks: Some(origin),
         });
     }
 

@@ -18,6 +18,47 @@ pub struct TimelineData {
     pub compensated: bool,
     /// One entry per thread with slices, by thread number.
     pub threads: Vec<TimelineThread>,
+    /// The origin (the earliest start) as a clock reading, so that a window of the live
+    /// endpoint can keep the slices it saw start. Absent in older files.
+    pub origin_ticks: Option<u64>,
+}
+
+impl TimelineData {
+    /// The slices that started at clock reading `ticks` or later (a live window's), the
+    /// threads without any dropped.
+    #[cfg(feature = "serve")]
+    pub(crate) fn started_since(&self, ticks: u64) -> TimelineData {
+        let Some(origin) = self.origin_ticks else {
+            return self.clone();
+        };
+        // Both readings are of the same counter, taken modulo 2^60.
+        let from_ns = (ticks.wrapping_sub(origin) & cabprof_cab::event::MAX_PAYLOAD) as f64
+            / self.ticks_per_ns;
+        let since_origin = ticks >= origin;
+        let threads = self
+            .threads
+            .iter()
+            .map(|t| TimelineThread {
+                thread: t.thread.clone(),
+                overwritten: t.overwritten,
+                slices: t
+                    .slices
+                    .iter()
+                    .filter(|s| !since_origin || s.start_ns >= from_ns)
+                    .cloned()
+                    .collect(),
+            })
+            .filter(|t| !t.slices.is_empty())
+            .collect();
+        TimelineData {
+            ticks_per_ns: self.ticks_per_ns,
+            sample_period: self.sample_period,
+            slices_per_thread: self.slices_per_thread,
+            compensated: self.compensated,
+            threads,
+            origin_ticks: self.origin_ticks,
+        }
+    }
 }
 
 /// One thread's slices.

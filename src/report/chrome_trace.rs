@@ -117,6 +117,7 @@ mod tests {
             sample_period: 1,
             slices_per_thread: 10,
             compensated: false,
+            origin_ticks: None,
             threads: vec![TimelineThread {
                 thread: "main".into(),
                 overwritten: 0,

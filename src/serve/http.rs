@@ -833,11 +833,17 @@ mod tests {
             s.read_to_string(&mut answer).unwrap();
             answers.push(answer);
         }
+        // At most the handlers' and the queue's worth were held (fewer when requests came
+        // faster than the handlers took them from the queue, which a loaded host does), and
+        // every one held was answered.
         let ok = answers
             .iter()
             .filter(|a| a.starts_with("HTTP/1.1 200"))
             .count();
-        assert_eq!(ok, HANDLERS + QUEUE, "{answers:?}");
+        assert!(
+            (QUEUE..=HANDLERS + QUEUE).contains(&ok),
+            "{ok} answered 200: {answers:?}"
+        );
         assert!(answers
             .iter()
             .all(|a| a.starts_with("HTTP/1.1 200") || a.starts_with("HTTP/1.1 503")));

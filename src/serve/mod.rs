@@ -357,6 +357,7 @@ impl State {
             "/debug/pprof/allocs" => self.allocs("allocs", "alloc_space"),
             "/debug/pprof/heap" => self.allocs("heap", "inuse_space"),
             "/debug/pprof/inflight" => self.inflight(r),
+            "/debug/cabprof/trace" => self.trace(r),
             _ => Response::text(404, format!("404 page not found: {}", r.path)),
         }
     }
@@ -427,6 +428,35 @@ impl State {
         ok
     }
 
+    /// The timeline of a window, as a Chrome trace: the slices that started while it was open
+    /// (the same window rules as `/debug/pprof/profile`).
+    fn trace(&self, r: &Request) -> Response {
+        let began = cabprof_cab::clock::now();
+        let w = match self.window(r) {
+            Ok(w) => w,
+            Err(e) => return e,
+        };
+        let Some(t) = &w.later.timeline else {
+            return Response::text(
+                404,
+                "404 trace not served: the timeline analysis does not run; add it \
+                 (CABPROF_ANALYSES=...,timeline, or SessionBuilder::analyses with \
+                 Analysis::Timeline)",
+            );
+        };
+        let window = ReportData {
+            timeline: Some(t.started_since(began)),
+            ..w.later
+        };
+        let body = window.chrome_trace().unwrap_or_default();
+        let mut ok = Response::new(200, "application/json", body.into_bytes());
+        ok.headers.push((
+            "Content-Disposition",
+            "attachment; filename=\"trace.json\"".into(),
+        ));
+        ok
+    }
+
     fn report_json(&self, r: &Request) -> Response {
         match self.window(r) {
             Ok(w) => Response::new(200, "application/json", w.later.since(&w.earlier).json()),
@@ -448,7 +478,9 @@ impl State {
                 "cabprof live profiles of {}\n\
                  profile: /debug/pprof/profile?seconds=N (1 to {MAX_SECONDS}, default \
                  {DEFAULT_SECONDS})\n\
-                 allocs: /debug/pprof/allocs (with the allocations analysis)\n\
+                 allocs: /debug/pprof/allocs, heap: /debug/pprof/heap (with the allocations \
+                 analysis)\n\
+                 trace: /debug/cabprof/trace?seconds=N (with the timeline analysis)\n\
                  inflight: /debug/pprof/inflight (?format=json)\n\
                  metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
                 self.service

@@ -28,7 +28,8 @@ pub(crate) fn render(window: &ReportData, service: &str, first: bool) -> String 
          {events} events). Reloads every {REFRESH_SECONDS} s.</p>\n<p>\
          <a href=\"/debug/pprof/profile?seconds=30\">pprof profile (30 s)</a> · \
          <a href=\"/metrics\">Prometheus metrics</a> · \
-         <a href=\"/report.json?seconds=10\">JSON report (10 s)</a></p>\n",
+         <a href=\"/report.json?seconds=10\">JSON report (10 s)</a> · \
+         <a href=\"/debug/cabprof/trace?seconds=5\">timeline (5 s, Chrome trace)</a></p>\n",
         svc = escape(service),
         what = if first {
             "The session so far"

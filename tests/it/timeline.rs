@@ -635,3 +635,64 @@ fn judge(out: &std::process::Output, d: &ReportData, reader: &str) {
     assert_eq!(seen.len(), slices, "every slice read by {reader}");
     check(&seen, &counts(d), reader);
 }
+
+/// The live endpoint's window: `/debug/cabprof/trace?seconds=1` serves, as a Chrome trace, the
+/// slices that started while it was open: `side`'s calls made during it, none of those made
+/// before it; without the timeline analysis, a 404 that says what to add.
+#[cfg(feature = "serve")]
+#[test]
+fn the_live_endpoint_serves_the_window_of_the_timeline() {
+    use crate::serve_support::get;
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Timeline])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = s.serve_addr().unwrap();
+    // Before the window: three calls.
+    (0..3).for_each(|_| side());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let during = std::thread::Builder::new()
+        .name("timeline-window".into())
+        .spawn(move || {
+            let mut n = 0u32;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                side();
+                n += 1;
+            }
+            n
+        })
+        .unwrap();
+    let a = get(addr, "/debug/cabprof/trace?seconds=1");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let made = during.join().unwrap();
+    assert_eq!(a.status, 200, "{}", a.text());
+    let trace: serde_json::Value = serde_json::from_slice(&a.body).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let calls: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.ends_with("::side")))
+        .collect();
+    let threads: std::collections::BTreeSet<String> =
+        calls.iter().map(|e| e["tid"].to_string()).collect();
+    // The window's calls (about 1 s of 5 ms calls), on one thread: not the three before it.
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert!(
+        calls.len() >= 50 && calls.len() as u32 <= made,
+        "{} calls in the window, {made} made meanwhile",
+        calls.len()
+    );
+    s.finish();
+
+    let s = Session::builder()
+        .analyses(&[Analysis::MethodCount])
+        .serve("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let a = get(s.serve_addr().unwrap(), "/debug/cabprof/trace?seconds=1");
+    assert_eq!(a.status, 404);
+    assert!(a.text().contains("timeline"), "{}", a.text());
+    s.finish();
+}
