@@ -291,14 +291,17 @@ impl Allocations {
                 method: n.method,
                 calls: n.count,
                 counts: self.counts_at(i as u32),
-                live: live[i],
+                live: live.get(i).copied().unwrap_or_default(),
             })
             .collect()
     }
 
     /// The root context's live blocks: made outside every instrumented function.
     pub fn root_live(&self) -> LiveCounts {
-        self.live_by_node()[ROOT as usize]
+        self.live_by_node()
+            .get(ROOT as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Every context with allocation activity of its own, sorted by stack. Each stack is
@@ -400,8 +403,12 @@ impl Allocations {
         self.counts.at(self.ctx.top())
     }
 
-    /// Live blocks and bytes per node (same indices as the tree's).
+    /// Live blocks and bytes per node (same indices as the tree's; empty when nothing is
+    /// live, so that a report of many contexts and no live block costs nothing more).
     fn live_by_node(&self) -> Vec<LiveCounts> {
+        if self.counts.live.is_empty() {
+            return Vec::new();
+        }
         let mut out = vec![LiveCounts::default(); self.ctx.tree.nodes.len()];
         for &(node, size) in self.counts.live.values() {
             if let Some(l) = out.get_mut(node as usize) {
