@@ -137,7 +137,7 @@ pub use session::{Session, SessionBuilder, Snapshotter};
 pub use report::{Report, ReportData};
 // Settings and errors: the builder's arguments, the `CABPROF_*` variables, what fails.
 #[cfg(feature = "enabled")]
-pub use analysis::Analysis;
+pub use analysis::{Analysis, TimelineTrigger};
 #[cfg(feature = "enabled")]
 pub use cabprof_analyses::{LevelConfig, Policy};
 #[cfg(feature = "enabled")]

@@ -14,6 +14,7 @@ use cabprof_analyses::LevelConfig;
 use cabprof_cab::runtime::{self, BufferDesign, RunMode, RuntimeConfig, SessionError};
 use cabprof_cab::ConfigError;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Chooses the analyses, the mode, the ring and where the report goes; every setting can also
 /// come from `CABPROF_*` variables ([`from_env`](Self::from_env)): [`SETTINGS`](crate::SETTINGS)
@@ -105,6 +106,19 @@ impl SessionBuilder {
     /// the latest, older ones overwritten and counted. `CABPROF_TIMELINE_SLICES`.
     pub fn timeline_slices(mut self, n: usize) -> Self {
         self.plan.timeline_slices = n;
+        self
+    }
+
+    /// With [`Analysis::Timeline`]: when a call of `function` (its name as reports print it,
+    /// or its last `::` segments) lasts at least `min`, write the timeline from a second
+    /// before it to a second after it beside the report, as a Chrome trace
+    /// (`<report>.trigger-<n>.trace.json`), while the program runs. Variable
+    /// `CABPROF_TIMELINE_TRIGGER` (`parse:50ms`).
+    pub fn timeline_trigger(mut self, function: impl Into<String>, min: Duration) -> Self {
+        self.plan.timeline_trigger = Some(crate::TimelineTrigger {
+            function: function.into(),
+            min,
+        });
         self
     }
 
@@ -311,6 +325,7 @@ impl SessionBuilder {
         crate::process::give_way_to_program();
         self.plan.approximate = matches!(self.runtime.mode, RunMode::Sampling { .. });
         let plan = self.plan;
+        let trigger = plan.timeline_trigger.is_some();
         if !cabprof_cab::runtime::active() {
             // A new session's allocation counters start from zero (with one running, starting
             // fails below and its counters stay).
@@ -322,6 +337,22 @@ impl SessionBuilder {
         let before = crate::analysis::begin_timing(&plan, &self.runtime);
         let inner = runtime::Session::start_snapshotting(self.runtime, move || plan.build())
             .inspect_err(|_| crate::analysis::restore_timing(before))?;
+        if trigger {
+            let snapshots = inner.snapshotter();
+            let (dir, stem) = match &self.output {
+                Some(path) => (
+                    path.parent().map(PathBuf::from).unwrap_or_default(),
+                    path.file_stem()
+                        .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned()),
+                ),
+                None => (crate::process::report_dir(), crate::process::report_name()),
+            };
+            crate::analysis::trigger::arm(
+                std::sync::Arc::new(move || snapshots.snapshot().map(snapshot_report)),
+                dir,
+                stem,
+            );
+        }
         #[cfg(feature = "serve")]
         let endpoint = match listener {
             Some(listener) => {
@@ -435,18 +466,32 @@ impl Session {
         }
     }
 
+    /// Write the timeline so far ([`Analysis::Timeline`]: each thread's last slices, as its
+    /// flight recorder keeps them) as a Chrome trace to `path`, as the JSON report is written
+    /// (whole; only over a timeline cabprof wrote, an empty file or none); the number of
+    /// slices written. An error if the timeline analysis does not run.
+    pub fn dump_timeline(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<usize> {
+        let report = self.snapshot().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "the session has finished")
+        })?;
+        crate::report::file::write_timeline(path.as_ref(), &report.data)
+    }
+
     /// Stop, drain, merge and report.
     pub fn finish(self) -> Report {
         let _work = cabprof_cab::runtime::runtime_work();
         let runtime = self.inner.finish();
         crate::analysis::finish_timing();
-        Report::new(runtime)
+        let report = Report::new(runtime);
+        crate::analysis::trigger::disarm(Some(&report));
+        report
     }
 
     /// Finish and write the JSON report to the configured output path (if any): whole, to a
     /// temporary file renamed over the path (a device such as `/dev/stdout` is written in
     /// place). An existing file there that is not a cabprof report (nor empty) is left as it
-    /// is, and the error names it.
+    /// is, and the error names it. With the timeline, its Chrome trace goes beside the report
+    /// (`out/app.json` → `out/app.trace.json`).
     pub fn finish_and_write(self) -> std::io::Result<Report> {
         let output = self.output.clone();
         let report = self.finish();
@@ -467,6 +512,7 @@ impl Session {
         self.inner.on_ctrlc(move |r| {
             crate::analysis::finish_timing();
             let report = Report::new(r);
+            crate::analysis::trigger::disarm(Some(&report));
             if let Some(path) = output {
                 if let Err(e) = write_report(&path, &report) {
                     eprintln!("cabprof: the report was not written: {e}");
@@ -479,8 +525,12 @@ impl Session {
 
 /// Write `report`'s JSON to `path` as [`Session::finish_and_write`] describes.
 fn write_report(path: &std::path::Path, report: &Report) -> std::io::Result<()> {
-    use crate::report::file::{write, Contents};
-    write(path, Contents::Json, |w| report.write_json(w)).map(drop)
+    use crate::report::file::{trace_path, write, write_timeline, Contents, Written};
+    let how = write(path, Contents::Json, |w| report.write_json(w))?;
+    if how == Written::Replaced && report.data.timeline.is_some() {
+        write_timeline(&trace_path(path), &report.data)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -44,6 +44,12 @@ const FACADE: &[Setting] = &[
         meaning: "slices the timeline keeps per thread, the latest",
     },
     Setting {
+        name: "CABPROF_TIMELINE_TRIGGER",
+        values: "NAME:DURATION (parse:50ms; unset: none)",
+        builder: "timeline_trigger",
+        meaning: "a call this long writes the timeline around it",
+    },
+    Setting {
         name: "CABPROF_TIME_RAW",
         values: "0 | 1 (default 0)",
         builder: "time_raw",
@@ -149,6 +155,7 @@ mod tests {
             ("CABPROF_ANALYSES", "bogus"),
             ("CABPROF_TIME_SAMPLE", "-1"),
             ("CABPROF_TIMELINE_SLICES", "0"),
+            ("CABPROF_TIMELINE_TRIGGER", "parse"),
             ("CABPROF_TIME_RAW", "2"),
             ("CABPROF_OUTPUT", ""),
             ("CABPROF_SERVE_PUBLIC", "maybe"),

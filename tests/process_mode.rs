@@ -225,6 +225,46 @@ fn every_form_of_the_attribute_starts_the_session_at_the_first_event() {
     }
 }
 
+/// With the timeline, the report written at exit has its Chrome trace beside it, named in the
+/// exit message.
+#[test]
+fn with_the_timeline_the_exit_writes_its_trace_beside_the_report() {
+    if std::env::var_os(CHILD).is_some() || std::env::var_os(FIRST_EVENT_CHILD).is_some() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let out = dir.join("exit_timeline.json");
+    let trace = dir.join("exit_timeline.trace.json");
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&trace);
+    let o = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "first_event_child",
+            "--test-threads=1",
+        ])
+        .env(FIRST_EVENT_CHILD, "closure")
+        .env("CABPROF", "1")
+        .env("CABPROF_PIN", "0")
+        .env("CABPROF_ANALYSES", "method-count,timeline")
+        .env("CABPROF_OUTPUT", &out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("(timeline: {})", trace.display())),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.starts_with("{\"traceEvents\":["), "{text}");
+    assert!(
+        text.contains("::leaf\",\"cat\":\"call\",\"ph\":\"X\""),
+        "{text}"
+    );
+}
+
 /// Set in the child that reports SIGTERM's handler.
 const SIGNALS_CHILD: &str = "CABPROF_TEST_SIGNALS_CHILD";
 

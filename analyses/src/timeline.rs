@@ -24,7 +24,9 @@
 //! A thread is known by its **thread mark** (the number its first timed exit sends); the
 //! facade keeps the numbers' names. A stream whose thread sent none has thread `None`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::Arc;
 
 use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
 
@@ -117,6 +119,41 @@ impl Track {
     }
 }
 
+/// A call that fired the [`Trigger`]: of the watched function, at least its threshold long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fired {
+    /// The function.
+    pub method: MethodId,
+    /// Its thread's number (thread mark), if the thread sent one.
+    pub thread: Option<u64>,
+    /// Its start, clock ticks modulo 2^60.
+    pub start: u64,
+    /// Its duration in ticks.
+    pub ticks: u64,
+}
+
+/// The flight recorder's trigger: a call of a watched function lasting at least `min_ticks`
+/// is handed to `fire` as it closes, on the analyzer's thread (so `fire` must not wait for
+/// the session: it may queue the call for a writer, never take a snapshot itself).
+#[derive(Clone)]
+pub struct Trigger {
+    /// Whether a function is watched: asked once per function, at its first call that is
+    /// long enough, so it may look names up.
+    pub watched: Arc<dyn Fn(MethodId) -> bool + Send + Sync>,
+    /// Calls at least this long fire.
+    pub min_ticks: u64,
+    /// Takes each firing call.
+    pub fire: Arc<dyn Fn(Fired) + Send + Sync>,
+}
+
+impl fmt::Debug for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Trigger")
+            .field("min_ticks", &self.min_ticks)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The timeline analysis; see the module docs.
 #[derive(Clone, Debug)]
 pub struct Timeline {
@@ -126,6 +163,9 @@ pub struct Timeline {
     merged: Vec<ThreadTimeline>,
     /// Closing words that matched no open frame.
     unmatched: u64,
+    trigger: Option<Trigger>,
+    /// Per function asked, whether the trigger watches it.
+    watched: HashMap<u32, bool>,
 }
 
 impl Default for Timeline {
@@ -142,7 +182,15 @@ impl Timeline {
             threads: ThreadStacks::default(),
             merged: Vec::new(),
             unmatched: 0,
+            trigger: None,
+            watched: HashMap::new(),
         }
+    }
+
+    /// The same timeline, handing the calls that fire `trigger` to it as they close.
+    pub fn with_trigger(mut self, trigger: Trigger) -> Timeline {
+        self.trigger = Some(trigger);
+        self
     }
 
     /// Slices kept per thread.
@@ -218,6 +266,31 @@ impl Timeline {
         };
         let capacity = self.capacity;
         self.threads.current.recorded.push(s, capacity);
+        if !poll {
+            self.check_trigger(&s);
+        }
+    }
+
+    /// Hand `s` to the trigger if it fires it.
+    fn check_trigger(&mut self, s: &Slice) {
+        let Some(trigger) = &self.trigger else {
+            return;
+        };
+        if s.ticks < trigger.min_ticks {
+            return;
+        }
+        let watched = *self
+            .watched
+            .entry(s.method.get())
+            .or_insert_with(|| (trigger.watched)(s.method));
+        if watched {
+            (trigger.fire)(Fired {
+                method: s.method,
+                thread: self.threads.current.recorded.thread,
+                start: s.start,
+                ticks: s.ticks,
+            });
+        }
     }
 
     fn open(&mut self, method: u32, opened: Opened) {
@@ -540,6 +613,48 @@ mod tests {
             ]
         );
         assert_eq!(t.unmatched(), 0);
+    }
+
+    #[test]
+    fn only_a_long_enough_call_of_the_watched_function_fires_the_trigger() {
+        use std::sync::Mutex;
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let (f, a) = (fired.clone(), asked.clone());
+        let trigger = |watch: u32, min_ticks| Trigger {
+            watched: Arc::new({
+                let a = a.clone();
+                move |m: MethodId| {
+                    a.lock().unwrap().push(m.get());
+                    m.get() == watch
+                }
+            }),
+            min_ticks,
+            fire: Arc::new({
+                let f = f.clone();
+                move |x| f.lock().unwrap().push(x)
+            }),
+        };
+        // outer (1) lasts 100 ticks, each inner (2) 20.
+        let mut t = Timeline::default().with_trigger(trigger(1, 90));
+        t.consume(&nested());
+        t.consume(&nested());
+        let outer = Fired {
+            method: id(1),
+            thread: Some(7),
+            start: 100,
+            ticks: 100,
+        };
+        assert_eq!(*fired.lock().unwrap(), [outer, outer]);
+        // The short inner calls are never looked up; outer once.
+        assert_eq!(*asked.lock().unwrap(), [1]);
+        // Watched but too short; long enough but not watched.
+        for (watch, min) in [(2, 21), (2, 101), (3, 1)] {
+            fired.lock().unwrap().clear();
+            let mut t = Timeline::default().with_trigger(trigger(watch, min));
+            t.consume(&nested());
+            assert!(fired.lock().unwrap().is_empty(), "{watch} {min}");
+        }
     }
 
     #[test]

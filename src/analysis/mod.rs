@@ -52,8 +52,10 @@ mod plan;
 mod reuse_distance;
 mod time;
 mod timeline;
+pub(crate) mod trigger;
 
 pub use plan::AnalysisPlan;
+pub use trigger::TimelineTrigger;
 
 use crate::model::{NotAReport, ReportData};
 use cabprof_cab::runtime::{self, EventAnalysis};

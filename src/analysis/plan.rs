@@ -1,6 +1,6 @@
 //! What a session builds for each stream: the chosen analyses and their settings.
 
-use super::{Analysis, AnalysisSet};
+use super::{Analysis, AnalysisSet, TimelineTrigger};
 use cabprof_analyses::LevelConfig;
 use cabprof_cab::ConfigError;
 
@@ -23,6 +23,9 @@ pub struct AnalysisPlan {
     /// Slices the timeline keeps per thread, the latest ([`Analysis::Timeline`]; its flight
     /// recorder bound).
     pub timeline_slices: usize,
+    /// The flight recorder's trigger: a call of this function at least this long writes the
+    /// timeline around it ([`Analysis::Timeline`]; `CABPROF_TIMELINE_TRIGGER`).
+    pub timeline_trigger: Option<TimelineTrigger>,
     /// Mark stack-based results approximate (set for sampled streams).
     pub approximate: bool,
 }
@@ -39,6 +42,7 @@ impl Default for AnalysisPlan {
             time_sample: 1,
             time_raw: false,
             timeline_slices: cabprof_analyses::timeline::DEFAULT_SLICES,
+            timeline_trigger: None,
             approximate: false,
         }
     }
@@ -55,6 +59,15 @@ impl AnalysisPlan {
 
     /// Check the settings of every chosen analysis (in report order; the first error wins).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(t) = &self.timeline_trigger {
+            if !self.kinds.contains(&Analysis::Timeline) {
+                return Err(ConfigError::new(
+                    "timeline_trigger (CABPROF_TIMELINE_TRIGGER)",
+                    format!("{}:{:?}", t.function, t.min),
+                    "set only with the timeline analysis (CABPROF_ANALYSES=...,timeline)",
+                ));
+            }
+        }
         Analysis::ALL
             .into_iter()
             .filter(|a| self.kinds.contains(a))
@@ -64,7 +77,8 @@ impl AnalysisPlan {
     /// Read `CABPROF_ANALYSES` (a comma-separated list of analysis names, see
     /// [`Analysis::parse`]) through `get`, replacing the chosen analyses if it is set, and
     /// `CABPROF_TIME_SAMPLE` (time one call in K), `CABPROF_TIME_RAW` (`1`: show raw times
-    /// too) and `CABPROF_TIMELINE_SLICES` (slices the timeline keeps per thread).
+    /// too), `CABPROF_TIMELINE_SLICES` (slices the timeline keeps per thread) and
+    /// `CABPROF_TIMELINE_TRIGGER` (`NAME:DURATION`: see [`TimelineTrigger`]).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         const VAR: &str = "CABPROF_ANALYSES";
         let Some(value) = get(VAR) else {
@@ -123,6 +137,17 @@ impl AnalysisPlan {
                         format!("an integer in 1..={max} (slices the timeline keeps per thread)"),
                     )
                 })?;
+        }
+        const TRIGGER: &str = "CABPROF_TIMELINE_TRIGGER";
+        if let Some(v) = get(TRIGGER) {
+            self.timeline_trigger = if v.trim().is_empty() {
+                None
+            } else {
+                Some(
+                    TimelineTrigger::parse(&v)
+                        .ok_or_else(|| ConfigError::new(TRIGGER, &v, TimelineTrigger::FORM))?,
+                )
+            };
         }
         const RAW: &str = "CABPROF_TIME_RAW";
         if let Some(v) = get(RAW) {

@@ -24,6 +24,15 @@ impl AnalysisDescriptor for Descriptor {
     const ON_BY_DEFAULT: bool = false;
 
     fn validate(plan: &AnalysisPlan) -> Result<(), ConfigError> {
+        if let Some(t) = &plan.timeline_trigger {
+            if t.function.trim().is_empty() || t.min.is_zero() {
+                return Err(ConfigError::new(
+                    "timeline_trigger (CABPROF_TIMELINE_TRIGGER)",
+                    format!("{:?}:{:?}", t.function, t.min),
+                    "a function's name and a threshold of at least 1 ns",
+                ));
+            }
+        }
         if (1..=MAX_SLICES).contains(&plan.timeline_slices) {
             Ok(())
         } else {
@@ -36,7 +45,11 @@ impl AnalysisDescriptor for Descriptor {
     }
 
     fn build(plan: &AnalysisPlan) -> Timeline {
-        Timeline::new(plan.timeline_slices)
+        let t = Timeline::new(plan.timeline_slices);
+        match &plan.timeline_trigger {
+            Some(trigger) => t.with_trigger(super::trigger::analysis_trigger(trigger)),
+            None => t,
+        }
     }
 
     fn report(t: &Timeline, data: &mut ReportData, methods: &mut MethodIds) {

@@ -24,17 +24,23 @@ pub struct TimelineData {
 }
 
 impl TimelineData {
-    /// The slices that started at clock reading `ticks` or later (a live window's), the
-    /// threads without any dropped.
-    #[cfg(feature = "serve")]
-    pub(crate) fn started_since(&self, ticks: u64) -> TimelineData {
-        let Some(origin) = self.origin_ticks else {
-            return self.clone();
-        };
+    /// Nanoseconds from the origin to clock reading `ticks` (negative before it); `None`
+    /// without a known origin.
+    fn ns_after_origin(&self, ticks: u64) -> Option<f64> {
+        let max = cabprof_cab::event::MAX_PAYLOAD;
+        let d = ticks.wrapping_sub(self.origin_ticks?) & max;
         // Both readings are of the same counter, taken modulo 2^60.
-        let from_ns = (ticks.wrapping_sub(origin) & cabprof_cab::event::MAX_PAYLOAD) as f64
-            / self.ticks_per_ns;
-        let since_origin = ticks >= origin;
+        let signed = if d > max / 2 {
+            -((max - d + 1) as f64)
+        } else {
+            d as f64
+        };
+        Some(signed / self.ticks_per_ns)
+    }
+
+    /// The slices that `keep` keeps (by start and end in ns from the origin), the threads
+    /// left without any dropped.
+    fn keeping(&self, keep: impl Fn(f64, f64) -> bool) -> TimelineData {
         let threads = self
             .threads
             .iter()
@@ -44,19 +50,43 @@ impl TimelineData {
                 slices: t
                     .slices
                     .iter()
-                    .filter(|s| !since_origin || s.start_ns >= from_ns)
+                    .filter(|s| keep(s.start_ns, s.start_ns + s.duration_ns))
                     .cloned()
                     .collect(),
             })
             .filter(|t| !t.slices.is_empty())
             .collect();
         TimelineData {
+            threads,
+            ..self.clone_empty()
+        }
+    }
+
+    fn clone_empty(&self) -> TimelineData {
+        TimelineData {
             ticks_per_ns: self.ticks_per_ns,
             sample_period: self.sample_period,
             slices_per_thread: self.slices_per_thread,
             compensated: self.compensated,
-            threads,
+            threads: Vec::new(),
             origin_ticks: self.origin_ticks,
+        }
+    }
+
+    /// The slices that started at clock reading `ticks` or later (a live window's).
+    #[cfg(feature = "serve")]
+    pub(crate) fn started_since(&self, ticks: u64) -> TimelineData {
+        match self.ns_after_origin(ticks) {
+            Some(from) => self.keeping(|start, _| start >= from),
+            None => self.clone(),
+        }
+    }
+
+    /// The slices that overlap the clock readings `from..=to` (the trigger's window).
+    pub(crate) fn between(&self, from: u64, to: u64) -> TimelineData {
+        match (self.ns_after_origin(from), self.ns_after_origin(to)) {
+            (Some(from), Some(to)) => self.keeping(|start, end| end >= from && start <= to),
+            _ => self.clone(),
         }
     }
 }

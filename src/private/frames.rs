@@ -23,7 +23,7 @@
 //! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
-use super::timing::{entry_start, stamp_exit, timeline, COARSE, SAMPLED, UNTIMED};
+use super::timing::{check_trigger, entry_start, stamp_exit, timeline, COARSE, SAMPLED, UNTIMED};
 use super::{contained, decided_key, method, pop, probe, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
@@ -261,8 +261,11 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         pop(caller);
         if timeline() {
             stamp_exit(end, &emit);
+            emit(Event::timed_return(method(callee), ticks));
+            check_trigger(ticks);
+        } else {
+            emit(Event::timed_return(method(callee), ticks));
         }
-        emit(Event::timed_return(method(callee), ticks));
     } else {
         let start = start & !SAMPLED;
         let end = clock::now_after();
@@ -277,6 +280,9 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         };
         pop(caller);
         emit(word);
+        if timeline() {
+            check_trigger(ticks);
+        }
     }
 }
 

@@ -204,6 +204,32 @@ pub(super) fn timeline() -> bool {
     TIMELINE.load(Ordering::Relaxed)
 }
 
+/// The timeline trigger's threshold in ticks (`u64::MAX`: no trigger). A timed exit in
+/// timeline mode at least this long publishes its thread's events, so that the analyzer sees
+/// the call, and fires the trigger, without waiting for the chunk to fill: a thread that goes
+/// quiet after a slow call would otherwise hold it until the session ends.
+static TRIGGER_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Set the trigger's threshold (`u64::MAX`: none).
+pub(crate) fn set_trigger_ticks(ticks: u64) {
+    TRIGGER_TICKS.store(ticks, Ordering::Relaxed);
+}
+
+/// A timed exit in timeline mode that lasted `ticks`: publish the thread's events if it is
+/// long enough for the trigger.
+#[inline(always)]
+pub(super) fn check_trigger(ticks: u64) {
+    if ticks >= TRIGGER_TICKS.load(Ordering::Relaxed) {
+        publish_for_trigger();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn publish_for_trigger() {
+    cabprof_cab::runtime::flush_current_thread();
+}
+
 thread_local! {
     /// The session key this thread last sent its thread mark to (0: none).
     static MARKED: Cell<u64> = const { Cell::new(0) };

@@ -169,6 +169,7 @@ pub(crate) fn give_way_to_program() {
     drop(p.endpoint);
     drop(p.session.finish());
     crate::analysis::finish_timing();
+    crate::analysis::trigger::disarm(None);
 }
 
 /// Out of line: formatting takes stack, which the thread of a first event may lack.
@@ -208,21 +209,28 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         (serve, listener)
     };
     let (config, plan, output) = builder.into_parts()?;
+    let output = output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name())));
     let before = crate::analysis::begin_timing(&plan, &config);
+    let trigger = plan.timeline_trigger.is_some();
     let plan = Arc::new(plan);
     let session = runtime::Session::start_snapshotting(config, move || Split::new(plan.clone()))
         .inspect_err(|_| crate::analysis::restore_timing(before))?;
+    if trigger {
+        let snapshots = session.snapshotter();
+        let stem = output
+            .file_stem()
+            .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+        crate::analysis::trigger::arm(
+            Arc::new(move || snapshots.snapshot().map(process_report)),
+            output.parent().map(PathBuf::from).unwrap_or_default(),
+            stem,
+        );
+    }
     #[cfg(feature = "serve")]
     let endpoint = match listener {
         Some(listener) => {
             let snapshots = session.snapshotter();
-            let snapshot = Arc::new(move || {
-                let r = snapshots.snapshot()?;
-                let started = cabprof_cab::clock::now();
-                let report = Report::new(r.map_analysis(|s| s.all));
-                cabprof_cab::runtime::stalled_since(started);
-                Some(report)
-            });
+            let snapshot = Arc::new(move || snapshots.snapshot().map(process_report));
             crate::serve::start(listener, &serve, snapshot)
                 .inspect_err(|e| not_served(&format!("its threads did not start: {e}")))
                 .ok()
@@ -244,13 +252,22 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
     SESSION_PID.store(std::process::id(), Ordering::Relaxed);
     *slot = Some(Process {
         session,
-        output: output.unwrap_or_else(|| report_dir().join(format!("{}.json", report_name()))),
+        output,
         write_at_exit,
         at_load: STARTING_AT_LOAD.load(Ordering::Relaxed),
         #[cfg(feature = "serve")]
         endpoint,
     });
     Ok(())
+}
+
+/// A snapshot's report of the process-wide session. Building it is time inside cabprof: a
+/// `Stall` word takes it out of the caller's open frames.
+fn process_report(r: runtime::Report<Split>) -> Report {
+    let started = cabprof_cab::clock::now();
+    let report = Report::new(r.map_analysis(|s| s.all));
+    cabprof_cab::runtime::stalled_since(started);
+    report
 }
 
 /// `CABPROF_SIGNALS`: whether the process-wide session takes SIGINT, SIGTERM and SIGHUP to
@@ -298,6 +315,7 @@ extern "C" fn write_report_at_exit() {
         let runtime = p.session.finish();
         crate::analysis::finish_timing();
         let report = Report::new(runtime.map_analysis(|s| s.all));
+        crate::analysis::trigger::disarm(Some(&report));
         // `CABPROF_OUTPUT` names the file outright; the default name may be another
         // process's of this run.
         let explicit = std::env::var_os("CABPROF_OUTPUT").is_some_and(|v| !v.is_empty());
@@ -312,8 +330,18 @@ extern "C" fn write_report_at_exit() {
             }
             Err(e) => return eprintln!("cabprof: the report was not written: {e}"),
         };
-        // Tables in a stream would follow the JSON and spoil it for a reader: they go beside
-        // a report in a file of its own only.
+        // Tables and the timeline in a stream would follow the JSON and spoil it for a
+        // reader: they go beside a report in a file of its own only.
+        let timeline = match how {
+            Written::Replaced if report.data.timeline.is_some() => {
+                let path = report_file::trace_path(&claim.path);
+                match report_file::write_timeline(&path, &report.data) {
+                    Ok(_) => format!(" (timeline: {})", path.display()),
+                    Err(e) => format!(" (timeline not written: {e})"),
+                }
+            }
+            _ => String::new(),
+        };
         let tables = match how {
             Written::InPlace => format!(
                 " (no tables: they would follow the JSON in {}; `cabprof report` renders them)",
@@ -330,7 +358,7 @@ extern "C" fn write_report_at_exit() {
             }
         };
         eprintln!(
-            "cabprof: {} events, report written to {}{tables}{}",
+            "cabprof: {} events, report written to {}{tables}{timeline}{}",
             report.data.totals.events,
             claim.path.display(),
             claim.note()

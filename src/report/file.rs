@@ -25,6 +25,8 @@ pub(crate) enum Contents {
     Json,
     /// The text tables ([`ReportData::text`](crate::ReportData::text)).
     Tables,
+    /// The timeline as a Chrome trace ([`ReportData::chrome_trace`](crate::ReportData::chrome_trace)).
+    ChromeTrace,
 }
 
 /// How a report file was written.
@@ -48,6 +50,28 @@ pub(crate) fn tables_path(json: &Path) -> PathBuf {
         }
         _ => json.with_extension("txt"),
     }
+}
+
+/// Where the timeline of the JSON report at `json` goes: its path with the extension
+/// `.trace.json` (`out/app.json` → `out/app.trace.json`).
+pub(crate) fn trace_path(json: &Path) -> PathBuf {
+    json.with_extension("trace.json")
+}
+
+/// Write `data`'s timeline as a Chrome trace to `path` (as [`write`] does); the number of
+/// slices written, or an error if `data` has no timeline.
+pub(crate) fn write_timeline(path: &Path, data: &crate::ReportData) -> io::Result<usize> {
+    let (Some(t), Some(trace)) = (&data.timeline, data.chrome_trace()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no timeline: the timeline analysis does not run (add it: \
+             CABPROF_ANALYSES=...,timeline, or Analysis::Timeline)",
+        ));
+    };
+    write(path, Contents::ChromeTrace, |w| {
+        w.write_all(trace.as_bytes())
+    })?;
+    Ok(t.threads.iter().map(|t| t.slices.len()).sum())
 }
 
 /// Write `path` with what `body` writes, as the module describes. Every error names `path`.
@@ -113,6 +137,9 @@ pub(crate) fn replaceable(path: &Path, contents: Contents) -> io::Result<()> {
     let ours = match contents {
         Contents::Json => starts_as_json_report(&start),
         Contents::Tables => start.starts_with(b"cabprof report"),
+        Contents::ChromeTrace => {
+            start.starts_with(b"{\"traceEvents\":[\n{\"name\":\"process_name\"")
+        }
     };
     if start.is_empty() || ours {
         return Ok(());
@@ -125,6 +152,10 @@ pub(crate) fn replaceable(path: &Path, contents: Contents) -> io::Result<()> {
         Contents::Tables => {
             "exists and is not cabprof's tables (tables replace only earlier tables, an empty \
              file or none)"
+        }
+        Contents::ChromeTrace => {
+            "exists and is not a timeline cabprof wrote (a timeline replaces only an earlier \
+             one, an empty file or none)"
         }
     };
     Err(io::Error::new(io::ErrorKind::AlreadyExists, message))

@@ -88,6 +88,8 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
     }
     let old_period = crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(on);
+    drop(slot);
+    super::trigger::prepare(plan.timeline_trigger.as_ref().filter(|_| timeline));
     (old_period, old, ticking)
 }
 
@@ -99,6 +101,7 @@ pub(crate) fn restore_timing((period, old, ticking): TimingState) {
     crate::__private::set_time_period(period);
     cabprof_cab::event::set_stall_words(period != 0);
     crate::__private::set_timeline(false);
+    crate::__private::set_trigger_ticks(u64::MAX);
     *timing() = old;
 }
 
