@@ -33,6 +33,7 @@ pub use time::{
     CompensationEntry, ContextTimeEntry, DuringSession, EdgeTimeEntry, FunctionTimeEntry, Spread,
     TimeData,
 };
+pub(crate) use timeline::CABPROF_SLICE;
 pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
 
 /// Schema tag of the JSON report.

@@ -13,8 +13,9 @@ pub struct TimelineData {
     pub sample_period: u32,
     /// Slices kept per thread, the latest (the flight recorder's bound).
     pub slices_per_thread: u64,
-    /// Whether the slices' times are compensated for the instrumentation's cost; `false`:
-    /// raw clock readings, as the time analysis' `raw_` figures.
+    /// Whether the calls' slices are compensated for the instrumentation's cost, as the time
+    /// analysis' figures are, with that cost in slices of method 0 of its own; `false`: raw
+    /// clock readings, as the time analysis' `raw_` figures (`time_raw`).
     pub compensated: bool,
     /// One entry per thread with slices, by thread number.
     pub threads: Vec<TimelineThread>,
@@ -102,10 +103,15 @@ pub struct TimelineThread {
     pub slices: Vec<TimelineSlice>,
 }
 
-/// One call, or one poll of a future, on a thread.
+/// The method id of a slice of time inside cabprof (0 names no function).
+pub(crate) const CABPROF_SLICE: u32 = 0;
+
+/// One call, or one poll of a future, on a thread; or, in a compensated timeline, time inside
+/// cabprof (method 0, named `cabprof` in the trace formats).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TimelineSlice {
-    /// Method id.
+    /// Method id; 0: time inside cabprof (the instrumentation's cost taken out of the calls
+    /// around it).
     pub method: u32,
     /// Frames open below it on its thread (0: called from the root).
     pub depth: u32,

@@ -9,10 +9,11 @@
 //! before the duration is taken, so a child's rounded interval stays inside its parent's.
 //! The report's other analyses are not in it; `otherData` says whether the events were sampled
 //! (`sampled_events`: a sampled ring keeps bursts of events, so calls are missing), whether one
-//! call in `sample_period` was timed (only timed calls are slices), and that times are raw.
+//! call in `sample_period` was timed (only timed calls are slices), and whether the calls are
+//! compensated (then cabprof's own time is in slices named `cabprof`, category `cabprof`).
 
 use super::ReportData;
-use crate::model::TimelineSlice;
+use crate::model::{TimelineSlice, CABPROF_SLICE};
 use std::fmt::Write as _;
 
 impl ReportData {
@@ -57,8 +58,12 @@ impl ReportData {
                 let _ = write!(
                     o,
                     ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":1,\"tid\":{tid},\"args\":{{\"depth\":{}}}}}",
-                    json(&names.name(s.method)),
-                    if s.poll { "poll" } else { "call" },
+                    json(&slice_name(&names, s.method)),
+                    match (s.method, s.poll) {
+                        (CABPROF_SLICE, _) => "cabprof",
+                        (_, true) => "poll",
+                        _ => "call",
+                    },
                     micros(start),
                     micros((end - start).max(0.0)),
                     s.depth
@@ -74,6 +79,15 @@ impl ReportData {
             t.compensated
         );
         Some(o)
+    }
+}
+
+/// A slice's name: its function's, or `cabprof` for time inside cabprof.
+pub(crate) fn slice_name(names: &crate::model::MethodNames<'_>, method: u32) -> String {
+    if method == CABPROF_SLICE {
+        "cabprof".into()
+    } else {
+        names.name(method)
     }
 }
 

@@ -10,6 +10,7 @@
 //! slice at its depth or above begins, so begins and ends pair as the calls nest. Written by
 //! hand (a few varints and lengths): no protobuf crate is needed for so few fields.
 
+use super::chrome_trace::slice_name;
 use super::ReportData;
 use crate::model::TimelineSlice;
 
@@ -143,9 +144,10 @@ impl ReportData {
                             d.message(
                                 INTERNED_EVENT_NAMES,
                                 message(|e| {
-                                    // Interned ids start at 1; method ids do too.
-                                    e.uint(EVENT_NAME_IID_FIELD, u64::from(m))
-                                        .bytes(EVENT_NAME_NAME, names.name(m).as_bytes());
+                                    // Interned ids start at 1: a method's is its id + 1
+                                    // (id 0 is cabprof's own time).
+                                    e.uint(EVENT_NAME_IID_FIELD, u64::from(m) + 1)
+                                        .bytes(EVENT_NAME_NAME, slice_name(&names, m).as_bytes());
                                 }),
                             );
                         }
@@ -169,7 +171,7 @@ impl ReportData {
                         message(|e| {
                             e.uint(EVENT_TYPE, kind).uint(EVENT_TRACK_UUID, track);
                             if kind == SLICE_BEGIN {
-                                e.uint(EVENT_NAME_IID, u64::from(method));
+                                e.uint(EVENT_NAME_IID, u64::from(method) + 1);
                             }
                         }),
                     );

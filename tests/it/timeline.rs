@@ -54,11 +54,19 @@ fn outer() {
             inner();
         }
         wait(OUTER_MS - 4.0 * INNER_MS);
+        while !SIDE_BEGUN.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     });
 }
 
+/// Set when a `side` call has begun: `outer` does not end before, so that the two threads'
+/// calls overlap however late a loaded machine runs one of them.
+static SIDE_BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[profile]
 fn side() {
+    SIDE_BEGUN.store(true, std::sync::atomic::Ordering::Release);
     timed("side", || wait(SIDE_MS));
 }
 
@@ -80,8 +88,18 @@ fn tiny(x: u64) -> u64 {
 
 /// Runs the program of known timing under a session of `analyses`.
 fn known_timing(analyses: &[Analysis]) -> ReportData {
+    known_timing_with(analyses, false)
+}
+
+/// [`known_timing`], with raw times (`time_raw`) or not.
+fn known_timing_with(analyses: &[Analysis], raw: bool) -> ReportData {
     MEASURED.lock().unwrap().clear();
-    let s = Session::builder().analyses(analyses).start().unwrap();
+    SIDE_BEGUN.store(false, std::sync::atomic::Ordering::Relaxed);
+    let s = Session::builder()
+        .analyses(analyses)
+        .time_raw(raw)
+        .start()
+        .unwrap();
     // Both threads start their calls together, so that they run at the same time however
     // late a loaded machine starts one of them.
     let start = std::sync::Arc::new(std::sync::Barrier::new(2));
@@ -216,15 +234,104 @@ fn counts(d: &ReportData) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Each slice's self time: its width less those of the slices directly inside it (its
+/// callees' and cabprof's), summed per name.
+fn self_times(d: &ReportData, t: &TimelineData) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for th in &t.threads {
+        let mut own: Vec<f64> = th.slices.iter().map(|s| s.duration_ns).collect();
+        let mut open: Vec<usize> = Vec::new();
+        for (i, s) in th.slices.iter().enumerate() {
+            open.truncate(s.depth as usize);
+            if let Some(&p) = open.last() {
+                own[p] -= s.duration_ns;
+            }
+            open.push(i);
+        }
+        for (s, o) in th.slices.iter().zip(own) {
+            *out.entry(d.name(s.method)).or_insert(0.0) += o;
+        }
+    }
+    out
+}
+
 #[test]
 fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analysis() {
     let _g = serial();
     let d = known_timing(&[Analysis::MethodCount, Analysis::Time, Analysis::Timeline]);
     let t = d.timeline.as_ref().expect("the timeline ran");
-    assert!(!t.compensated);
+    assert!(t.compensated);
     assert_eq!(t.sample_period, 1);
     check(&from_report(&d, t), &counts(&d), "the report");
-    // The slices are the time analysis' raw figures, call by call.
+    // cabprof's own time is in slices of its own, none overlapping a call at its depth.
+    let cabprof: Vec<_> = t
+        .threads
+        .iter()
+        .flat_map(|th| &th.slices)
+        .filter(|s| s.method == 0)
+        .collect();
+    assert!(cabprof.len() >= 2, "{cabprof:?}");
+    for th in &t.threads {
+        for (i, a) in th.slices.iter().enumerate() {
+            for b in &th.slices[i + 1..] {
+                if a.depth == b.depth {
+                    assert!(
+                        a.start_ns + a.duration_ns <= b.start_ns + 1e-6,
+                        "{a:?} overlaps {b:?}"
+                    );
+                }
+            }
+        }
+    }
+    // Each function's self time is the time analysis' compensated self time (the analysis
+    // also takes out a thread's first mark, microseconds).
+    let time = d.time.as_ref().unwrap();
+    let selves = self_times(&d, t);
+    for name in ["::inner", "::outer", "::side"] {
+        let f = time
+            .functions
+            .iter()
+            .find(|f| d.name(f.method).ends_with(name))
+            .unwrap();
+        let (_, got) = selves.iter().find(|(n, _)| n.ends_with(name)).unwrap();
+        assert!(
+            (got - f.exclusive_ns).abs() <= 1e-3 * f.exclusive_ns,
+            "{name}: slices' self time {got} ns, the time analysis' {} ns",
+            f.exclusive_ns
+        );
+    }
+    // The timeline reads back from the JSON report as it was written.
+    // (Floats to the last bit or so: miniserde's parser is not correctly rounded.)
+    let back = ReportData::from_json(&d.json()).unwrap();
+    let back = back.timeline.as_ref().unwrap();
+    assert_eq!(back.threads.len(), t.threads.len());
+    for (b, a) in back.threads.iter().zip(&t.threads) {
+        assert_eq!((&b.thread, b.overwritten), (&a.thread, a.overwritten));
+        assert_eq!(b.slices.len(), a.slices.len());
+        for (x, y) in b.slices.iter().zip(&a.slices) {
+            assert_eq!((x.method, x.depth, x.poll), (y.method, y.depth, y.poll));
+            assert!((x.start_ns - y.start_ns).abs() <= 1e-6);
+            assert!((x.duration_ns - y.duration_ns).abs() <= 1e-6);
+        }
+    }
+}
+
+/// With raw times asked for, the slices are the time analysis' raw figures, call by call.
+#[test]
+fn with_raw_times_the_slices_sum_to_the_raw_inclusive_time() {
+    let _g = serial();
+    let d = known_timing_with(
+        &[Analysis::MethodCount, Analysis::Time, Analysis::Timeline],
+        true,
+    );
+    let t = d.timeline.as_ref().expect("the timeline ran");
+    assert!(!t.compensated);
+    assert!(t
+        .threads
+        .iter()
+        .flat_map(|th| &th.slices)
+        .all(|s| s.method != 0));
+    check(&from_report(&d, t), &counts(&d), "the raw report");
     let time = d.time.as_ref().unwrap();
     for name in ["::inner", "::outer", "::side"] {
         let f = time
@@ -244,20 +351,6 @@ fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analys
             (sum - raw).abs() <= 1e-6 * raw,
             "{name}: slices sum to {sum} ns, the time analysis says {raw} ns"
         );
-    }
-    // The timeline reads back from the JSON report as it was written.
-    // (Floats to the last bit or so: miniserde's parser is not correctly rounded.)
-    let back = ReportData::from_json(&d.json()).unwrap();
-    let back = back.timeline.as_ref().unwrap();
-    assert_eq!(back.threads.len(), t.threads.len());
-    for (b, a) in back.threads.iter().zip(&t.threads) {
-        assert_eq!((&b.thread, b.overwritten), (&a.thread, a.overwritten));
-        assert_eq!(b.slices.len(), a.slices.len());
-        for (x, y) in b.slices.iter().zip(&a.slices) {
-            assert_eq!((x.method, x.depth, x.poll), (y.method, y.depth, y.poll));
-            assert!((x.start_ns - y.start_ns).abs() <= 1e-6);
-            assert!((x.duration_ns - y.duration_ns).abs() <= 1e-6);
-        }
     }
 }
 
@@ -293,9 +386,11 @@ fn the_flight_recorder_keeps_the_last_slices_of_each_thread() {
         .iter()
         .find(|th| th.thread == "timeline-tiny")
         .expect("the thread's timeline");
-    assert_eq!(th.slices.len(), 8);
+    // The last 8 calls, and cabprof's time around them (method 0).
+    let kept: Vec<_> = th.slices.iter().filter(|s| s.method != 0).collect();
+    assert_eq!(kept.len(), 8);
     assert_eq!(th.overwritten, calls - 8);
-    // The last calls: ordered, and not overlapping.
+    // Ordered, and not overlapping.
     for w in th.slices.windows(2) {
         assert!(w[0].start_ns + w[0].duration_ns <= w[1].start_ns + 1.0);
     }

@@ -131,6 +131,14 @@ pub(crate) fn clock_calibration() -> Calibration {
     Calibration::measure(&start)
 }
 
+/// The compensation in force (ticks), unless raw times were asked for (`time_raw`) or the
+/// cost was not measured.
+pub(crate) fn compensation_in_force() -> Option<Compensation> {
+    let t = timing();
+    let t = t.as_ref().filter(|t| !t.show_raw)?;
+    t.overhead.as_ref().ok().map(compensation)
+}
+
 /// The compensation the analysis applies, in ticks.
 fn compensation(o: &Overhead) -> Compensation {
     Compensation {

@@ -4,9 +4,11 @@
 //! Opt-in. It times calls as the time analysis does (the session stamps calls whether or not
 //! `time` runs too), and in this mode every timed exit also writes its exit stamp, one more
 //! event word per timed call (see `cabprof_cab::event`'s `timeline.rs`). Each thread keeps its
-//! last `timeline_slices` slices (`CABPROF_TIMELINE_SLICES`). The slices' times are raw clock
-//! readings: the instrumentation's own cost is inside them (the time analysis' `raw_` figures,
-//! not its compensated ones).
+//! last `timeline_slices` slices (`CABPROF_TIMELINE_SLICES`). The calls' slices are
+//! compensated as the time analysis' figures are, cabprof's own cost drawn as slices of its
+//! own ([`cost`]); with `time_raw` (`CABPROF_TIME_RAW=1`) they are the raw clock readings.
+
+mod cost;
 
 use super::{AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{ReportData, TimelineData, TimelineSlice, TimelineThread};
@@ -56,13 +58,20 @@ impl AnalysisDescriptor for Descriptor {
         let cal = super::time::clock_calibration();
         let threads = t.threads();
         let names = crate::__private::thread_names();
-        // The origin: the earliest start (stamps are taken modulo 2^60; a session does not
-        // last the years that takes to wrap).
+        let compensation = super::time::compensation_in_force();
+        // The origin: the earliest start, less the cabprof slice that compensation puts before
+        // it (stamps are taken modulo 2^60; a session does not last the years that takes to
+        // wrap).
+        let lead = compensation
+            .as_ref()
+            .map_or(0, |c| (c.timed.max(0.0) / 2.0).ceil() as u64);
         let origin = threads
             .iter()
             .flat_map(|th| th.slices.iter().map(|s| s.start))
             .min()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .wrapping_sub(lead)
+            & MAX_PAYLOAD;
         let ns = |ticks: u64| cal.ns(ticks as f64);
         let threads = threads
             .iter()
@@ -87,6 +96,9 @@ impl AnalysisDescriptor for Descriptor {
                         .total_cmp(&b.start_ns)
                         .then(a.depth.cmp(&b.depth))
                 });
+                if let Some(c) = &compensation {
+                    slices = cost::compensate(&slices, cal.ns(c.inside), cal.ns(c.timed));
+                }
                 let thread = match th.thread {
                     Some(n) => names
                         .get(n as usize)
@@ -105,7 +117,7 @@ impl AnalysisDescriptor for Descriptor {
             ticks_per_ns: cal.ticks_per_ns,
             sample_period: crate::__private::time_period().max(1),
             slices_per_thread: t.capacity() as u64,
-            compensated: false,
+            compensated: compensation.is_some(),
             threads,
             origin_ticks: Some(origin),
         });
@@ -117,9 +129,10 @@ impl AnalysisDescriptor for Descriptor {
         };
         let _ = writeln!(
             o,
-            "\ntimeline ({} thread{}, raw times; `cabprof report FILE --format chrome-trace` draws it):",
+            "\ntimeline ({} thread{}, {} times; `cabprof report FILE --format chrome-trace` draws it):",
             t.threads.len(),
-            if t.threads.len() == 1 { "" } else { "s" }
+            if t.threads.len() == 1 { "" } else { "s" },
+            if t.compensated { "compensated" } else { "raw" }
         );
         for th in &t.threads {
             let end = th
