@@ -102,7 +102,7 @@ impl SessionBuilder {
         self
     }
 
-    /// Slices the timeline keeps per thread ([`Analysis::Timeline`]; default 131,072, 3 MiB):
+    /// Slices the timeline keeps per thread ([`Analysis::Timeline`]; default 131,072, 4 MiB):
     /// the latest, older ones overwritten and counted. `CABPROF_TIMELINE_SLICES`.
     pub fn timeline_slices(mut self, n: usize) -> Self {
         self.plan.timeline_slices = n;

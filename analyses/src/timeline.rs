@@ -33,7 +33,7 @@ use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
 
-/// Slices a thread keeps by default: 131,072 of 24 bytes, 3 MiB.
+/// Slices a thread keeps by default: 131,072 of 32 bytes, 4 MiB.
 pub const DEFAULT_SLICES: usize = 1 << 17;
 /// Largest number of slices per thread accepted (16,777,216: 384 MiB per thread).
 pub const MAX_SLICES: usize = 1 << 24;
@@ -49,6 +49,9 @@ pub struct Slice {
     pub depth: u16,
     /// A poll of an `async fn`'s future rather than a whole call.
     pub poll: bool,
+    /// For a poll, its future's task id (unique among the futures alive), which ties the
+    /// future's polls together.
+    pub task: Option<u32>,
     /// Its start: clock ticks modulo 2^60 (`cabprof_cab::clock`).
     pub start: u64,
     /// Its duration in clock ticks.
@@ -237,7 +240,7 @@ impl Timeline {
         &mut self,
         method: u32,
         depth: usize,
-        poll: bool,
+        task: Option<u32>,
         (mut start, mut ticks): (u64, u64),
         children: Option<u64>,
     ) {
@@ -260,13 +263,14 @@ impl Timeline {
         let s = Slice {
             method: MethodId::new(method).unwrap_or(MethodId::ROOT),
             depth: depth.min(u16::MAX as usize) as u16,
-            poll,
+            poll: task.is_some(),
+            task,
             start: start & MAX_PAYLOAD,
             ticks,
         };
         let capacity = self.capacity;
         self.threads.current.recorded.push(s, capacity);
-        if !poll {
+        if !s.poll {
             self.check_trigger(&s);
         }
     }
@@ -329,7 +333,7 @@ impl Timeline {
         if let Some((depth, _, children)) = self.close_call(callee) {
             if let Some(end) = end {
                 let span = (end.wrapping_sub(ticks), ticks);
-                self.record(callee, depth, false, span, children);
+                self.record(callee, depth, None, span, children);
             }
         }
     }
@@ -354,7 +358,7 @@ impl Timeline {
         if let Some((depth, Some(start), children)) = self.close_call(callee) {
             if let Some(end) = end {
                 let span = (start, elapsed(start, end));
-                self.record(callee, depth, false, span, children);
+                self.record(callee, depth, None, span, children);
             }
         }
     }
@@ -394,7 +398,13 @@ impl Timeline {
         t.open.truncate(i);
         let children = t.closed(i);
         if let (Some(start), Some(end)) = (f.start, end) {
-            self.record(f.method, i, true, (start, elapsed(start, end)), children);
+            self.record(
+                f.method,
+                i,
+                Some(task),
+                (start, elapsed(start, end)),
+                children,
+            );
         }
     }
 
@@ -612,6 +622,8 @@ mod tests {
                 (3, 0, true, 50, 8)
             ]
         );
+        let tasks: Vec<_> = t.threads()[0].slices.iter().map(|s| s.task).collect();
+        assert_eq!(tasks, [Some(9), None, Some(9)]);
         assert_eq!(t.unmatched(), 0);
     }
 

@@ -117,6 +117,9 @@ pub struct TimelineSlice {
     pub depth: u32,
     /// A poll of an `async fn`'s future rather than a whole call.
     pub poll: bool,
+    /// For a poll, its future's task id, which ties the future's polls together (unique
+    /// among the futures alive at once; absent in older files).
+    pub task: Option<u32>,
     /// Its start, in ns from the timeline's origin (the earliest start).
     pub start_ns: f64,
     /// Its duration in ns.

@@ -70,6 +70,7 @@ impl ReportData {
                 );
             }
         }
+        flows(t, &mut o);
         let _ = write!(
             o,
             "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"producer\":\"cabprof\",\"sampled_events\":{},\"sample_period\":{},\"slices_per_thread\":{},\"compensated\":{}}}}}\n",
@@ -91,6 +92,45 @@ pub(crate) fn slice_name(names: &crate::model::MethodNames<'_>, method: u32) -> 
     }
 }
 
+/// Flow events tying each future's polls together, in time order across threads: a flow
+/// starts (`s`) at its first poll, steps (`t`) through the next and finishes (`f`) at its
+/// last, each bound to the poll slice that starts at its instant. One flow per task id
+/// (`id`: the task's; a task id freed by a finished future and taken by a later one joins
+/// their flows).
+fn flows(t: &crate::model::TimelineData, o: &mut String) {
+    let mut polls: std::collections::BTreeMap<u32, Vec<(f64, usize)>> = Default::default();
+    for (i, th) in t.threads.iter().enumerate() {
+        for s in &th.slices {
+            if let (true, Some(task)) = (s.poll, s.task) {
+                polls
+                    .entry(task)
+                    .or_default()
+                    .push((s.start_ns.round(), i + 1));
+            }
+        }
+    }
+    for (task, mut list) in polls {
+        if list.len() < 2 {
+            continue;
+        }
+        list.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let last = list.len() - 1;
+        for (k, (start, tid)) in list.into_iter().enumerate() {
+            let ph = match k {
+                0 => "s",
+                k if k == last => "f",
+                _ => "t",
+            };
+            let _ = write!(
+                o,
+                ",\n{{\"name\":\"future\",\"cat\":\"poll\",\"ph\":\"{ph}\",\"id\":{task},\"ts\":{},\"pid\":1,\"tid\":{tid}{}}}",
+                micros(start),
+                if ph == "s" { "" } else { ",\"bp\":\"e\"" }
+            );
+        }
+    }
+}
+
 /// Whole nanoseconds `ns` as microseconds with three decimals (exact in decimal).
 fn micros(ns: f64) -> String {
     let ns = ns.max(0.0) as u64;
@@ -106,6 +146,7 @@ mod tests {
             method,
             depth,
             poll: false,
+            task: None,
             start_ns,
             duration_ns,
         }

@@ -49,25 +49,90 @@ fn inner() {
 /// Four `inner` calls, then as long again as one, alone: 20 ms.
 #[profile]
 fn outer() {
+    OUTER_BEGUN.store(true, std::sync::atomic::Ordering::Release);
     timed("outer", || {
         for _ in 0..4 {
             inner();
         }
         wait(OUTER_MS - 4.0 * INNER_MS);
-        while !SIDE_BEGUN.load(std::sync::atomic::Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        until(&SIDE_BEGUN);
     });
 }
 
-/// Set when a `side` call has begun: `outer` does not end before, so that the two threads'
-/// calls overlap however late a loaded machine runs one of them.
+/// Set when a `side` call, and `outer`, have begun: neither ends before the other has begun,
+/// so that the two threads' calls overlap however late a loaded machine runs one of them.
 static SIDE_BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static OUTER_BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Wait until `flag` is set.
+fn until(flag: &std::sync::atomic::AtomicBool) {
+    while !flag.load(std::sync::atomic::Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
 
 #[profile]
 fn side() {
     SIDE_BEGUN.store(true, std::sync::atomic::Ordering::Release);
-    timed("side", || wait(SIDE_MS));
+    timed("side", || {
+        wait(SIDE_MS);
+        until(&OUTER_BEGUN);
+    });
+}
+
+/// Pending once (waking itself), then ready.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            std::task::Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Polled three times: once on one thread, twice on another.
+#[profile]
+async fn hop() -> u64 {
+    YieldOnce(false).await;
+    YieldOnce(false).await;
+    7
+}
+
+/// `hop`'s first poll on thread `timeline-hop-a`, the rest on `timeline-hop-b`.
+fn hop_across_threads() {
+    let poll = |f: &mut std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>>| {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        f.as_mut().poll(&mut cx)
+    };
+    let mut f: std::pin::Pin<Box<dyn std::future::Future<Output = u64> + Send>> = Box::pin(hop());
+    let f = std::thread::Builder::new()
+        .name("timeline-hop-a".into())
+        .spawn(move || {
+            assert!(poll(&mut f).is_pending());
+            f
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let mut f = f;
+    std::thread::Builder::new()
+        .name("timeline-hop-b".into())
+        .spawn(move || {
+            assert!(poll(&mut f).is_pending());
+            assert_eq!(poll(&mut f), std::task::Poll::Ready(7));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 /// The durations the program measured for `name`'s calls, in ms, in call order.
@@ -95,6 +160,7 @@ fn known_timing(analyses: &[Analysis]) -> ReportData {
 fn known_timing_with(analyses: &[Analysis], raw: bool) -> ReportData {
     MEASURED.lock().unwrap().clear();
     SIDE_BEGUN.store(false, std::sync::atomic::Ordering::Relaxed);
+    OUTER_BEGUN.store(false, std::sync::atomic::Ordering::Relaxed);
     let s = Session::builder()
         .analyses(analyses)
         .time_raw(raw)
@@ -120,6 +186,7 @@ fn known_timing_with(analyses: &[Analysis], raw: bool) -> ReportData {
         .unwrap();
     a.join().unwrap();
     b.join().unwrap();
+    hop_across_threads();
     s.finish().data.clone()
 }
 
@@ -283,6 +350,33 @@ fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analys
             }
         }
     }
+    // `hop`'s three polls on two threads, tied by one flow: it starts on the first thread
+    // and steps and finishes on the second.
+    let trace: serde_json::Value = serde_json::from_str(&d.chrome_trace().unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let tid_of = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["args"]["name"] == name)
+            .map(|e| e["tid"].clone())
+            .unwrap_or_else(|| panic!("no thread {name}"))
+    };
+    let hops = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().ends_with("::hop"))
+        .count();
+    assert_eq!(hops, 3, "hop's polls");
+    let flow: Vec<(String, serde_json::Value)> = events
+        .iter()
+        .filter(|e| e["cat"] == "poll" && e["name"] == "future")
+        .map(|e| (e["ph"].as_str().unwrap().to_string(), e["tid"].clone()))
+        .collect();
+    let (a, b) = (tid_of("timeline-hop-a"), tid_of("timeline-hop-b"));
+    assert_eq!(
+        flow,
+        [("s".into(), a), ("t".into(), b.clone()), ("f".into(), b)],
+        "{flow:?}"
+    );
     // Each function's self time is the time analysis' compensated self time (the analysis
     // also takes out a thread's first mark, microseconds).
     let time = d.time.as_ref().unwrap();
@@ -745,6 +839,8 @@ fn the_live_endpoint_serves_the_window_of_the_timeline() {
         .start()
         .unwrap();
     let addr = s.serve_addr().unwrap();
+    // `side` alone: it waits for no `outer`.
+    OUTER_BEGUN.store(true, std::sync::atomic::Ordering::Release);
     // Before the window: three calls.
     (0..3).for_each(|_| side());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -45,6 +45,7 @@ pub(crate) fn compensate(slices: &[TimelineSlice], inside: f64, timed: f64) -> V
                 method: CABPROF,
                 depth: s.depth,
                 poll: false,
+                task: None,
                 start_ns: from,
                 duration_ns: to - from,
             };
@@ -169,6 +170,7 @@ mod tests {
             method,
             depth,
             poll: false,
+            task: None,
             start_ns: start,
             duration_ns: dur,
         }

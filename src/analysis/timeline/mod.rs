@@ -86,6 +86,7 @@ impl AnalysisDescriptor for Descriptor {
                             method: s.method.get(),
                             depth: u32::from(s.depth),
                             poll: s.poll,
+                            task: s.task,
                             start_ns: ns(s.start.wrapping_sub(origin) & MAX_PAYLOAD),
                             duration_ns: ns(s.ticks),
                         }
