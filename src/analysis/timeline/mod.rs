@@ -146,7 +146,10 @@ impl AnalysisDescriptor for Descriptor {
                 o,
                 "  {:<24} {:>9} slices over {:.3} ms{}",
                 th.thread,
-                th.slices.len(),
+                th.slices
+                    .iter()
+                    .filter(|s| s.method != crate::model::CABPROF_SLICE)
+                    .count(),
                 (end - begin) / 1e6,
                 if th.overwritten > 0 {
                     format!(" ({} older overwritten)", th.overwritten)
