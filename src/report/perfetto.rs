@@ -5,7 +5,8 @@
 //! (a child of the process's, with the thread's name), one holding the interned function
 //! names (`InternedData.event_names`, their ids the method ids), then a `TrackEvent` per slice
 //! start (`TYPE_SLICE_BEGIN`, the name by its interned id) and end (`TYPE_SLICE_END`), every
-//! track declared before its first event. Timestamps are nanoseconds from the timeline's
+//! track declared before its first event; a future's polls carry its task id as a flow id
+//! (`TrackEvent.flow_ids`), which ties them. Timestamps are nanoseconds from the timeline's
 //! origin, in order over the whole file; on each track a slice's end comes before the next
 //! slice at its depth or above begins, so begins and ends pair as the calls nest. Written by
 //! hand (a few varints and lengths): no protobuf crate is needed for so few fields.
@@ -35,6 +36,7 @@ const THREAD_NAME: u32 = 5;
 const EVENT_TYPE: u32 = 9;
 const EVENT_NAME_IID: u32 = 10;
 const EVENT_TRACK_UUID: u32 = 11;
+const EVENT_FLOW_IDS: u32 = 47;
 const INTERNED_EVENT_NAMES: u32 = 2;
 const EVENT_NAME_IID_FIELD: u32 = 1;
 const EVENT_NAME_NAME: u32 = 2;
@@ -52,6 +54,13 @@ const PROCESS_TRACK: u64 = 1;
 struct Message(Vec<u8>);
 
 impl Message {
+    /// A `fixed64` field.
+    fn fixed64(&mut self, field: u32, v: u64) -> &mut Self {
+        self.varint(u64::from(field) << 3 | 1);
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push((v as u8) | 0x80);
@@ -156,12 +165,12 @@ impl ReportData {
         }));
         // Each track's begins and ends in nesting order, then all merged by time (a stable
         // sort keeps each track's order among equal times).
-        let mut events: Vec<(u64, u64, u64, u32)> = Vec::new();
+        let mut events: Vec<(u64, u64, u64, u32, Option<u32>)> = Vec::new();
         for (i, th) in t.threads.iter().enumerate() {
             track_events(&th.slices, PROCESS_TRACK + 1 + i as u64, &mut events);
         }
         events.sort_by_key(|e| e.0);
-        for (ts, kind, track, method) in events {
+        for (ts, kind, track, method, task) in events {
             packet(message(|p| {
                 p.uint(PACKET_TIMESTAMP, ts)
                     .uint(PACKET_SEQUENCE_ID, SEQUENCE)
@@ -172,6 +181,10 @@ impl ReportData {
                             e.uint(EVENT_TYPE, kind).uint(EVENT_TRACK_UUID, track);
                             if kind == SLICE_BEGIN {
                                 e.uint(EVENT_NAME_IID, u64::from(method) + 1);
+                                // A future's polls share a flow: its task id.
+                                if let Some(task) = task {
+                                    e.fixed64(EVENT_FLOW_IDS, u64::from(task));
+                                }
                             }
                         }),
                     );
@@ -181,9 +194,13 @@ impl ReportData {
     }
 }
 
-/// One track's slices as (time, begin or end, track, method), in nesting order: a slice
-/// begins after every slice at its depth or deeper has ended.
-fn track_events(slices: &[TimelineSlice], track: u64, out: &mut Vec<(u64, u64, u64, u32)>) {
+/// One track's slices as (time, begin or end, track, method, a poll's task), in nesting
+/// order: a slice begins after every slice at its depth or deeper has ended.
+fn track_events(
+    slices: &[TimelineSlice],
+    track: u64,
+    out: &mut Vec<(u64, u64, u64, u32, Option<u32>)>,
+) {
     let mut sorted: Vec<&TimelineSlice> = slices.iter().collect();
     sorted.sort_by(|a, b| {
         a.start_ns
@@ -201,7 +218,7 @@ fn track_events(slices: &[TimelineSlice], track: u64, out: &mut Vec<(u64, u64, u
             }
             // Never before the last time written on this track.
             let at = e.max(out.last().filter(|x| x.2 == track).map_or(0, |x| x.0));
-            out.push((at, SLICE_END, track, m));
+            out.push((at, SLICE_END, track, m, None));
             open.pop();
         }
         let at = start.max(out.last().filter(|x| x.2 == track).map_or(0, |x| x.0));
@@ -210,11 +227,11 @@ fn track_events(slices: &[TimelineSlice], track: u64, out: &mut Vec<(u64, u64, u
             Some(&(pe, _, _)) => end.min(pe).max(at),
             None => end.max(at),
         };
-        out.push((at, SLICE_BEGIN, track, s.method));
+        out.push((at, SLICE_BEGIN, track, s.method, s.task.filter(|_| s.poll)));
         open.push((end, s.depth, s.method));
     }
     while let Some((e, _, m)) = open.pop() {
         let at = e.max(out.last().filter(|x| x.2 == track).map_or(0, |x| x.0));
-        out.push((at, SLICE_END, track, m));
+        out.push((at, SLICE_END, track, m, None));
     }
 }

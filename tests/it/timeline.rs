@@ -802,6 +802,23 @@ fn perfettos_schema_decodes_the_perfetto_trace_as_the_report_says() {
         .output()
         .unwrap();
     judge(&out, &d, "Perfetto's schema");
+    // `hop`'s three polls, on two threads, share one flow.
+    let tracks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let flows: Vec<serde_json::Value> = tracks
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["slices"].as_array().unwrap())
+        .filter(|s| s["name"].as_str().unwrap().ends_with("::hop"))
+        .map(|s| s["flows"].clone())
+        .collect();
+    assert_eq!(flows.len(), 3, "{flows:?}");
+    assert!(
+        flows
+            .iter()
+            .all(|f| f.as_array().unwrap().len() == 1 && *f == flows[0]),
+        "{flows:?}"
+    );
 }
 
 /// A reader's run: it succeeded, read every slice of the report, and what it read passes

@@ -1,6 +1,6 @@
 """Decode a Perfetto trace with Perfetto's own schema (PyPI `perfetto`), check it, and print
 its slices as JSON: per thread track its name and slices (name, ts and dur in microseconds,
-parent's index).
+parent's index, flow ids).
 
 Checks: every track is declared before an event uses it; begins and ends balance on every
 track; timestamps never go back; every name resolves through the interned names.
@@ -44,6 +44,7 @@ for packet in trace.packet:
             "ts": packet.timestamp / 1e3,
             "dur": None,
             "parent": stack[-1] if stack else None,
+            "flows": list(e.flow_ids),
         })
         stack.append(len(mine) - 1)
     elif e.type == pb.TrackEvent.TYPE_SLICE_END:
