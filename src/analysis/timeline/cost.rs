@@ -1,21 +1,26 @@
 //! The timeline with cabprof's own cost taken out of the calls and shown as slices of its
 //! own, on the real clock (threads stay aligned with each other).
 //!
-//! A timed call costs its own interval `inside` (between its stamps and its body) and its
-//! caller `timed` more (outside its stamps), as the time analysis compensates them. Half of
-//! each is placed at each end: the call's slice becomes `[start + inside/2, end - inside/2]`,
-//! and `cabprof` slices at the call's depth cover `[start - timed/2, start + inside/2]` and
-//! `[end - inside/2, end + timed/2]`, merged where they touch, kept inside the parent's slice
-//! and between their neighbours. A call's width is then its own time less `inside`, as the
-//! time analysis has it, and its self time (its width less its children's and the `cabprof`
-//! slices inside it) the time analysis' compensated self time. Polls keep their raw times.
+//! A timed call costs its caller `timed` in all (the calibration's figure), of which `inside`
+//! falls between its own stamps and the rest, `outside`, around them, as the time analysis
+//! compensates them. Half of each part is placed at each end: the call's slice becomes
+//! `[start + inside/2, end - inside/2]`, and `cabprof` slices at the call's depth cover
+//! `[start - outside/2, start + inside/2]` and `[end - inside/2, end + outside/2]`, merged
+//! where they overlap, kept inside the parent's slice and between their neighbours. A call's
+//! width is then its own time less `inside`, as the time analysis has it, and its self time
+//! (its width less its children's and the `cabprof` slices inside it) the time analysis'
+//! compensated self time. Polls keep their raw times.
 
 use crate::model::{TimelineSlice, CABPROF_SLICE as CABPROF};
 
 /// `slices` (one thread's, by start, parents first) with the costs taken out: `inside` and
-/// `timed` in ns.
-pub(crate) fn compensate(slices: &[TimelineSlice], inside: f64, timed: f64) -> Vec<TimelineSlice> {
-    let (inside, timed) = (inside.max(0.0), timed.max(0.0));
+/// `outside` in ns.
+pub(crate) fn compensate(
+    slices: &[TimelineSlice],
+    inside: f64,
+    outside: f64,
+) -> Vec<TimelineSlice> {
+    let (inside, outside) = (inside.max(0.0), outside.max(0.0));
     let mut out: Vec<TimelineSlice> = Vec::with_capacity(slices.len() * 2);
     let mut pieces: Vec<Piece> = Vec::new();
     // Open parents by depth: their compensated intervals.
@@ -27,7 +32,7 @@ pub(crate) fn compensate(slices: &[TimelineSlice], inside: f64, timed: f64) -> V
         } else {
             inside.min(s.duration_ns)
         };
-        let t = if s.poll { 0.0 } else { timed };
+        let t = if s.poll { 0.0 } else { outside };
         open.truncate(s.depth as usize);
         let parent = open
             .last()
@@ -182,7 +187,7 @@ mod tests {
             .collect()
     }
 
-    /// outer 0..1000 calls inner at 100..200 and 300..400; inside 10, timed 20.
+    /// outer 0..1000 calls inner at 100..200 and 300..400; inside 10, outside 20.
     #[test]
     fn costs_become_cabprof_slices_around_each_call() {
         let raw = [
@@ -206,7 +211,8 @@ mod tests {
             ]
         );
         // outer's self time: 990 - 2 * 90 - 4 * 13 = 758: the time analysis' compensated self
-        // time, 1000 - 10 - 2 * 100 - 2 * 20 = 750, and the 2 ns each piece leaves free.
+        // time, 1000 - 10 - 2 * 100 - 2 * 20 (each call's outside part) = 750, and the 2 ns
+        // each piece leaves free.
         let width = |m: u32, d: u32| -> f64 {
             got.iter()
                 .filter(|s| s.method == m && s.depth == d)
@@ -218,7 +224,7 @@ mod tests {
 
     #[test]
     fn pieces_stay_inside_the_parent_and_clear_of_neighbours_and_merge() {
-        // Two calls 4 ns apart: their pieces (timed 20) meet and are one, clipped to the gap
+        // Two calls 4 ns apart: their pieces (outside 20) meet and are one, clipped to the gap
         // less a nanosecond at each end; the parent starts 2 ns before the first, too little
         // for a piece.
         let raw = [

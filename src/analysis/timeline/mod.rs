@@ -98,7 +98,8 @@ impl AnalysisDescriptor for Descriptor {
                         .then(a.depth.cmp(&b.depth))
                 });
                 if let Some(c) = &compensation {
-                    slices = cost::compensate(&slices, cal.ns(c.inside), cal.ns(c.timed));
+                    let outside = cal.ns(c.timed - c.inside);
+                    slices = cost::compensate(&slices, cal.ns(c.inside), outside);
                 }
                 let thread = match th.thread {
                     Some(n) => names
