@@ -187,6 +187,17 @@ fn around_ticks(s: &State) -> u64 {
 
 /// A session with a trigger started: its files go to `dir`, named after `stem`.
 pub(crate) fn arm(snapshot: Snapshot, dir: PathBuf, stem: String) {
+    // A writer left by a session that ended without `disarm` (dropped unfinished) stops first:
+    // two writers would write one window twice.
+    let old = {
+        let mut s = state();
+        s.stopping = true;
+        WAKE.notify_all();
+        s.writer.take()
+    };
+    if let Some(w) = old {
+        let _ = w.join();
+    }
     let mut s = state();
     *s = State {
         ticks_per_ns: s.ticks_per_ns,
@@ -234,12 +245,17 @@ fn write_queued() {
             // Finished meanwhile: `disarm` writes it from the final report.
             return;
         };
-        let mut s = state();
-        if s.stopping {
-            return;
+        let target = {
+            let mut s = state();
+            if s.stopping {
+                return;
+            }
+            s.queue.pop_front();
+            next_target(&mut s)
+        };
+        if let Some(target) = target {
+            write_window(target, &report.data, f);
         }
-        s.queue.pop_front();
-        write_window(&mut s, &report.data, f);
     }
 }
 
@@ -260,8 +276,8 @@ pub(crate) fn disarm(report: Option<&Report>) {
     }
     let mut s = state();
     while let Some(f) = s.queue.pop_front() {
-        if let Some(r) = report {
-            write_window(&mut s, &r.data, f);
+        if let (Some(r), Some(target)) = (report, next_target(&mut s)) {
+            write_window(target, &r.data, f);
         }
     }
     if s.dropped > 0 {
@@ -274,17 +290,33 @@ pub(crate) fn disarm(report: Option<&Report>) {
     crate::__private::set_trigger_ticks(u64::MAX);
 }
 
-/// Write the timeline around `f` from `data`, and say so on standard error.
-fn write_window(s: &mut State, data: &ReportData, f: Fired) {
-    let Some(armed) = &s.armed else {
-        return;
-    };
+/// Where the next trigger file goes, and the clock's rate: taken under the lock, so that the
+/// file is written without it (an analyzer queueing a call never waits for a write).
+struct Target {
+    path: PathBuf,
+    dir: PathBuf,
+    around: u64,
+}
+
+/// The next file's [`Target`], counted as written; `None` if disarmed.
+fn next_target(s: &mut State) -> Option<Target> {
+    let armed = s.armed.as_ref()?;
+    let (dir, stem) = (armed.dir.clone(), armed.stem.clone());
+    s.written += 1;
+    Some(Target {
+        path: dir.join(format!("{stem}.trigger-{}.trace.json", s.written)),
+        dir,
+        around: around_ticks(s),
+    })
+}
+
+/// Write the timeline around `f` from `data` to `target`, and say so on standard error.
+fn write_window(target: Target, data: &ReportData, f: Fired) {
     let Some(t) = &data.timeline else {
         return;
     };
-    let around = around_ticks(s);
-    let from = f.start.wrapping_sub(around) & MAX_PAYLOAD;
-    let to = f.start.wrapping_add(f.ticks).wrapping_add(around) & MAX_PAYLOAD;
+    let from = f.start.wrapping_sub(target.around) & MAX_PAYLOAD;
+    let to = f.start.wrapping_add(f.ticks).wrapping_add(target.around) & MAX_PAYLOAD;
     let window = ReportData {
         timeline: Some(t.between(from, to)),
         ..data.clone()
@@ -292,13 +324,10 @@ fn write_window(s: &mut State, data: &ReportData, f: Fired) {
     let Some(trace) = window.chrome_trace() else {
         return;
     };
-    s.written += 1;
-    let path = armed
-        .dir
-        .join(format!("{}.trigger-{}.trace.json", armed.stem, s.written));
+    let path = target.path;
     let name = crate::names::lookup(f.method.get()).map_or_else(|| "?".into(), |n| n.name);
     let ms = f.ticks as f64 / t.ticks_per_ns / 1e6;
-    let written = std::fs::create_dir_all(&armed.dir).and_then(|()| {
+    let written = std::fs::create_dir_all(&target.dir).and_then(|()| {
         crate::report::file::write(&path, crate::report::file::Contents::ChromeTrace, |w| {
             w.write_all(trace.as_bytes())
         })
