@@ -36,6 +36,7 @@ mod time;
 mod time_compensation;
 mod time_long;
 mod timeline;
+mod waits;
 mod xray_recovers_simulator;
 
 #[cfg(feature = "pprof")]
