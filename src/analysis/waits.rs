@@ -141,13 +141,6 @@ impl AnalysisDescriptor for Descriptor {
             );
             return;
         }
-        let _ = writeln!(o, "  by calling context ({}; block = waited here, mutex = others waited while this held):",
-            top_of(top, w.contexts.len() + 1));
-        let _ = writeln!(
-            o,
-            "  {:>8} {:>12} {:>8} {:>12}  context",
-            "waits", "block", "waiters", "mutex"
-        );
         let mut order: Vec<Option<usize>> = (0..w.contexts.len())
             .filter(|&i| !is_empty(&w.contexts[i].counts))
             .map(Some)
@@ -157,6 +150,16 @@ impl AnalysisDescriptor for Descriptor {
         }
         let counts = |c: &Option<usize>| c.map_or(&w.root, |i| &w.contexts[i].counts);
         order.sort_by(|x, y| weight(counts(y)).cmp(&weight(counts(x))).then(x.cmp(y)));
+        let _ = writeln!(
+            o,
+            "  by calling context ({}; block = waited here, mutex = others waited while this held):",
+            top_of(top, order.len())
+        );
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>12} {:>8} {:>12}  context",
+            "waits", "block", "waiters", "mutex"
+        );
         order.truncate(top);
         let shown: Vec<usize> = order.iter().flatten().copied().collect();
         let mut rows = stack_rows(&w.contexts, &shown, &data.method_names()).into_iter();

@@ -56,9 +56,8 @@ fn wait_for_lock(m: &Mutex<u64>) -> u64 {
 }
 
 /// Holds a lock 20 ms, 25 times, while another thread waits for it each time: about 0.5 s.
-fn contended_mutex() -> (ReportData, u32) {
-    let _one = serial();
-    let s = session();
+/// Returns the line the lock was made on.
+fn contend() -> u32 {
     let m = Arc::new(Mutex::new(0u64));
     let line = line!() - 1;
     let (held, done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
@@ -73,6 +72,13 @@ fn contended_mutex() -> (ReportData, u32) {
     }
     holder.join().unwrap();
     assert_eq!(*m.lock(), 25);
+    line
+}
+
+fn contended_mutex() -> (ReportData, u32) {
+    let _one = serial();
+    let s = session();
+    let line = contend();
     (s.finish().data, line)
 }
 
@@ -356,4 +362,50 @@ fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
             assert_eq!(*flat, value, "{profile:?} {index}:\n{text}");
         }
     }
+}
+
+#[cfg(feature = "serve")]
+#[test]
+fn go_tool_pprof_fetches_the_block_profile_over_http() {
+    use crate::go_pprof::top_rows;
+    use crate::serve_support::{available, get};
+    use std::process::Command;
+    if !available("go", &["version"], "golang-go") {
+        return;
+    }
+    let _one = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = s.serve_addr().expect("an endpoint");
+    contend();
+    cabprof::flush_thread();
+    assert_eq!(get(addr, "/debug/pprof/mutex").status, 200);
+    let out = Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-nodefraction=0",
+            "-sample_index=delay",
+            "-unit=ns",
+        ])
+        .arg(format!("http://{addr}/debug/pprof/block"))
+        .env("PPROF_TMPDIR", env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .expect("run go tool pprof");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = top_rows(&text);
+    let (flat, _) = rows
+        .get("it::waits::wait_for_lock")
+        .unwrap_or_else(|| panic!("the waiter in the block profile:\n{text}"));
+    assert!((400 * MS..=2_500 * MS).contains(flat), "{text}");
+    drop(s.finish());
 }
