@@ -18,27 +18,31 @@ pub(super) fn now_ns() -> u64 {
 
 /// A lock's contention state. Its counters only describe timing: no data is published through
 /// them, so their orderings need only make `since` visible to a releaser that sees a waiter.
+///
+/// `repr(C)` with `waiters` last: the wrappers put this right before parking_lot's lock, so
+/// the counter every release reads sits beside the lock's state word, in its cache line.
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct Contention {
-    /// Threads in a timed wait for the lock now.
-    waiters: AtomicU32,
+    kind: &'static str,
+    location: &'static Location<'static>,
     /// When the current stretch of waiting began: the first waiter's arrival, or the latest
     /// contended release (`now_ns`; 0 before any).
     since: AtomicU64,
     /// The site's number, 0 until the first contention asks.
     site: AtomicU32,
-    kind: &'static str,
-    location: &'static Location<'static>,
+    /// Threads in a timed wait for the lock now.
+    waiters: AtomicU32,
 }
 
 impl Contention {
     pub(super) const fn new(kind: &'static str, location: &'static Location<'static>) -> Self {
         Contention {
-            waiters: AtomicU32::new(0),
-            since: AtomicU64::new(0),
-            site: AtomicU32::new(0),
             kind,
             location,
+            since: AtomicU64::new(0),
+            site: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
         }
     }
 
@@ -62,6 +66,7 @@ impl Contention {
     #[cold]
     #[inline(never)]
     pub(super) fn wait<G>(&self, acquire: impl FnOnce() -> G) -> G {
+        // The session may have ended since the caller looked.
         if !recording() {
             return acquire();
         }

@@ -27,9 +27,10 @@
 //!   wrapper tries the operation, and only if it would block does it block on the same
 //!   operation, timed.
 //!
-//! Costs: an acquisition is `try_lock` first; when it succeeds (uncontended) nothing else
-//! happens, and a release adds one load and one branch (are threads waiting?). Only a
-//! contended acquisition reads the clock, and only while a session records. Without
+//! Costs: with no session recording, an acquisition is parking_lot's after one load and one
+//! branch (is a session recording?); while one records, it is `try_lock` first, and when that
+//! succeeds (uncontended) nothing else happens. A release adds one load and one branch (are
+//! threads waiting?). Only a contended acquisition reads the clock. Without
 //! cabprof's `enabled` feature the names here are parking_lot's and the standard library's
 //! own types (re-exports), so code that uses them builds either way.
 //!

@@ -2,6 +2,7 @@
 //! docs of [`sync`](super)).
 
 use super::contention::Contention;
+use cabprof_cab::runtime::recording;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -11,6 +12,8 @@ use std::panic::Location;
 /// the module docs. Readers and writers share one record: a reader waiting for a writer and
 /// a writer waiting for readers are both waits at this lock's site. Compiled out it is
 /// `parking_lot::RwLock` itself.
+// `repr(C)`: the contention counters right before the lock (see `Contention`).
+#[repr(C)]
 pub struct RwLock<T: ?Sized> {
     contention: Contention,
     inner: parking_lot::RwLock<T>,
@@ -47,13 +50,18 @@ impl<T> RwLock<T> {
 }
 
 impl<T: ?Sized> RwLock<T> {
-    /// Shared access, blocking while a writer holds or waits. Uncontended, this is
-    /// `try_read`; a wait is recorded while a session records.
+    /// Shared access, blocking while a writer holds or waits; while a session records,
+    /// `try_read` first, and a failed try is a wait, timed.
     #[inline]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let inner = match self.inner.try_read() {
-            Some(g) => g,
-            None => self.contention.wait(|| self.inner.read()),
+        // As `Mutex::lock`: parking_lot's own `read` when no session records.
+        let inner = if !recording() {
+            self.inner.read()
+        } else {
+            match self.inner.try_read() {
+                Some(g) => g,
+                None => self.contention.wait(|| self.inner.read()),
+            }
         };
         RwLockReadGuard {
             contention: &self.contention,
@@ -61,13 +69,18 @@ impl<T: ?Sized> RwLock<T> {
         }
     }
 
-    /// Exclusive access, blocking until no one else holds the lock. Uncontended, this is
-    /// `try_write`; a wait is recorded while a session records.
+    /// Exclusive access, blocking until no one else holds the lock; while a session
+    /// records, `try_write` first, and a failed try is a wait, timed.
     #[inline]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let inner = match self.inner.try_write() {
-            Some(g) => g,
-            None => self.contention.wait(|| self.inner.write()),
+        // As `Mutex::lock`: parking_lot's own `write` when no session records.
+        let inner = if !recording() {
+            self.inner.write()
+        } else {
+            match self.inner.try_write() {
+                Some(g) => g,
+                None => self.contention.wait(|| self.inner.write()),
+            }
         };
         RwLockWriteGuard {
             contention: &self.contention,
