@@ -5,7 +5,7 @@
 //! Each wait is charged to the context the thread that wrote it is in: the waiter's for a
 //! lock wait, a blocked send or receive (Go's *block* profile), the releasing holder's for a
 //! contended hold (Go's *mutex* profile, whose delay is the hold's time after a thread began
-//! to wait, once per waiter). Contexts are rebuilt with the shared [`ContextTracker`], as the
+//! to wait, once per waiter). Contexts are rebuilt with the shared context tracker (`call_tree::tracker`), as the
 //! allocations analysis does; waits outside every instrumented function go to the root.
 
 use cabprof_cab::event::{as_wait, decode, EventKind, MethodId, WaitKind, WaitWord};
