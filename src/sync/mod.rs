@@ -62,5 +62,8 @@ pub use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGua
 /// Compiled out: the standard library's channels themselves.
 #[cfg(not(feature = "enabled"))]
 pub mod mpsc {
-    pub use std::sync::mpsc::*;
+    pub use std::sync::mpsc::{
+        channel, sync_channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, SendError,
+        Sender, SyncSender, TryIter, TryRecvError, TrySendError,
+    };
 }
