@@ -383,6 +383,15 @@ fn go_tool_pprof_fetches_the_block_profile_over_http() {
     contend();
     cabprof::flush_thread();
     assert_eq!(get(addr, "/debug/pprof/mutex").status, 200);
+    let metrics = get(addr, "/metrics").text();
+    for part in [
+        "cabprof_waits_total{kind=\"Mutex\",site=\"",
+        "cabprof_wait_seconds_total{kind=\"Mutex\",site=\"",
+        "profile=\"block\"} 25",
+        "profile=\"mutex\"}",
+    ] {
+        assert!(metrics.contains(part), "{part} in:\n{metrics}");
+    }
     let out = Command::new("go")
         .args([
             "tool",
