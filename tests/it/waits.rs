@@ -149,7 +149,12 @@ fn a_reader_waiting_for_a_writer_is_a_wait() {
         (20 * MS..=2_000 * MS).contains(&reader.block.ns),
         "{reader:?}"
     );
-    assert_eq!(waits(&data).sites[0].kind, "RwLock");
+    let w = waits(&data);
+    assert_eq!(w.sites[0].kind, "RwLock");
+    // The writer (outside instrumented functions: the root) released with the reader
+    // waiting: one waiter's worth of the hold after the reader arrived.
+    assert_eq!(w.root.mutex.count, 1, "{w:?}");
+    assert!((10 * MS..=2_000 * MS).contains(&w.root.mutex.ns), "{w:?}");
 }
 
 #[test]
