@@ -89,6 +89,8 @@ pub use cabprof_instrument_macros::profile;
 
 pub mod alloc;
 pub mod mem;
+#[cfg(feature = "sync")]
+pub mod sync;
 
 /// Hand the calling thread's buffered events to the analyzers now. Call it before a thread
 /// blocks for long (a worker waiting for its next request) so that what it did so far is in

@@ -1,8 +1,9 @@
 //! What production code names compiles with and without cabprof's `enabled` feature:
 //! `#[profile]`, `flush_thread`, the `mem` events and the `Tracked` allocator. Compiled out
 //! they are inert: the attribute hands the item back unchanged, and nothing starts even with
-//! `CABPROF=1`. CI runs this file both ways (`cargo test -p cabprof --no-default-features
-//! --test compiled_out`, and with the workspace's `--all-features`). Each build has one test,
+//! `CABPROF=1`. CI runs this file three ways (`cargo test -p cabprof --no-default-features
+//! --test compiled_out`, the same with `--features sync`, and with the workspace's
+//! `--all-features`). Each build has one test,
 //! so that the threads it counts are its own.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -28,6 +29,37 @@ fn production_code(n: u64) -> u64 {
     cabprof::flush_thread();
     acc
 }
+
+/// What production code does with `cabprof::sync` (feature `sync`): the same calls compile
+/// against the wrappers and, compiled out, against parking_lot's and the standard library's
+/// own types.
+#[cfg(feature = "sync")]
+fn production_sync_code() {
+    use cabprof::sync::{mpsc, Mutex, RwLock};
+    let m = Mutex::new(1u32);
+    *m.lock() += 1;
+    assert_eq!(*m.try_lock().unwrap(), 2);
+    let l = RwLock::new(vec![1u8]);
+    l.write().push(2);
+    assert_eq!(l.read().len(), 2);
+    let (tx, rx) = mpsc::sync_channel(1);
+    tx.send(3u8).unwrap();
+    assert_eq!(rx.recv(), Ok(3));
+    drop(tx);
+    assert!(rx.iter().next().is_none());
+    let mutex = std::any::type_name::<cabprof::sync::Mutex<u32>>();
+    let sender = std::any::type_name::<mpsc::SyncSender<u8>>();
+    if cfg!(feature = "enabled") {
+        assert!(mutex.starts_with("cabprof::sync::"), "{mutex}");
+    } else {
+        // The very types: parking_lot's `Mutex` is lock_api's, and std's sender.
+        assert!(mutex.starts_with("lock_api::"), "{mutex}");
+        assert!(sender.starts_with("std::sync::mpsc::"), "{sender}");
+    }
+}
+
+#[cfg(not(feature = "sync"))]
+fn production_sync_code() {}
 
 fn expected(n: u64) -> u64 {
     (0..n).fold(0, |acc, i| acc ^ (i.rotate_left(7) ^ 0x5A))
@@ -99,6 +131,7 @@ fn compiled_out_code_runs_as_written_and_starts_nothing() {
     std::env::set_var("CABPROF", "1");
     let before = threads();
     assert_eq!(production_code(10_000), expected(10_000));
+    production_sync_code();
     the_tracked_allocator_forwards_to_its_inner_one();
     let after = threads();
     std::env::remove_var("CABPROF");
@@ -111,6 +144,7 @@ fn compiled_out_code_runs_as_written_and_starts_nothing() {
 fn enabled_the_same_code_is_profiled() {
     let profile = cabprof::test_profile();
     assert_eq!(production_code(25), expected(25));
+    production_sync_code();
     the_tracked_allocator_forwards_to_its_inner_one();
     let report = profile.finish();
     assert_eq!(report.data.calls("parse"), 25);

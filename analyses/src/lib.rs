@@ -59,6 +59,7 @@
 //!   `Realloc` words from an allocation-tracking global allocator).
 //! - [`sampling`]: the CAB paper's sampling error rate.
 //! - [`time_profile`]: inclusive and exclusive time per function, edge and calling context.
+//! - [`waits`]: lock waits and holds, blocked channel operations, per context and site.
 
 #![forbid(unsafe_code)]
 
@@ -73,6 +74,7 @@ pub mod sampling;
 mod thread_stacks;
 pub mod time_profile;
 pub mod timeline;
+pub mod waits;
 
 pub use allocations::{
     AllocContext, AllocCounts, Allocations, ContextAllocs, FunctionAllocs, LiveCounts,
@@ -89,6 +91,7 @@ pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
 pub use time_profile::{Calibrations, Compensation, TimeContext, TimeProfile};
 pub use timeline::{Slice, ThreadTimeline, Timeline};
+pub use waits::{Delay, WaitContext, WaitCounts, Waits};
 
 /// The trait every analysis here implements; defined in `cabprof_cab`, where the runtime
 /// that runs it lives, so that both crates name the same trait.

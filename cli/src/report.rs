@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cabprof::report::{Format, Weight};
+use cabprof::report::{Format, WaitProfile, Weight};
 use cabprof::trace::is_same_file;
 use cabprof::ReportData;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -25,6 +25,7 @@ Examples:
   cabprof report profile.json --format dot | dot -Tpng -o calls.png
   cabprof report profile.json --format pprof -o profile.pb.gz && go tool pprof -top profile.pb.gz
   cabprof report profile.json --format pprof --label service=api --label host=$(hostname) -o api.pb.gz
+  cabprof report profile.json --format pprof --profile mutex -o mutex.pb.gz
   cabprof report profile.json --format callgrind -o callgrind.out.app && kcachegrind callgrind.out.app
   cat profile.json | cabprof report -
 
@@ -52,6 +53,15 @@ pub(crate) enum WeightArg {
     AllocBytes,
 }
 
+/// Which of Go's wait profiles `--format pprof` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProfileArg {
+    /// Holders' contexts: the time others waited during each contended hold, once per waiter.
+    Mutex,
+    /// Waiters' contexts: lock waits, blocked channel sends and receives.
+    Block,
+}
+
 /// Arguments of `cabprof report`.
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -72,6 +82,10 @@ pub(crate) struct ReportArgs {
     /// `service=api`, `host=web-3`.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_label)]
     pub label: Vec<(String, String)>,
+    /// With `--format pprof`: Go's `mutex` or `block` profile of the waits analysis
+    /// (`contentions`, `delay`) instead of the report's profile.
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub profile: Option<ProfileArg>,
     /// Write to this file instead of standard output (not the input file itself).
     #[arg(long, short, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -154,6 +168,11 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             "--label applies to --format pprof only".into(),
         ));
     }
+    if args.profile.is_some() && args.format != Format::Pprof {
+        return Err(CliError::InvalidArguments(
+            "--profile applies to --format pprof only".into(),
+        ));
+    }
     // Folded stacks and JSON are written as they are made: the folded text repeats each
     // context's stack and can be many times the report, the JSON is the report's size.
     let rendered = match args.format {
@@ -185,7 +204,21 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            data.pprof_labeled(&labels)
+            match args.profile {
+                None => data.pprof_labeled(&labels),
+                Some(p) => {
+                    let profile = match p {
+                        ProfileArg::Mutex => WaitProfile::Mutex,
+                        ProfileArg::Block => WaitProfile::Block,
+                    };
+                    data.pprof_waits(profile, &labels).ok_or_else(|| {
+                        CliError::InvalidArguments(format!(
+                            "{} has no waits: record it with CABPROF_ANALYSES=...,waits and cabprof::sync's locks or channels",
+                            args.file.display()
+                        ))
+                    })?
+                }
+            }
         }
         Format::Callgrind => data.callgrind().into_bytes(),
         Format::ChromeTrace => data

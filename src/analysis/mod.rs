@@ -53,6 +53,7 @@ mod reuse_distance;
 mod time;
 mod timeline;
 pub(crate) mod trigger;
+mod waits;
 
 pub use plan::AnalysisPlan;
 pub use trigger::TimelineTrigger;
@@ -368,6 +369,9 @@ register! {
     Allocations => allocations: cabprof_analyses::Allocations,
     /// Per thread, which call ran when: the last slices (opt-in; times calls).
     Timeline => timeline: cabprof_analyses::Timeline,
+    /// Lock waits and holds, blocked channel sends and receives, per calling context and
+    /// creation site (fed by `cabprof::sync`'s wrappers).
+    Waits => waits: cabprof_analyses::Waits,
 }
 
 pub(crate) use crate::model::check_contexts;

@@ -34,7 +34,12 @@ macro_rules! context_node {
     )*};
 }
 
-context_node!(ContextEntry, ContextTimeEntry, AllocContextEntry);
+context_node!(
+    ContextEntry,
+    ContextTimeEntry,
+    AllocContextEntry,
+    super::WaitContextEntry
+);
 
 /// No parent: the root.
 pub(crate) const ROOT: u32 = u32::MAX;

@@ -19,6 +19,7 @@ mod read;
 mod stacks;
 mod time;
 mod timeline;
+mod waits;
 pub(crate) use contexts::parent_links;
 #[cfg(feature = "pprof")]
 pub(crate) use contexts::ROOT;
@@ -35,6 +36,9 @@ pub use time::{
 };
 pub(crate) use timeline::CABPROF_SLICE;
 pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
+pub use waits::{
+    DelayEntry, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData,
+};
 
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cabprof-report/1";
@@ -152,6 +156,17 @@ pub struct ReportData {
     ///                                "start_ns": f64, "duration_ns": f64 } ] } ] }
     /// ```
     pub timeline: Option<TimelineData>,
+    /// Lock waits and holds, blocked channel operations (the `waits` analysis, fed by
+    /// `cabprof::sync`; absent unless it ran). JSON, with `Delay = { "count": u64, "ns": u64 }`
+    /// and `Waits = { "block": Delay, "mutex": Delay }`:
+    ///
+    /// ```text
+    /// { "approximate": bool, "totals": Waits, "root": Waits,
+    ///   "contexts": [ { "id": u32, "parent": u32, "method": u32, "calls": u64,
+    ///                   "counts": Waits } ],
+    ///   "sites": [ { "kind": str, "site": str, "counts": Waits } ] }
+    /// ```
+    pub waits: Option<WaitsData>,
 }
 
 /// Per-thread (or total) counters of the runtime.

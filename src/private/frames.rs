@@ -23,7 +23,9 @@
 //! return more than an inlined entry would; `cargo bench -p cabprof-per-call --bench per_call`
 //! measures it.
 
-use super::timing::{check_trigger, entry_start, stamp_exit, timeline, COARSE, SAMPLED, UNTIMED};
+use super::timing::{
+    check_trigger, entry_start, mark_after_exit, timeline, COARSE, SAMPLED, UNTIMED,
+};
 use super::{contained, decided_key, method, pop, probe, push, ticker, Site};
 use cabprof_cab::clock;
 use cabprof_cab::event::Event;
@@ -260,8 +262,9 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         let ticks = end.saturating_sub(start);
         pop(caller);
         if timeline() {
-            stamp_exit(end, &emit);
+            emit(Event::time(end));
             emit(Event::timed_return(method(callee), ticks));
+            mark_after_exit(&emit);
             check_trigger(ticks);
         } else {
             emit(Event::timed_return(method(callee), ticks));
@@ -271,7 +274,7 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         let end = clock::now_after();
         let ticks = (end & (SAMPLED - 1)).saturating_sub(start);
         if timeline() {
-            stamp_exit(end, &emit);
+            emit(Event::time(end));
         }
         let word = if ticker::long_since(start) {
             Event::long_return(method(callee), ticks, true)
@@ -281,6 +284,7 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         pop(caller);
         emit(word);
         if timeline() {
+            mark_after_exit(&emit);
             check_trigger(ticks);
         }
     }

@@ -24,7 +24,7 @@
 //! dropped unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two
 //! words per poll and a few instructions; synchronous functions are untouched.
 
-use super::timing::{stamp, stamp_after, stamp_exit, timed, timeline};
+use super::timing::{mark_after_exit, stamp, stamp_after, timed, timeline};
 use super::{method, pop, push, recording, Site, CURRENT};
 use cabprof_cab::event::{Event, MAX_TASK_ID};
 use cabprof_cab::runtime::{emit, emit_with};
@@ -156,19 +156,18 @@ impl<const KEYED: bool> Drop for PollScope<KEYED> {
     fn drop(&mut self) {
         pop(self.caller);
         if self.timed {
-            if timeline() {
-                // With its thread's mark first, as a timed call's exit: a thread that only
-                // polls futures is then named on the timeline.
-                let key = self.key;
-                stamp_exit(cabprof_cab::clock::now_after(), &|e| send::<KEYED>(key, e));
-            } else {
-                send::<KEYED>(self.key, stamp_after());
-            }
+            send::<KEYED>(self.key, stamp_after());
         }
         if self.done {
             send::<KEYED>(self.key, Event::ret(method(self.callee)));
         }
         send::<KEYED>(self.key, Event::poll_end(self.task, self.poll, self.done));
+        if self.timed && timeline() {
+            // The thread's mark, as after a timed call's exit: a thread that only polls
+            // futures is then named on the timeline.
+            let key = self.key;
+            mark_after_exit(&|e| send::<KEYED>(key, e));
+        }
     }
 }
 

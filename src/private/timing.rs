@@ -251,15 +251,16 @@ pub(crate) fn thread_names() -> Vec<String> {
         .clone()
 }
 
-/// A timed exit in timeline mode: its exit stamp `end`, before its `TimedReturn`; and, at the
-/// thread's first such exit in the running session, its thread mark first.
+/// A timed exit in timeline mode, after its exit stamp and closing word: at the thread's first
+/// such exit in the running session, its thread mark. After, not before: the mark's time (a
+/// `Stall`) is outside the interval the exit stamp closed, so it must not be taken out of the
+/// frame that closed; it falls in its caller's, as it does on the clock.
 #[inline(always)]
-pub(super) fn stamp_exit(end: u64, emit: &impl Fn(Event)) {
+pub(super) fn mark_after_exit(emit: &impl Fn(Event)) {
     let key = cabprof_cab::runtime::session_key();
     if key != 0 && MARKED.with(|m| m.get()) != key {
         emit(mark_thread(key));
     }
-    emit(Event::time(end));
 }
 
 /// This thread's mark for session `key`: its number, given (with its name kept) on its first

@@ -114,6 +114,21 @@ impl ReportData {
                 sub_alloc(&mut m.counts, &e.counts);
             });
         }
+        if let (Some(now), Some(then)) = (&mut d.waits, &earlier.waits) {
+            sub_waits(&mut now.totals, &then.totals);
+            sub_waits(&mut now.root, &then.root);
+            subtract_by(
+                &mut now.sites,
+                &then.sites,
+                |s| (s.kind.clone(), s.site.clone()),
+                |m, e| sub_waits(&mut m.counts, &e.counts),
+            );
+            now.sites.retain(|s| s.counts != WaitCountsEntry::default());
+            subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+                sub(&mut m.calls, e.calls);
+                sub_waits(&mut m.counts, &e.counts);
+            });
+        }
         // Estimates are not subtracted: a sampled window is estimated from its own sample, the
         // counts it analyzed over the fraction of its own events analyzed, not as the
         // difference of two estimates made with the fractions of two stretches of the session.
@@ -174,6 +189,13 @@ fn subtract_time(now: &mut TimeData, then: &TimeData) {
     if let (Some(m), Some(e)) = (&mut now.inside_cabprof_entries, then.inside_cabprof_entries) {
         sub(m, e);
     }
+}
+
+fn sub_waits(a: &mut WaitCountsEntry, b: &WaitCountsEntry) {
+    sub(&mut a.block.count, b.block.count);
+    sub(&mut a.block.ns, b.block.ns);
+    sub(&mut a.mutex.count, b.mutex.count);
+    sub(&mut a.mutex.ns, b.mutex.ns);
 }
 
 fn sub(a: &mut u64, b: u64) {

@@ -117,11 +117,12 @@ mod text;
 pub use crate::model::{
     context_depths, context_stack, parent_indices, AllocContextEntry, AllocCountsEntry,
     AllocationsData, BinEntry, CacheData, CallTreeData, CompensationEntry, ContextEntry,
-    ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DuringSession, EdgeEntry,
-    EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry, LevelEntry,
-    MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
+    ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DelayEntry, DuringSession,
+    EdgeEntry, EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry,
+    LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
     PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, TimelineData,
-    TimelineSlice, TimelineThread, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
+    TimelineSlice, TimelineThread, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry,
+    WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

@@ -34,7 +34,7 @@
 //!   continuous-profiling backend).
 
 use super::leaf_stacks::{method_tree, LeafStacks, NodeTree, Samples};
-use crate::model::{Frame, MethodNames, ReportData, ELIDED_FRAME};
+use crate::model::{Frame, MethodNames, ReportData, WaitProfile, ELIDED_FRAME};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
@@ -277,7 +277,31 @@ impl ReportData {
             cache: None,
             ..self.clone()
         };
-        Some(only.pprof_default(labels, None, time_nanos, Some(default)))
+        Some(only.pprof_default(labels, None, time_nanos, Some(default), None))
+    }
+
+    /// The waits as Go's `mutex` or `block` profile (`/debug/pprof/mutex`, `/debug/pprof/block`):
+    /// `contentions` (count) and `delay` (nanoseconds) per calling context, `delay` the
+    /// default. The block profile's contexts are the waiters' (lock waits, blocked sends and
+    /// receives), the mutex profile's the holders' at a contended release, each hold's delay
+    /// once per waiter. `None` without the waits analysis.
+    pub fn pprof_waits(&self, profile: WaitProfile, labels: &[(&str, &str)]) -> Option<Vec<u8>> {
+        self.waits.as_ref()?;
+        Some(self.pprof_default(labels, None, 0, Some("delay"), Some(profile)))
+    }
+
+    /// [`pprof_waits`](Self::pprof_waits) of the window since `earlier` (or the whole session),
+    /// stamped with `time_nanos`.
+    #[cfg(feature = "serve")]
+    pub(crate) fn pprof_waits_at(
+        &self,
+        profile: WaitProfile,
+        earlier: Option<&ReportData>,
+        labels: &[(&str, &str)],
+        time_nanos: i64,
+    ) -> Option<Vec<u8>> {
+        self.waits.as_ref()?;
+        Some(self.pprof_default(labels, earlier, time_nanos, Some("delay"), Some(profile)))
     }
 
     /// The gzipped profile. Its samples, one per stack, are the bulk: rather than a message
@@ -291,7 +315,7 @@ impl ReportData {
         earlier: Option<&ReportData>,
         time_nanos: i64,
     ) -> Vec<u8> {
-        self.pprof_default(labels, earlier, time_nanos, None)
+        self.pprof_default(labels, earlier, time_nanos, None, None)
     }
 
     /// [`pprof_encoded`](Self::pprof_encoded) with `default` as the default sample type
@@ -306,11 +330,12 @@ impl ReportData {
         earlier: Option<&ReportData>,
         time_nanos: i64,
         default: Option<&str>,
+        waits: Option<WaitProfile>,
     ) -> Vec<u8> {
         if let Some(earlier) = earlier {
             return self
                 .since(earlier)
-                .pprof_default(labels, None, time_nanos, default);
+                .pprof_default(labels, None, time_nanos, default, waits);
         }
         let mut b = Builder {
             names: self.method_names(),
@@ -349,8 +374,24 @@ impl ReportData {
             (None, None) => method_tree(self),
             _ => None,
         };
+        let wait_tree = match (waits, &self.waits) {
+            (Some(_), Some(w)) => Some(NodeTree::new(&w.contexts)),
+            _ => None,
+        };
         let mut columns: Vec<(&str, &str, LeafStacks<'_>)> = Vec::new();
-        if let (Some(ct), Some(tree)) = (&self.call_tree, &call_tree) {
+        // A wait profile holds its two columns, as Go's, and nothing else.
+        if let (Some(profile), Some(w), Some(tree)) = (waits, &self.waits, &wait_tree) {
+            let root = w.root.of(profile);
+            let count = LeafStacks::new(tree, root.count, move |i| {
+                w.contexts[i].counts.of(profile).count
+            });
+            columns.push(("contentions", "count", count));
+            let delay =
+                LeafStacks::new(tree, root.ns, move |i| w.contexts[i].counts.of(profile).ns);
+            columns.push(("delay", "nanoseconds", delay));
+        } else if waits.is_some() {
+            // A wait profile of a report without waits: no column.
+        } else if let (Some(ct), Some(tree)) = (&self.call_tree, &call_tree) {
             let calls = LeafStacks::new(tree, 0, |i| ct.contexts[i].count);
             columns.push(("calls", "count", calls));
         } else if let (Some(t), Some(tree)) = (&self.time, &time_tree) {
@@ -359,11 +400,11 @@ impl ReportData {
         } else if let Some((tree, counts)) = &methods {
             columns.push(("calls", "count", LeafStacks::unshifted(tree, counts)));
         }
-        if let (Some(t), Some(tree)) = (&self.time, &time_tree) {
+        if let (None, Some(t), Some(tree)) = (waits, &self.time, &time_tree) {
             let wall = LeafStacks::new(tree, 0, |i| t.contexts[i].exclusive_ns.round() as u64);
             columns.push(("wall", "nanoseconds", wall));
         }
-        if let (Some(a), Some(tree)) = (&self.allocations, &alloc_tree) {
+        if let (None, Some(a), Some(tree)) = (waits, &self.allocations, &alloc_tree) {
             let root = a.root();
             let objects = LeafStacks::new(tree, root.allocs, |i| a.contexts[i].counts.allocs);
             columns.push(("alloc_objects", "count", objects));
@@ -380,7 +421,10 @@ impl ReportData {
         }
         let has_calls = !columns.is_empty();
         let stack_columns = columns.len();
-        let levels = self.cache.as_ref().map_or(0, |c| c.levels.len());
+        let levels = match waits {
+            Some(_) => 0,
+            None => self.cache.as_ref().map_or(0, |c| c.levels.len()),
+        };
         let width = stack_columns + levels;
         for (kind, unit, _) in &columns {
             let t = b.value_type(kind, unit);
@@ -410,7 +454,7 @@ impl ReportData {
 
         // Misses: one single-frame sample per function, one value per level.
         let mut miss_samples = Vec::new();
-        if self.cache.is_some() {
+        if self.cache.is_some() && waits.is_none() {
             let mut by_method: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
             for ((method, level), count) in misses {
                 let slot = stack_columns + level as usize;

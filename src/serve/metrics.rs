@@ -18,6 +18,12 @@
 //! - `cabprof_function_allocated_bytes_total{function, location}` (with the allocations
 //!   analysis): bytes allocated while the function was the innermost instrumented one (`root`,
 //!   with an empty location: outside all).
+//! - `cabprof_waits_total{kind, site, profile}` and `cabprof_wait_seconds_total{kind, site,
+//!   profile}` (with the waits analysis): per creation site of a `cabprof::sync` lock or
+//!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`; `site` `file:line:col`), the
+//!   contentions and delay of Go's `block` profile (the waiters') and `mutex` profile (the
+//!   holders', each hold once per waiter). Sums, not histograms: the analysis keeps no
+//!   distribution of single waits.
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
@@ -62,6 +68,8 @@ struct Scrape {
     endpoint_snapshots: u64,
     /// The program's live and peak heap bytes since the session started (allocations).
     heap: Option<(i64, i64)>,
+    /// Per site and profile (waits): the labels, contentions and nanoseconds.
+    waits: Vec<([String; 3], u64, u64)>,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -172,6 +180,16 @@ fn scrape(report: &Report) -> Scrape {
             ));
         }
     }
+    if let Some(w) = &data.waits {
+        for site in &w.sites {
+            for (profile, d) in [("block", site.counts.block), ("mutex", site.counts.mutex)] {
+                if d.count > 0 {
+                    let labels = [site.kind.clone(), site.site.clone(), profile.to_string()];
+                    s.waits.push((labels, d.count, d.ns));
+                }
+            }
+        }
+    }
     if let Some(a) = &data.allocations {
         s.heap = Some((a.live_bytes, a.peak_bytes));
         s.allocated = Some(
@@ -227,6 +245,37 @@ impl Collector for Scrape {
             for (series, bytes) in allocated {
                 m.encode_family(&labels(series))?
                     .encode_counter::<NoLabelSet, _, u64>(bytes, None)?;
+            }
+        }
+        if !self.waits.is_empty() {
+            let labels = |l: &[String; 3]| {
+                [
+                    ("kind", l[0].clone()),
+                    ("site", l[1].clone()),
+                    ("profile", l[2].clone()),
+                ]
+            };
+            {
+                let mut m = e.encode_descriptor(
+                    "cabprof_waits",
+                    "Waits at each cabprof::sync lock or channel site (block: waiters; mutex: waiters a contended release let go)",
+                    None,
+                    MetricType::Counter,
+                )?;
+                for (l, count, _) in &self.waits {
+                    m.encode_family(&labels(l))?
+                        .encode_counter::<NoLabelSet, _, u64>(count, None)?;
+                }
+            }
+            let mut m = e.encode_descriptor(
+                "cabprof_wait",
+                "Time waited at each cabprof::sync lock or channel site (mutex: charged to holders, once per waiter)",
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+            )?;
+            for (l, _, ns) in &self.waits {
+                m.encode_family(&labels(l))?
+                    .encode_counter::<NoLabelSet, _, f64>(&(*ns as f64 / 1e9), None)?;
             }
         }
         for (name, help, v) in [

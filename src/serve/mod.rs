@@ -11,6 +11,7 @@
 //! | `/debug/pprof/` | an index of the profiles, and whether a window is open and since when |
 //! | `/debug/pprof/inflight` | each thread's innermost open instrumented call with its calling context, and the futures pending, with how long this view has seen them open; `?format=json` |
 //! | `/debug/pprof/allocs`, `/debug/pprof/heap` | Go's `allocs` and `heap` profiles since the session started, with the allocations analysis: `alloc_objects`, `alloc_space`, `inuse_objects`, `inuse_space` (blocks not freed, matched by address), `alloc_space` or `inuse_space` the default; `?gc=1` is accepted and changes nothing (a block is freed when dropped) |
+//! | `/debug/pprof/mutex`, `/debug/pprof/block` | Go's `mutex` and `block` profiles with the waits analysis (`cabprof::sync`): `contentions`, `delay`; since the session started, or with `?seconds=N` the next N seconds |
 //! | `/` | a page with the flame graph and the top functions of the time since the page was last loaded, reloading itself |
 //!
 //! A window is the difference of two snapshots ([`ReportData::since`]), so it holds every
@@ -50,7 +51,7 @@ mod inflight;
 mod metrics;
 mod page;
 
-use crate::model::ReportData;
+use crate::model::{ReportData, WaitProfile};
 use crate::report::Report;
 use cabprof_cab::ConfigError;
 use http::{Handler, Limits, Request, Response, Server};
@@ -356,6 +357,8 @@ impl State {
             "/debug/pprof/" | "/debug/pprof" => self.index(),
             "/debug/pprof/allocs" => self.allocs("allocs", "alloc_space"),
             "/debug/pprof/heap" => self.allocs("heap", "inuse_space"),
+            "/debug/pprof/mutex" => self.waits(r, WaitProfile::Mutex),
+            "/debug/pprof/block" => self.waits(r, WaitProfile::Block),
             "/debug/pprof/inflight" => self.inflight(r),
             "/debug/cabprof/trace" => self.trace(r),
             _ => Response::text(404, format!("404 page not found: {}", r.path)),
@@ -480,6 +483,8 @@ impl State {
                  {DEFAULT_SECONDS})\n\
                  allocs: /debug/pprof/allocs, heap: /debug/pprof/heap (with the allocations \
                  analysis)\n\
+                 mutex: /debug/pprof/mutex, block: /debug/pprof/block (?seconds=N; with the \
+                 waits analysis)\n\
                  trace: /debug/cabprof/trace?seconds=N (with the timeline analysis)\n\
                  inflight: /debug/pprof/inflight (?format=json)\n\
                  metrics: /metrics\nreport: /report.json?seconds=N\npage: /\n{window}",
@@ -594,6 +599,41 @@ impl State {
         ok.headers.push((
             "Content-Disposition",
             format!("attachment; filename=\"{name}\""),
+        ));
+        ok
+    }
+
+    /// Go's `mutex` or `block` profile of the waits analysis: since the session started from
+    /// the shared snapshot, or with `?seconds=N` the window of the next N seconds (as
+    /// `/debug/pprof/profile`), as Go serves its delta profiles.
+    fn waits(&self, r: &Request, profile: WaitProfile) -> Response {
+        let (later, earlier, began) = if r.param("seconds").is_some() {
+            match self.window(r) {
+                Ok(w) => (w.later, Some(w.earlier), w.began),
+                Err(e) => return e,
+            }
+        } else {
+            match self.with_shared(|shared, _| shared.report.data.clone()) {
+                Some(data) => (data, None, SystemTime::now()),
+                None => return State::gone(),
+            }
+        };
+        let nanos = began
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let labels = [("service_name", self.service.as_str())];
+        let Some(body) = later.pprof_waits_at(profile, earlier.as_ref(), &labels, nanos) else {
+            return Response::text(
+                404,
+                "404 mutex and block profiles not served: the waits analysis does not run; add \
+                 it (CABPROF_ANALYSES=call-tree,waits, or SessionBuilder::analyses with \
+                 Analysis::Waits) and use cabprof::sync's Mutex, RwLock and mpsc channels",
+            );
+        };
+        let mut ok = Response::new(200, "application/octet-stream", body);
+        ok.headers.push((
+            "Content-Disposition",
+            format!("attachment; filename=\"{}\"", profile.name()),
         ));
         ok
     }

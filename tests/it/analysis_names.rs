@@ -25,7 +25,8 @@ fn every_analysis_parses_from_its_name_and_aliases() {
             "reuse-distance",
             "time",
             "allocations",
-            "timeline"
+            "timeline",
+            "waits"
         ]
     );
     for (alias, a) in [

@@ -88,6 +88,22 @@ fn hot_functions_prints_every_analysis_and_writes_reports() {
 }
 
 #[test]
+fn waits_shows_who_waited_and_where() {
+    let out = run("waits", &[]);
+    for part in [
+        "\nwaits: ",
+        "by calling context",
+        "waits::worker > waits::handle > waits::lookup",
+        "waits::produce",
+        "by creation site",
+        "Mutex examples/waits.rs:",
+        "sync_channel examples/waits.rs:",
+    ] {
+        assert!(out.contains(part), "missing {part:?} in:\n{out}");
+    }
+}
+
+#[test]
 fn compare_buffers_prints_every_design_relative_to_cab() {
     let out = run("compare_buffers", &["--short"]);
     for row in [

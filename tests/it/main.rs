@@ -37,6 +37,7 @@ mod time_compensation;
 mod time_long;
 mod timeline;
 mod timeline_recorder;
+mod waits;
 mod xray_recovers_simulator;
 
 #[cfg(feature = "pprof")]

@@ -14,10 +14,11 @@
 //! so the time analysis takes that wait out of the closing call as well as out of the calls
 //! around it (the call's compensated time is then short by the wait; its raw time is right).
 //!
-//! Each thread also writes, once per session (at its first timed exit), a **thread mark**: a
-//! `Marker` word in a range of its own naming the thread's number in the process, so that the
-//! timeline can tell its threads apart and name them (the facade keeps the number's name).
-//! Every other analysis ignores it as it ignores any marker.
+//! Each thread also writes, once per session (after its first timed exit's words), a **thread
+//! mark**: a `Marker` word in a range of its own naming the thread's number in the process, so
+//! that the timeline can tell its threads apart and name them (the facade keeps the number's
+//! name). Every other analysis ignores it as it ignores any marker; the time the mark took (a
+//! `Stall` word, when the number is new) comes after the exit it follows, outside that call.
 //!
 //! ```text
 //!  63  60 59        48 47                                          0

@@ -229,3 +229,59 @@ fn rendering_a_report_onto_itself_is_refused_and_leaves_it_intact() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `--profile mutex|block` writes Go's wait profiles of a report with waits, and says what is
+/// missing otherwise.
+#[test]
+fn wait_profiles_are_written_from_a_report_with_waits() {
+    let data = {
+        let _one = crate::serial();
+        let session = cabprof::Session::builder()
+            .analyses(&[cabprof::Analysis::CallTree, cabprof::Analysis::Waits])
+            .start()
+            .unwrap();
+        let m = std::sync::Arc::new(cabprof::sync::Mutex::new(0u32));
+        let held = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let holder = {
+            let (m, held) = (m.clone(), held.clone());
+            std::thread::spawn(move || {
+                let _g = m.lock();
+                held.wait();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            })
+        };
+        held.wait();
+        *m.lock() += 1;
+        holder.join().unwrap();
+        session.finish().data
+    };
+    let input = scratch("waits.json");
+    std::fs::write(&input, data.json()).unwrap();
+    let input = input.to_str().unwrap();
+    for profile in ["mutex", "block"] {
+        let out = scratch(&format!("{profile}.pb.gz"));
+        let o = cabprof(&[
+            "report",
+            input,
+            "--format",
+            "pprof",
+            "--profile",
+            profile,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // A gzip stream.
+        assert_eq!(std::fs::read(&out).unwrap()[..2], [0x1f, 0x8b]);
+    }
+    let o = cabprof(&["report", input, "--profile", "block"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--format pprof only"), "{}", stderr(&o));
+    let old = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/report_written_by_serde_json.json"
+    );
+    let o = cabprof(&["report", old, "--format", "pprof", "--profile", "mutex"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has no waits"), "{}", stderr(&o));
+}

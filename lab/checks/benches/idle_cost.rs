@@ -34,6 +34,11 @@
 //! bootstrap interval over rounds, as `cabprof_bench_support::stats` describes). Target:
 //! annotated-idle within 5 % of plain.
 //!
+//! A third table times an uncontended lock and unlock ([`LOCKS`] per timing, in the same
+//! rounds): `parking_lot::Mutex`, `cabprof::sync::Mutex` with no session, and the same
+//! while an exhaustive session records (uncontended, it records nothing: what it adds is
+//! `try_lock` for `lock` and one load and branch at the release).
+//!
 //! `cargo bench -p cabprof-checks --bench idle_cost` (fat LTO, the bench profile) and
 //! `cargo bench -p cabprof-checks --bench idle_cost --profile release` (what a crate that
 //! depends on cabprof builds with `cargo build --release`). `IDLE_COST_ROUNDS` sets the rounds
@@ -522,6 +527,49 @@ fn profiled<T: ?Sized>(input: &T, run: fn(&T) -> i64) -> f64 {
     ns
 }
 
+/// Lock and unlock pairs per lock timing.
+const LOCKS: u32 = 200_000;
+
+/// The lock variants, in the order of their timings.
+const LOCK_NAMES: [&str; 3] = [
+    "parking_lot::Mutex",
+    "cabprof::sync, idle",
+    "cabprof::sync, session",
+];
+
+/// ns per uncontended lock and unlock of `lock` (through `bump`, kept out of line so each
+/// variant's loop is the same shape).
+fn time_lock<M>(lock: &M, bump: fn(&M)) -> f64 {
+    bump(lock);
+    let t = Instant::now();
+    for _ in 0..LOCKS {
+        bump(black_box(lock));
+    }
+    t.elapsed().as_nanos() as f64 / LOCKS as f64
+}
+
+#[inline(never)]
+fn bump_parking_lot(m: &parking_lot::Mutex<u64>) {
+    *m.lock() += 1;
+}
+
+#[inline(never)]
+fn bump_cabprof(m: &cabprof::sync::Mutex<u64>) {
+    *m.lock() += 1;
+}
+
+fn lock_profiled(m: &cabprof::sync::Mutex<u64>) -> f64 {
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .start()
+        .expect("no other session runs in this bench");
+    let ns = time_lock(m, bump_cabprof);
+    let r = s.finish();
+    let waits = r.data.waits.as_ref().expect("the waits analysis ran");
+    assert_eq!(waits.totals.block.count, 0, "uncontended: no wait recorded");
+    ns
+}
+
 /// `IDLE_COST_ROUNDS`, checked: 9 to 1000, default 17.
 fn rounds() -> usize {
     cabprof_bench_support::rounds::rounds(
@@ -563,18 +611,30 @@ fn main() {
 
     // Both workloads in the same rounds, so that they see the same state of the host.
     let rounds = rounds();
-    let ns = interleaved(rounds, 2 * NAMES.len(), SEED, |v| match v {
-        0 => time(&src[..], parse_plain),
-        1 => time(&src[..], parse_annotated),
-        2 => time(&src[..], parse_compiled_out),
-        3 => time(&src[..], parse_floor),
-        4 => profiled(&src[..], parse_annotated),
-        5 => time(&tree, lower_plain),
-        6 => time(&tree, lower_annotated),
-        7 => time(&tree, lower_compiled_out),
-        8 => time(&tree, lower_floor),
-        _ => profiled(&tree, lower_annotated),
-    });
+    let (plain_lock, wrapped_lock) = (
+        parking_lot::Mutex::new(0u64),
+        cabprof::sync::Mutex::new(0u64),
+    );
+    let ns = interleaved(
+        rounds,
+        2 * NAMES.len() + LOCK_NAMES.len(),
+        SEED,
+        |v| match v {
+            0 => time(&src[..], parse_plain),
+            1 => time(&src[..], parse_annotated),
+            2 => time(&src[..], parse_compiled_out),
+            3 => time(&src[..], parse_floor),
+            4 => profiled(&src[..], parse_annotated),
+            5 => time(&tree, lower_plain),
+            6 => time(&tree, lower_annotated),
+            7 => time(&tree, lower_compiled_out),
+            8 => time(&tree, lower_floor),
+            9 => profiled(&tree, lower_annotated),
+            10 => time_lock(&plain_lock, bump_parking_lot),
+            11 => time_lock(&wrapped_lock, bump_cabprof),
+            _ => lock_profiled(&wrapped_lock),
+        },
+    );
 
     println!(
         "idle_cost: a {}-byte expression ({} tree nodes), {PARSES} runs per timing, {rounds} \
@@ -590,8 +650,25 @@ fn main() {
     report(
         "lower: a tree walk whose methods fold and emit",
         "us/lower",
-        &ns[NAMES.len()..],
+        &ns[NAMES.len()..2 * NAMES.len()],
     );
+    let locks = &ns[2 * NAMES.len()..];
+    println!("\nlock: an uncontended lock and unlock, {LOCKS} per timing");
+    println!(
+        "{:<24} {:>10} {:>17} {:>30}",
+        "", "ns/lock", "spread", "x parking_lot"
+    );
+    for (i, name) in LOCK_NAMES.iter().enumerate() {
+        let (lo, hi) = min_max(&locks[i]);
+        let ratio = median_interval(&paired_ratios(&locks[i], &locks[0]), 0.95, RESAMPLES, SEED);
+        println!(
+            "{:<24} {:>10.2} {:>17} {:>30}",
+            name,
+            median(&locks[i]),
+            format!("{lo:.2}-{hi:.2}"),
+            format!("{:.3} [{:.3}, {:.3}]", ratio.median, ratio.lo, ratio.hi),
+        );
+    }
 }
 
 /// One workload's table and verdicts; `ns` in the order of [`NAMES`].

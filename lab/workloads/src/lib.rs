@@ -205,6 +205,9 @@ impl Variant {
             | Analysis::Timeline => Variant::Calls,
             // Allocation words come from the global allocator; the calls place them.
             Analysis::Allocations => Variant::Calls,
+            // Wait words come from `cabprof::sync`'s wrappers (the workloads take no lock);
+            // the calls place them.
+            Analysis::Waits => Variant::Calls,
             Analysis::Paths => Variant::Paths,
             Analysis::Cache | Analysis::ReuseDistance => Variant::Memory,
         }

@@ -1,0 +1,319 @@
+//! Where the time waits: lock waits and holds, blocked channel sends and receives, per calling
+//! context and per creation site, from the wait words the facade's `cabprof::sync` wrappers
+//! send (`cabprof_cab::event::as_wait`).
+//!
+//! Each wait is charged to the context the thread that wrote it is in: the waiter's for a
+//! lock wait, a blocked send or receive (Go's *block* profile), the releasing holder's for a
+//! contended hold (Go's *mutex* profile, whose delay is the hold's time after a thread began
+//! to wait, once per waiter). Contexts are rebuilt with the shared context tracker (`call_tree::tracker`), as the
+//! allocations analysis does; waits outside every instrumented function go to the root.
+
+use cabprof_cab::event::{as_wait, decode, EventKind, MethodId, WaitKind, WaitWord};
+use hashbrown::HashMap;
+
+use crate::call_tree::tracker::{ContextTracker, NodeData};
+use crate::call_tree::trie::ROOT;
+use crate::EventAnalysis;
+
+/// Contentions and their delay in one profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delay {
+    /// Contended acquisitions, blocked operations (block profile) or waiters released
+    /// (mutex profile).
+    pub count: u64,
+    /// Nanoseconds waited.
+    pub ns: u64,
+}
+
+impl Delay {
+    fn add(&mut self, o: &Delay) {
+        self.count += o.count;
+        self.ns = self.ns.saturating_add(o.ns);
+    }
+}
+
+/// A context's or a site's waits, in both of Go's profiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitCounts {
+    /// Waits for a lock, a full channel or an empty one (the waiter's).
+    pub block: Delay,
+    /// Contended holds: the time others waited, charged to the holder (lock sites only).
+    pub mutex: Delay,
+}
+
+impl WaitCounts {
+    /// Add `o`'s counts.
+    pub fn add(&mut self, o: &WaitCounts) {
+        self.block.add(&o.block);
+        self.mutex.add(&o.mutex);
+    }
+
+    /// Nothing waited.
+    pub fn is_empty(&self) -> bool {
+        *self == WaitCounts::default()
+    }
+
+    fn record(&mut self, kind: WaitKind, waiters: u32, ns: u64) {
+        match kind {
+            WaitKind::Hold => self.mutex.add(&Delay {
+                count: waiters as u64,
+                ns: ns.saturating_mul(waiters as u64),
+            }),
+            WaitKind::Lock | WaitKind::Send | WaitKind::Receive => {
+                self.block.add(&Delay { count: 1, ns })
+            }
+        }
+    }
+}
+
+/// One calling context as a node ([`Waits::context_nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitContext {
+    /// Its index in the context tree (never 0, the root's).
+    pub node: u32,
+    /// The index of its calling context (0: the root), which comes earlier in the list.
+    pub parent: u32,
+    /// The method called in this context.
+    pub method: MethodId,
+    /// Calls that entered this context.
+    pub calls: u64,
+    /// Waits while this was the context.
+    pub counts: WaitCounts,
+}
+
+/// Per node of the context tree, the counts (same indices as the tree's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct NodeCounts(Vec<WaitCounts>);
+
+impl NodeCounts {
+    fn at(&mut self, n: u32) -> &mut WaitCounts {
+        let n = n as usize;
+        if self.0.len() <= n {
+            self.0.resize(n + 1, WaitCounts::default());
+        }
+        &mut self.0[n]
+    }
+
+    fn get(&self, n: u32) -> WaitCounts {
+        self.0.get(n as usize).copied().unwrap_or_default()
+    }
+}
+
+impl NodeData for NodeCounts {
+    fn moved(&mut self, moved: &HashMap<u32, u32>) {
+        for (&from, &onto) in moved {
+            let counts = std::mem::take(self.at(from));
+            self.at(onto).add(&counts);
+        }
+    }
+}
+
+/// Waits by calling context and by creation site; see the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Waits {
+    ctx: ContextTracker,
+    counts: NodeCounts,
+    /// By creation site number (the facade names them).
+    sites: HashMap<u32, WaitCounts>,
+    /// The wait word whose time word comes next: kind, waiters, site.
+    pending: Option<(WaitKind, u32, u32)>,
+    /// Wait words whose time word was lost (a sampling gap).
+    lost: u64,
+}
+
+impl Waits {
+    /// Nothing seen yet.
+    pub fn new() -> Waits {
+        Waits::default()
+    }
+
+    /// `true` if the attribution may differ from the exact one (a sampled stream, a
+    /// resynchronised stack).
+    pub fn is_approximate(&self) -> bool {
+        self.ctx.approximate || self.lost > 0
+    }
+
+    /// Mark the results approximate (for sampled runs) or not.
+    pub fn set_approximate(&mut self, approximate: bool) {
+        self.ctx.approximate = approximate;
+    }
+
+    /// Counts over every context.
+    pub fn totals(&self) -> WaitCounts {
+        let mut t = WaitCounts::default();
+        for c in &self.counts.0 {
+            t.add(c);
+        }
+        t
+    }
+
+    /// The root context's own counts: waits outside every instrumented function.
+    pub fn root(&self) -> WaitCounts {
+        self.counts.get(ROOT)
+    }
+
+    /// The counts of the context `stack` (outermost first; empty for the root), if seen.
+    pub fn context(&self, stack: &[MethodId]) -> Option<WaitCounts> {
+        let n = self.ctx.tree.walk(ROOT, stack)?;
+        Some(self.counts.get(n))
+    }
+
+    /// Per creation site number, sorted by it.
+    pub fn sites(&self) -> Vec<(u32, WaitCounts)> {
+        let mut out: Vec<(u32, WaitCounts)> = self.sites.iter().map(|(&s, &c)| (s, c)).collect();
+        out.sort_unstable_by_key(|&(s, _)| s);
+        out
+    }
+
+    /// Every calling context (root excluded) as a node linked to its parent, parents first.
+    pub fn context_nodes(&self) -> Vec<WaitContext> {
+        let attached = self.ctx.tree.attached();
+        self.ctx
+            .tree
+            .nodes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|&(i, _)| attached[i])
+            .map(|(i, n)| WaitContext {
+                node: i as u32,
+                parent: n.parent,
+                method: n.method,
+                calls: n.count,
+                counts: self.counts.get(i as u32),
+            })
+            .collect()
+    }
+
+    #[cold]
+    fn on_wait(&mut self, w: WaitWord) {
+        match (w, self.pending.take()) {
+            (
+                WaitWord::Wait {
+                    kind,
+                    waiters,
+                    site,
+                },
+                before,
+            ) => {
+                if before.is_some() {
+                    self.lost += 1;
+                }
+                self.pending = Some((kind, waiters, site));
+            }
+            (WaitWord::Nanos(ns), Some((kind, waiters, site))) => {
+                let top = self.ctx.top();
+                self.counts.at(top).record(kind, waiters, ns);
+                self.sites
+                    .entry(site)
+                    .or_default()
+                    .record(kind, waiters, ns);
+            }
+            // Its wait word was lost (a sampling gap).
+            (WaitWord::Nanos(_), None) => self.lost += 1,
+        }
+    }
+}
+
+impl EventAnalysis for Waits {
+    fn consume(&mut self, words: &[u64]) {
+        for &w in words {
+            if let Some(wait) = as_wait(w) {
+                self.on_wait(wait);
+                continue;
+            }
+            match decode(w) {
+                Some(EventKind::Call { caller, callee }) => self.ctx.on_call(caller, callee),
+                Some(
+                    EventKind::Return { callee }
+                    | EventKind::TimedReturn { callee, .. }
+                    | EventKind::LongReturn { callee, .. },
+                ) => self.ctx.on_return(callee),
+                Some(EventKind::Thread { id }) => self.ctx.on_thread(id),
+                Some(EventKind::Poll {
+                    method,
+                    task,
+                    first,
+                }) => self.ctx.on_poll(method, task, first, &mut self.counts),
+                Some(EventKind::PollEnd { task, poll, done }) => {
+                    self.ctx.on_poll_end(task, poll, done)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Waits) {
+        let to_self = self.ctx.merge_tree(&other.ctx);
+        for (i, c) in other.counts.0.iter().enumerate() {
+            self.counts.at(to_self[i]).add(c);
+        }
+        for (site, c) in other.sites {
+            self.sites.entry(site).or_default().add(&c);
+        }
+        self.lost += other.lost;
+        self.ctx.merge_tasks(other.ctx, &to_self, &mut self.counts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cabprof_cab::event::Event;
+
+    fn m(id: u32) -> MethodId {
+        MethodId::new(id).unwrap()
+    }
+
+    #[test]
+    fn waits_go_to_the_context_and_the_site() {
+        let words = [
+            Event::call(MethodId::ROOT, m(1)).word(),
+            Event::call(m(1), m(2)).word(),
+            Event::wait(WaitKind::Lock, 1, 7).word(),
+            Event::wait_ns(500).word(),
+            Event::ret(m(2)).word(),
+            Event::wait(WaitKind::Hold, 3, 7).word(),
+            Event::wait_ns(100).word(),
+            Event::ret(m(1)).word(),
+            Event::wait(WaitKind::Send, 1, 9).word(),
+            Event::wait_ns(40).word(),
+        ];
+        let mut a = Waits::new();
+        // Split anywhere: a chunk may end between the two words.
+        a.consume(&words[..3]);
+        a.consume(&words[3..]);
+        let inner = a.context(&[m(1), m(2)]).unwrap();
+        assert_eq!(inner.block, Delay { count: 1, ns: 500 });
+        let outer = a.context(&[m(1)]).unwrap();
+        assert_eq!(outer.mutex, Delay { count: 3, ns: 300 });
+        assert_eq!(a.root().block, Delay { count: 1, ns: 40 });
+        let sites = a.sites();
+        assert_eq!(sites.len(), 2);
+        assert_eq!(sites[0].0, 7);
+        assert_eq!(sites[0].1.block.ns, 500);
+        assert_eq!(sites[0].1.mutex.ns, 300);
+        assert_eq!(a.totals().block, Delay { count: 2, ns: 540 });
+        assert!(!a.is_approximate());
+
+        let mut b = Waits::new();
+        b.consume(&words);
+        let mut merged = a.clone();
+        merged.merge(b);
+        assert_eq!(merged.totals().block.ns, 1080);
+        assert_eq!(merged.sites()[0].1.mutex.count, 6);
+    }
+
+    #[test]
+    fn a_lost_word_is_counted_not_charged() {
+        let mut a = Waits::new();
+        a.consume(&[
+            Event::wait(WaitKind::Lock, 1, 1).word(),
+            Event::wait(WaitKind::Lock, 1, 1).word(),
+            Event::wait_ns(5).word(),
+            Event::wait_ns(6).word(),
+        ]);
+        assert_eq!(a.totals().block, Delay { count: 1, ns: 5 });
+        assert!(a.is_approximate());
+    }
+}

@@ -1,0 +1,212 @@
+//! `waits`: lock waits and holds, blocked channel sends and receives, per calling context and
+//! per creation site ([`cabprof_analyses::Waits`]), fed by the `cabprof::sync` wrappers; the
+//! sites' places come from the wrappers' table of sites.
+
+use super::contexts::{depth_first, stack_rows};
+use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
+use crate::model::{
+    DelayEntry, NotAReport, ReportData, WaitContextEntry, WaitCountsEntry, WaitSiteEntry, WaitsData,
+};
+use cabprof_analyses::{Delay, WaitCounts, Waits};
+use std::fmt::Write as _;
+
+/// The waits analysis.
+pub(crate) struct Descriptor;
+
+fn delay(d: &Delay) -> DelayEntry {
+    DelayEntry {
+        count: d.count,
+        ns: d.ns,
+    }
+}
+
+fn entry(c: &WaitCounts) -> WaitCountsEntry {
+    WaitCountsEntry {
+        block: delay(&c.block),
+        mutex: delay(&c.mutex),
+    }
+}
+
+/// The order rows are shown in: the longer of the two delays first.
+fn weight(c: &WaitCountsEntry) -> u64 {
+    c.block.ns.max(c.mutex.ns)
+}
+
+impl AnalysisDescriptor for Descriptor {
+    type State = Waits;
+    const NAMES: &'static [&'static str] = &["waits", "wait", "locks", "contention"];
+    // It rebuilds every thread's calling contexts, which costs every call; the waits come
+    // only from the `cabprof::sync` wrappers, so it is asked for by name.
+    const ON_BY_DEFAULT: bool = false;
+
+    fn build(plan: &AnalysisPlan) -> Waits {
+        let mut w = Waits::new();
+        w.set_approximate(plan.approximate);
+        w
+    }
+
+    fn report(w: &Waits, data: &mut ReportData, methods: &mut MethodIds) {
+        // The contexts with waits in their subtree, nodes linked to parents, as the
+        // allocations analysis lists its own.
+        let nodes = w.context_nodes();
+        let mut active: Vec<bool> = nodes.iter().map(|c| !c.counts.is_empty()).collect();
+        let mut subtree: Vec<u64> = nodes
+            .iter()
+            .map(|c| c.counts.block.ns.saturating_add(c.counts.mutex.ns))
+            .collect();
+        let mut at = vec![u32::MAX; nodes.last().map_or(0, |n| n.node as usize + 1)];
+        for (i, n) in nodes.iter().enumerate() {
+            at[n.node as usize] = i as u32;
+        }
+        for i in (0..nodes.len()).rev() {
+            if nodes[i].parent != 0 {
+                let p = at[nodes[i].parent as usize] as usize;
+                active[p] |= active[i];
+                subtree[p] = subtree[p].saturating_add(subtree[i]);
+            }
+        }
+        drop(at);
+        let kept: Vec<u32> = (0..nodes.len() as u32)
+            .filter(|&i| active[i as usize])
+            .collect();
+        let links: Vec<(u32, u32)> = kept
+            .iter()
+            .map(|&i| (nodes[i as usize].node, nodes[i as usize].parent))
+            .collect();
+        let contexts: Vec<WaitContextEntry> = depth_first(&links, |k| {
+            let i = kept[k] as usize;
+            (std::cmp::Reverse(subtree[i]), nodes[i].method.get())
+        })
+        .into_iter()
+        .enumerate()
+        .map(|(k, (j, parent))| {
+            let c = &nodes[kept[j as usize] as usize];
+            WaitContextEntry {
+                id: k as u32 + 1,
+                parent,
+                method: c.method.get(),
+                calls: c.calls,
+                counts: entry(&c.counts),
+            }
+        })
+        .collect();
+        methods.extend(contexts.iter().map(|c| c.method));
+        let mut sites: Vec<WaitSiteEntry> = w
+            .sites()
+            .iter()
+            .map(|(n, c)| {
+                let (kind, site) = match crate::sync::sites::site(*n) {
+                    Some(s) => (s.kind.to_string(), s.place()),
+                    None => ("unknown".to_string(), format!("site {n}")),
+                };
+                WaitSiteEntry {
+                    kind,
+                    site,
+                    counts: entry(c),
+                }
+            })
+            .collect();
+        sites.sort_by(|x, y| {
+            weight(&y.counts)
+                .cmp(&weight(&x.counts))
+                .then_with(|| x.site.cmp(&y.site))
+        });
+        data.waits = Some(WaitsData {
+            approximate: w.is_approximate(),
+            totals: entry(&w.totals()),
+            root: entry(&w.root()),
+            contexts,
+            sites,
+        });
+    }
+
+    fn text(data: &ReportData, top: usize, o: &mut String) {
+        let Some(w) = &data.waits else {
+            return;
+        };
+        let t = &w.totals;
+        let _ = writeln!(
+            o,
+            "\nwaits{}: {} waits for {} (block profile: waiters); {} waiters held up for {} (mutex profile: holders)",
+            if w.approximate { " (approximate attribution)" } else { "" },
+            t.block.count,
+            ms(t.block.ns),
+            t.mutex.count,
+            ms(t.mutex.ns),
+        );
+        if t.block.count == 0 && t.mutex.count == 0 {
+            let _ = writeln!(
+                o,
+                "  no wait was recorded: only cabprof::sync's Mutex, RwLock and mpsc channels report them"
+            );
+            return;
+        }
+        let mut order: Vec<Option<usize>> = (0..w.contexts.len())
+            .filter(|&i| !is_empty(&w.contexts[i].counts))
+            .map(Some)
+            .collect();
+        if !is_empty(&w.root) {
+            order.push(None);
+        }
+        let counts = |c: &Option<usize>| c.map_or(&w.root, |i| &w.contexts[i].counts);
+        order.sort_by(|x, y| weight(counts(y)).cmp(&weight(counts(x))).then(x.cmp(y)));
+        let _ = writeln!(
+            o,
+            "  by calling context ({}; block = waited here, mutex = others waited while this held):",
+            top_of(top, order.len())
+        );
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>12} {:>8} {:>12}  context",
+            "waits", "block", "waiters", "mutex"
+        );
+        order.truncate(top);
+        let shown: Vec<usize> = order.iter().flatten().copied().collect();
+        let mut rows = stack_rows(&w.contexts, &shown, &data.method_names()).into_iter();
+        for c in &order {
+            let row = match c {
+                Some(_) => rows.next().unwrap_or_default(),
+                None => "root".to_string(),
+            };
+            let n = counts(c);
+            let _ = writeln!(
+                o,
+                "  {:>8} {:>12} {:>8} {:>12}  {row}",
+                n.block.count,
+                ms(n.block.ns),
+                n.mutex.count,
+                ms(n.mutex.ns),
+            );
+        }
+        let _ = writeln!(o, "  by creation site ({}):", top_of(top, w.sites.len()));
+        for s in w.sites.iter().take(top) {
+            let n = &s.counts;
+            let _ = writeln!(
+                o,
+                "  {:>8} {:>12} {:>8} {:>12}  {} {}",
+                n.block.count,
+                ms(n.block.ns),
+                n.mutex.count,
+                ms(n.mutex.ns),
+                s.kind,
+                s.site
+            );
+        }
+    }
+
+    fn check(data: &ReportData) -> Result<(), NotAReport> {
+        match &data.waits {
+            Some(w) => check_contexts("waits.contexts", &w.contexts),
+            None => Ok(()),
+        }
+    }
+}
+
+fn is_empty(c: &WaitCountsEntry) -> bool {
+    *c == WaitCountsEntry::default()
+}
+
+/// Nanoseconds as milliseconds, three decimals.
+fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}

@@ -1,0 +1,96 @@
+//! The waits analysis' part of the report model: lock waits and holds, blocked channel
+//! operations, per calling context and per creation site.
+
+use miniserde::{Deserialize, Serialize};
+
+/// Contentions and their delay in one of Go's profiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelayEntry {
+    /// Contended acquisitions and blocked operations (block profile), or waiters a
+    /// contended release let go (mutex profile).
+    pub count: u64,
+    /// Nanoseconds waited.
+    pub ns: u64,
+}
+
+/// Waits of a context or a site, in both profiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitCountsEntry {
+    /// The waiters' side (Go's block profile): lock waits, blocked sends and receives.
+    pub block: DelayEntry,
+    /// The holders' side (Go's mutex profile): the time others waited during a hold, once
+    /// per waiter, charged where the holder released the lock.
+    pub mutex: DelayEntry,
+}
+
+impl WaitCountsEntry {
+    /// The delay of `profile` (`mutex` or anything else: `block`).
+    pub fn of(&self, profile: WaitProfile) -> DelayEntry {
+        match profile {
+            WaitProfile::Mutex => self.mutex,
+            WaitProfile::Block => self.block,
+        }
+    }
+}
+
+/// One of Go's two wait profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitProfile {
+    /// Holders' contexts, each contended hold's delay once per waiter.
+    Mutex,
+    /// Waiters' contexts, each wait's delay.
+    Block,
+}
+
+impl WaitProfile {
+    /// `mutex` or `block`, as Go's endpoints name them.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitProfile::Mutex => "mutex",
+            WaitProfile::Block => "block",
+        }
+    }
+}
+
+/// One calling context's own waits: a node of the calling-context tree, linked to its parent
+/// like a [`ContextEntry`](super::ContextEntry).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitContextEntry {
+    /// The context's id, unique among these contexts and never 0 (the root).
+    pub id: u32,
+    /// The id of the calling context (0: the root), which comes earlier in the list.
+    pub parent: u32,
+    /// The method called in this context.
+    pub method: u32,
+    /// Calls that entered this context.
+    pub calls: u64,
+    /// Waits while this was the context.
+    pub counts: WaitCountsEntry,
+}
+
+/// One creation site's waits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitSiteEntry {
+    /// `Mutex`, `RwLock`, `channel` or `sync_channel`.
+    pub kind: String,
+    /// Where it was made: `file:line:column`.
+    pub site: String,
+    /// Its waits, over every context.
+    pub counts: WaitCountsEntry,
+}
+
+/// The waits analysis' results.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitsData {
+    /// Attribution may be off (a sampled stream, resynchronised stacks, lost words).
+    pub approximate: bool,
+    /// Over every context.
+    pub totals: WaitCountsEntry,
+    /// Outside every instrumented function.
+    pub root: WaitCountsEntry,
+    /// The contexts with waits in their subtree, each after its parent (the child whose
+    /// subtree waited longest first).
+    pub contexts: Vec<WaitContextEntry>,
+    /// Per creation site, longest block delay first.
+    pub sites: Vec<WaitSiteEntry>,
+}

@@ -1,0 +1,69 @@
+//! Locks and channels that say where the time waits: [`Mutex`] and [`RwLock`] with
+//! parking_lot's API, and [`mpsc`], `std::sync::mpsc`'s channels, each recording its waits
+//! into the running session for the [`Waits`](crate::Analysis::Waits) analysis.
+//!
+//! ```no_run
+//! use cabprof::sync::Mutex;
+//!
+//! let session = cabprof::Session::builder()
+//!     .analyses(&[cabprof::Analysis::CallTree, cabprof::Analysis::Waits])
+//!     .start()
+//!     .unwrap();
+//! let counter = Mutex::new(0u64); // its creation site is this line
+//! *counter.lock() += 1;
+//! println!("{}", session.finish().text(10));
+//! ```
+//!
+//! What is recorded, while a session records (nothing otherwise):
+//! - **A lock wait** (Go's *block* profile): an acquisition whose first try failed, from the
+//!   attempt to the grant, charged to the waiter's calling context and the lock's creation
+//!   site (the line that called `new`, by `#[track_caller]`).
+//! - **A contended hold** (Go's *mutex* profile): at a release while threads wait, the time
+//!   since the first of them began to wait (or since the previous such release), once per
+//!   waiter, charged to the releasing holder's calling context and the creation site.
+//! - **A blocked send or receive** ([`mpsc`]): a `send` on a full `sync_channel`, or a `recv`
+//!   on an empty channel, from the attempt to its end, charged to the waiter's context and
+//!   the channel's creation site. Capacity and back-pressure are the wrapped channel's: the
+//!   wrapper tries the operation, and only if it would block does it block on the same
+//!   operation, timed.
+//!
+//! Costs: with no session recording, an acquisition is parking_lot's after one load and one
+//! branch (is a session recording?); while one records, it is `try_lock` first, and when that
+//! succeeds (uncontended) nothing else happens. A release adds one load and one branch (are
+//! threads waiting?). Only a contended acquisition reads the clock. Without
+//! cabprof's `enabled` feature the names here are parking_lot's and the standard library's
+//! own types (re-exports), so code that uses them builds either way.
+//!
+//! What they do not see: locks and channels not wrapped (a `std::sync::Mutex`, a lock inside a
+//! dependency), spin loops and `try_lock` retries the program writes itself, time spent
+//! runnable but not scheduled after the grant, and waits on `Condvar` (parking_lot's
+//! `Condvar` takes parking_lot's guards: use `parking_lot::Mutex` with it). A hold's delay
+//! counts the waiters present at the release; a thread that begins to wait in the instant
+//! before a release is in the block profile but may be missed by that hold.
+
+#[cfg(feature = "enabled")]
+mod contention;
+#[cfg(feature = "enabled")]
+mod lock;
+#[cfg(feature = "enabled")]
+pub mod mpsc;
+#[cfg(feature = "enabled")]
+mod rwlock;
+#[cfg(feature = "enabled")]
+pub(crate) mod sites;
+
+#[cfg(feature = "enabled")]
+pub use lock::{Mutex, MutexGuard};
+#[cfg(feature = "enabled")]
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+#[cfg(not(feature = "enabled"))]
+pub use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+/// Compiled out: the standard library's channels themselves.
+#[cfg(not(feature = "enabled"))]
+pub mod mpsc {
+    pub use std::sync::mpsc::{
+        channel, sync_channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, SendError,
+        Sender, SyncSender, TryIter, TryRecvError, TrySendError,
+    };
+}

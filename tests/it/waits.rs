@@ -1,0 +1,425 @@
+//! `cabprof::sync`'s locks and channels and the waits analysis: where a wait lands (the
+//! waiter's context for the block profile, the holder's for the mutex profile, the creation
+//! site), that the channel wrappers keep the standard library's capacity and order, and that
+//! `go tool pprof` reads the profiles. Durations are asserted in generous ranges around what
+//! the test itself sleeps, never cabprof's own speed.
+
+use crate::support::serial;
+use cabprof::report::{WaitCountsEntry, WaitProfile, WaitsData};
+use cabprof::sync::mpsc;
+use cabprof::sync::{Mutex, RwLock};
+use cabprof::{Analysis, ReportData, Session};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+
+fn session() -> Session {
+    Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .start()
+        .expect("start a session")
+}
+
+/// The waits of the context whose innermost function is `name` (a single such context).
+fn context(data: &ReportData, name: &str) -> WaitCountsEntry {
+    let w = data.waits.as_ref().expect("the waits analysis ran");
+    let found: Vec<_> = w
+        .contexts
+        .iter()
+        .filter(|c| data.name(c.method) == name)
+        .collect();
+    assert_eq!(found.len(), 1, "one context of {name} in {:#?}", w.contexts);
+    found[0].counts
+}
+
+fn waits(data: &ReportData) -> &WaitsData {
+    data.waits.as_ref().expect("the waits analysis ran")
+}
+
+#[cabprof::profile]
+fn hold_lock(m: &Mutex<u64>, rounds: usize, held: &Barrier, done: &Barrier) {
+    for _ in 0..rounds {
+        let mut g = m.lock();
+        held.wait();
+        std::thread::sleep(Duration::from_millis(20));
+        *g += 1;
+        drop(g);
+        done.wait();
+    }
+}
+
+#[cabprof::profile]
+fn wait_for_lock(m: &Mutex<u64>) -> u64 {
+    *m.lock()
+}
+
+/// Holds a lock 20 ms, 25 times, while another thread waits for it each time: about 0.5 s.
+/// Returns the line the lock was made on.
+fn contend() -> u32 {
+    let m = Arc::new(Mutex::new(0u64));
+    let line = line!() - 1;
+    let (held, done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let holder = {
+        let (m, held, done) = (m.clone(), held.clone(), done.clone());
+        std::thread::spawn(move || hold_lock(&m, 25, &held, &done))
+    };
+    for _ in 0..25 {
+        held.wait();
+        std::hint::black_box(wait_for_lock(&m));
+        done.wait();
+    }
+    holder.join().unwrap();
+    assert_eq!(*m.lock(), 25);
+    line
+}
+
+fn contended_mutex() -> (ReportData, u32) {
+    let _one = serial();
+    let s = session();
+    let line = contend();
+    (s.finish().data, line)
+}
+
+#[test]
+fn a_lock_wait_lands_in_the_waiters_context_and_the_hold_in_the_holders() {
+    let (data, line) = contended_mutex();
+    let waiter = context(&data, "it::waits::wait_for_lock");
+    assert_eq!(waiter.block.count, 25, "every round waited");
+    let ns = waiter.block.ns;
+    assert!(
+        (400 * MS..=2_500 * MS).contains(&ns),
+        "about 25 x 20 ms waited: {ns} ns"
+    );
+    assert_eq!(waiter.mutex.count, 0);
+    // The holder released with one waiter each time (a waiter late by the whole 20 ms on a
+    // loaded host may be missed by its hold, never counted twice).
+    let holder = context(&data, "it::waits::hold_lock");
+    assert_eq!(holder.block.count, 0);
+    assert!((15..=25).contains(&holder.mutex.count), "{holder:?}");
+    assert!(
+        (250 * MS..=2_500 * MS).contains(&holder.mutex.ns),
+        "{holder:?}"
+    );
+    // One creation site: this file's line.
+    let w = waits(&data);
+    assert_eq!(w.sites.len(), 1, "{:#?}", w.sites);
+    assert_eq!(w.sites[0].kind, "Mutex");
+    assert!(
+        w.sites[0].site.contains(&format!("waits.rs:{line}:")),
+        "{}",
+        w.sites[0].site
+    );
+    assert_eq!(w.sites[0].counts.block, w.totals.block);
+    assert_eq!(w.sites[0].counts.mutex, w.totals.mutex);
+    let text = data.text(10);
+    assert!(text.contains("waits: 25 waits for"), "{text}");
+    assert!(text.contains("by creation site"), "{text}");
+    assert!(text.contains("it::waits::wait_for_lock"), "{text}");
+}
+
+#[cabprof::profile]
+fn read_shared(l: &RwLock<Vec<u32>>) -> usize {
+    l.read().len()
+}
+
+#[test]
+fn a_reader_waiting_for_a_writer_is_a_wait() {
+    let _one = serial();
+    let s = session();
+    let l = Arc::new(RwLock::new(vec![1, 2, 3]));
+    let held = Arc::new(Barrier::new(2));
+    let writer = {
+        let (l, held) = (l.clone(), held.clone());
+        std::thread::spawn(move || {
+            let mut g = l.write();
+            held.wait();
+            std::thread::sleep(Duration::from_millis(30));
+            g.push(4);
+        })
+    };
+    held.wait();
+    assert_eq!(read_shared(&l), 4);
+    writer.join().unwrap();
+    let data = s.finish().data;
+    let reader = context(&data, "it::waits::read_shared");
+    assert_eq!(reader.block.count, 1);
+    assert!(
+        (20 * MS..=2_000 * MS).contains(&reader.block.ns),
+        "{reader:?}"
+    );
+    let w = waits(&data);
+    assert_eq!(w.sites[0].kind, "RwLock");
+    // The writer (outside instrumented functions: the root) released with the reader
+    // waiting: one waiter's worth of the hold after the reader arrived.
+    assert_eq!(w.root.mutex.count, 1, "{w:?}");
+    assert!((10 * MS..=2_000 * MS).contains(&w.root.mutex.ns), "{w:?}");
+}
+
+#[test]
+fn uncontended_locks_record_nothing() {
+    let _one = serial();
+    let s = session();
+    let m = Mutex::new(0u32);
+    let l = RwLock::new(0u32);
+    for _ in 0..1000 {
+        *m.lock() += 1;
+        *l.write() += 1;
+        std::hint::black_box(*l.read());
+    }
+    assert!(m.try_lock().is_some());
+    let data = s.finish().data;
+    let w = waits(&data);
+    assert_eq!(w.totals, WaitCountsEntry::default());
+    assert!(w.sites.is_empty());
+    assert!(data.text(10).contains("no wait was recorded"));
+}
+
+#[cabprof::profile]
+fn produce(tx: &mpsc::SyncSender<u32>, n: u32) {
+    for i in 0..n {
+        tx.send(i).unwrap();
+    }
+}
+
+#[test]
+fn a_full_channel_is_a_blocked_send_in_the_senders_context() {
+    let _one = serial();
+    let s = session();
+    let (tx, rx) = mpsc::sync_channel(1);
+    let consumer = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        for v in &rx {
+            std::thread::sleep(Duration::from_millis(5));
+            got.push(v);
+        }
+        got
+    });
+    produce(&tx, 40);
+    drop(tx);
+    assert_eq!(consumer.join().unwrap(), (0..40).collect::<Vec<_>>());
+    let data = s.finish().data;
+    let sender = context(&data, "it::waits::produce");
+    // The channel holds one message and the consumer has one in hand: the first sends do
+    // not wait, the others wait about 5 ms each.
+    assert!((30..=40).contains(&sender.block.count), "{sender:?}");
+    assert!(
+        (150 * MS..=1_500 * MS).contains(&sender.block.ns),
+        "about 40 x 5 ms blocked: {sender:?}"
+    );
+    let site = &waits(&data).sites[0];
+    assert_eq!(site.kind, "sync_channel");
+    assert!(site.site.contains("waits.rs"), "{}", site.site);
+}
+
+/// A small deterministic generator (xorshift), so the cases need no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Many random sequences of sends and receives on a wrapped and a plain `sync_channel` of the
+/// same bound, in one thread: every step answers the same (so the capacity is the same) and
+/// messages come out in the same order. A session records, so the wrapped paths run.
+#[test]
+fn channels_keep_the_plain_channels_capacity_and_order() {
+    let _one = serial();
+    let s = session();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..300 {
+        let bound = (rng.next() % 5) as usize;
+        let (tx, rx) = mpsc::sync_channel::<u64>(bound);
+        let (ptx, prx) = std_mpsc::sync_channel::<u64>(bound);
+        let mut queued = 0usize;
+        for step in 0..60 {
+            let v = rng.next();
+            match rng.next() % 4 {
+                0 => {
+                    let a = tx.try_send(v).is_ok();
+                    let b = ptx.try_send(v).is_ok();
+                    assert_eq!(a, b, "case {case} step {step}: try_send");
+                    queued += a as usize;
+                    assert!(queued <= bound, "case {case}: more than {bound} queued");
+                }
+                // A blocking send only where it cannot block: the plain one agrees it fits.
+                1 if queued < bound => {
+                    tx.send(v).unwrap();
+                    ptx.send(v).unwrap();
+                    queued += 1;
+                }
+                2 => {
+                    let a = rx.try_recv().ok();
+                    let b = prx.try_recv().ok();
+                    assert_eq!(a, b, "case {case} step {step}: try_recv");
+                    queued -= a.is_some() as usize;
+                }
+                _ if queued > 0 => {
+                    assert_eq!(rx.recv().ok(), prx.recv().ok(), "case {case}: recv");
+                    queued -= 1;
+                }
+                _ => {
+                    let a = rx.recv_timeout(Duration::from_micros(10));
+                    let b = prx.recv_timeout(Duration::from_micros(10));
+                    assert_eq!(a, b, "case {case}: recv_timeout");
+                }
+            }
+        }
+        // Full at exactly the bound, then drained in order.
+        while tx.try_send(1).is_ok() {
+            ptx.try_send(1).unwrap();
+        }
+        assert!(ptx.try_send(1).is_err(), "case {case}: same capacity");
+        drop((tx, ptx));
+        assert_eq!(
+            rx.iter().collect::<Vec<_>>(),
+            prx.iter().collect::<Vec<_>>()
+        );
+    }
+    // Across threads: a bound-2 channel's sender blocks and resumes in order.
+    let (tx, rx) = mpsc::sync_channel(2);
+    let producer = std::thread::spawn(move || {
+        for i in 0..2000u32 {
+            tx.send(i).unwrap();
+        }
+    });
+    let got: Vec<u32> = rx.into_iter().collect();
+    producer.join().unwrap();
+    assert_eq!(got, (0..2000).collect::<Vec<_>>());
+    let (tx, rx) = mpsc::channel();
+    tx.send(7u8).unwrap();
+    drop(tx);
+    assert_eq!(rx.recv(), Ok(7));
+    assert_eq!(rx.recv(), Err(mpsc::RecvError));
+    drop(s.finish());
+}
+
+#[test]
+fn the_waits_read_back_and_subtract() {
+    let (data, _) = contended_mutex();
+    let back = ReportData::from_json(&data.json()).expect("reads back");
+    assert_eq!(back.waits, data.waits);
+    let none = data.since(&data);
+    let w = waits(&none);
+    assert_eq!(w.totals, WaitCountsEntry::default());
+    assert!(w.sites.is_empty());
+}
+
+#[cfg(feature = "serve")]
+#[test]
+fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
+    use crate::go_pprof::top_rows;
+    use crate::serve_support::available;
+    use std::process::Command;
+    if !available("go", &["version"], "golang-go") {
+        return;
+    }
+    let (data, _) = contended_mutex();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("waits");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (profile, name, expected) in [
+        (
+            WaitProfile::Block,
+            "it::waits::wait_for_lock",
+            context(&data, "it::waits::wait_for_lock").block,
+        ),
+        (
+            WaitProfile::Mutex,
+            "it::waits::hold_lock",
+            context(&data, "it::waits::hold_lock").mutex,
+        ),
+    ] {
+        let file = dir.join(format!("{}.pb.gz", profile.name()));
+        std::fs::write(&file, data.pprof_waits(profile, &[]).unwrap()).unwrap();
+        for (index, value) in [("delay", expected.ns), ("contentions", expected.count)] {
+            let out = Command::new("go")
+                .args([
+                    "tool",
+                    "pprof",
+                    "-top",
+                    "-nodefraction=0",
+                    &format!("-sample_index={index}"),
+                    if index == "delay" {
+                        "-unit=ns"
+                    } else {
+                        "-unit=minimum"
+                    },
+                ])
+                .arg(&file)
+                .output()
+                .expect("run go tool pprof");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let rows = top_rows(&text);
+            let (flat, _) = rows
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} in the {index} top:\n{text}"));
+            assert_eq!(*flat, value, "{profile:?} {index}:\n{text}");
+        }
+    }
+}
+
+#[cfg(feature = "serve")]
+#[test]
+fn go_tool_pprof_fetches_the_block_profile_over_http() {
+    use crate::go_pprof::top_rows;
+    use crate::serve_support::{available, get};
+    use std::process::Command;
+    if !available("go", &["version"], "golang-go") {
+        return;
+    }
+    let _one = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = s.serve_addr().expect("an endpoint");
+    contend();
+    cabprof::flush_thread();
+    assert_eq!(get(addr, "/debug/pprof/mutex").status, 200);
+    let metrics = get(addr, "/metrics").text();
+    for part in [
+        "cabprof_waits_total{kind=\"Mutex\",site=\"",
+        "cabprof_wait_seconds_total{kind=\"Mutex\",site=\"",
+        "profile=\"block\"} 25",
+        "profile=\"mutex\"}",
+    ] {
+        assert!(metrics.contains(part), "{part} in:\n{metrics}");
+    }
+    let out = Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-nodefraction=0",
+            "-sample_index=delay",
+            "-unit=ns",
+        ])
+        .arg(format!("http://{addr}/debug/pprof/block"))
+        .env("PPROF_TMPDIR", env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .expect("run go tool pprof");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = top_rows(&text);
+    let (flat, _) = rows
+        .get("it::waits::wait_for_lock")
+        .unwrap_or_else(|| panic!("the waiter in the block profile:\n{text}"));
+    assert!((400 * MS..=2_500 * MS).contains(flat), "{text}");
+    drop(s.finish());
+}
