@@ -177,6 +177,13 @@ pub struct FunctionTimeEntry {
     /// inside it (its own and its callees') times half the spread of what the probes during
     /// the session measured for a timed call. Absent without those probes.
     pub calibration_error_ns: Option<f64>,
+    /// For an `async fn`: the wall time of its futures whose polls were all timed and seen,
+    /// each from its first poll's start to its last poll's end. Absent for other functions
+    /// and in older files.
+    pub wall_ns: Option<f64>,
+    /// The part of `wall_ns` those futures spent suspended, not being polled: `wall_ns` less
+    /// their raw time polled.
+    pub suspended_ns: Option<f64>,
 }
 
 /// Inclusive time along one caller → callee edge.

@@ -100,6 +100,8 @@ impl ReportData {
                 f.below_resolution = None;
                 f.exclusive_clipped = None;
                 f.calibration_error_ns = None;
+                f.wall_ns = None;
+                f.suspended_ns = None;
             }
             t.functions.sort_by_key(|f| f.method);
             for e in &mut t.edges {

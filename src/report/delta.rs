@@ -155,6 +155,8 @@ fn subtract_time(now: &mut TimeData, then: &TimeData) {
             sub_f(&mut m.exclusive_ns, e.exclusive_ns);
             sub_fo(&mut m.raw_inclusive_ns, e.raw_inclusive_ns);
             sub_fo(&mut m.raw_exclusive_ns, e.raw_exclusive_ns);
+            sub_fo(&mut m.wall_ns, e.wall_ns);
+            sub_fo(&mut m.suspended_ns, e.suspended_ns);
             m.mean_ns = if m.calls > 0 {
                 m.inclusive_ns / m.calls as f64
             } else {

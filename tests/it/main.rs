@@ -7,6 +7,7 @@
 
 mod analysis_names;
 mod async_tasks;
+mod async_wall;
 #[allow(
     missing_docs,
     missing_debug_implementations,

@@ -223,10 +223,13 @@ impl TimeProfile {
         let f = st.stack.open.pop().expect("a frame to close");
         let depth = st.stack.open.len();
         let stamp = st.stack.take_stamp(depth);
+        let span = stamp
+            .filter(|s| s.start != NO_STAMP && end != NO_STAMP)
+            .map(|s| (s.start, end));
         let ticks = stamp.and_then(|s| self.closed_ticks(outer, s, end));
         let timed = ticks.is_some();
         if self.is_future_frame(&f) {
-            self.future_returned(f, ticks);
+            self.future_returned(f, ticks, span);
         } else if let Some(t) = ticks {
             self.record(f.method, f.node, outer, t);
         }
@@ -284,7 +287,7 @@ impl TimeProfile {
         st.stack.take_stamp(depth);
         let t = Ticks::one(ticks, self.compensated(ticks, f.cost), outer);
         if self.is_future_frame(&f) {
-            self.future_returned(f, Some(t));
+            self.future_returned(f, Some(t), None);
         } else {
             self.record(f.method, f.node, outer, t);
         }
@@ -327,7 +330,7 @@ impl TimeProfile {
         let t = Ticks::one(ticks, self.compensated(ticks, f.cost) + inside, outer);
         if self.is_future_frame(&f) {
             // Not sent for a future's frame (its exit is its last poll's); taken as timed.
-            self.future_returned(f, Some(t));
+            self.future_returned(f, Some(t), None);
         } else {
             self.record_long(f.method, f.node, outer, t, timed);
         }

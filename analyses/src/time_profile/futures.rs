@@ -26,6 +26,9 @@ pub(super) struct Task {
     pub(super) total: Option<u32>,
     /// Ticks polled (if it was timed).
     pub(super) polled: Option<Ticks>,
+    /// Its first poll's start and its latest poll's end seen (clock readings, if timed): its
+    /// wall time, polled and suspended, once every poll is accounted for.
+    pub(super) span: Option<(u64, u64)>,
 }
 
 impl Task {
@@ -43,6 +46,8 @@ pub(super) struct Polling {
     parked: Stack,
     task: Task,
     returned: Option<(Open, Option<Ticks>)>,
+    /// The start and end stamps of the poll in which it returned, if timed.
+    returned_span: Option<(u64, u64)>,
 }
 
 pub(super) type TaskKey = (u32, u32);
@@ -127,6 +132,7 @@ impl TimeProfile {
             parked,
             task: t,
             returned: None,
+            returned_span: None,
         });
         st.just_opened = true;
         st.pending_end = NO_STAMP;
@@ -173,6 +179,8 @@ impl TimeProfile {
             self.approximate = true;
         }
         let mut t = p.task;
+        // This poll's start and end stamps, when it was timed and both came.
+        let mut p_span = p.returned_span;
         let (f, ticks, done) = match p.returned {
             // Completed in this poll: its `Return` closed the frame.
             Some((f, ticks)) => {
@@ -190,6 +198,7 @@ impl TimeProfile {
                 }
                 let ticks = stack.take_stamp(0).map(|s| {
                     if s.start != NO_STAMP && end != NO_STAMP {
+                        p_span = Some((s.start, end));
                         let d = elapsed(s.start, end);
                         let end_cost = self.threads.current.end_cost;
                         s.polled.plus(Ticks::one(
@@ -208,6 +217,7 @@ impl TimeProfile {
         };
         t.open = f;
         t.polled = ticks;
+        t.span = widen(t.span, p_span);
         if done {
             t.total = Some(poll.saturating_add(1));
         }
@@ -228,16 +238,28 @@ impl TimeProfile {
     /// The future being polled returned: it is recorded when its poll ends, if every poll of
     /// it is accounted for by then.
     #[cold]
-    pub(super) fn future_returned(&mut self, f: Open, ticks: Option<Ticks>) {
+    pub(super) fn future_returned(
+        &mut self,
+        f: Open,
+        ticks: Option<Ticks>,
+        span: Option<(u64, u64)>,
+    ) {
         if let Some(p) = self.threads.current.polls.last_mut() {
             p.returned = Some((f, ticks));
+            p.returned_span = span;
         }
     }
 
-    /// A future whose every poll is accounted for: its time, if it was timed.
+    /// A future whose every poll is accounted for: its time, if it was timed, and its wall
+    /// time from its first poll's start to its last poll's end.
     pub(super) fn finish(&mut self, t: Task) {
         if let Some(p) = t.polled {
             self.record(t.open.method, t.open.node, t.outer_call, p);
+        }
+        if let Some((first, last)) = t.span {
+            let f = self.function(t.open.method);
+            f.wall = f.wall.saturating_add(elapsed(first, last));
+            f.futures += 1;
         }
     }
 
@@ -313,6 +335,19 @@ fn new_task(open: Open, placed: bool, outer_call: bool) -> Task {
         polls: 0,
         total: None,
         polled: None,
+        span: None,
+    }
+}
+
+/// The span from the earlier of two first starts to the later of two last ends (clock
+/// readings modulo 2^60, compared by their difference).
+pub(super) fn widen(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    match (a, b) {
+        (Some((s1, e1)), Some((s2, e2))) => Some((
+            if elapsed(s2, s1) > 0 { s2 } else { s1 },
+            if elapsed(e1, e2) > 0 { e2 } else { e1 },
+        )),
+        (x, None) | (None, x) => x,
     }
 }
 
@@ -329,5 +364,6 @@ pub(super) fn combine(a: Task, b: Task) -> Task {
             (None, None) => None,
             (x, y) => Some(x.unwrap_or_default().plus(y.unwrap_or_default())),
         },
+        span: widen(a.span, b.span),
     }
 }

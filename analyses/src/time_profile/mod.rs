@@ -373,6 +373,8 @@ impl EventAnalysis for TimeProfile {
             mine.outer_timed += f.outer_timed;
             mine.ticks_outer = mine.ticks_outer.saturating_add(f.ticks_outer);
             mine.open_polled = mine.open_polled.saturating_add(f.open_polled);
+            mine.futures += f.futures;
+            mine.wall = mine.wall.saturating_add(f.wall);
             mine.comp_all += f.comp_all;
             mine.comp_outer += f.comp_outer;
             mine.comp_open_polled += f.comp_open_polled;

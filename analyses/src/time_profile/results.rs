@@ -64,6 +64,11 @@ pub struct FunctionTime {
     /// Ticks polled by futures whose polls are not all accounted for (still running, or
     /// polled in streams not merged in): in the inclusive time, not in `ticks_all`.
     pub open_polled: u64,
+    /// Futures of it whose every poll was timed and accounted for, and their wall time in
+    /// ticks (first poll's start to last poll's end, polled and suspended).
+    pub futures: u64,
+    /// See [`futures`](Self::futures).
+    pub wall: u64,
     /// `ticks_all` compensated (see [`Compensation`]): what the calls cost without the
     /// profiler. Signed sums: a call cheaper than the calibration's figures subtracts, so
     /// that the errors of many calls cancel rather than add up.
@@ -99,6 +104,8 @@ impl Default for FunctionTime {
             outer_timed: 0,
             ticks_outer: 0,
             open_polled: 0,
+            futures: 0,
+            wall: 0,
             comp_all: 0.0,
             comp_outer: 0.0,
             comp_open_polled: 0.0,

@@ -110,6 +110,9 @@ pub(super) fn functions(
                 exclusive_clipped: Some(e.exclusive_clipped),
                 calibration_error_ns: per_call_error
                     .map(|d| d * calls_inside.get(&m.get()).copied().unwrap_or(f.calls) as f64),
+                wall_ns: (f.futures > 0).then(|| ns(f.wall as f64)),
+                suspended_ns: (f.futures > 0)
+                    .then(|| ns(f.wall.saturating_sub(f.ticks_all) as f64)),
             }
         })
         .collect();

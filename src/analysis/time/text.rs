@@ -16,6 +16,7 @@ pub(super) fn render(data: &ReportData, t: &TimeData, top: usize, o: &mut String
     header(t, top, o);
     compensation(t, o);
     functions(data, t, top, o);
+    futures(data, t, top, o);
     contexts(data, t, top, o);
 }
 
@@ -169,6 +170,37 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
         let _ = writeln!(
             o,
             "  ~0: a self time that came out below zero (the function's time less its callees', each compensated or estimated): below what the calibration or the sample resolves"
+        );
+    }
+}
+
+/// `async fn`s: their futures' wall time, polled and suspended, the longest wall first.
+fn futures(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
+    let mut rows: Vec<_> = t
+        .functions
+        .iter()
+        .filter_map(|f| Some((f, f.wall_ns?, f.suspended_ns?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.method.cmp(&b.0.method)));
+    let _ = writeln!(
+        o,
+        "\nasync functions, wall time from first poll to completion ({}):\n  {:>14} {:>14} {:>14}",
+        top_of(top, rows.len()),
+        "wall",
+        "polled",
+        "suspended"
+    );
+    for (f, wall, suspended) in rows.into_iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>14} {:>14} {:>14}  {}",
+            dur(wall),
+            dur((wall - suspended).max(0.0)),
+            dur(suspended),
+            data.name(f.method)
         );
     }
 }
