@@ -3,7 +3,7 @@
 //! allocator; live and peak bytes and the runtime's own allocations come from the wrapper's
 //! process-wide counters.
 
-use super::contexts::{depth_first, stack_rows};
+use super::contexts::{kept_in_order, stack_rows};
 use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
     AllocContextEntry, AllocCountsEntry, AllocationsData, FunctionAllocEntry, LiveEntry,
@@ -65,37 +65,18 @@ impl AnalysisDescriptor for Descriptor {
         // child whose subtree allocated the most bytes first. Linear in the number of
         // contexts, whatever their depth.
         let nodes = a.context_nodes();
-        let mut active: Vec<bool> = nodes.iter().map(|c| !c.counts.is_empty()).collect();
-        let mut subtree: Vec<u64> = nodes.iter().map(|c| c.counts.bytes).collect();
-        // Each node's place in the list (nodes come in index order, each after its parent).
-        let mut at = vec![u32::MAX; nodes.last().map_or(0, |n| n.node as usize + 1)];
-        for (i, n) in nodes.iter().enumerate() {
-            at[n.node as usize] = i as u32;
-        }
-        for i in (0..nodes.len()).rev() {
-            if nodes[i].parent != 0 {
-                let p = at[nodes[i].parent as usize] as usize;
-                active[p] |= active[i];
-                subtree[p] = subtree[p].saturating_add(subtree[i]);
-            }
-        }
-        drop(at);
-        let kept: Vec<u32> = (0..nodes.len() as u32)
-            .filter(|&i| active[i as usize])
-            .collect();
-        drop(active);
-        let links: Vec<(u32, u32)> = kept
-            .iter()
-            .map(|&i| (nodes[i as usize].node, nodes[i as usize].parent))
-            .collect();
-        let contexts: Vec<AllocContextEntry> = depth_first(&links, |k| {
-            let i = kept[k] as usize;
-            (std::cmp::Reverse(subtree[i]), nodes[i].method.get())
-        })
+        let contexts: Vec<AllocContextEntry> = kept_in_order(
+            &nodes,
+            |n| n.node,
+            |n| n.parent,
+            |n| n.method.get(),
+            |n| !n.counts.is_empty(),
+            |n| n.counts.bytes,
+        )
         .into_iter()
         .enumerate()
-        .map(|(k, (j, parent))| {
-            let c = &nodes[kept[j as usize] as usize];
+        .map(|(k, (i, parent))| {
+            let c = &nodes[i as usize];
             AllocContextEntry {
                 id: k as u32 + 1,
                 parent,

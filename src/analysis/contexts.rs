@@ -130,3 +130,48 @@ pub(crate) fn stack_rows<N: ContextNode>(
         })
         .collect()
 }
+
+/// The contexts that have something of their own or below them (`own`), in report order:
+/// each kept node's position in `nodes`, and its parent's report id (0: the root), the child
+/// whose subtree weighs most (`weight`) first. `node` and `parent` give a node's tree index
+/// and its parent's (0: the root); nodes come in index order, each after its parent. Linear
+/// in the number of contexts, whatever their depth.
+pub(crate) fn kept_in_order<N>(
+    nodes: &[N],
+    node: impl Fn(&N) -> u32,
+    parent: impl Fn(&N) -> u32,
+    method: impl Fn(&N) -> u32,
+    own: impl Fn(&N) -> bool,
+    weight: impl Fn(&N) -> u64,
+) -> Vec<(u32, u32)> {
+    let mut active: Vec<bool> = nodes.iter().map(&own).collect();
+    let mut subtree: Vec<u64> = nodes.iter().map(&weight).collect();
+    // Each node's place in the list.
+    let mut at = vec![u32::MAX; nodes.last().map_or(0, |n| node(n) as usize + 1)];
+    for (i, n) in nodes.iter().enumerate() {
+        at[node(n) as usize] = i as u32;
+    }
+    for i in (0..nodes.len()).rev() {
+        if parent(&nodes[i]) != 0 {
+            let p = at[parent(&nodes[i]) as usize] as usize;
+            active[p] |= active[i];
+            subtree[p] = subtree[p].saturating_add(subtree[i]);
+        }
+    }
+    drop(at);
+    let kept: Vec<u32> = (0..nodes.len() as u32)
+        .filter(|&i| active[i as usize])
+        .collect();
+    drop(active);
+    let links: Vec<(u32, u32)> = kept
+        .iter()
+        .map(|&i| (node(&nodes[i as usize]), parent(&nodes[i as usize])))
+        .collect();
+    depth_first(&links, |k| {
+        let i = kept[k] as usize;
+        (std::cmp::Reverse(subtree[i]), method(&nodes[i]))
+    })
+    .into_iter()
+    .map(|(j, p)| (kept[j as usize], p))
+    .collect()
+}
