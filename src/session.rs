@@ -369,6 +369,7 @@ impl SessionBuilder {
         Ok(Session {
             inner,
             output: self.output,
+            trigger,
             #[cfg(feature = "serve")]
             endpoint,
         })
@@ -418,6 +419,8 @@ impl Snapshotter {
 pub struct Session {
     inner: runtime::Session<AnalysisSet>,
     output: Option<PathBuf>,
+    /// It armed the timeline trigger: it disarms it when it finishes.
+    trigger: bool,
     /// The live endpoint, stopped with the session (feature `serve`).
     #[cfg(feature = "serve")]
     endpoint: Option<crate::serve::Endpoint>,
@@ -483,7 +486,9 @@ impl Session {
         let runtime = self.inner.finish();
         crate::analysis::finish_timing();
         let report = Report::new(runtime);
-        crate::analysis::trigger::disarm(Some(&report));
+        if self.trigger {
+            crate::analysis::trigger::disarm(Some(&report));
+        }
         report
     }
 
@@ -509,10 +514,13 @@ impl Session {
         on_report: impl FnOnce(&Report) + Send + 'static,
     ) -> Result<(), SessionError> {
         let output = self.output.clone();
+        let trigger = self.trigger;
         self.inner.on_ctrlc(move |r| {
             crate::analysis::finish_timing();
             let report = Report::new(r);
-            crate::analysis::trigger::disarm(Some(&report));
+            if trigger {
+                crate::analysis::trigger::disarm(Some(&report));
+            }
             if let Some(path) = output {
                 if let Err(e) = write_report(&path, &report) {
                     eprintln!("cabprof: the report was not written: {e}");
@@ -528,7 +536,11 @@ fn write_report(path: &std::path::Path, report: &Report) -> std::io::Result<()> 
     use crate::report::file::{trace_path, write, write_timeline, Contents, Written};
     let how = write(path, Contents::Json, |w| report.write_json(w))?;
     if how == Written::Replaced && report.data.timeline.is_some() {
-        write_timeline(&trace_path(path), &report.data)?;
+        // The report is written: a timeline that cannot be is said, not an error that would
+        // lose the report to the caller.
+        if let Err(e) = write_timeline(&trace_path(path), &report.data) {
+            eprintln!("cabprof: the timeline was not written: {e}");
+        }
     }
     Ok(())
 }

@@ -13,7 +13,7 @@
 //!
 //! [`SessionBuilder::timeline_trigger`]: crate::SessionBuilder::timeline_trigger
 
-use crate::model::ReportData;
+use crate::model::{ReportData, TimelineData};
 use crate::Report;
 use cabprof_analyses::timeline::{Fired, Trigger};
 use cabprof_cab::event::{MethodId, MAX_PAYLOAD};
@@ -51,7 +51,7 @@ impl TimelineTrigger {
             return None;
         }
         let min = min.trim();
-        let split = min.find(|c: char| c.is_ascii_alphabetic())?;
+        let split = min.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ' '))?;
         let (n, unit) = min.split_at(split);
         let n: f64 = n.trim().parse().ok().filter(|n: &f64| n.is_finite())?;
         let ns = n * match unit {
@@ -95,8 +95,8 @@ struct State {
     /// Set by [`disarm`]: the writer leaves what it has not written.
     stopping: bool,
     queue: VecDeque<Fired>,
-    /// The end of the last window queued (ticks modulo 2^60): a call ending before it is in it.
-    covered_to: Option<u64>,
+    /// The last window queued (ticks modulo 2^60): a call within it is written with it.
+    covered: Option<(u64, u64)>,
     written: usize,
     /// Firings beyond [`MAX_FILES`].
     dropped: u64,
@@ -108,7 +108,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     armed: None,
     stopping: false,
     queue: VecDeque::new(),
-    covered_to: None,
+    covered: None,
     written: 0,
     dropped: 0,
     writer: None,
@@ -161,8 +161,8 @@ fn fire(f: Fired) {
     let end = f.start.wrapping_add(f.ticks) & MAX_PAYLOAD;
     // Within the window already queued (a snapshot's copy of the analysis, or a second long
     // call close to the first): written with it.
-    if let Some(to) = s.covered_to {
-        if ticks_between(end, to) {
+    if let Some((from, to)) = s.covered {
+        if ticks_between(from, f.start) && ticks_between(end, to) {
             return;
         }
     }
@@ -171,7 +171,10 @@ fn fire(f: Fired) {
         return;
     }
     let around = around_ticks(&s);
-    s.covered_to = Some(end.wrapping_add(around) & MAX_PAYLOAD);
+    s.covered = Some((
+        f.start.wrapping_sub(around) & MAX_PAYLOAD,
+        end.wrapping_add(around) & MAX_PAYLOAD,
+    ));
     s.queue.push_back(f);
     WAKE.notify_all();
 }
@@ -254,7 +257,10 @@ fn write_queued() {
             next_target(&mut s)
         };
         if let Some(target) = target {
-            write_window(target, &report.data, f);
+            let mut data = report.data;
+            if let Some(t) = data.timeline.take() {
+                write_window(target, &mut data, &t, f);
+            }
         }
     }
 }
@@ -275,9 +281,14 @@ pub(crate) fn disarm(report: Option<&Report>) {
         let _ = w.join();
     }
     let mut s = state();
+    // One copy of the report, its timeline taken out, for all the windows left.
+    let mut left = report
+        .filter(|_| !s.queue.is_empty())
+        .map(|r| r.data.clone())
+        .and_then(|mut d| Some((d.timeline.take()?, d)));
     while let Some(f) = s.queue.pop_front() {
-        if let (Some(r), Some(target)) = (report, next_target(&mut s)) {
-            write_window(target, &r.data, f);
+        if let (Some((t, data)), Some(target)) = (left.as_mut(), next_target(&mut s)) {
+            write_window(target, data, t, f);
         }
     }
     if s.dropped > 0 {
@@ -310,18 +321,15 @@ fn next_target(s: &mut State) -> Option<Target> {
     })
 }
 
-/// Write the timeline around `f` from `data` to `target`, and say so on standard error.
-fn write_window(target: Target, data: &ReportData, f: Fired) {
-    let Some(t) = &data.timeline else {
-        return;
-    };
+/// Write the timeline around `f` from `t` (with the rest of the report, `data`, its timeline
+/// taken out) to `target`, and say so on standard error.
+fn write_window(target: Target, data: &mut ReportData, t: &TimelineData, f: Fired) {
     let from = f.start.wrapping_sub(target.around) & MAX_PAYLOAD;
     let to = f.start.wrapping_add(f.ticks).wrapping_add(target.around) & MAX_PAYLOAD;
-    let window = ReportData {
-        timeline: Some(t.between(from, to)),
-        ..data.clone()
-    };
-    let Some(trace) = window.chrome_trace() else {
+    data.timeline = Some(t.between(from, to));
+    let trace = data.chrome_trace();
+    data.timeline = None;
+    let Some(trace) = trace else {
         return;
     };
     let path = target.path;
@@ -356,6 +364,7 @@ mod tests {
             ),
             ("f:250us", "f", 250_000),
             ("f:10ns", "f", 10),
+            ("f:3µs", "f", 3_000),
         ] {
             let t = TimelineTrigger::parse(text).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(t.function, function, "{text}");

@@ -273,7 +273,8 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         let start = start & !SAMPLED;
         let end = clock::now_after();
         let ticks = (end & (SAMPLED - 1)).saturating_sub(start);
-        if timeline() {
+        let timeline = timeline();
+        if timeline {
             emit(Event::time(end));
         }
         let word = if ticker::long_since(start) {
@@ -283,7 +284,7 @@ pub(super) fn leave_inner(callee: u32, caller: u32, start: u64, emit: impl Fn(Ev
         };
         pop(caller);
         emit(word);
-        if timeline() {
+        if timeline {
             mark_after_exit(&emit);
             check_trigger(ticks);
         }

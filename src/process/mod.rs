@@ -78,6 +78,8 @@ struct Process {
     output: PathBuf,
     /// `CABPROF` asked for it: write the whole-process report at exit.
     write_at_exit: bool,
+    /// It armed the timeline trigger (`CABPROF_TIMELINE_TRIGGER`).
+    trigger: bool,
     /// Started at load for `CABPROF_SERVE`, not by an event: a session the program starts
     /// itself takes its place ([`give_way_to_program`]).
     at_load: bool,
@@ -169,7 +171,9 @@ pub(crate) fn give_way_to_program() {
     drop(p.endpoint);
     drop(p.session.finish());
     crate::analysis::finish_timing();
-    crate::analysis::trigger::disarm(None);
+    if p.trigger {
+        crate::analysis::trigger::disarm(None);
+    }
 }
 
 /// Out of line: formatting takes stack, which the thread of a first event may lack.
@@ -254,6 +258,7 @@ fn start(write_at_exit: bool) -> Result<(), SessionError> {
         session,
         output,
         write_at_exit,
+        trigger,
         at_load: STARTING_AT_LOAD.load(Ordering::Relaxed),
         #[cfg(feature = "serve")]
         endpoint,
@@ -315,7 +320,9 @@ extern "C" fn write_report_at_exit() {
         let runtime = p.session.finish();
         crate::analysis::finish_timing();
         let report = Report::new(runtime.map_analysis(|s| s.all));
-        crate::analysis::trigger::disarm(Some(&report));
+        if p.trigger {
+            crate::analysis::trigger::disarm(Some(&report));
+        }
         // `CABPROF_OUTPUT` names the file outright; the default name may be another
         // process's of this run.
         let explicit = std::env::var_os("CABPROF_OUTPUT").is_some_and(|v| !v.is_empty());

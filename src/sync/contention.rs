@@ -98,8 +98,9 @@ impl Contention {
     #[cold]
     #[inline(never)]
     pub(super) fn release(&self, unlock: impl FnOnce()) {
-        fence(Ordering::Acquire);
         let waiters = self.waiters.load(Ordering::Relaxed);
+        // After the load it pairs with: a waiter counted here has its `since` visible.
+        fence(Ordering::Acquire);
         let now = now_ns();
         let since = self.since.swap(now, Ordering::Relaxed);
         unlock();

@@ -377,7 +377,7 @@ fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analys
         [("s".into(), a), ("t".into(), b.clone()), ("f".into(), b)],
         "{flow:?}"
     );
-    // Each function's self time is the time analysis' compensated self time, to 1 %: the
+    // Each function's self time is the time analysis' compensated self time, to 2 % or 0.2 ms: the
     // analysis also takes out time inside cabprof the stream tells of (a thread's first mark,
     // tens of microseconds on a loaded host), which the timeline leaves in the calls around it.
     let time = d.time.as_ref().unwrap();
@@ -390,7 +390,7 @@ fn slices_have_the_known_durations_nesting_and_threads_and_match_the_time_analys
             .unwrap();
         let (_, got) = selves.iter().find(|(n, _)| n.ends_with(name)).unwrap();
         assert!(
-            (got - f.exclusive_ns).abs() <= 1e-2 * f.exclusive_ns,
+            (got - f.exclusive_ns).abs() <= (2e-2 * f.exclusive_ns).max(200e3),
             "{name}: slices' self time {got} ns, the time analysis' {} ns",
             f.exclusive_ns
         );

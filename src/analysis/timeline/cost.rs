@@ -23,8 +23,10 @@ pub(crate) fn compensate(
     let (inside, outside) = (inside.max(0.0), outside.max(0.0));
     let mut out: Vec<TimelineSlice> = Vec::with_capacity(slices.len() * 2);
     let mut pieces: Vec<Piece> = Vec::new();
-    // Open parents by depth: their compensated intervals.
-    let mut open: Vec<(f64, f64)> = Vec::new();
+    // The slices that may hold the next: (depth, raw interval, compensated interval). Its
+    // parent is the one a level up that holds its start; outer frames still open when the
+    // timeline was taken (a thread's `main`) are not slices, so a level may be missing.
+    let mut open: Vec<(u32, Span, Span)> = Vec::new();
     for s in slices {
         let (start, end) = (s.start_ns, s.start_ns + s.duration_ns);
         let i = if s.poll {
@@ -33,11 +35,16 @@ pub(crate) fn compensate(
             inside.min(s.duration_ns)
         };
         let t = if s.poll { 0.0 } else { outside };
-        open.truncate(s.depth as usize);
-        let parent = open
+        while open
             .last()
-            .copied()
-            .unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+            .is_some_and(|&(d, raw, _)| d >= s.depth || start < raw.0 || start > raw.1)
+        {
+            open.pop();
+        }
+        let parent = match open.last() {
+            Some(&(d, _, own)) if d + 1 == s.depth => own,
+            _ => (f64::NEG_INFINITY, f64::INFINITY),
+        };
         // Never ending before it starts (rounding, with `inside` its whole duration).
         let own = (start + i / 2.0, (end - i / 2.0).max(start + i / 2.0));
         out.push(TimelineSlice {
@@ -67,7 +74,7 @@ pub(crate) fn compensate(
                 entry: false,
             });
         }
-        open.push(own);
+        open.push((s.depth, (start, end), own));
     }
     place(&mut out, pieces);
     out.sort_by(|a, b| {
@@ -77,6 +84,9 @@ pub(crate) fn compensate(
     });
     out
 }
+
+/// An interval in ns: start, end.
+type Span = (f64, f64);
 
 /// What a piece of cabprof's time leaves free at each end, in ns.
 const GAP_NS: f64 = 1.0;
@@ -251,5 +261,23 @@ mod tests {
             spans(&got),
             [(0, 0, 1.0, 3.0), (3, 0, 4.0, 4.0), (0, 0, 5.0, 7.0)]
         );
+    }
+
+    #[test]
+    fn calls_whose_parent_is_not_a_slice_keep_their_pieces() {
+        // Three calls at depth 1 under a frame still open (not a slice), after a closed call
+        // at depth 0: none is the others' parent, and each keeps both pieces.
+        let raw = [
+            slice(1, 0, 0.0, 50.0),
+            slice(2, 1, 100.0, 100.0),
+            slice(2, 1, 300.0, 100.0),
+            slice(2, 1, 500.0, 100.0),
+        ];
+        let got = compensate(&raw, 0.0, 20.0);
+        let pieces = got
+            .iter()
+            .filter(|s| s.method == CABPROF && s.depth == 1)
+            .count();
+        assert_eq!(pieces, 6, "{:?}", spans(&got));
     }
 }
