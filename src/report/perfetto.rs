@@ -181,9 +181,10 @@ impl ReportData {
                             e.uint(EVENT_TYPE, kind).uint(EVENT_TRACK_UUID, track);
                             if kind == SLICE_BEGIN {
                                 e.uint(EVENT_NAME_IID, u64::from(method) + 1);
-                                // A future's polls share a flow: its task id.
+                                // A future's polls share a flow: its task id + 1 (0 is
+                                // no flow to some readers).
                                 if let Some(task) = task {
-                                    e.fixed64(EVENT_FLOW_IDS, u64::from(task));
+                                    e.fixed64(EVENT_FLOW_IDS, u64::from(task) + 1);
                                 }
                             }
                         }),
