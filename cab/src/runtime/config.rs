@@ -381,6 +381,11 @@ fn naming_variable(mut e: ConfigError) -> ConfigError {
     e
 }
 
+/// Exhaustive CAB: the size a thread's ring starts at, outside the ring budget (16 KiB: a
+/// thousand threads alive at once hold 16 MiB), before it grows while the thread outpaces the
+/// analyzer, up to the ring size, each larger size charged to the budget.
+pub(super) const RING_START: usize = 16 << 10;
+
 /// Chunks per ring when only the chunk size is given: the CAB paper's 2 MB of 128 KB chunks.
 const DEFAULT_CHUNKS: usize = 16;
 
