@@ -116,7 +116,10 @@ impl<A: EventAnalysis> Hub for Core<A> {
                 Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
             };
         }
-        let made = if self.mode == RunMode::Exhaustive && self.design == BufferDesign::Cab {
+        let made = if self.mode == RunMode::Exhaustive
+            && self.design == BufferDesign::Cab
+            && self.ring_start < self.ring.buffer_bytes
+        {
             self.growing_ring(&thread)
         } else {
             self.fixed_ring(&thread)
@@ -167,7 +170,7 @@ impl<A: EventAnalysis> Core<A> {
                 .try_acquire(bytes)
                 .map(|t| Box::new(t) as Box<dyn std::any::Any + Send + Sync>)
         });
-        let growth = ring::Growth::new(self.ring_start.min(self.ring.buffer_bytes), grant);
+        let growth = ring::Growth::new(self.ring_start, grant);
         match growing_cab_channel(&self.ring, growth) {
             Ok((p, c)) => Some((p, c, None)),
             Err(e) => {
@@ -319,7 +322,7 @@ impl<A: EventAnalysis> Session<A> {
             mode: b.mode,
             design: b.design,
             ring,
-            ring_start: super::config::RING_START,
+            ring_start: b.buffer_start_bytes.unwrap_or(super::config::RING_START),
             factory,
             analyzers,
             handles: Mutex::new(handles),
