@@ -28,6 +28,14 @@
 //!   [`ConsumerStats::chunks_lapped`] every block it lost that way or by falling a whole
 //!   handoff behind. `CLEAR` and `MAGIC` are never delivered. This departs from the paper's
 //!   Figure 5b, whose consumer reads the bursts in place; why, in `ring/handoff.rs`.
+//! - **Growing** ([`growing_channel`], exhaustive only): the ring is a chain of segments, each
+//!   of whole chunks. At the end-of-segment `MAGIC` (the wrap) the producer may move to a new
+//!   segment, larger if it found the ring full or blocked during the lap and the [`Grant`]
+//!   allows, smaller after a quiet lap: it sets the old segment's `next`, then its `switch_at`
+//!   (the absolute position where the new segment starts, `Release`), then writes on in the
+//!   new one. The consumer loads `switch_at` (`Acquire`) before each chunk: once it is set,
+//!   every chunk before it is complete; at that position the consumer moves on and frees the
+//!   old segment. Positions stay absolute across segments.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!

@@ -306,6 +306,10 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             return false;
         }
         let (capacity, chunk) = g.sizes[to];
+        // The grant, the new segment and the old one's release allocate and free: the
+        // runtime's own work, which an allocation-tracking allocator must not turn into events
+        // (they would come back here, into this producer, in the middle of its switch).
+        let _work = crate::runtime::runtime_work();
         // The smallest size needs no grant: every growing ring may always have it.
         let grant = if to == 0 {
             None
