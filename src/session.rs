@@ -152,9 +152,16 @@ impl SessionBuilder {
         self
     }
 
-    /// Ring size in bytes (`CABPROF_BUFFER`).
+    /// Ring size in bytes (`CABPROF_BUFFER`); exhaustive CAB rings grow up to it.
     pub fn buffer_bytes(mut self, bytes: usize) -> Self {
         self.runtime.buffer_bytes = Some(bytes);
+        self
+    }
+
+    /// The size exhaustive CAB rings start at, outside the ring memory budget (default 16 KiB;
+    /// `CABPROF_BUFFER_START`). See [`RuntimeConfig::buffer_start_bytes`].
+    pub fn buffer_start_bytes(mut self, bytes: usize) -> Self {
+        self.runtime.buffer_start_bytes = Some(bytes);
         self
     }
 

@@ -146,6 +146,7 @@ mod tests {
             ("CABPROF_BURST", "0"),
             ("CABPROF_ADAPTIVE", "2"),
             ("CABPROF_BUFFER", "12Q"),
+            ("CABPROF_BUFFER_START", "small"),
             ("CABPROF_CHUNK", "-4"),
             ("CABPROF_RING_MEMORY", "lots"),
             ("CABPROF_ANALYZERS", "65"),

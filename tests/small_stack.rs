@@ -68,7 +68,8 @@ fn calls_on_a_small_thread() {
 
 /// The small thread's calls were all counted, and its events are all the report holds
 /// besides `extra` others (and, with the time analysis, a `Stall` word per ring attached and
-/// name registered: the time spent inside cabprof).
+/// name registered: the time spent inside cabprof; and one per wait on a full ring, which a
+/// ring that starts small and grows on this thread's stack may have, and no counter gives).
 fn check(data: &ReportData, extra: u64) {
     assert_eq!(data.calls("fresh"), CALLS, "{data:?}");
     assert_eq!(data.calls("leaf"), CALLS);
@@ -76,7 +77,16 @@ fn check(data: &ReportData, extra: u64) {
         .time
         .as_ref()
         .map_or(0, |t| t.inside_cabprof_entries.unwrap_or(0));
-    assert_eq!(data.totals.events, 4 * CALLS + extra + stalls);
+    let base = 4 * CALLS + extra + stalls;
+    if data.time.is_some() {
+        assert!(
+            data.totals.events >= base,
+            "{} < {base}",
+            data.totals.events
+        );
+    } else {
+        assert_eq!(data.totals.events, base);
+    }
     assert_eq!(data.totals.dropped, 0);
 }
 

@@ -119,6 +119,75 @@ fn cab_producer_blocks_on_full_ring() {
     handoff::<Cab>(36, None);
 }
 
+/// A growing CAB ring (`ring::growing_channel`) of sizes 32 slots (4 chunks of 8) and 64 (8 of
+/// 8), which the producer goes through as `script` says (its first entry the size it starts
+/// at, the next one the size it switches to at its first wrap); it pushes `n` events, flushing
+/// before event `flush_after`, and closes while the consumer drains. Every event arrives once,
+/// in order, across the switch, and the memory granted for the larger size is given back.
+fn growing_handoff(script: Vec<usize>, n: u64, flush_after: Option<u64>) {
+    model(move || {
+        let granted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        struct Held(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+        impl Drop for Held {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let counter = granted.clone();
+        let grant: ring::Grant = Box::new(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(Box::new(Held(counter.clone())))
+        });
+        let growth = ring::Growth::new(256, grant).scripted(script.clone());
+        let (mut tx, mut rx) = ring::growing_channel(&RingConfig::new(512, 64), growth).unwrap();
+        let producer = loom::thread::spawn(move || {
+            for i in 0..n {
+                if Some(i) == flush_after {
+                    tx.flush();
+                }
+                tx.push(ev(i));
+            }
+            tx.close();
+            tx.stats()
+        });
+        let out = drain(&mut rx);
+        let stats = producer.join().unwrap();
+        assert_eq!(out, words(n));
+        assert_eq!((stats.pushed, stats.dropped), (n, 0));
+        let want = if script[1] > script[0] {
+            (1, 0)
+        } else {
+            (0, 1)
+        };
+        assert_eq!(rx.resizes(), want);
+        drop(rx);
+        assert_eq!(granted.load(std::sync::atomic::Ordering::Relaxed), 0);
+    });
+}
+
+/// A growing ring switches from 32 to 64 slots at its first wrap while the consumer may be
+/// anywhere in the first segment: 36 events, the last 4 in the new segment.
+#[test]
+fn cab_grows_across_a_switch() {
+    growing_handoff(vec![0, 1], 36, None);
+}
+
+/// As above with a flush at the very end of the first segment, before the wrap: the consumer
+/// can reach the switch position by `published` before the switch exists, then find a larger
+/// `published` (the close) while the switch is still unseen by its first load; it must not
+/// take the old segment's first slots for what follows.
+#[test]
+fn cab_grows_across_a_switch_after_a_flush() {
+    growing_handoff(vec![0, 1], 34, Some(32));
+}
+
+/// A growing ring shrinks from 64 to 32 slots at its first wrap: 68 events, the last 4 in the
+/// smaller segment.
+#[test]
+fn cab_shrinks_across_a_switch() {
+    growing_handoff(vec![1, 0], 68, None);
+}
+
 /// A sampling producer pushes 40 events (more than the 32-slot ring holds) and closes while the
 /// consumer reads the handoff. Returns every delivered word.
 fn sampling_wrap() -> Vec<u64> {

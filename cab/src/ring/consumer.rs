@@ -7,6 +7,10 @@ use super::*;
 /// The analyzer side of a CAB ring. See the [module docs](super) for the contract.
 pub struct Consumer {
     pub(super) shared: Arc<Shared>,
+    /// The segment being read (exhaustive: it holds `pos`; the producer may be in a later one).
+    pub(super) seg: Arc<Segment>,
+    /// Absolute position of `seg`'s first slot.
+    pub(super) seg_start: u64,
     /// Absolute position of the next unread event (events ever written before it).
     /// Chunk-aligned except after reading a flushed partial chunk. Sampling: where the range
     /// of the last handoff block read ends.
@@ -36,35 +40,66 @@ impl Consumer {
         if self.sampling {
             return self.poll_sampling(&mut f);
         }
-        let sh = &*self.shared;
-        let idx = (self.pos % sh.capacity as u64) as usize;
-        let start = idx - idx % sh.chunk;
-        let chunk_end = self.pos - (idx - start) as u64 + sh.chunk as u64; // absolute
-        let gate = (start + 2 * sh.chunk) % sh.capacity;
-        // Exhaustive: the gate's previous occupant (one lap earlier) was consumed and cleared
-        // before anything at `pos`, so a non-CLEAR gate was written in this lap: the producer
-        // has passed the whole of this chunk.
-        let end = if sh.slot(gate).load(Ordering::Acquire) != CLEAR {
-            chunk_end
-        } else {
-            // Acquire `closed` before `published`: a closed producer's final position is then
-            // the one we read.
-            let closed = sh.ends.producer_closed();
-            let published = sh.published.load(Ordering::Acquire);
-            if published > self.pos {
-                published.min(chunk_end)
-            } else if closed {
-                return Poll::Closed;
-            } else {
-                return Poll::Empty;
+        loop {
+            // Acquire: pairs with the producer's Release store at its switch, so `next` is
+            // set when this is; see `Segment::switch_at`.
+            let switch = self.seg.switch_at.load(Ordering::Acquire);
+            if self.pos == switch {
+                self.leave_segment();
+                continue;
             }
-        };
-        let len = (end - self.pos) as usize;
-        self.stats.chunks += 1;
-        let delivered = self.take(idx, len, f);
-        self.pos = end;
-        self.stats.delivered += delivered as u64;
-        Poll::Consumed(delivered)
+            let sh = &*self.shared;
+            let seg = &*self.seg;
+            let idx = ((self.pos - self.seg_start) % seg.capacity as u64) as usize;
+            let start = idx - idx % seg.chunk;
+            let chunk_end = self.pos - (idx - start) as u64 + seg.chunk as u64; // absolute
+                                                                                // Exhaustive: the gate's previous occupant (one lap earlier) was consumed and
+                                                                                // cleared before anything at `pos`, so a non-CLEAR gate was written in this lap:
+                                                                                // the producer has passed the whole of this chunk. Once the producer has left the
+                                                                                // segment (`switch` seen), it wrote every slot before `switch` (chunk-aligned, so
+                                                                                // at or past `chunk_end`) before it stored `switch_at`: the chunk is ready, and
+                                                                                // the producer writes elsewhere, so reading it shares no line with it. Read while
+                                                                                // the producer has left but its switch is not yet seen, the gate is a slot this
+                                                                                // consumer cleared and the producer never writes again: `CLEAR`.
+            let gate = (start + 2 * seg.chunk) % seg.capacity;
+            let ready = switch != NO_SWITCH || seg.slot(gate).load(Ordering::Acquire) != CLEAR;
+            let end = if ready {
+                chunk_end
+            } else {
+                // Acquire `closed` before `published`: a closed producer's final position is
+                // then the one we read.
+                let closed = sh.ends.producer_closed();
+                let published = sh.published.load(Ordering::Acquire);
+                // A switch stored before the `published` or `closed` just read is visible now
+                // (both Acquire, after the producer's Release of `switch_at`): had it been
+                // missed above, `pos` might be taken for a slot of this segment's next lap.
+                if switch == NO_SWITCH && self.seg.switch_at.load(Ordering::Acquire) != NO_SWITCH {
+                    continue;
+                }
+                if published > self.pos {
+                    published.min(chunk_end)
+                } else if closed {
+                    return Poll::Closed;
+                } else {
+                    return Poll::Empty;
+                }
+            };
+            let len = (end - self.pos) as usize;
+            self.stats.chunks += 1;
+            let delivered = self.take(idx, len, f);
+            self.pos = end;
+            self.stats.delivered += delivered as u64;
+            return Poll::Consumed(delivered);
+        }
+    }
+
+    /// Exhaustive: every slot of the current segment is read (`pos` is its `switch_at`): go on
+    /// in the next one. Dropping this `Arc` frees the segment (the producer let go of it at its
+    /// switch), and with it its memory grant.
+    fn leave_segment(&mut self) {
+        let next = self.seg.next();
+        self.seg_start = self.pos;
+        self.seg = next;
     }
 
     /// Sampling: read the next handoff block the producer finished, or skip to the oldest
@@ -154,7 +189,7 @@ impl Consumer {
         // it, while its lines are still in the consumer's L1 (the paper clears each event right
         // after processing it, for the same temporal locality). `f` sees the whole chunk, in
         // order, as consecutive zero-copy slices.
-        for block in self.shared.slots[idx..idx + len].chunks(CLEAR_BLOCK) {
+        for block in self.seg.slots[idx..idx + len].chunks(CLEAR_BLOCK) {
             #[cfg(not(loom))]
             {
                 // SAFETY: `AtomicU64` has the size and alignment of `u64`. These slots were
@@ -201,15 +236,21 @@ impl Consumer {
         if self.sampling {
             return 0;
         }
-        let cap = self.shared.capacity;
         let mut total = 0u64;
         while self.pos < target {
-            let idx = (self.pos % cap as u64) as usize;
-            let chunk_end = idx - idx % self.shared.chunk + self.shared.chunk;
+            // As in `poll_with`. A switch not yet seen here leaves the consumer on slots it
+            // cleared itself (`CLEAR`): it stops, and the next call goes on.
+            if self.pos == self.seg.switch_at.load(Ordering::Acquire) {
+                self.leave_segment();
+                continue;
+            }
+            let seg = &*self.seg;
+            let idx = ((self.pos - self.seg_start) % seg.capacity as u64) as usize;
+            let chunk_end = idx - idx % seg.chunk + seg.chunk;
             let chunk_end = chunk_end.min(idx.saturating_add((target - self.pos) as usize));
             let mut end = idx;
             // Acquire per slot: pairs with the producer's Release store of that slot.
-            while end < chunk_end && self.shared.slot(end).load(Ordering::Acquire) != CLEAR {
+            while end < chunk_end && seg.slot(end).load(Ordering::Acquire) != CLEAR {
                 end += 1;
             }
             if end == idx {
@@ -252,14 +293,30 @@ impl Consumer {
     pub fn unread_bound(&self) -> u64 {
         match (self.sampling, self.shared.handoff.is_some()) {
             (false, _) => 0,
-            (true, true) => self.shared.chunk as u64,
-            (true, false) => self.shared.capacity as u64,
+            (true, true) => self.seg.chunk as u64,
+            (true, false) => self.seg.capacity as u64,
         }
     }
 
-    /// Event slots in the ring.
+    /// The most events the ring can hold unread: its size, or, for a ring that grows, the
+    /// sum of its sizes (a producer can run a segment of each ahead of the consumer).
     pub fn capacity_slots(&self) -> usize {
-        self.shared.capacity
+        self.shared.most_unread
+    }
+
+    /// Event slots of the largest segment the producer has written (a fixed ring's size).
+    pub fn largest_slots(&self) -> usize {
+        self.shared.counters.largest.load(Ordering::Relaxed) as usize
+    }
+
+    /// How often the producer moved to a larger segment, and to a smaller one (0 for a ring
+    /// of fixed size).
+    pub fn resizes(&self) -> (u64, u64) {
+        let c = &self.shared.counters;
+        (
+            c.grown.load(Ordering::Relaxed),
+            c.shrunk.load(Ordering::Relaxed),
+        )
     }
 
     /// The producer's counters as the producer last mirrored them (blocks, time blocked and
@@ -306,9 +363,9 @@ impl Consumer {
         self.sampling
     }
 
-    /// Slots per chunk.
+    /// Slots per chunk of the segment being read.
     pub fn chunk_slots(&self) -> usize {
-        self.shared.chunk
+        self.seg.chunk
     }
 
     /// Counters so far.

@@ -28,6 +28,14 @@
 //!   [`ConsumerStats::chunks_lapped`] every block it lost that way or by falling a whole
 //!   handoff behind. `CLEAR` and `MAGIC` are never delivered. This departs from the paper's
 //!   Figure 5b, whose consumer reads the bursts in place; why, in `ring/handoff.rs`.
+//! - **Growing** ([`growing_channel`], exhaustive only): the ring is a chain of segments, each
+//!   of whole chunks. At the end-of-segment `MAGIC` (the wrap) the producer may move to a new
+//!   segment, larger if it found the ring full or blocked during the lap and the [`Grant`]
+//!   allows, smaller after a quiet lap: it sets the old segment's `next`, then its `switch_at`
+//!   (the absolute position where the new segment starts, `Release`), then writes on in the
+//!   new one. The consumer loads `switch_at` (`Acquire`) before each chunk: once it is set,
+//!   every chunk before it is complete; at that position the consumer moves on and frees the
+//!   old segment. Positions stay absolute across segments.
 //! - [`Producer::close`] (also run on drop) flushes and marks the end; the consumer then drains
 //!   everything and [`Consumer::poll_with`] returns [`Poll::Closed`].
 //!
@@ -61,7 +69,7 @@
 use crate::config::{ConfigError, Mode, RingConfig, MIN_CHUNK_BYTES, WORD_BYTES};
 use crate::event::{Event, CLEAR, MAGIC};
 use crate::slots::Slots;
-use crate::sync::{back_off, fence, spin_hint, Arc, AtomicU64, Ordering};
+use crate::sync::{back_off, fence, spin_hint, Arc, AtomicU64, Mutex, Ordering};
 use crate::transport::{ConsumerStats, Poll, ProducerStats, Transport};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
@@ -85,17 +93,14 @@ const CLEAR_BLOCK: usize = 512;
 /// Slots in a cache line (the smallest chunk, one 64-byte line).
 const LINE_SLOTS: usize = MIN_CHUNK_BYTES / WORD_BYTES;
 
-/// State both halves see.
+/// State both halves see, whatever segment they are in.
 struct Shared {
-    /// `capacity` event slots followed by one `MAGIC` slot.
-    slots: Slots,
     /// Sampling: where the producer leaves the sample for the consumer. `None` in exhaustive
     /// mode, and in sampling mode at rate 0 (nothing is ever copied).
     handoff: Option<handoff::Handoff>,
-    /// Event slots (excluding the `MAGIC` slot). A multiple of `chunk`, at least 4 chunks.
-    capacity: usize,
-    /// Slots per chunk.
-    chunk: usize,
+    /// The most events the ring can hold unread: the slots of every segment it may have live
+    /// at once (the sum of its sizes when it grows, its one size otherwise).
+    most_unread: usize,
     /// Absolute position (events ever written) up to which the producer has handed events over
     /// explicitly. Only grows. Written by the producer on flush, close and before blocking.
     published: CachePadded<AtomicU64>,
@@ -112,21 +117,158 @@ struct Shared {
 }
 
 /// Producer counters readable from the consumer side. Written only on the producer's slow
-/// path (a block, a drop), never on the fast path.
+/// path (a block, a drop, a segment switch), never on the fast path.
 struct ProducerCounters {
     blocks: AtomicU64,
     blocked_ns: AtomicU64,
     dropped: AtomicU64,
+    /// Event slots of the largest segment the producer has written.
+    largest: AtomicU64,
+    /// Segment switches to a larger segment, and to a smaller one.
+    grown: AtomicU64,
+    shrunk: AtomicU64,
 }
 
-impl Shared {
-    /// The slot at ring index `i` (`0..=capacity`).
+/// Absolute position [`Segment::switch_at`] holds while the producer is still in the segment.
+const NO_SWITCH: u64 = u64::MAX;
+
+/// One stretch of ring memory: `capacity` event slots in chunks of `chunk`, then one `MAGIC`
+/// slot. A ring of fixed size has one segment for its whole life; a growing ring
+/// ([`growing_channel`]) moves its producer to a new segment at the end-of-ring `MAGIC`
+/// (the wrap), and its consumer follows once it has read everything before the switch.
+struct Segment {
+    slots: Slots,
+    capacity: usize,
+    chunk: usize,
+    /// The absolute position at which the producer left this segment for `next` (a wrap:
+    /// positions from it on live in `next`, at index `pos - switch_at`), or [`NO_SWITCH`].
+    /// Stored once, with `Release`, after `next` and before any slot of `next` is written.
+    switch_at: CachePadded<AtomicU64>,
+    /// The segment the producer moved to. Set once, before `switch_at`; read by the consumer
+    /// only after it saw `switch_at` set.
+    next: Mutex<Option<Arc<Segment>>>,
+    /// What the ring's memory grant handed out for this segment (a budget ticket): held as
+    /// long as the segment lives, so its memory is counted until it is freed.
+    _grant: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Segment {
+    fn new(
+        capacity: usize,
+        chunk: usize,
+        huge_pages: bool,
+        sampling: bool,
+        grant: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<Arc<Segment>, ConfigError> {
+        let slots = Slots::zeroed(capacity + 1, huge_pages)?;
+        slots[capacity].store(MAGIC, Ordering::Relaxed);
+        if sampling {
+            // Arm the first chunk's start; from there the producer arms each next one itself.
+            slots[0].store(MAGIC, Ordering::Relaxed);
+        }
+        Ok(Arc::new(Segment {
+            slots,
+            capacity,
+            chunk,
+            switch_at: CachePadded::new(AtomicU64::new(NO_SWITCH)),
+            next: Mutex::new(None),
+            _grant: grant,
+        }))
+    }
+
+    /// The slot at segment index `i` (`0..=capacity`).
     #[inline(always)]
     fn slot(&self, i: usize) -> &AtomicU64 {
         debug_assert!(i <= self.capacity);
         &self.slots[i]
     }
+
+    /// The segment the producer switched to; only called once `switch_at` was seen set.
+    fn next(&self) -> Arc<Segment> {
+        let next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        next.clone()
+            .expect("`next` is set before `switch_at`, which the caller saw set")
+    }
 }
+
+/// Asked, on the producer's slow path, for the memory of a larger segment (its event bytes):
+/// returns what stands for that memory (a budget ticket, dropped when the segment is freed),
+/// or `None` to refuse, and the ring stays at the size it has. Never asked for the smallest
+/// segment, which a growing ring may always have.
+pub type Grant = Box<dyn FnMut(usize) -> Option<Box<dyn std::any::Any + Send + Sync>> + Send>;
+
+/// How a ring made by [`growing_channel`] grows and shrinks. Its sizes run from the smallest
+/// at least `initial_bytes` up to the `RingConfig`'s `buffer_bytes`, each twice the one
+/// before: halving the chunk count down to [`MIN_CHUNKS`] chunks of the configured chunk,
+/// then halving the chunk (down to one cache line). The ring starts at the smallest.
+#[allow(missing_debug_implementations, reason = "holds a closure")]
+pub struct Growth {
+    initial_bytes: usize,
+    grant: Grant,
+    script: Option<Vec<usize>>,
+}
+
+impl Growth {
+    /// Start at the smallest size of at least `initial_bytes`; ask `grant` for larger ones.
+    pub fn new(initial_bytes: usize, grant: Grant) -> Growth {
+        Growth {
+            initial_bytes,
+            grant,
+            script: None,
+        }
+    }
+
+    /// For tests: the producer starts at size `levels[0]` (an index into the sizes, smallest
+    /// first) and switches, at its `k`-th wrap, to size `levels[k]`, whatever its analyzer
+    /// does; past the script's end it wraps in place. The grant is still asked.
+    #[doc(hidden)]
+    pub fn scripted(mut self, levels: Vec<usize>) -> Growth {
+        self.script = Some(levels);
+        self
+    }
+}
+
+/// The sizes a growing ring may have, smallest first, as `(capacity, chunk)` in slots.
+fn ladder(capacity: usize, chunk: usize, least_slots: usize) -> Vec<(usize, usize)> {
+    let mut sizes = vec![(capacity, chunk)];
+    loop {
+        let (c, k) = sizes[sizes.len() - 1];
+        let n = c / k;
+        let smaller = if n >= 2 * crate::config::MIN_CHUNKS && n.is_multiple_of(2) {
+            (c / 2, k)
+        } else if k.is_multiple_of(2) && k / 2 >= LINE_SLOTS {
+            (c / 2, k / 2)
+        } else {
+            break;
+        };
+        if smaller.0 < least_slots {
+            break;
+        }
+        sizes.push(smaller);
+    }
+    sizes.reverse();
+    sizes
+}
+
+/// The producer's side of a growing ring.
+pub(crate) struct Grower {
+    sizes: Vec<(usize, usize)>,
+    level: usize,
+    grant: Grant,
+    huge_pages: bool,
+    script: Option<std::vec::IntoIter<usize>>,
+    /// `Producer::stats.blocks` at the last wrap: a block since means the ring was too small.
+    blocks_at_wrap: u64,
+    /// When the producer last wrapped or switched: a lap that took [`QUIET_LAP`] says the
+    /// ring is larger than the thread needs.
+    #[cfg(not(loom))]
+    wrapped_at: Instant,
+}
+
+/// A lap this long, without a block and without finding the ring full at its end, shrinks a
+/// grown ring by one size: the thread writes slowly enough for half the memory.
+#[cfg(not(loom))]
+const QUIET_LAP: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Make a connected exhaustive CAB producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {
@@ -152,8 +294,63 @@ pub fn sampling_channel(config: &RingConfig) -> Result<(Producer<true>, Consumer
     make(config)
 }
 
+/// Make a connected exhaustive CAB pair whose ring starts small and grows, while its
+/// producer finds it full, up to `config.buffer_bytes`, and shrinks back after quiet laps; see
+/// [`Growth`]. Each switch to another size happens at the end-of-ring `MAGIC`, on the
+/// producer's slow path; the fast path is that of [`channel`].
+pub fn growing_channel(
+    config: &RingConfig,
+    growth: Growth,
+) -> Result<(Producer, Consumer), ConfigError> {
+    if config.mode != Mode::Exhaustive {
+        return Err(ConfigError::new(
+            "mode",
+            format!("{:?}", config.mode),
+            "Exhaustive for ring::growing_channel (sampling rings have one size)",
+        ));
+    }
+    config.validate()?;
+    let sizes = ladder(
+        config.slots(),
+        config.chunk_slots(),
+        growth.initial_bytes / WORD_BYTES,
+    );
+    let mut script = growth.script.map(|s| s.into_iter());
+    let level = script
+        .as_mut()
+        .and_then(|s| s.next())
+        .unwrap_or(0)
+        .min(sizes.len() - 1);
+    let grower = Grower {
+        level,
+        grant: growth.grant,
+        huge_pages: config.huge_pages,
+        script,
+        blocks_at_wrap: 0,
+        #[cfg(not(loom))]
+        wrapped_at: Instant::now(),
+        sizes,
+    };
+    let (capacity, chunk) = grower.sizes[level];
+    let first = RingConfig {
+        buffer_bytes: capacity * WORD_BYTES,
+        chunk_bytes: chunk * WORD_BYTES,
+        ..*config
+    };
+    let most_unread = grower.sizes.iter().map(|s| s.0).sum();
+    make_with(&first, Some(grower), most_unread)
+}
+
 fn make<const SAMPLING: bool>(
     config: &RingConfig,
+) -> Result<(Producer<SAMPLING>, Consumer), ConfigError> {
+    make_with(config, None, config.slots())
+}
+
+fn make_with<const SAMPLING: bool>(
+    config: &RingConfig,
+    grower: Option<Grower>,
+    most_unread: usize,
 ) -> Result<(Producer<SAMPLING>, Consumer), ConfigError> {
     config.validate()?;
     let capacity = config.slots();
@@ -184,17 +381,10 @@ fn make<const SAMPLING: bool>(
     } else {
         None
     };
-    let slots = Slots::zeroed(capacity + 1, config.huge_pages)?;
-    slots[capacity].store(MAGIC, Ordering::Relaxed);
-    if SAMPLING {
-        // Arm the first chunk's start; from there the producer arms each next one itself.
-        slots[0].store(MAGIC, Ordering::Relaxed);
-    }
+    let segment = Segment::new(capacity, chunk, config.huge_pages, SAMPLING, None)?;
     let shared = Arc::new(Shared {
-        slots,
         handoff,
-        capacity,
-        chunk,
+        most_unread,
         published: CachePadded::new(AtomicU64::new(0)),
         reached: CachePadded::new(AtomicU64::new(0)),
         ends: crate::transport::Ends::new(),
@@ -202,22 +392,30 @@ fn make<const SAMPLING: bool>(
             blocks: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            largest: AtomicU64::new(capacity as u64),
+            grown: AtomicU64::new(0),
+            shrunk: AtomicU64::new(0),
         }),
     });
-    let base = shared.slots.as_ptr();
+    let base = segment.slots.as_ptr();
     let sampling = SAMPLING;
     let producer = Producer {
         cursor: base,
         base,
         wraps: 0,
+        seg_start: 0,
         copied: 0,
         seq: 0,
         closed: false,
         stats: ProducerStats::default(),
+        seg: segment.clone(),
+        grower,
         shared: shared.clone(),
     };
     let consumer = Consumer {
         shared,
+        seg: segment,
+        seg_start: 0,
         pos: 0,
         next: 0,
         sampling,
@@ -274,8 +472,7 @@ mod tests {
         ] {
             let config = RingConfig::new(buffer, chunk).with_mode(Mode::sampling(rate));
             let (producer, _consumer) = sampling_channel(&config).unwrap();
-            let sh = &producer.shared;
-            let h = sh.handoff.as_ref().unwrap();
+            let h = producer.shared.handoff.as_ref().unwrap();
             assert_eq!(h.blocks, buffer / chunk);
             // What the rate takes, rounded up to a whole burst (8 words), with its head,
             // rounded up to a line (8 words).

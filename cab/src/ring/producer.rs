@@ -8,12 +8,15 @@ use super::*;
 /// `SAMPLING` is a type parameter, not a field, so that each mode's fast path is exactly the
 /// paper's: exhaustive tests for `CLEAR`, sampling tests for `MAGIC`, and neither tests a mode.
 pub struct Producer<const SAMPLING: bool = false> {
-    /// Next slot to write; always within `shared.slots` (`base ..= base + capacity`).
+    /// Next slot to write; always within `seg.slots` (`base ..= base + capacity`).
     pub(super) cursor: *const AtomicU64,
-    /// `shared.slots.as_ptr()`, kept here so the wrap needs no pointer chase.
+    /// `seg.slots.as_ptr()`, kept here so the wrap needs no pointer chase.
     pub(super) base: *const AtomicU64,
-    /// Wraps done so far; the absolute position is `wraps * capacity + (cursor - base)`.
+    /// Wraps done in the current segment; the absolute position is
+    /// `seg_start + wraps * capacity + (cursor - base)`.
     pub(super) wraps: u64,
+    /// Absolute position of the current segment's first slot (0 until a switch).
+    pub(super) seg_start: u64,
     /// Sampling: the absolute position up to which the written words have been sampled into
     /// the handoff (the last chunk start entered or flush).
     pub(super) copied: u64,
@@ -21,11 +24,15 @@ pub struct Producer<const SAMPLING: bool = false> {
     pub(super) seq: u64,
     pub(super) closed: bool,
     pub(super) stats: ProducerStats,
+    /// The segment being written.
+    pub(super) seg: Arc<Segment>,
+    /// A growing ring's sizes and memory grant (`None`: the ring keeps its size).
+    pub(super) grower: Option<Grower>,
     pub(super) shared: Arc<Shared>,
 }
 
-// SAFETY: `cursor` and `base` point into `shared.slots`, which the `Arc` keeps alive and never
-// moves; the slots are atomics, safe to touch from any thread. Only one thread owns the
+// SAFETY: `cursor` and `base` point into `seg.slots`, which the `Arc` keeps alive and never
+// moves (a switch replaces `seg`, `base` and `cursor` together); the slots are atomics, safe to touch from any thread. Only one thread owns the
 // producer at a time (it is not `Sync`), which is exactly the single-producer rule.
 unsafe impl<const SAMPLING: bool> Send for Producer<SAMPLING> {}
 
@@ -77,14 +84,18 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             // SAFETY: as in `push`, the cursor is inside the slots.
             let slot = unsafe { &*self.cursor };
             let seen = slot.load(Ordering::Acquire);
-            if seen == MAGIC && (!SAMPLING || self.index() == self.shared.capacity) {
-                self.cursor = self.base;
-                self.wraps += 1;
+            if seen == MAGIC && (!SAMPLING || self.index() == self.seg.capacity) {
+                // A growing ring changes size here, at the end of its segment: the one place
+                // a switch costs the fast path nothing.
+                if SAMPLING || !self.switch() {
+                    self.cursor = self.base;
+                    self.wraps += 1;
+                }
                 crate::lap::note();
                 // Release: a consumer that reads this position also sees every slot before it.
                 self.shared
                     .reached
-                    .store(self.wraps * self.shared.capacity as u64, Ordering::Release);
+                    .store(self.position(), Ordering::Release);
                 continue;
             }
             if SAMPLING && seen == MAGIC {
@@ -143,10 +154,12 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let started = Instant::now();
         self.publish();
         let here = self.index();
-        let poll = (here + 2 * self.shared.chunk) % self.shared.capacity;
+        let poll = (here + 2 * self.seg.chunk) % self.seg.capacity;
         let mut round = 0;
         let alive = loop {
-            if self.shared.slot(poll).load(Ordering::Acquire) == CLEAR {
+            // The slot is in the segment being written, whichever segment the consumer is
+            // in: it turns `CLEAR` only when the consumer has read it there.
+            if self.seg.slot(poll).load(Ordering::Acquire) == CLEAR {
                 break true;
             }
             if !self.shared.ends.consumer_alive() {
@@ -171,10 +184,10 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
     /// of a chunk) and four stores, none per event.
     fn enter_chunk(&mut self) {
         self.copy_out();
-        let sh = &*self.shared;
-        let next = (self.index() + sh.chunk) % sh.capacity;
+        let seg = &*self.seg;
+        let next = (self.index() + seg.chunk) % seg.capacity;
         // Relaxed: only this thread reads or writes the slots of a sampling ring.
-        sh.slot(next).store(MAGIC, Ordering::Relaxed);
+        seg.slot(next).store(MAGIC, Ordering::Relaxed);
     }
 
     /// Sampling: copy the sampled bursts of the words written since the last copy (at most a
@@ -185,6 +198,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let to = self.position();
         let from = std::mem::replace(&mut self.copied, to);
         let sh = &*self.shared;
+        let seg = &*self.seg;
         let Some(h) = sh.handoff.as_ref() else {
             return;
         };
@@ -194,8 +208,8 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let len = (to - from) as usize;
         // The range lies in one chunk of one lap: it starts at a chunk start or a flush and
         // ends at the next chunk start or flush, so its ring indices do not wrap.
-        let start = (from % sh.capacity as u64) as usize;
-        debug_assert!(len <= sh.chunk && start + len <= sh.capacity);
+        let start = (from % seg.capacity as u64) as usize;
+        debug_assert!(len <= seg.chunk && start + len <= seg.capacity);
         let rate = f64::from_bits(h.rate.load(Ordering::Relaxed));
         let plan = handoff::plan(len, rate, h.burst, h.seed.wrapping_add(self.seq));
         // Written even when it takes no word: its head tells the consumer how far the
@@ -217,7 +231,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         for (off, n) in plan.slices() {
             for i in start + off..start + off + n {
                 // Relaxed: this thread wrote the slot.
-                handoff::stream_store(&words[k], sh.slot(i).load(Ordering::Relaxed));
+                handoff::stream_store(&words[k], seg.slot(i).load(Ordering::Relaxed));
                 k += 1;
             }
         }
@@ -245,7 +259,93 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
     /// Events written so far (absolute position).
     #[inline]
     fn position(&self) -> u64 {
-        self.wraps * self.shared.capacity as u64 + self.index() as u64
+        self.seg_start + self.wraps * self.seg.capacity as u64 + self.index() as u64
+    }
+
+    /// A growing ring, at the end of its segment (the cursor on the `MAGIC` slot): move to a
+    /// segment of another size if the lap just finished asks for one and its memory is
+    /// granted. Returns whether it switched (the cursor is then at the new segment's start).
+    ///
+    /// Larger when the ring is full here (the consumer has not read its first chunk) or the
+    /// producer blocked during the lap; smaller after a quiet lap. The switch position `P` is a
+    /// chunk boundary of both segments, so the consumer's chunks never straddle it.
+    #[cold]
+    #[inline(never)]
+    fn switch(&mut self) -> bool {
+        let Some(g) = self.grower.as_mut() else {
+            return false;
+        };
+        let blocked = self.stats.blocks != g.blocks_at_wrap;
+        g.blocks_at_wrap = self.stats.blocks;
+        #[cfg(not(loom))]
+        let quiet = {
+            let now = Instant::now();
+            let lap = now.duration_since(std::mem::replace(&mut g.wrapped_at, now));
+            lap >= QUIET_LAP
+        };
+        #[cfg(loom)]
+        let quiet = false;
+        let to = if let Some(script) = g.script.as_mut() {
+            match script.next() {
+                Some(level) => level.min(g.sizes.len() - 1),
+                None => return false,
+            }
+        } else {
+            // Relaxed: a hint only. A stale value delays or hastens a resize by a lap; which
+            // slots the producer may write is still decided by the fast path's own load.
+            let full = self.seg.slot(0).load(Ordering::Relaxed) != CLEAR;
+            if full || blocked {
+                g.level + 1
+            } else if quiet {
+                g.level.saturating_sub(1)
+            } else {
+                g.level
+            }
+        };
+        if to == g.level || to >= g.sizes.len() {
+            return false;
+        }
+        let (capacity, chunk) = g.sizes[to];
+        // The grant, the new segment and the old one's release allocate and free: the
+        // runtime's own work, which an allocation-tracking allocator must not turn into events
+        // (they would come back here, into this producer, in the middle of its switch).
+        let _work = crate::runtime::runtime_work();
+        // The smallest size needs no grant: every growing ring may always have it.
+        let grant = if to == 0 {
+            None
+        } else {
+            match (g.grant)(capacity * WORD_BYTES) {
+                Some(grant) => Some(grant),
+                None => return false,
+            }
+        };
+        let Ok(next) = Segment::new(capacity, chunk, g.huge_pages, false, grant) else {
+            return false;
+        };
+        let c = &self.shared.counters;
+        if to > g.level {
+            c.grown.fetch_add(1, Ordering::Relaxed);
+            c.largest.fetch_max(capacity as u64, Ordering::Relaxed);
+        } else {
+            c.shrunk.fetch_add(1, Ordering::Relaxed);
+        }
+        g.level = to;
+        let at = self.position();
+        let old = &self.seg;
+        // This producer wrote every slot of the segment it leaves.
+        old.slots.written(old.capacity, old.capacity);
+        *old.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(next.clone());
+        // Release, after `next` and before any slot of `next` is written: a consumer that
+        // loads `switch_at` with Acquire and finds it set finds `next` set, and a consumer
+        // that sees any later store of this thread (a slot of `next`, `published`, `closed`)
+        // and then loads `switch_at` finds it set.
+        old.switch_at.store(at, Ordering::Release);
+        self.base = next.slots.as_ptr();
+        self.cursor = self.base;
+        self.wraps = 0;
+        self.seg_start = at;
+        self.seg = next;
+        true
     }
 
     fn publish(&mut self) {
@@ -296,12 +396,12 @@ impl<const SAMPLING: bool> Drop for Producer<SAMPLING> {
         // wrapped), plus, sampling, the chunk start it armed ahead (at most a chunk past the
         // cursor; left in place, it would lie inside a chunk of a next owner with longer
         // chunks, which would take it for a chunk start); and the `MAGIC` slot.
-        let sh = &self.shared;
+        let seg = &self.seg;
         let reached = if self.wraps > 0 {
-            sh.capacity
+            seg.capacity
         } else {
-            self.index() + 1 + if SAMPLING { sh.chunk } else { 0 }
+            self.index() + 1 + if SAMPLING { seg.chunk } else { 0 }
         };
-        sh.slots.written(reached.min(sh.capacity), sh.capacity);
+        seg.slots.written(reached.min(seg.capacity), seg.capacity);
     }
 }

@@ -29,8 +29,9 @@ pub(super) struct RingEntry<A> {
     /// Events read and thrown away because this ring's analyzer failed.
     discarded: u64,
     /// The ring's share of the session's ring memory, given back when the entry is dropped
-    /// (after the consumer: fields drop in declaration order).
-    _ticket: BudgetTicket,
+    /// (after the consumer: fields drop in declaration order). `None` for a growing ring,
+    /// whose smallest segment is outside the budget and whose larger ones hold their own.
+    _ticket: Option<BudgetTicket>,
 }
 
 impl<A> RingEntry<A> {
@@ -38,7 +39,7 @@ impl<A> RingEntry<A> {
         consumer: RingConsumer,
         analysis: A,
         thread: String,
-        ticket: BudgetTicket,
+        ticket: Option<BudgetTicket>,
     ) -> Self {
         RingEntry {
             consumer,

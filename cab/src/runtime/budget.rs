@@ -73,6 +73,12 @@ impl RingBudget {
         }
     }
 
+    /// Charge `bytes` if they fit now, without waiting (a growing ring's larger segment,
+    /// asked for on its producer's slow path).
+    pub(super) fn try_acquire(self: &Arc<Self>, bytes: usize) -> Option<BudgetTicket> {
+        self.acquire(bytes, Duration::ZERO, || false)
+    }
+
     /// Bytes charged now.
     pub(super) fn used(&self) -> usize {
         *self.used.lock()

@@ -15,8 +15,13 @@ pub struct RuntimeConfig {
     /// The buffer design (default CAB). The baselines need exhaustive mode and power-of-two
     /// sizes.
     pub design: BufferDesign,
-    /// Ring size in bytes; `None`: 16 chunks.
+    /// Ring size in bytes; `None`: 16 chunks. Exhaustive CAB rings start smaller and grow up
+    /// to it: the largest size.
     pub buffer_bytes: Option<usize>,
+    /// Exhaustive CAB: the size a thread's ring starts at (the smallest of its sizes of at
+    /// least this), outside the ring budget; `None`: 16 KiB. At or above `buffer_bytes`, rings
+    /// keep one size, charged to the budget whole.
+    pub buffer_start_bytes: Option<usize>,
     /// Chunk size in bytes; `None`: 4 × the host's L1d
     /// ([`recommended_chunk_bytes`](crate::hw::recommended_chunk_bytes)), an eighth of that in
     /// sampling mode ([`recommended_sampling_chunk_bytes`](crate::hw::recommended_sampling_chunk_bytes))
@@ -46,6 +51,7 @@ impl Default for RuntimeConfig {
             mode: RunMode::Exhaustive,
             design: BufferDesign::Cab,
             buffer_bytes: None,
+            buffer_start_bytes: None,
             chunk_bytes: None,
             ring_memory: None,
             analyzers: 1,
@@ -87,7 +93,13 @@ pub const SETTINGS: &[Setting] = &[
         name: "CABPROF_BUFFER",
         values: "bytes, K/M/G (default 16 chunks)",
         builder: "buffer_bytes",
-        meaning: "the ring size",
+        meaning: "the largest ring size",
+    },
+    Setting {
+        name: "CABPROF_BUFFER_START",
+        values: "bytes, K/M/G (default 16K)",
+        builder: "buffer_start_bytes",
+        meaning: "the size exhaustive CAB rings start at, outside the budget",
     },
     Setting {
         name: "CABPROF_CHUNK",
@@ -212,6 +224,9 @@ impl RuntimeConfig {
         }
         if let Some(v) = get("CABPROF_BUFFER") {
             self.buffer_bytes = Some(parse_bytes("CABPROF_BUFFER", &v)?);
+        }
+        if let Some(v) = get("CABPROF_BUFFER_START") {
+            self.buffer_start_bytes = Some(parse_bytes("CABPROF_BUFFER_START", &v)?);
         }
         if let Some(v) = get("CABPROF_CHUNK") {
             self.chunk_bytes = Some(parse_bytes("CABPROF_CHUNK", &v)?);
@@ -380,6 +395,11 @@ fn naming_variable(mut e: ConfigError) -> ConfigError {
     e.field = format!("{} ({var})", e.field);
     e
 }
+
+/// Exhaustive CAB: the size a thread's ring starts at by default, outside the ring budget
+/// (16 KiB: a thousand threads alive at once hold 16 MiB), before it grows while the thread
+/// outpaces the analyzer, up to the ring size, each larger size charged to the budget.
+pub(super) const RING_START: usize = 16 << 10;
 
 /// Chunks per ring when only the chunk size is given: the CAB paper's 2 MB of 128 KB chunks.
 const DEFAULT_CHUNKS: usize = 16;

@@ -90,6 +90,15 @@ where
     ))
 }
 
+/// An exhaustive CAB ring that starts small and grows (see [`ring::Growth`]).
+pub(super) fn growing_cab_channel(
+    config: &RingConfig,
+    growth: ring::Growth,
+) -> Result<(ThreadProducer, RingConsumer), ConfigError> {
+    let (p, c) = ring::growing_channel(config, growth)?;
+    Ok((ThreadProducer::new(p), RingConsumer::Cab(c)))
+}
+
 /// CAB in either mode; its consumer is kept concrete for the sampling controls.
 fn cab_channel(config: &RingConfig) -> Result<(ThreadProducer, RingConsumer), ConfigError> {
     Ok(match config.mode {

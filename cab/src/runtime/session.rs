@@ -4,9 +4,9 @@
 
 use super::affinity::{analyzer_core, current_core, online_cores, pin_to};
 use super::analyzer::{self, AnalyzerOutput, AnalyzerShared, RingEntry};
-use super::budget::{CountingSink, RingBudget, Ringless};
+use super::budget::{BudgetTicket, CountingSink, RingBudget, Ringless};
 use super::config::RING_MEMORY_WAIT;
-use super::design::{BufferDesign, ThreadProducer};
+use super::design::{growing_cab_channel, BufferDesign, RingConsumer, ThreadProducer};
 use super::merge::merge_into;
 use super::pending::Pending;
 use super::report::{push_thread, Report, ThreadStats};
@@ -36,6 +36,8 @@ struct Core<A: EventAnalysis> {
     mode: RunMode,
     design: BufferDesign,
     ring: RingConfig,
+    /// Exhaustive CAB: the size a thread's ring starts at (then grows up to `ring`'s).
+    ring_start: usize,
     factory: Arc<dyn Fn() -> A + Send + Sync>,
     analyzers: Vec<Arc<AnalyzerShared<A>>>,
     handles: Mutex<Vec<JoinHandle<AnalyzerOutput<A>>>>,
@@ -114,28 +116,16 @@ impl<A: EventAnalysis> Hub for Core<A> {
                 Err(_) => ThreadProducer::new(CountingSink::new(self.ringless.clone())),
             };
         }
-        // Exhaustive producers may wait for ring memory (while an analyzer lives to free
-        // it, and not past the finish); sampling producers never wait.
-        let wait = if self.mode == RunMode::Exhaustive {
-            RING_MEMORY_WAIT
+        let made = if self.mode == RunMode::Exhaustive
+            && self.design == BufferDesign::Cab
+            && self.ring_start < self.ring.buffer_bytes
+        {
+            self.growing_ring(&thread)
         } else {
-            Duration::ZERO
+            self.fixed_ring(&thread)
         };
-        let ticket = self
-            .budget
-            .acquire(self.ring.ring_memory_bytes(), wait, || {
-                !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
-            });
-        let Some(ticket) = ticket else {
-            tracing::warn!(thread = %thread, budget = self.budget.used(), "cabprof: the rings' memory budget (CABPROF_RING_MEMORY) is exhausted; this thread's events are dropped and counted");
+        let Some((producer, consumer, ticket)) = made else {
             return ThreadProducer::new(CountingSink::new(self.ringless.clone()));
-        };
-        let (producer, consumer) = match self.design.channel(&self.ring) {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::warn!(thread = %thread, error = %e, "cabprof: no ring for this thread; its events are dropped and counted");
-                return ThreadProducer::new(CountingSink::new(self.ringless.clone()));
-            }
         };
         let mut entry = Some(RingEntry::new(consumer, (self.factory)(), thread, ticket));
         let n = self.analyzers.len();
@@ -162,6 +152,62 @@ impl<A: EventAnalysis> Hub for Core<A> {
             return Box::new(Discard(Pending::new(Pending::CAPACITY)));
         }
         self.inline.attach((self.factory)(), thread)
+    }
+}
+
+impl<A: EventAnalysis> Core<A> {
+    /// An exhaustive CAB ring that starts at its smallest size, outside the budget (so every
+    /// thread has a ring, however many there are), and grows while its thread outpaces the
+    /// analyzer, each larger segment charged to the budget without waiting: refused, the
+    /// ring keeps its size and its producer waits for the analyzer, dropping nothing.
+    fn growing_ring(
+        &self,
+        thread: &str,
+    ) -> Option<(ThreadProducer, RingConsumer, Option<BudgetTicket>)> {
+        let budget = self.budget.clone();
+        let grant: ring::Grant = Box::new(move |bytes| {
+            budget
+                .try_acquire(bytes)
+                .map(|t| Box::new(t) as Box<dyn std::any::Any + Send + Sync>)
+        });
+        let growth = ring::Growth::new(self.ring_start, grant);
+        match growing_cab_channel(&self.ring, growth) {
+            Ok((p, c)) => Some((p, c, None)),
+            Err(e) => {
+                tracing::warn!(thread = %thread, error = %e, "cabprof: no ring for this thread; its events are dropped and counted");
+                None
+            }
+        }
+    }
+
+    /// A ring of the configured size, charged to the budget whole: exhaustive producers may
+    /// wait for ring memory (while an analyzer lives to free it, and not past the finish);
+    /// sampling producers never wait.
+    fn fixed_ring(
+        &self,
+        thread: &str,
+    ) -> Option<(ThreadProducer, RingConsumer, Option<BudgetTicket>)> {
+        let wait = if self.mode == RunMode::Exhaustive {
+            RING_MEMORY_WAIT
+        } else {
+            Duration::ZERO
+        };
+        let ticket = self
+            .budget
+            .acquire(self.ring.ring_memory_bytes(), wait, || {
+                !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
+            });
+        let Some(ticket) = ticket else {
+            tracing::warn!(thread = %thread, budget = self.budget.used(), "cabprof: the rings' memory budget (CABPROF_RING_MEMORY) is exhausted; this thread's events are dropped and counted");
+            return None;
+        };
+        match self.design.channel(&self.ring) {
+            Ok((p, c)) => Some((p, c, Some(ticket))),
+            Err(e) => {
+                tracing::warn!(thread = %thread, error = %e, "cabprof: no ring for this thread; its events are dropped and counted");
+                None
+            }
+        }
     }
 }
 
@@ -276,6 +322,7 @@ impl<A: EventAnalysis> Session<A> {
             mode: b.mode,
             design: b.design,
             ring,
+            ring_start: b.buffer_start_bytes.unwrap_or(super::config::RING_START),
             factory,
             analyzers,
             handles: Mutex::new(handles),

@@ -7,6 +7,7 @@ mod event_words;
 mod hw;
 mod limits;
 mod ring_exhaustive;
+mod ring_growth;
 mod runtime;
 mod sampling;
 mod sequential_snapshot;
