@@ -194,6 +194,11 @@ pub struct Counters {
     pub events_lapped: u64,
     /// The sampling rate in force when the ring was retired.
     pub rate: f64,
+    /// The largest size its ring reached, in bytes; for the totals, the smallest and the
+    /// largest of the threads'. Absent without rings (sequential mode) and in older files.
+    pub ring_bytes: Option<(u64, u64)>,
+    /// Times its ring (or, for the totals, the rings) changed size. Absent in older files.
+    pub ring_resizes: Option<u64>,
 }
 
 /// How the session ran.

@@ -19,6 +19,8 @@ impl From<&ThreadStats> for Counters {
             chunks_lapped: t.chunks_lapped,
             events_lapped: t.events_lapped,
             rate: t.rate,
+            ring_bytes: (t.ring_bytes.1 > 0).then_some(t.ring_bytes),
+            ring_resizes: (t.ring_bytes.1 > 0).then_some(t.ring_resizes),
         }
     }
 }

@@ -57,6 +57,34 @@ impl ReportData {
             t.producer_blocks,
             t.blocked_s
         );
+        if let (Some((small, large)), Some(resizes)) = (t.ring_bytes, t.ring_resizes) {
+            let _ = writeln!(
+                o,
+                "rings {} to {} (each thread's largest), {resizes} resize(s)",
+                cabprof_cab::show_bytes(small),
+                cabprof_cab::show_bytes(large),
+            );
+        }
+        if t.dropped > 0 {
+            let ringless = self
+                .threads
+                .iter()
+                .find(|c| c.thread == "(threads without a ring)")
+                .map_or(0, |c| c.dropped);
+            if ringless > 0 {
+                let _ = writeln!(
+                    o,
+                    "dropped: {ringless} events of threads that found the rings' memory (CABPROF_RING_MEMORY) spent; raise it, lower CABPROF_BUFFER, or use CABPROF_MODE=sampling"
+                );
+            }
+            if t.dropped > ringless {
+                let _ = writeln!(
+                    o,
+                    "dropped: {} events no analyzer read (a failed analyzer, if FAILURE says so)",
+                    t.dropped - ringless
+                );
+            }
+        }
         for f in &self.analyzer_failures {
             let _ = writeln!(o, "FAILURE: {f}");
         }

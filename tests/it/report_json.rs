@@ -107,3 +107,33 @@ fn a_context_list_that_is_no_tree_is_named_with_its_entry() {
         assert!(e.to_string().contains("call_tree.contexts["), "{e}");
     }
 }
+
+#[cabprof::profile]
+fn ring_filler(x: u64) -> u64 {
+    std::hint::black_box(x).wrapping_add(1)
+}
+
+/// The report says how large the rings grew: a thread making a million calls grows its ring
+/// from the starting size, and the totals and the text say so.
+#[test]
+fn the_report_says_how_large_the_rings_grew() {
+    let _g = crate::support::serial();
+    let s = cabprof::Session::builder()
+        .analyses(&[cabprof::Analysis::MethodCount])
+        .pin(false)
+        .start()
+        .unwrap();
+    std::thread::spawn(|| (0..1_000_000u64).fold(0, |a, _| ring_filler(a)))
+        .join()
+        .unwrap();
+    let r = s.finish();
+    let t = &r.data.totals;
+    let (small, large) = t.ring_bytes.expect("ring sizes");
+    assert!(small >= 16 << 10 && large >= small, "{small} {large}");
+    assert!(t.ring_resizes.is_some());
+    let text = r.text(5);
+    assert!(text.contains("rings ") && text.contains("resize"), "{text}");
+    // Read back as written; a report without the fields still reads (older files).
+    let back = ReportData::from_json(&r.data.json()).unwrap();
+    assert_eq!(back.totals.ring_bytes, t.ring_bytes);
+}

@@ -304,6 +304,11 @@ impl Consumer {
         self.shared.most_unread
     }
 
+    /// Event slots of the segment being read (a fixed ring's whole size).
+    pub fn segment_slots(&self) -> usize {
+        self.seg.capacity
+    }
+
     /// Event slots of the largest segment the producer has written (a fixed ring's size).
     pub fn largest_slots(&self) -> usize {
         self.shared.counters.largest.load(Ordering::Relaxed) as usize

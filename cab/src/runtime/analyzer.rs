@@ -61,6 +61,7 @@ impl<A> RingEntry<A> {
     fn stats(&self) -> ThreadStats {
         let p = self.consumer.producer_stats();
         let c = self.consumer.stats();
+        let (bytes, resizes) = self.consumer.ring_size();
         let events = if self.consumer.is_sampling() {
             p.pushed
         } else {
@@ -77,6 +78,8 @@ impl<A> RingEntry<A> {
             chunks_lapped: c.chunks_lapped,
             events_lapped: c.events_lapped,
             rate: self.consumer.rate(),
+            ring_bytes: (bytes, bytes),
+            ring_resizes: resizes,
         }
     }
 }

@@ -387,6 +387,20 @@ impl RingConsumer {
         }
     }
 
+    /// The largest size the ring reached in bytes, and its size changes (a CAB ring; the
+    /// other designs' `slots` as given).
+    pub(super) fn ring_size(&self) -> (u64, u64) {
+        let word = std::mem::size_of::<u64>();
+        match self {
+            RingConsumer::Cab(c) => {
+                let (grown, shrunk) = c.resizes();
+                let slots = c.largest_slots().max(c.segment_slots());
+                ((slots * word) as u64, grown + shrunk)
+            }
+            RingConsumer::Other(_, slots) => (*slots * word as u64, 0),
+        }
+    }
+
     pub(super) fn rate(&self) -> f64 {
         match self {
             RingConsumer::Cab(c) => c.rate(),

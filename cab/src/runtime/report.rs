@@ -29,6 +29,11 @@ pub struct ThreadStats {
     pub events_lapped: u64,
     /// The sampling rate in force when the ring was retired.
     pub rate: f64,
+    /// The largest size its ring reached, in bytes (0: no ring); for several threads, the
+    /// smallest and the largest of theirs.
+    pub ring_bytes: (u64, u64),
+    /// Times its ring changed size (a growing ring).
+    pub ring_resizes: u64,
 }
 
 impl ThreadStats {
@@ -42,6 +47,17 @@ impl ThreadStats {
         self.chunks_lapped += o.chunks_lapped;
         self.events_lapped += o.events_lapped;
         self.rate = self.rate.min(o.rate);
+        self.ring_resizes += o.ring_resizes;
+        if o.ring_bytes.1 > 0 {
+            self.ring_bytes = if self.ring_bytes.1 == 0 {
+                o.ring_bytes
+            } else {
+                (
+                    self.ring_bytes.0.min(o.ring_bytes.0),
+                    self.ring_bytes.1.max(o.ring_bytes.1),
+                )
+            };
+        }
     }
 }
 
