@@ -86,10 +86,15 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             let seen = slot.load(Ordering::Acquire);
             if seen == MAGIC && (!SAMPLING || self.index() == self.seg.capacity) {
                 // A growing ring changes size here, at the end of its segment: the one place
-                // a switch costs the fast path nothing.
+                // a switch costs the fast path nothing. The switch (a new segment, its pages
+                // faulted in) is time inside cabprof, told in a `Stall` word as a wait is.
+                let started = (!SAMPLING && self.grower.is_some() && crate::event::stall_words())
+                    .then(crate::clock::now);
                 if SAMPLING || !self.switch() {
                     self.cursor = self.base;
                     self.wraps += 1;
+                } else if next == 0 && full_since.is_none() {
+                    full_since = started;
                 }
                 crate::lap::note();
                 // Release: a consumer that reads this position also sees every slot before it.
@@ -322,6 +327,14 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let Ok(next) = Segment::new(capacity, chunk, g.huge_pages, false, grant) else {
             return false;
         };
+        // Its pages faulted in now, inside the switch, rather than one by one on the fast path
+        // of its first lap, inside whatever frames are open then. Not yet visible to the
+        // consumer: `switch_at` is stored below.
+        #[cfg(not(loom))]
+        for i in (0..capacity).step_by(4096 / WORD_BYTES) {
+            // Relaxed: the slot is `CLEAR` already; only the page is wanted.
+            next.slot(i).store(CLEAR, Ordering::Relaxed);
+        }
         let c = &self.shared.counters;
         if to > g.level {
             c.grown.fetch_add(1, Ordering::Relaxed);
