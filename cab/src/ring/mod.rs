@@ -199,7 +199,7 @@ pub type Grant = Box<dyn FnMut(usize) -> Option<Box<dyn std::any::Any + Send + S
 
 /// How a ring made by [`growing_channel`] grows and shrinks. Its sizes run from the smallest
 /// at least `initial_bytes` up to the `RingConfig`'s `buffer_bytes`, each twice the one
-/// before: halving the chunk count down to [`MIN_CHUNKS`] chunks of the configured chunk,
+/// before: halving the chunk count down to [`MIN_CHUNKS`](crate::config::MIN_CHUNKS) chunks of the configured chunk,
 /// then halving the chunk (down to one cache line). The ring starts at the smallest.
 #[allow(missing_debug_implementations, reason = "holds a closure")]
 pub struct Growth {
