@@ -541,22 +541,10 @@ impl EventAnalysis for Allocations {
                         None => self.ctx.approximate = true,
                     }
                 }
-                Some(EventKind::Call { caller, callee }) => self.ctx.on_call(caller, callee),
-                Some(
-                    EventKind::Return { callee }
-                    | EventKind::TimedReturn { callee, .. }
-                    | EventKind::LongReturn { callee, .. },
-                ) => self.ctx.on_return(callee),
-                Some(EventKind::Thread { id }) => self.ctx.on_thread(id),
-                Some(EventKind::Poll {
-                    method,
-                    task,
-                    first,
-                }) => self.ctx.on_poll(method, task, first, &mut self.counts),
-                Some(EventKind::PollEnd { task, poll, done }) => {
-                    self.ctx.on_poll_end(task, poll, done)
+                Some(kind) => {
+                    self.ctx.on_structure(kind, &mut self.counts);
                 }
-                _ => {}
+                None => {}
             }
         }
     }

@@ -8,7 +8,7 @@
 //! to wait, once per waiter). Contexts are rebuilt with the shared context tracker (`call_tree::tracker`), as the
 //! allocations analysis does; waits outside every instrumented function go to the root.
 
-use cabprof_cab::event::{as_wait, decode, EventKind, MethodId, WaitKind, WaitWord};
+use cabprof_cab::event::{as_wait, decode, MethodId, WaitKind, WaitWord};
 use hashbrown::HashMap;
 
 use crate::call_tree::tracker::{ContextTracker, NodeData};
@@ -222,23 +222,8 @@ impl EventAnalysis for Waits {
                 self.on_wait(wait);
                 continue;
             }
-            match decode(w) {
-                Some(EventKind::Call { caller, callee }) => self.ctx.on_call(caller, callee),
-                Some(
-                    EventKind::Return { callee }
-                    | EventKind::TimedReturn { callee, .. }
-                    | EventKind::LongReturn { callee, .. },
-                ) => self.ctx.on_return(callee),
-                Some(EventKind::Thread { id }) => self.ctx.on_thread(id),
-                Some(EventKind::Poll {
-                    method,
-                    task,
-                    first,
-                }) => self.ctx.on_poll(method, task, first, &mut self.counts),
-                Some(EventKind::PollEnd { task, poll, done }) => {
-                    self.ctx.on_poll_end(task, poll, done)
-                }
-                _ => {}
+            if let Some(kind) = decode(w) {
+                self.ctx.on_structure(kind, &mut self.counts);
             }
         }
     }

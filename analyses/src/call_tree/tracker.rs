@@ -4,7 +4,7 @@
 //! An analysis keeps its own data per node beside it ([`NodeData`]); the tracker tells it when
 //! nodes move.
 
-use cabprof_cab::event::MethodId;
+use cabprof_cab::event::{EventKind, MethodId};
 use hashbrown::HashMap;
 
 use super::tasks::{self, OpenPath, TaskBase, TaskKey};
@@ -140,6 +140,27 @@ impl ContextTracker {
     /// A `Thread` word: the events that follow are thread `id`'s.
     pub(crate) fn on_thread(&mut self, id: u64) {
         self.threads.switch_to(id);
+    }
+
+    /// One of the words that shape the contexts (a call, any return, a thread switch, a
+    /// poll's start or end): followed, `data` kept with the nodes. `false` for any other word,
+    /// which the analysis reads itself.
+    pub(crate) fn on_structure(&mut self, kind: EventKind, data: &mut impl NodeData) -> bool {
+        match kind {
+            EventKind::Call { caller, callee } => self.on_call(caller, callee),
+            EventKind::Return { callee }
+            | EventKind::TimedReturn { callee, .. }
+            | EventKind::LongReturn { callee, .. } => self.on_return(callee),
+            EventKind::Thread { id } => self.on_thread(id),
+            EventKind::Poll {
+                method,
+                task,
+                first,
+            } => self.on_poll(method, task, first, data),
+            EventKind::PollEnd { task, poll, done } => self.on_poll_end(task, poll, done),
+            _ => return false,
+        }
+        true
     }
 
     /// A poll of future `task` of `method` begins: park the thread's stack and continue from
