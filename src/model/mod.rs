@@ -199,6 +199,21 @@ pub struct Counters {
     pub ring_bytes: Option<(u64, u64)>,
     /// Times its ring (or, for the totals, the rings) changed size. Absent in older files.
     pub ring_resizes: Option<u64>,
+    /// Threads whose growing ring the rings' memory budget (`CABPROF_RING_MEMORY`) refused a
+    /// larger segment, and the seconds they then spent blocked at the size they kept (part of
+    /// `blocked_s`). Absent where none was refused, and in older files.
+    pub ring_memory_wait: Option<RingMemoryWait>,
+}
+
+/// Waits for ring memory: see [`Counters::ring_memory_wait`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RingMemoryWait {
+    /// Threads refused a larger segment at least once.
+    pub threads: u64,
+    /// Refusals.
+    pub refusals: u64,
+    /// Seconds those threads' producers blocked after a refusal, before their next lap.
+    pub blocked_s: f64,
 }
 
 /// How the session ran.

@@ -2,7 +2,7 @@
 //! the session's counters here, each analysis's results from its descriptor.
 
 use crate::analysis::{AnalysisSet, MethodIds};
-use crate::model::{Counters, MethodEntry, ReportData, SessionInfo, SCHEMA};
+use crate::model::{Counters, MethodEntry, ReportData, RingMemoryWait, SessionInfo, SCHEMA};
 use crate::names;
 use cabprof_cab::runtime::{self, RunMode, ThreadStats};
 
@@ -21,6 +21,11 @@ impl From<&ThreadStats> for Counters {
             rate: t.rate,
             ring_bytes: (t.ring_bytes.1 > 0).then_some(t.ring_bytes),
             ring_resizes: (t.ring_bytes.1 > 0).then_some(t.ring_resizes),
+            ring_memory_wait: (t.memory_refusals > 0).then(|| RingMemoryWait {
+                threads: t.memory_waiters,
+                refusals: t.memory_refusals,
+                blocked_s: t.memory_wait.as_secs_f64(),
+            }),
         }
     }
 }

@@ -33,7 +33,10 @@
 //!                 "freed_bytes": u64 }
 //! Counters = { "thread": str, "threads": u64, "events": u64, "analyzed": u64,
 //!              "producer_blocks": u64, "blocked_s": f64, "dropped": u64,
-//!              "chunks_lapped": u64, "events_lapped": u64, "rate": f64 }
+//!              "chunks_lapped": u64, "events_lapped": u64, "rate": f64,
+//!              "ring_bytes": [u64, u64] | null, "ring_resizes": u64 | null,
+//!              "ring_memory_wait": { "threads": u64, "refusals": u64, "blocked_s": f64 }
+//!                                  | null }   // growing rings the budget refused
 //! Est = u64 | null   // sampling: count / rate_effective, the estimated full count (count is
 //!                    // then the number in the sample); null when count is exact or the file
 //!                    // predates the field
@@ -120,9 +123,10 @@ pub use crate::model::{
     ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DelayEntry, DuringSession,
     EdgeEntry, EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry,
     LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
-    PatternEntry, ReportData, ReportError, ReuseData, SessionInfo, Spread, TimeData, TimelineData,
-    TimelineSlice, TimelineThread, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry,
-    WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
+    PatternEntry, ReportData, ReportError, ReuseData, RingMemoryWait, SessionInfo, Spread,
+    TimeData, TimelineData, TimelineSlice, TimelineThread, WaitContextEntry, WaitCountsEntry,
+    WaitProfile, WaitSiteEntry, WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
+    SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

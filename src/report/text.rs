@@ -65,6 +65,13 @@ impl ReportData {
                 cabprof_cab::show_bytes(large),
             );
         }
+        if let Some(w) = &t.ring_memory_wait {
+            let _ = writeln!(
+                o,
+                "ring memory: {} thread(s) refused a larger ring {} time(s) (CABPROF_RING_MEMORY spent), then blocked {:.3} s at the size they kept; raise CABPROF_RING_MEMORY or lower CABPROF_BUFFER",
+                w.threads, w.refusals, w.blocked_s
+            );
+        }
         if t.dropped > 0 {
             let ringless = self
                 .threads

@@ -137,3 +137,50 @@ fn the_report_says_how_large_the_rings_grew() {
     let back = ReportData::from_json(&r.data.json()).unwrap();
     assert_eq!(back.totals.ring_bytes, t.ring_bytes);
 }
+
+/// Rings whose budget cannot let them grow: the report says which threads the budget
+/// refused, how often, and how long they then waited, and points at the setting.
+#[test]
+fn the_report_says_who_waited_for_ring_memory() {
+    let _g = crate::support::serial();
+    let s = cabprof::Session::builder()
+        .analyses(&[cabprof::Analysis::MethodCount])
+        .pin(false)
+        .buffer_bytes(256 << 10)
+        .chunk_bytes(4 << 10)
+        .ring_memory(256 << 10)
+        .start()
+        .unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(|| (0..2_000_000u64).fold(0, |a, _| ring_filler(a))))
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let r = s.finish();
+    let t = &r.data.totals;
+    assert_eq!(t.dropped, 0, "exhaustive: nothing lost");
+    let w = t
+        .ring_memory_wait
+        .as_ref()
+        .expect("four threads outpacing one analyzer want more than 256 KiB of rings");
+    assert!(
+        (1..=4).contains(&w.threads) && w.refusals >= w.threads,
+        "{w:?}"
+    );
+    assert!(w.blocked_s <= t.blocked_s + 1e-9, "{w:?} {}", t.blocked_s);
+    let per_thread: u64 = r
+        .data
+        .threads
+        .iter()
+        .filter_map(|c| c.ring_memory_wait.as_ref().map(|w| w.refusals))
+        .sum();
+    assert_eq!(per_thread, w.refusals);
+    let text = r.text(5);
+    assert!(
+        text.contains("refused a larger ring") && text.contains("CABPROF_RING_MEMORY"),
+        "{text}"
+    );
+    let back = ReportData::from_json(&r.data.json()).unwrap();
+    assert_eq!(back.totals.ring_memory_wait, t.ring_memory_wait);
+}

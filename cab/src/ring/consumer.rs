@@ -324,6 +324,17 @@ impl Consumer {
         )
     }
 
+    /// How often the ring's memory grant refused it a larger segment, and how long its
+    /// producer then blocked at the size it kept: its wait for ring memory (0 for a ring of
+    /// fixed size).
+    pub fn memory_waits(&self) -> (u64, std::time::Duration) {
+        let c = &self.shared.counters;
+        (
+            c.refused.load(Ordering::Relaxed),
+            std::time::Duration::from_nanos(c.memory_wait_ns.load(Ordering::Relaxed)),
+        )
+    }
+
     /// The producer's counters as the producer last mirrored them (blocks, time blocked and
     /// drops are exact; `pushed` is the consumer's delivered count in exhaustive mode and, in
     /// sampling mode, the farthest of the producer's last published or wrapped position and

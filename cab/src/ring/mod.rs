@@ -127,6 +127,11 @@ struct ProducerCounters {
     /// Segment switches to a larger segment, and to a smaller one.
     grown: AtomicU64,
     shrunk: AtomicU64,
+    /// Times the ring's memory grant refused a larger segment, and the time the producer
+    /// then blocked at the size it kept (until a later switch or a lap that asked for no
+    /// larger one): its wait for ring memory.
+    refused: AtomicU64,
+    memory_wait_ns: AtomicU64,
 }
 
 /// Absolute position [`Segment::switch_at`] holds while the producer is still in the segment.
@@ -259,6 +264,9 @@ pub(crate) struct Grower {
     script: Option<std::vec::IntoIter<usize>>,
     /// `Producer::stats.blocks` at the last wrap: a block since means the ring was too small.
     blocks_at_wrap: u64,
+    /// The last wrap asked for a larger segment and the grant refused it: blocks until the
+    /// next wrap are waits for ring memory.
+    refused: bool,
     /// When the producer last wrapped or switched: a lap that took [`QUIET_LAP`] says the
     /// ring is larger than the thread needs.
     #[cfg(not(loom))]
@@ -327,6 +335,7 @@ pub fn growing_channel(
         huge_pages: config.huge_pages,
         script,
         blocks_at_wrap: 0,
+        refused: false,
         #[cfg(not(loom))]
         wrapped_at: Instant::now(),
         sizes,
@@ -395,6 +404,8 @@ fn make_with<const SAMPLING: bool>(
             largest: AtomicU64::new(capacity as u64),
             grown: AtomicU64::new(0),
             shrunk: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            memory_wait_ns: AtomicU64::new(0),
         }),
     });
     let base = segment.slots.as_ptr();

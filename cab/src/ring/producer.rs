@@ -179,6 +179,10 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         c.blocks.store(self.stats.blocks, Ordering::Relaxed);
         c.blocked_ns
             .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        if self.grower.as_ref().is_some_and(|g| g.refused) {
+            c.memory_wait_ns
+                .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        }
         alive
     }
 
@@ -307,6 +311,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
                 g.level
             }
         };
+        g.refused = false;
         if to == g.level || to >= g.sizes.len() {
             return false;
         }
@@ -321,10 +326,20 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         } else {
             match (g.grant)(capacity * WORD_BYTES) {
                 Some(grant) => Some(grant),
-                None => return false,
+                None => {
+                    g.refused = true;
+                    self.shared.counters.refused.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
             }
         };
         let Ok(next) = Segment::new(capacity, chunk, g.huge_pages, false, grant) else {
+            // The allocator refused what the budget granted: a wait for memory all the same.
+            g.refused = to > g.level;
+            self.shared
+                .counters
+                .refused
+                .fetch_add(u64::from(g.refused), Ordering::Relaxed);
             return false;
         };
         // Its pages faulted in now, inside the switch, rather than one by one on the fast path

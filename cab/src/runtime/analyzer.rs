@@ -62,6 +62,7 @@ impl<A> RingEntry<A> {
         let p = self.consumer.producer_stats();
         let c = self.consumer.stats();
         let (bytes, resizes) = self.consumer.ring_size();
+        let (refused, memory_wait) = self.consumer.memory_waits();
         let events = if self.consumer.is_sampling() {
             p.pushed
         } else {
@@ -80,6 +81,9 @@ impl<A> RingEntry<A> {
             rate: self.consumer.rate(),
             ring_bytes: (bytes, bytes),
             ring_resizes: resizes,
+            memory_refusals: refused,
+            memory_waiters: u64::from(refused > 0),
+            memory_wait,
         }
     }
 }

@@ -401,6 +401,15 @@ impl RingConsumer {
         }
     }
 
+    /// Larger segments refused by the ring memory's budget, and the producer's wait at the
+    /// size it kept.
+    pub(super) fn memory_waits(&self) -> (u64, std::time::Duration) {
+        match self {
+            RingConsumer::Cab(c) => c.memory_waits(),
+            RingConsumer::Other(..) => (0, std::time::Duration::ZERO),
+        }
+    }
+
     pub(super) fn rate(&self) -> f64 {
         match self {
             RingConsumer::Cab(c) => c.rate(),

@@ -34,6 +34,13 @@ pub struct ThreadStats {
     pub ring_bytes: (u64, u64),
     /// Times its ring changed size (a growing ring).
     pub ring_resizes: u64,
+    /// Times the rings' memory budget refused its ring a larger segment (it kept its size).
+    pub memory_refusals: u64,
+    /// Threads among [`threads`](Self::threads) whose ring was refused a larger segment.
+    pub memory_waiters: u64,
+    /// Time the producer blocked on its ring after such a refusal (part of
+    /// [`blocked`](Self::blocked)): its wait for ring memory.
+    pub memory_wait: Duration,
 }
 
 impl ThreadStats {
@@ -48,6 +55,9 @@ impl ThreadStats {
         self.events_lapped += o.events_lapped;
         self.rate = self.rate.min(o.rate);
         self.ring_resizes += o.ring_resizes;
+        self.memory_refusals += o.memory_refusals;
+        self.memory_waiters += o.memory_waiters;
+        self.memory_wait += o.memory_wait;
         if o.ring_bytes.1 > 0 {
             self.ring_bytes = if self.ring_bytes.1 == 0 {
                 o.ring_bytes

@@ -3,8 +3,9 @@
 //! loops, against what a session timing the instrumented build reports, raw and compensated
 //! (its calibrated costs taken out; see the README's *Time*).
 //!
-//! Each round measures the plain costs, then profiles `run(N)` timing every call, then timing
-//! one call in 16, in an order that alternates between rounds. A user profiles once, so every
+//! Each round measures the plain costs, profiles `run(N)` timing every call and timing one
+//! call in 16 (in an order that alternates between rounds), and measures the plain costs
+//! again; the reference is the two plain measurements' mean. A user profiles once, so every
 //! round is printed and every target is judged on the worst one: per function the plain
 //! figure (median over rounds), and the compensated error against plain in each round. `run`'s
 //! row is the whole run's inclusive time, `spin`'s its whole self time (one call), the others
@@ -37,6 +38,16 @@ struct Series {
     marked: Vec<bool>,
 }
 
+/// The mean of two plain measurements, figure by figure.
+fn mean_costs(a: &Costs, b: &Costs) -> Costs {
+    let mut c = *a;
+    for k in 0..c.self_ns.len() {
+        c.self_ns[k] = (a.self_ns[k] + b.self_ns[k]) / 2.0;
+        c.mean_ns[k] = (a.mean_ns[k] + b.mean_ns[k]) / 2.0;
+    }
+    c
+}
+
 fn error(x: f64, plain: f64) -> f64 {
     (x - plain) / plain * 100.0
 }
@@ -63,23 +74,31 @@ fn main() {
         .collect();
     let mut calibrations = Vec::new();
     let mut rankings: Vec<Vec<bool>> = vec![Vec::new(); modes.len()];
+    let mut plain_drift = Vec::new();
     for round in 0..rounds {
-        // Alternate: plain first in even rounds, last in odd ones.
+        // Plain before and after the profiled runs (the modes' order alternating between
+        // rounds): the reference is their mean, which a steady drift of the host's speed over
+        // the round does not bias, and their difference is the plain program's own change
+        // within the round, the noise floor any error of the round is read against.
+        let before = plain_costs(N);
         let mut profiled = Vec::new();
-        let plain_first = round % 2 == 0;
-        let mut plain = if plain_first {
-            Some(plain_costs(N))
+        let order: Vec<usize> = if round % 2 == 0 {
+            vec![0, 1]
         } else {
-            None
+            vec![1, 0]
         };
-        for &(_, sample) in &modes {
-            let (raw, comp, data) = profiled_costs(N, sample);
+        let mut by_mode = vec![None; modes.len()];
+        for &m in &order {
+            let (raw, comp, data) = profiled_costs(N, modes[m].1);
             if let Some(c) = data.time.and_then(|t| t.compensation) {
                 calibrations.push(c);
             }
-            profiled.push((raw, comp));
+            by_mode[m] = Some((raw, comp));
         }
-        let plain = plain.get_or_insert_with(|| plain_costs(N));
+        profiled.extend(by_mode.into_iter().flatten());
+        let after = plain_costs(N);
+        plain_drift.push(error(after.mean_ns[0], before.mean_ns[0]));
+        let plain = &mean_costs(&before, &after);
         for (m, (raw, comp)) in profiled.iter().enumerate() {
             for (k, s) in series[m].iter_mut().enumerate() {
                 s.plain.push(figure(plain, k));
@@ -129,6 +148,11 @@ fn main() {
             col(|c| c.during.as_ref().map(|d| d.probes as f64)),
         );
     }
+    let drift: Vec<String> = plain_drift.iter().map(|d| format!("{d:+.0}")).collect();
+    println!(
+        "the plain run's own change within each round (after vs before, %): [{}]",
+        drift.join(" ")
+    );
     let mut verdicts = Vec::new();
     for (m, (mode, _)) in modes.iter().enumerate() {
         println!("\n{mode}:");
