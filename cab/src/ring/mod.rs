@@ -181,6 +181,21 @@ impl Segment {
         }))
     }
 
+    /// Fault its pages in with one store per page, before the segment is published: a page
+    /// read first (the producer's and the consumer's `CLEAR` checks) maps the shared zero page,
+    /// and the write that follows copies it and flushes the old mapping from every core that
+    /// runs the process (an inter-processor interrupt each, a VM exit under a hypervisor),
+    /// inside whatever frames are open then. Only for the small segments a growing ring
+    /// starts with and the ones it switches to: a fixed ring of megabytes is faulted in lap by
+    /// lap, so that a thread that writes little never touches all of it.
+    fn fault_in(&self) {
+        #[cfg(not(loom))]
+        for i in (0..self.capacity).step_by(4096 / WORD_BYTES) {
+            // Relaxed: the slot is `CLEAR` already and no other thread has the segment yet.
+            self.slot(i).store(CLEAR, Ordering::Relaxed);
+        }
+    }
+
     /// The slot at segment index `i` (`0..=capacity`).
     #[inline(always)]
     fn slot(&self, i: usize) -> &AtomicU64 {
@@ -391,6 +406,9 @@ fn make_with<const SAMPLING: bool>(
         None
     };
     let segment = Segment::new(capacity, chunk, config.huge_pages, SAMPLING, None)?;
+    if grower.is_some() {
+        segment.fault_in();
+    }
     let shared = Arc::new(Shared {
         handoff,
         most_unread,

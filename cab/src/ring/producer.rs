@@ -343,13 +343,8 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             return false;
         };
         // Its pages faulted in now, inside the switch, rather than one by one on the fast path
-        // of its first lap, inside whatever frames are open then. Not yet visible to the
-        // consumer: `switch_at` is stored below.
-        #[cfg(not(loom))]
-        for i in (0..capacity).step_by(4096 / WORD_BYTES) {
-            // Relaxed: the slot is `CLEAR` already; only the page is wanted.
-            next.slot(i).store(CLEAR, Ordering::Relaxed);
-        }
+        // of its first lap. Not yet visible to the consumer: `switch_at` is stored below.
+        next.fault_in();
         let c = &self.shared.counters;
         if to > g.level {
             c.grown.fetch_add(1, Ordering::Relaxed);

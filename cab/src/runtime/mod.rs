@@ -23,7 +23,7 @@
 //!   "(threads without a ring)" entry). A ring size no ring can have is an error at start.
 //! - A thread's first event fits a small stack (16 KiB, `tests/small_stack.rs`): a thread with
 //!   less than `ROOM` bytes of stack left has its ring and analysis instance made on a
-//!   short-lived helper thread (`with_room`); if that fails, it runs without a ring. In
+//!   helper thread (`with_room`; up to eight kept for the next); if that fails, it runs without a ring. In
 //!   sequential mode such a thread's results are merged at `finish`, not at its exit.
 //! - After `fork`, the child runs with profiling off: `emit` does nothing there, and
 //!   `finish` in the child returns an empty report naming the fork. The parent's session is
