@@ -2,7 +2,8 @@
 //! every design, pinned producer on one core and consumer on the other.
 //!
 //! Designs: the floor (the same events written into a private array of the same size, no
-//! consumer), CAB exhaustive, CAB sampling, FastForward, N-way buffering, rtrb (per item and its
+//! consumer), CAB exhaustive, CAB exhaustive growing from 16 KB to the size (as the runtime
+//! makes rings), CAB sampling, FastForward, N-way buffering, rtrb (per item and its
 //! chunk API) and crossbeam's ArrayQueue, at 64 KB, 2 MB and 16 MB (pinned) and 2 MB unpinned.
 //!
 //! **The table** is paired by rounds. At each buffer size, every round runs every design once
@@ -28,7 +29,7 @@ use cabprof_bench_support::stats::{self, MedianInterval, Side};
 use cabprof_cab::event::{Event, MethodId};
 use cabprof_cab::fastforward::FastForward;
 use cabprof_cab::nway::NWay;
-use cabprof_cab::ring::{Cab, CabSampling};
+use cabprof_cab::ring::{self, Cab, CabSampling};
 use cabprof_cab::{EventConsumer, EventProducer, Mode, Poll, RingConfig, Transport};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
@@ -44,6 +45,7 @@ const SIZES: [usize; 3] = [64 << 10, 2 << 20, 16 << 20];
 const SAMPLING_RATE: f64 = 0.10;
 /// The floor's name in the race: the first reference of the ratios.
 const FLOOR: &str = "floor (private array)";
+const GROWING: &str = "CAB growing from 16 KB";
 
 /// The i-th event of the stream: cheap to make, different each time, never a sentinel.
 #[inline(always)]
@@ -110,7 +112,26 @@ where
     T::Producer: 'static,
     T::Consumer: 'static,
 {
-    let (mut tx, mut rx) = T::channel(&cfg).unwrap();
+    let (tx, rx) = T::channel(&cfg).unwrap();
+    run_pair(tx, rx, events, pinned)
+}
+
+/// CAB exhaustive as the runtime makes it: a ring that starts at 16 KB and doubles while its
+/// producer outpaces the consumer, up to `buffer` (every larger size granted): what a ring
+/// costs once it has grown, with the growing included.
+fn run_growing(buffer: usize, events: u64, pinned: bool) -> (Duration, u64) {
+    let cfg = RingConfig::new(buffer, chunk_for(buffer));
+    let grant: ring::Grant =
+        Box::new(|_| Some(Box::new(()) as Box<dyn std::any::Any + Send + Sync>));
+    let (tx, rx) = ring::growing_channel(&cfg, ring::Growth::new(16 << 10, grant)).unwrap();
+    run_pair(tx, rx, events, pinned)
+}
+
+fn run_pair<P, C>(mut tx: P, mut rx: C, events: u64, pinned: bool) -> (Duration, u64)
+where
+    P: EventProducer + Send + 'static,
+    C: EventConsumer + Send + 'static,
+{
     race(
         pinned,
         move || {
@@ -275,6 +296,11 @@ fn entries() -> Vec<Entry> {
             name: Cab::NAME,
             exact: true,
             run: |b, e, p| run_transport::<Cab>(RingConfig::new(b, chunk_for(b)), e, p),
+        },
+        Entry {
+            name: GROWING,
+            exact: true,
+            run: run_growing,
         },
         Entry {
             name: "CAB sampling 10%",
