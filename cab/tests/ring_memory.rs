@@ -10,7 +10,7 @@
 //! which other tests' threads would add to.
 
 use cabprof_cab::event::Event;
-use cabprof_cab::runtime::{emit, EventAnalysis, RuntimeConfig, Session};
+use cabprof_cab::runtime::{emit, EventAnalysis, Report, RunMode, RuntimeConfig, Session};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -175,19 +175,16 @@ fn ten_thousand_threads_churn_within_the_default_budget() {
     assert!(c.rss_growth <= budget + 64 * MIB);
 }
 
-/// Issue 45: a thousand threads alive at once (a barrier halfway), exhaustive mode, default
-/// ring and budget. Every thread gets a ring (its smallest is outside the budget), and a ring
-/// that would grow past the budget stays small and its producer waits: nothing is dropped,
-/// and the rings' memory stays within the budget plus the thousand smallest rings.
-#[test]
-fn a_thousand_live_threads_lose_nothing_within_the_budget() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+/// A thousand threads alive at once (a barrier halfway), default ring and budget, in `mode`:
+/// the report, the rings' budget and how far the resident set grew at its peak.
+fn thousand_live_threads(mode: RunMode) -> (Report<SlowCount>, usize, usize) {
     let config = RuntimeConfig {
         pin: false,
+        mode,
         ..RuntimeConfig::default()
     };
     let budget = config.ring_memory_for(&config.ring_config().unwrap());
-    let (threads, events) = (1000usize, 4000u64);
+    let (threads, events) = (THREADS, EVENTS);
     let before = rss_bytes();
     let session = Session::start(config, SlowCount::default).unwrap();
     let barrier = Arc::new(std::sync::Barrier::new(threads));
@@ -223,6 +220,21 @@ fn a_thousand_live_threads_lose_nothing_within_the_budget() {
     });
     let report = session.finish();
     let growth = peak_rss.load(Ordering::Relaxed).saturating_sub(before);
+    (report, budget, growth)
+}
+
+const THREADS: usize = 1000;
+const EVENTS: u64 = 4000;
+
+/// Issue 45: a thousand threads alive at once, exhaustive mode. Every thread gets a ring (its
+/// smallest is outside the budget), and a ring that would grow past the budget stays small and
+/// its producer waits: nothing is dropped, and the rings' memory stays within the budget plus
+/// the thousand smallest rings.
+#[test]
+fn a_thousand_live_threads_lose_nothing_within_the_budget() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (report, budget, growth) = thousand_live_threads(RunMode::Exhaustive);
+    let (threads, events) = (THREADS, EVENTS);
     eprintln!(
         "{threads} live threads: {} events, {} dropped, RSS +{} MiB",
         report.totals.events,
@@ -245,5 +257,26 @@ fn a_thousand_live_threads_lose_nothing_within_the_budget() {
     );
     // The budget, the thousand smallest rings (at most 32 KiB each) and the threads' stacks.
     let bound = budget + threads * (32 << 10) + threads * (64 << 10) + 16 * MIB;
+    assert!(growth <= bound, "resident set grew by {} MiB", growth / MIB);
+}
+
+/// The same thousand threads sampling: a thread the budget cannot give its ring gets the
+/// smallest one outside it, so every thread samples (none runs without a ring), the
+/// producers never wait, and the memory stays within the budget plus the smallest rings.
+#[test]
+fn a_thousand_live_sampling_threads_all_have_rings_within_the_budget() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (report, budget, growth) = thousand_live_threads(RunMode::sampling(0.1));
+    assert!(
+        !report
+            .threads
+            .iter()
+            .any(|t| t.thread.contains("without a ring")),
+        "every thread had a ring"
+    );
+    assert_eq!(report.totals.dropped, 0, "nothing dropped");
+    assert_eq!(report.totals.blocks, 0, "sampling never waits");
+    assert_eq!(report.totals.events, (THREADS as u64) * EVENTS);
+    let bound = budget + THREADS * (40 << 10) + THREADS * (64 << 10) + 16 * MIB;
     assert!(growth <= bound, "resident set grew by {} MiB", growth / MIB);
 }

@@ -248,6 +248,22 @@ impl Growth {
     }
 }
 
+/// `config` at the smallest size a growing ring of it starts at for `initial_bytes`: what a
+/// thread whose ring the memory budget cannot hold gets instead (outside the budget, as a
+/// growing ring's smallest size is).
+pub fn smallest(config: &RingConfig, initial_bytes: usize) -> RingConfig {
+    let (capacity, chunk) = ladder(
+        config.slots(),
+        config.chunk_slots(),
+        initial_bytes / WORD_BYTES,
+    )[0];
+    RingConfig {
+        buffer_bytes: capacity * WORD_BYTES,
+        chunk_bytes: chunk * WORD_BYTES,
+        ..*config
+    }
+}
+
 /// The sizes a growing ring may have, smallest first, as `(capacity, chunk)` in slots.
 fn ladder(capacity: usize, chunk: usize, least_slots: usize) -> Vec<(usize, usize)> {
     let mut sizes = vec![(capacity, chunk)];

@@ -198,6 +198,16 @@ impl<A: EventAnalysis> Core<A> {
                 !self.finished.load(Ordering::Acquire) && self.analyzers.iter().any(|a| a.alive())
             });
         let Some(ticket) = ticket else {
+            // A sampling CAB ring never waits: beyond the budget the thread gets the smallest
+            // ring, outside it as an exhaustive ring's smallest size is, and samples from it.
+            if self.design == BufferDesign::Cab && matches!(self.mode, RunMode::Sampling { .. }) {
+                let small = ring::smallest(&self.ring, self.ring_start);
+                if small.buffer_bytes < self.ring.buffer_bytes {
+                    if let Ok((p, c)) = self.design.channel(&small) {
+                        return Some((p, c, None));
+                    }
+                }
+            }
             tracing::warn!(thread = %thread, budget = self.budget.used(), "cabprof: the rings' memory budget (CABPROF_RING_MEMORY) is exhausted; this thread's events are dropped and counted");
             return None;
         };
