@@ -108,6 +108,23 @@ impl NodeData for NodeCounts {
     }
 }
 
+/// The upper bounds, in nanoseconds, of the buckets a site's single block-profile waits are
+/// counted in ([`Waits::site_histograms`]): a microsecond to ten seconds, a decade apart; a
+/// last bucket, unbounded, follows them.
+pub const WAIT_BUCKETS_NS: [u64; 8] = [
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+    10_000_000_000,
+];
+
+/// A site's block-profile waits per bucket of [`WAIT_BUCKETS_NS`], the unbounded one last.
+pub type WaitBuckets = [u64; WAIT_BUCKETS_NS.len() + 1];
+
 /// Waits by calling context and by creation site; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Waits {
@@ -115,6 +132,8 @@ pub struct Waits {
     counts: NodeCounts,
     /// By creation site number (the facade names them).
     sites: HashMap<u32, WaitCounts>,
+    /// By creation site number: its block-profile waits by duration.
+    site_buckets: HashMap<u32, WaitBuckets>,
     /// The wait word whose time word comes next: kind, waiters, site.
     pending: Option<(WaitKind, u32, u32)>,
     /// Wait words whose time word was lost (a sampling gap).
@@ -165,6 +184,15 @@ impl Waits {
         out
     }
 
+    /// Per creation site number with block-profile waits, sorted by it: how many of its waits
+    /// (lock waits, blocked sends and receives) fell in each bucket of [`WAIT_BUCKETS_NS`].
+    pub fn site_histograms(&self) -> Vec<(u32, WaitBuckets)> {
+        let mut out: Vec<(u32, WaitBuckets)> =
+            self.site_buckets.iter().map(|(&s, &b)| (s, b)).collect();
+        out.sort_unstable_by_key(|&(s, _)| s);
+        out
+    }
+
     /// Every calling context (root excluded) as a node linked to its parent, parents first.
     pub fn context_nodes(&self) -> Vec<WaitContext> {
         let attached = self.ctx.tree.attached();
@@ -208,6 +236,10 @@ impl Waits {
                     .entry(site)
                     .or_default()
                     .record(kind, waiters, ns);
+                if kind != WaitKind::Hold {
+                    let k = WAIT_BUCKETS_NS.partition_point(|&b| b < ns);
+                    self.site_buckets.entry(site).or_default()[k] += 1;
+                }
             }
             // Its wait word was lost (a sampling gap).
             (WaitWord::Nanos(_), None) => self.lost += 1,
@@ -235,6 +267,12 @@ impl EventAnalysis for Waits {
         }
         for (site, c) in other.sites {
             self.sites.entry(site).or_default().add(&c);
+        }
+        for (site, b) in other.site_buckets {
+            let mine = self.site_buckets.entry(site).or_default();
+            for (m, o) in mine.iter_mut().zip(b) {
+                *m += o;
+            }
         }
         self.lost += other.lost;
         self.ctx.merge_tasks(other.ctx, &to_self, &mut self.counts);
@@ -281,12 +319,29 @@ mod tests {
         assert_eq!(a.totals().block, Delay { count: 2, ns: 540 });
         assert!(!a.is_approximate());
 
+        // Block waits by duration, per site: 500 ns and 40 ns are below a microsecond; the
+        // hold is not a wait of the block profile.
+        let h = a.site_histograms();
+        assert_eq!(h.len(), 2);
+        assert_eq!((h[0].0, h[0].1[0], h[0].1.iter().sum::<u64>()), (7, 1, 1));
+
         let mut b = Waits::new();
         b.consume(&words);
+        b.consume(&[
+            Event::wait(WaitKind::Lock, 1, 7).word(),
+            Event::wait_ns(1_000).word(),
+            Event::wait(WaitKind::Receive, 1, 7).word(),
+            Event::wait_ns(2_500_000).word(),
+            Event::wait(WaitKind::Lock, 1, 7).word(),
+            Event::wait_ns(20_000_000_000).word(),
+        ]);
         let mut merged = a.clone();
         merged.merge(b);
-        assert_eq!(merged.totals().block.ns, 1080);
         assert_eq!(merged.sites()[0].1.mutex.count, 6);
+        // A wait of exactly a bound is in that bound's bucket (Prometheus' `le`).
+        let h = merged.site_histograms();
+        assert_eq!(h[0].1, [3, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert_eq!(h[0].1.iter().sum::<u64>(), merged.sites()[0].1.block.count);
     }
 
     #[test]

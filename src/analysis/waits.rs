@@ -71,6 +71,7 @@ impl AnalysisDescriptor for Descriptor {
         })
         .collect();
         methods.extend(contexts.iter().map(|c| c.method));
+        let buckets: std::collections::HashMap<u32, _> = w.site_histograms().into_iter().collect();
         let mut sites: Vec<WaitSiteEntry> = w
             .sites()
             .iter()
@@ -83,6 +84,7 @@ impl AnalysisDescriptor for Descriptor {
                     kind,
                     site,
                     counts: entry(c),
+                    block_buckets: buckets.get(n).map(|b| b.to_vec()),
                 }
             })
             .collect();

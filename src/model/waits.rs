@@ -77,6 +77,10 @@ pub struct WaitSiteEntry {
     pub site: String,
     /// Its waits, over every context.
     pub counts: WaitCountsEntry,
+    /// Its block-profile waits (lock waits, blocked sends and receives) by duration: how many
+    /// took at most 1 µs, 10 µs, ... 10 s (a decade apart), and the last, longer. Absent
+    /// where it had none, and in older files.
+    pub block_buckets: Option<Vec<u64>>,
 }
 
 /// The waits analysis' results.

@@ -21,7 +21,7 @@ impl From<&ThreadStats> for Counters {
             rate: t.rate,
             ring_bytes: (t.ring_bytes.1 > 0).then_some(t.ring_bytes),
             ring_resizes: (t.ring_bytes.1 > 0).then_some(t.ring_resizes),
-            ring_memory_wait: (t.memory_refusals > 0).then(|| RingMemoryWait {
+            ring_memory_wait: (t.memory_refusals > 0).then_some(RingMemoryWait {
                 threads: t.memory_waiters,
                 refusals: t.memory_refusals,
                 blocked_s: t.memory_wait.as_secs_f64(),

@@ -22,8 +22,9 @@
 //!   profile}` (with the waits analysis): per creation site of a `cabprof::sync` lock or
 //!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`; `site` `file:line:col`), the
 //!   contentions and delay of Go's `block` profile (the waiters') and `mutex` profile (the
-//!   holders', each hold once per waiter). Sums, not histograms: the analysis keeps no
-//!   distribution of single waits.
+//!   holders', each hold once per waiter); and `cabprof_lock_wait_seconds{kind, site}`, a
+//!   histogram of the single block-profile waits (lock waits, blocked sends and receives)
+//!   in decade buckets from 1 µs to 10 s (`cabprof_analyses::WAIT_BUCKETS_NS`).
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
@@ -70,6 +71,8 @@ struct Scrape {
     heap: Option<(i64, i64)>,
     /// Per site and profile (waits): the labels, contentions and nanoseconds.
     waits: Vec<([String; 3], u64, u64)>,
+    /// Per site (waits): kind and site, and its block-profile waits by duration.
+    wait_durations: Vec<([String; 2], Durations)>,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -188,6 +191,21 @@ fn scrape(report: &Report) -> Scrape {
                     s.waits.push((labels, d.count, d.ns));
                 }
             }
+            if let Some(b) = &site.block_buckets {
+                // Per bucket, as the analysis counts them: the encoder adds them up.
+                let bounds = cabprof_analyses::WAIT_BUCKETS_NS
+                    .iter()
+                    .map(|&ns| ns as f64 / 1e9)
+                    .chain([f64::INFINITY]);
+                s.wait_durations.push((
+                    [site.kind.clone(), site.site.clone()],
+                    Durations {
+                        sum_s: site.counts.block.ns as f64 / 1e9,
+                        count: site.counts.block.count,
+                        buckets: bounds.zip(b.iter().copied()).collect(),
+                    },
+                ));
+            }
         }
     }
     if let Some(a) = &data.allocations {
@@ -276,6 +294,18 @@ impl Collector for Scrape {
             for (l, _, ns) in &self.waits {
                 m.encode_family(&labels(l))?
                     .encode_counter::<NoLabelSet, _, f64>(&(*ns as f64 / 1e9), None)?;
+            }
+        }
+        if !self.wait_durations.is_empty() {
+            let mut m = e.encode_descriptor(
+                "cabprof_lock_wait",
+                "Duration of each wait at a cabprof::sync lock or channel site (block profile: lock waits, blocked sends and receives)",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for (l, d) in &self.wait_durations {
+                m.encode_family(&[("kind", l[0].as_str()), ("site", l[1].as_str())])?
+                    .encode_histogram::<NoLabelSet>(d.sum_s, d.count, &d.buckets, None)?;
             }
         }
         for (name, help, v) in [

@@ -22,6 +22,34 @@ fn parse_field(i: u64) -> u64 {
     i.wrapping_mul(0x9e37_79b9).rotate_left(11) & 0xff
 }
 
+/// Three waits of about 20 ms for a `cabprof::sync::Mutex` another thread holds.
+fn three_lock_waits() {
+    let m = std::sync::Arc::new(cabprof::sync::Mutex::new(0u64));
+    let (held, done) = (
+        std::sync::Arc::new(std::sync::Barrier::new(2)),
+        std::sync::Arc::new(std::sync::Barrier::new(2)),
+    );
+    let holder = {
+        let (m, held, done) = (m.clone(), held.clone(), done.clone());
+        std::thread::spawn(move || {
+            for _ in 0..3 {
+                let mut g = m.lock();
+                held.wait();
+                std::thread::sleep(Duration::from_millis(20));
+                *g += 1;
+                drop(g);
+                done.wait();
+            }
+        })
+    };
+    for _ in 0..3 {
+        held.wait();
+        *m.lock() += 1;
+        done.wait();
+    }
+    holder.join().unwrap();
+}
+
 /// 40 requests of 3 fields: 40 + 120 calls.
 fn workload() {
     for _ in 0..40 {
@@ -191,10 +219,11 @@ fn prometheus_scrapes_exact_counts() {
     }
     let _one = serial();
     let (session, _) = start_on(
-        &[Analysis::MethodCount, Analysis::CallGraph],
+        &[Analysis::MethodCount, Analysis::CallGraph, Analysis::Waits],
         &format!("127.0.0.1:{target}"),
     );
     workload();
+    three_lock_waits();
     let mut found = None;
     for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(100));
@@ -212,7 +241,33 @@ fn prometheus_scrapes_exact_counts() {
             break;
         }
     }
+    // The lock waits' histogram: three waits, each of about 20 ms (at most 100 ms: the
+    // `le="0.1"` bucket holds all three).
+    let mut waits = None;
+    for _ in 0..600 {
+        let Some((results, text)) = query("cabprof_lock_wait_seconds_bucket") else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        last = text;
+        let bucket = |le: &str| {
+            results.iter().find_map(|r| {
+                (r["metric"]["le"].as_str() == Some(le) && r["metric"]["kind"] == "Mutex")
+                    .then(|| r["value"][1].as_str().map(str::to_owned))?
+            })
+        };
+        waits = bucket("+Inf").zip(bucket("0.1"));
+        if waits.as_ref().is_some_and(|(all, _)| all == "3") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(server);
+    assert_eq!(
+        waits,
+        Some(("3".to_string(), "3".to_string())),
+        "Prometheus' answer: {last}"
+    );
     assert_eq!(
         found.as_deref(),
         Some("120"),

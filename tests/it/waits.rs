@@ -394,9 +394,22 @@ fn go_tool_pprof_fetches_the_block_profile_over_http() {
         "cabprof_wait_seconds_total{kind=\"Mutex\",site=\"",
         "profile=\"block\"} 25",
         "profile=\"mutex\"}",
+        "# TYPE cabprof_lock_wait_seconds histogram",
+        "cabprof_lock_wait_seconds_count{kind=\"Mutex\",site=\"",
     ] {
         assert!(metrics.contains(part), "{part} in:\n{metrics}");
     }
+    // Every one of the 25 waits of about 20 ms is in the 100 ms bucket, none in the 1 ms one.
+    let bucket = |le: &str| {
+        let head = format!("cabprof_lock_wait_seconds_bucket{{le=\"{le}\",kind=\"Mutex\"");
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_owned)
+    };
+    assert_eq!(bucket("+Inf").as_deref(), Some("25"), "{metrics}");
+    assert_eq!(bucket("0.001").as_deref(), Some("0"), "{metrics}");
     let out = Command::new("go")
         .args([
             "tool",
