@@ -146,25 +146,25 @@ pub(crate) fn function(
     let is_async = sig.asyncness.is_some();
     let by_return = tail_needs_return(sig, block);
     let mut items = TokenStream::new();
-    let mut paths_arg = quote!(::core::option::Option::None);
+    let mut paths_arg = quote!(::cabprof::__private::Option::None);
     let mut frame_args = None;
     if opts.paths {
         let out = paths::instrument(block, opts.path_limit())?;
         items = out.items;
-        paths_arg = quote!(::core::option::Option::Some(&__CABPROF_PATHS));
+        paths_arg = quote!(::cabprof::__private::Option::Some(&__CABPROF_PATHS));
         frame_args = Some((out.num_paths, out.hashed));
     }
     if opts.memory {
         memory::instrument(block);
     }
     // `line!()` spanned at the name: the line of the fn's name.
-    let line = quote_spanned!(sig.ident.span()=> ::core::line!());
+    let line = quote_spanned!(sig.ident.span()=> ::cabprof::__private::line!());
     let site = quote! {
         fn __cabprof_here() {}
         static __CABPROF_SITE: ::cabprof::__private::Site = ::cabprof::__private::Site::new(
             || ::cabprof::__private::type_name_of(&__cabprof_here),
-            ::core::module_path!(),
-            ::core::file!(),
+            ::cabprof::__private::module_path!(),
+            ::cabprof::__private::file!(),
             #line,
             #paths_arg,
             ::cabprof::__first_event,

@@ -5,7 +5,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 
-/// The line of `at`: `::core::line!()` spanned there, so that code written inside a
+/// The line of `at`: `line!()` spanned there, so that code written inside a
 /// `macro_rules!` gets the line of the macro's use, in the file `file!()` names. Where `at`
 /// is a number (a match arm's `0`), that `line!()` becomes a literal with the number's span,
 /// which clippy takes for the literal written there (`zero_prefixed_literal` on `0`); there the
@@ -20,7 +20,7 @@ pub(crate) fn line_of(at: Span) -> TokenStream {
         let line = proc_macro2::Literal::u32_unsuffixed(line);
         return quote!(#line);
     }
-    quote_spanned!(at=> ::core::line!())
+    quote_spanned!(at=> ::cabprof::__private::line!())
 }
 
 /// The span of the first token of `node` (where a step "is" in the source).

@@ -22,6 +22,11 @@ mod timing;
 pub use cabprof_cab::registry::{
     PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
 };
+/// The standard items the attribute's code names, through this crate: `::core` is not a path
+/// an edition-2015 crate can name (its `::` is its own root), `::cabprof` is, once it has
+/// `extern crate cabprof;`.
+pub use core::option::Option;
+pub use core::{file, line, module_path};
 pub(crate) use frames::enter_keyed;
 pub use frames::{enter, run, FrameGuard};
 pub(crate) use future::instrument_keyed;

@@ -129,7 +129,7 @@ pub(super) fn output(graph: &Graph, numbering: &Numbering, split: bool, limit: u
 /// A step as a `PathStep` expression (or `None`).
 fn step_tokens(s: &Option<Step>) -> TokenStream {
     let Some(s) = s else {
-        return quote!(::core::option::Option::None);
+        return quote!(::cabprof::__private::Option::None);
     };
     let k = quote!(::cabprof::__private::StepKind);
     let kind = match s.kind {
@@ -147,7 +147,7 @@ fn step_tokens(s: &Option<Step>) -> TokenStream {
         Kind::End => quote!(#k::End),
     };
     let (ln, text) = (line_of(s.span), &s.text);
-    quote!(::core::option::Option::Some(::cabprof::__private::PathStep::new(#ln, #kind, #text)))
+    quote!(::cabprof::__private::Option::Some(::cabprof::__private::PathStep::new(#ln, #kind, #text)))
 }
 
 /// `PathNode`s and `PathEdge`s for decoding, node by node in value order.
