@@ -21,6 +21,10 @@
 //! them, as in the time analysis' raw figures (not its compensated ones); a stall inside cabprof
 //! (a `Stall` word) is inside the slices open around it.
 //!
+//! A wait at a `cabprof::sync` lock or channel (with the waits analysis' wrappers, in timeline
+//! mode) is a slice of its own, one deeper than the frame it waited in, from the stamps its
+//! wait words carry (`cabprof_cab::event`'s `wait.rs`).
+//!
 //! A thread is known by its **thread mark** (the number its first timed exit sends); the
 //! facade keeps the numbers' names. A stream whose thread sent none has thread `None`.
 
@@ -28,7 +32,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use cabprof_cab::event::{self, decode, EventKind, MethodId, MAX_PAYLOAD};
+use cabprof_cab::event::{self, decode, EventKind, MethodId, WaitKind, WaitWord, MAX_PAYLOAD};
 
 use crate::thread_stacks::ThreadStacks;
 use crate::EventAnalysis;
@@ -49,8 +53,12 @@ pub struct Slice {
     pub depth: u16,
     /// A poll of an `async fn`'s future rather than a whole call.
     pub poll: bool,
+    /// A wait at a `cabprof::sync` lock or channel rather than a call: its kind (`task`
+    /// then holds the creation site's number), inside the call `method` at `depth - 1` (or
+    /// outside every call: `method` is then the root's id).
+    pub wait: Option<WaitKind>,
     /// For a poll, its future's task id (unique among the futures alive), which ties the
-    /// future's polls together.
+    /// future's polls together; for a wait, its site.
     pub task: Option<u32>,
     /// Its start: clock ticks modulo 2^60 (`cabprof_cab::clock`).
     pub start: u64,
@@ -110,6 +118,12 @@ struct Track {
     /// below them closed (its children's), if any.
     children_from: Vec<Option<u64>>,
     recorded: ThreadTimeline,
+    /// The wait word last seen (kind and site), its stamps to come; and its start.
+    wait: Option<(WaitKind, u32)>,
+    wait_from: Option<u64>,
+    /// The latest full clock reading seen on the thread (0: none yet): a wait's stamps take
+    /// their high bits from it.
+    last_stamp: u64,
 }
 
 impl Track {
@@ -169,6 +183,9 @@ pub struct Timeline {
     trigger: Option<Trigger>,
     /// Per function asked, whether the trigger watches it.
     watched: HashMap<u32, bool>,
+    /// The clock when this instance was made: a wait's stamps take their high bits from it
+    /// on a thread that has shown no full reading yet.
+    made_at: u64,
 }
 
 impl Default for Timeline {
@@ -187,6 +204,7 @@ impl Timeline {
             unmatched: 0,
             trigger: None,
             watched: HashMap::new(),
+            made_at: cabprof_cab::clock::now() & MAX_PAYLOAD,
         }
     }
 
@@ -264,6 +282,7 @@ impl Timeline {
             method: MethodId::new(method).unwrap_or(MethodId::ROOT),
             depth: depth.min(u16::MAX as usize) as u16,
             poll: task.is_some(),
+            wait: None,
             task,
             start: start & MAX_PAYLOAD,
             ticks,
@@ -273,6 +292,7 @@ impl Timeline {
         if !s.poll {
             self.check_trigger(&s);
         }
+        self.threads.current.last_stamp = s.start.wrapping_add(s.ticks) & MAX_PAYLOAD;
     }
 
     /// Hand `s` to the trigger if it fires it.
@@ -408,8 +428,55 @@ impl Timeline {
         }
     }
 
+    /// A wait word, its time word or its stamps: the stamps make a slice of the wait, one
+    /// deeper than the innermost open frame. Holds (the mutex profile's) are not waits of
+    /// this thread and have no stamps.
+    #[cold]
+    fn on_wait(&mut self, w: WaitWord) {
+        let made_at = self.made_at;
+        let t = &mut self.threads.current;
+        let near = if t.last_stamp != 0 {
+            t.last_stamp
+        } else {
+            made_at
+        };
+        match w {
+            WaitWord::Wait { kind, site, .. } => {
+                t.wait = (kind != WaitKind::Hold).then_some((kind, site));
+                t.wait_from = None;
+            }
+            WaitWord::Nanos(_) => {}
+            WaitWord::From(low) => t.wait_from = Some(event::widen_stamp(low, near)),
+            WaitWord::To(low) => {
+                let (Some((kind, site)), Some(from)) = (t.wait.take(), t.wait_from.take()) else {
+                    return;
+                };
+                let to = event::widen_stamp(low, from);
+                t.last_stamp = to;
+                let depth = t.open.len();
+                let method = t
+                    .open
+                    .last()
+                    .and_then(|f| MethodId::new(f.method).ok())
+                    .unwrap_or(MethodId::ROOT);
+                let s = Slice {
+                    method,
+                    depth: depth.min(u16::MAX as usize) as u16,
+                    poll: false,
+                    wait: Some(kind),
+                    task: Some(site),
+                    start: from,
+                    ticks: elapsed(from, to),
+                };
+                let capacity = self.capacity;
+                t.recorded.push(s, capacity);
+            }
+        }
+    }
+
     fn on_time(&mut self, ticks: u64) {
         let t = &mut self.threads.current;
+        t.last_stamp = ticks;
         // Right after its frame opened it is the frame's start, or, if a `TimedReturn`
         // follows, a leaf's exit stamp: kept as both until the next word says which.
         if std::mem::take(&mut t.just_opened) {
@@ -461,6 +528,10 @@ impl EventAnalysis for Timeline {
             }
             if let Some(n) = event::as_thread_mark(w) {
                 self.threads.current.recorded.thread = Some(n);
+                continue;
+            }
+            if let Some(wait) = event::as_wait(w) {
+                self.on_wait(wait);
                 continue;
             }
             match decode(w) {
@@ -519,6 +590,50 @@ mod tests {
 
     fn time(t: u64) -> u64 {
         Event::time(t).word()
+    }
+
+    /// A lock wait inside a call is a slice one deeper, from its stamps, high bits and all; a
+    /// hold is none.
+    #[test]
+    fn a_wait_is_a_slice_inside_its_caller() {
+        let base = 5 << 48;
+        let [from, to] = Event::wait_span(base + 120, base + 180);
+        let [hold_from, hold_to] = Event::wait_span(base + 181, base + 182);
+        let words = vec![
+            Event::thread_mark(7).word(),
+            call(0, 1),
+            call(1, 2),
+            time(base + 110),
+            timed_ret(2, 5),
+            Event::wait(WaitKind::Lock, 1, 9).word(),
+            Event::wait_ns(60).word(),
+            from.word(),
+            to.word(),
+            // A hold's stamps would not come; if they did, there is no wait to draw.
+            Event::wait(WaitKind::Hold, 2, 9).word(),
+            Event::wait_ns(1).word(),
+            hold_from.word(),
+            hold_to.word(),
+            time(base + 200),
+            timed_ret(1, 100),
+        ];
+        let mut t = Timeline::new(16);
+        t.consume(&words);
+        let th = t.threads();
+        let slices = &th[0].slices;
+        let waits: Vec<&Slice> = slices.iter().filter(|s| s.wait.is_some()).collect();
+        assert_eq!(waits.len(), 1, "{slices:?}");
+        let w = waits[0];
+        assert_eq!(
+            (w.method, w.depth, w.wait, w.task, w.start, w.ticks),
+            (id(1), 1, Some(WaitKind::Lock), Some(9), base + 120, 60)
+        );
+        let outer = slices
+            .iter()
+            .find(|s| s.method == id(1) && s.wait.is_none())
+            .unwrap();
+        assert!(outer.start <= w.start && w.start + w.ticks <= outer.start + outer.ticks);
+        assert_eq!(SLICE_BYTES, 32);
     }
 
     /// outer(1) from 100 to 200 calls inner(2) twice: 110..130 and 150..170.

@@ -243,6 +243,8 @@ impl Waits {
             }
             // Its wait word was lost (a sampling gap).
             (WaitWord::Nanos(_), None) => self.lost += 1,
+            // The timeline's stamps of a wait already counted.
+            (WaitWord::From(_) | WaitWord::To(_), before) => self.pending = before,
         }
     }
 }

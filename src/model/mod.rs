@@ -35,7 +35,7 @@ pub use time::{
     TimeData,
 };
 pub(crate) use timeline::CABPROF_SLICE;
-pub use timeline::{TimelineData, TimelineSlice, TimelineThread};
+pub use timeline::{TimelineData, TimelineSlice, TimelineThread, TimelineWait};
 pub use waits::{
     DelayEntry, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData,
 };

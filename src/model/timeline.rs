@@ -1,5 +1,6 @@
-//! The timeline's part of the report model: per thread, its last slices (calls, and polls of
-//! `async fn` futures), each with its start and duration.
+//! The timeline's part of the report model: per thread, its last slices (calls, polls of
+//! `async fn` futures and waits at `cabprof::sync` locks and channels), each with its start and
+//! duration.
 
 use miniserde::{Deserialize, Serialize};
 
@@ -103,6 +104,15 @@ pub struct TimelineThread {
     pub slices: Vec<TimelineSlice>,
 }
 
+/// What a wait slice waited for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineWait {
+    /// `lock`, `send` or `receive`.
+    pub kind: String,
+    /// The lock's or channel's creation site: its type and `file:line:column`.
+    pub site: String,
+}
+
 /// The method id of a slice of time inside cabprof (0 names no function).
 pub(crate) const CABPROF_SLICE: u32 = 0;
 
@@ -120,6 +130,10 @@ pub struct TimelineSlice {
     /// For a poll, its future's task id, which ties the future's polls together (unique
     /// among the futures alive at once; absent in older files).
     pub task: Option<u32>,
+    /// A wait at a `cabprof::sync` lock or channel (waits analysis, timeline mode) rather than
+    /// a call: one deeper than the call it waited in (`method`; the root's id 0 outside every
+    /// call is shown as no function). Absent for calls, and in older files.
+    pub wait: Option<TimelineWait>,
     /// Its start, in ns from the timeline's origin (the earliest start).
     pub start_ns: f64,
     /// Its duration in ns.

@@ -41,7 +41,7 @@ pub(crate) use ticker::{
     intervals as tick_intervals, start as start_ticker, stop as stop_ticker, LONG_TICKS,
 };
 pub(crate) use timing::{
-    set_time_period, set_timeline, set_trigger_ticks, thread_names, time_period,
+    set_time_period, set_timeline, set_trigger_ticks, thread_names, time_period, timeline,
 };
 
 /// The inputs of a function that keeps one body behind a guard (see `run_recorded` for the

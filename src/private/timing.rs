@@ -198,9 +198,9 @@ pub(crate) fn set_timeline(on: bool) -> bool {
     TIMELINE.swap(on, Ordering::Relaxed)
 }
 
-/// Whether timed exits write their exit stamps.
+/// Whether timed exits write their exit stamps (and waits theirs: `cabprof::sync`).
 #[inline(always)]
-pub(super) fn timeline() -> bool {
+pub(crate) fn timeline() -> bool {
     TIMELINE.load(Ordering::Relaxed)
 }
 

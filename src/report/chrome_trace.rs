@@ -10,7 +10,9 @@
 //! The report's other analyses are not in it; `otherData` says whether the events were sampled
 //! (`sampled_events`: a sampled ring keeps bursts of events, so calls are missing), whether one
 //! call in `sample_period` was timed (only timed calls are slices), and whether the calls are
-//! compensated (then cabprof's own time is in slices named `cabprof`, category `cabprof`).
+//! compensated (then cabprof's own time is in slices named `cabprof`, category `cabprof`). A
+//! wait at a `cabprof::sync` lock or channel is a slice of category `wait`, named by its kind
+//! and site, inside the call that waited.
 
 use super::ReportData;
 use crate::model::{TimelineSlice, CABPROF_SLICE};
@@ -58,8 +60,9 @@ impl ReportData {
                 let _ = write!(
                     o,
                     ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":1,\"tid\":{tid},\"args\":{{\"depth\":{}}}}}",
-                    json(&slice_name(&names, s.method)),
+                    json(&slice_label(&names, s)),
                     match (s.method, s.poll) {
+                        _ if s.wait.is_some() => "wait",
                         (CABPROF_SLICE, _) => "cabprof",
                         (_, true) => "poll",
                         _ => "call",
@@ -80,6 +83,15 @@ impl ReportData {
             t.compensated
         );
         Some(o)
+    }
+}
+
+/// A slice's name: a wait's kind and site (`lock wait: Mutex src/lib.rs:12:9`), else
+/// [`slice_name`].
+pub(crate) fn slice_label(names: &crate::model::MethodNames<'_>, s: &TimelineSlice) -> String {
+    match &s.wait {
+        Some(w) => format!("{} wait: {}", w.kind, w.site),
+        None => slice_name(names, s.method),
     }
 }
 
@@ -147,6 +159,7 @@ mod tests {
             depth,
             poll: false,
             task: None,
+            wait: None,
             start_ns,
             duration_ns,
         }

@@ -124,9 +124,9 @@ pub use crate::model::{
     EdgeEntry, EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry,
     LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
     PatternEntry, ReportData, ReportError, ReuseData, RingMemoryWait, SessionInfo, Spread,
-    TimeData, TimelineData, TimelineSlice, TimelineThread, WaitContextEntry, WaitCountsEntry,
-    WaitProfile, WaitSiteEntry, WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES,
-    SCHEMA,
+    TimeData, TimelineData, TimelineSlice, TimelineThread, TimelineWait, WaitContextEntry,
+    WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES,
+    FLAME_OUTER_FRAMES, SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

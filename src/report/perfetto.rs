@@ -2,8 +2,8 @@
 //! the Perfetto UI and `trace_processor` open.
 //!
 //! One sequence: a packet declaring the process's track, one per thread declaring its track
-//! (a child of the process's, with the thread's name), one holding the interned function
-//! names (`InternedData.event_names`, their ids the method ids), then a `TrackEvent` per slice
+//! (a child of the process's, with the thread's name), one holding the interned slice names
+//! (`InternedData.event_names`: functions, `cabprof`, waits by kind and site), then a `TrackEvent` per slice
 //! start (`TYPE_SLICE_BEGIN`, the name by its interned id) and end (`TYPE_SLICE_END`), every
 //! track declared before its first event; a future's polls carry its task id as a flow id
 //! (`TrackEvent.flow_ids`), which ties them. Timestamps are nanoseconds from the timeline's
@@ -11,7 +11,7 @@
 //! slice at its depth or above begins, so begins and ends pair as the calls nest. Written by
 //! hand (a few varints and lengths): no protobuf crate is needed for so few fields.
 
-use super::chrome_trace::slice_name;
+use super::chrome_trace::slice_label;
 use super::ReportData;
 use crate::model::TimelineSlice;
 
@@ -136,27 +136,28 @@ impl ReportData {
                 );
             }));
         }
-        let mut methods: Vec<u32> = t
+        // Every slice name interned once (functions, `cabprof`, waits), ids from 1 in name
+        // order.
+        let labels: std::collections::BTreeMap<String, u64> = t
             .threads
             .iter()
-            .flat_map(|th| th.slices.iter().map(|s| s.method))
+            .flat_map(|th| th.slices.iter().map(|s| slice_label(&names, s)))
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
+            .zip(1..)
             .collect();
-        methods.sort_unstable();
-        methods.dedup();
         packet(message(|p| {
             p.uint(PACKET_SEQUENCE_ID, SEQUENCE)
                 .uint(PACKET_SEQUENCE_FLAGS, STATE_CLEARED)
                 .message(
                     PACKET_INTERNED_DATA,
                     message(|d| {
-                        for &m in &methods {
+                        for (label, &iid) in &labels {
                             d.message(
                                 INTERNED_EVENT_NAMES,
                                 message(|e| {
-                                    // Interned ids start at 1: a method's is its id + 1
-                                    // (id 0 is cabprof's own time).
-                                    e.uint(EVENT_NAME_IID_FIELD, u64::from(m) + 1)
-                                        .bytes(EVENT_NAME_NAME, slice_name(&names, m).as_bytes());
+                                    e.uint(EVENT_NAME_IID_FIELD, iid)
+                                        .bytes(EVENT_NAME_NAME, label.as_bytes());
                                 }),
                             );
                         }
@@ -165,12 +166,13 @@ impl ReportData {
         }));
         // Each track's begins and ends in nesting order, then all merged by time (a stable
         // sort keeps each track's order among equal times).
-        let mut events: Vec<(u64, u64, u64, u32, Option<u32>)> = Vec::new();
+        let mut events: Vec<(u64, u64, u64, u64, Option<u32>)> = Vec::new();
         for (i, th) in t.threads.iter().enumerate() {
-            track_events(&th.slices, PROCESS_TRACK + 1 + i as u64, &mut events);
+            let iid = |s: &TimelineSlice| labels[&slice_label(&names, s)];
+            track_events(&th.slices, PROCESS_TRACK + 1 + i as u64, iid, &mut events);
         }
         events.sort_by_key(|e| e.0);
-        for (ts, kind, track, method, task) in events {
+        for (ts, kind, track, iid, task) in events {
             packet(message(|p| {
                 p.uint(PACKET_TIMESTAMP, ts)
                     .uint(PACKET_SEQUENCE_ID, SEQUENCE)
@@ -180,7 +182,7 @@ impl ReportData {
                         message(|e| {
                             e.uint(EVENT_TYPE, kind).uint(EVENT_TRACK_UUID, track);
                             if kind == SLICE_BEGIN {
-                                e.uint(EVENT_NAME_IID, u64::from(method) + 1);
+                                e.uint(EVENT_NAME_IID, iid);
                                 // A future's polls share a flow: its task id + 1 (0 is
                                 // no flow to some readers).
                                 if let Some(task) = task {
@@ -195,12 +197,13 @@ impl ReportData {
     }
 }
 
-/// One track's slices as (time, begin or end, track, method, a poll's task), in nesting
-/// order: a slice begins after every slice at its depth or deeper has ended.
+/// One track's slices as (time, begin or end, track, interned name, a poll's task), in
+/// nesting order: a slice begins after every slice at its depth or deeper has ended.
 fn track_events(
     slices: &[TimelineSlice],
     track: u64,
-    out: &mut Vec<(u64, u64, u64, u32, Option<u32>)>,
+    iid: impl Fn(&TimelineSlice) -> u64,
+    out: &mut Vec<(u64, u64, u64, u64, Option<u32>)>,
 ) {
     let mut sorted: Vec<&TimelineSlice> = slices.iter().collect();
     sorted.sort_by(|a, b| {
@@ -208,8 +211,8 @@ fn track_events(
             .total_cmp(&b.start_ns)
             .then(a.depth.cmp(&b.depth))
     });
-    // Open slices: (end, depth, method).
-    let mut open: Vec<(u64, u32, u32)> = Vec::new();
+    // Open slices: (end, depth, interned name).
+    let mut open: Vec<(u64, u32, u64)> = Vec::new();
     for s in sorted {
         let start = s.start_ns.max(0.0).round() as u64;
         let end = ((s.start_ns + s.duration_ns).max(0.0).round() as u64).max(start);
@@ -228,8 +231,8 @@ fn track_events(
             Some(&(pe, _, _)) => end.min(pe).max(at),
             None => end.max(at),
         };
-        out.push((at, SLICE_BEGIN, track, s.method, s.task.filter(|_| s.poll)));
-        open.push((end, s.depth, s.method));
+        out.push((at, SLICE_BEGIN, track, iid(s), s.task.filter(|_| s.poll)));
+        open.push((end, s.depth, iid(s)));
     }
     while let Some((e, _, m)) = open.pop() {
         let at = e.max(out.last().filter(|x| x.2 == track).map_or(0, |x| x.0));

@@ -9,6 +9,24 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// The clock at a wait's start if the timeline draws waits (timeline mode), else `None`.
+#[inline]
+pub(crate) fn span_start() -> Option<u64> {
+    crate::__private::timeline().then(cabprof_cab::clock::now)
+}
+
+/// A block-profile wait of `kind` at site `site` that took `ns`: its two words, and, from a
+/// [`span_start`] reading, its stamps for the timeline.
+pub(crate) fn emit_wait(kind: WaitKind, site: u32, ns: u64, from: Option<u64>) {
+    emit(Event::wait(kind, 1, site));
+    emit(Event::wait_ns(ns));
+    if let Some(from) = from {
+        for e in Event::wait_span(from, cabprof_cab::clock::now()) {
+            emit(e);
+        }
+    }
+}
+
 /// Nanoseconds since the first call in the process, never 0 (0 means "unset" below).
 pub(super) fn now_ns() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -71,6 +89,7 @@ impl Contention {
             return acquire();
         }
         let start = now_ns();
+        let from = span_start();
         // `since` is stored before the count rises: the Release increment pairs with the
         // releaser's Acquire fence, so a releaser that counts this waiter sees a `since` at
         // least this recent.
@@ -81,8 +100,7 @@ impl Contention {
         let granted = acquire();
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         let ns = now_ns().saturating_sub(start);
-        emit(Event::wait(WaitKind::Lock, 1, self.site()));
-        emit(Event::wait_ns(ns));
+        emit_wait(WaitKind::Lock, self.site(), ns, from);
         granted
     }
 

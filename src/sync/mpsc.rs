@@ -7,9 +7,9 @@
 //! is `std::sync::mpsc`.
 
 use super::sites::{self, Site};
-use crate::sync::contention::now_ns;
-use cabprof_cab::event::{Event, WaitKind};
-use cabprof_cab::runtime::{emit, recording};
+use crate::sync::contention::{emit_wait, now_ns, span_start};
+use cabprof_cab::event::WaitKind;
+use cabprof_cab::runtime::recording;
 use std::fmt;
 use std::panic::Location;
 use std::sync::mpsc as std_mpsc;
@@ -69,10 +69,10 @@ fn blocked<R>(kind: WaitKind, site: Site, op: impl FnOnce() -> R) -> R {
         return op();
     }
     let start = now_ns();
+    let from = span_start();
     let r = op();
     let ns = now_ns().saturating_sub(start);
-    emit(Event::wait(kind, 1, sites::number(site)));
-    emit(Event::wait_ns(ns));
+    emit_wait(kind, sites::number(site), ns, from);
     r
 }
 

@@ -905,3 +905,111 @@ fn the_live_endpoint_serves_the_window_of_the_timeline() {
     assert!(a.text().contains("timeline"), "{}", a.text());
     s.finish();
 }
+
+/// Three waits of about 20 ms in `take_lock`, for a `cabprof::sync::Mutex` another thread
+/// holds.
+fn three_lock_waits() {
+    let m = std::sync::Arc::new(cabprof::sync::Mutex::new(0u64));
+    let (held, done) = (
+        std::sync::Arc::new(std::sync::Barrier::new(2)),
+        std::sync::Arc::new(std::sync::Barrier::new(2)),
+    );
+    let holder = {
+        let (m, held, done) = (m.clone(), held.clone(), done.clone());
+        std::thread::spawn(move || {
+            for _ in 0..3 {
+                let mut g = m.lock();
+                held.wait();
+                wait(20.0);
+                *g += 1;
+                drop(g);
+                done.wait();
+            }
+        })
+    };
+    for _ in 0..3 {
+        held.wait();
+        take_lock(&m);
+        done.wait();
+    }
+    holder.join().unwrap();
+}
+
+#[profile]
+fn take_lock(m: &cabprof::sync::Mutex<u64>) {
+    *m.lock() += 1;
+}
+
+/// With the waits analysis, a lock wait is a slice of its own on the waiter's timeline, one
+/// deeper than the call that waited and inside it, named by its kind and site; the DevTools
+/// trace engine reads it as that call's child.
+#[test]
+fn a_lock_wait_is_a_slice_inside_the_call_that_waited() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Timeline, Analysis::Waits])
+        .start()
+        .unwrap();
+    three_lock_waits();
+    let d = s.finish().data;
+    let t = d.timeline.as_ref().expect("the timeline ran");
+    let names = d.method_names();
+    let mut found = 0;
+    for th in &t.threads {
+        for w in th.slices.iter().filter(|s| s.wait.is_some()) {
+            let wait = w.wait.as_ref().unwrap();
+            assert_eq!(wait.kind, "lock");
+            assert!(
+                wait.site.starts_with("Mutex tests/it/timeline.rs:"),
+                "{wait:?}"
+            );
+            assert!(
+                (15e6..500e6).contains(&w.duration_ns),
+                "a wait of about 20 ms: {w:?}"
+            );
+            let caller = th
+                .slices
+                .iter()
+                .find(|c| {
+                    c.wait.is_none()
+                        && c.depth + 1 == w.depth
+                        && c.start_ns <= w.start_ns
+                        && w.start_ns + w.duration_ns <= c.start_ns + c.duration_ns
+                })
+                .unwrap_or_else(|| panic!("no call holds {w:?}: {:?}", th.slices));
+            assert!(names.name(caller.method).ends_with("::take_lock"));
+            found += 1;
+        }
+    }
+    assert_eq!(found, 3, "one slice per wait");
+    let trace = d.chrome_trace().unwrap();
+    assert_eq!(trace.matches("\"cat\":\"wait\"").count(), 3, "{trace}");
+    let Some(modules) = npm_packages() else {
+        return;
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("waits.trace.json");
+    std::fs::write(&path, &trace).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/trace_engine.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(&path)
+        .arg(&modules)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = read_seen(&out.stdout);
+    let waits: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.name.starts_with("lock wait: Mutex"))
+        .collect();
+    assert_eq!(waits.len(), 3, "{seen:?}");
+    for w in waits {
+        let parent = &seen[w.parent.expect("a wait has a parent")];
+        assert!(parent.name.ends_with("::take_lock"), "{w:?} in {parent:?}");
+        assert!((15.0..500.0).contains(&w.dur_ms), "{w:?}");
+    }
+}

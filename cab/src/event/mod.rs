@@ -17,7 +17,7 @@
 //! tag 4  Mem     store: bit 59, log2(size): bits 56..59, addr: bits 0..56
 //! tag 5  Thread  id: bits 0..60
 //! tag 6  Marker  value: bits 0..60 (values 0xCA0 << 48 and 0xCA1 << 48 up: calibration.rs;
-//!                0xCA2 << 48 up: timeline.rs; 0xB10 << 48: alloc.rs; 0xB20, 0xB21 << 48:
+//!                0xCA2 << 48 up: timeline.rs; 0xB10 << 48: alloc.rs; 0xB20 to 0xB23 << 48:
 //!                wait.rs)
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
@@ -58,7 +58,7 @@ use duration::{
     LONG_TIMED_BIT,
 };
 pub use timeline::{as_thread_mark, MAX_THREAD_NUMBER};
-pub use wait::{as_wait, WaitKind, WaitWord, MAX_WAITERS, MAX_WAIT_NS};
+pub use wait::{as_wait, widen_stamp, WaitKind, WaitWord, MAX_WAITERS, MAX_WAIT_NS};
 
 /// The value of a free slot. Never a valid event word.
 pub const CLEAR: u64 = 0;

@@ -12,12 +12,23 @@
 //! +------+------------+-------+--------------+-----------------------------+
 //! |  6   | 0xB21      | nanoseconds (48 bits, saturating: 78 hours)        |   wait time
 //! +------+------------+------------------------------------------------------+
+//! |  6   | 0xB22      | clock reading at the start, low 48 bits            |   wait from
+//! +------+------------+------------------------------------------------------+
+//! |  6   | 0xB23      | clock reading at the end, low 48 bits              |   wait to
+//! +------+------------+------------------------------------------------------+
 //! ```
+//!
+//! In timeline mode a wait of the block profile (not a hold) is followed by its **from** and
+//! **to** words: the clock (`crate::clock::now`) at its two ends, for the timeline to draw it.
+//! They carry the readings' low 48 bits (a day at 3 GHz): the timeline takes the high bits
+//! from the nearest full reading it has seen.
 
 use super::{Event, PAYLOAD_MASK, TAG_MARKER, TAG_SHIFT};
 
 const WAIT_MARK: u64 = 0xB20;
 const WAIT_NS_MARK: u64 = 0xB21;
+const WAIT_FROM_MARK: u64 = 0xB22;
+const WAIT_TO_MARK: u64 = 0xB23;
 const MARK_SHIFT: u32 = 48;
 const LOW_MASK: u64 = (1 << MARK_SHIFT) - 1;
 const KIND_SHIFT: u32 = 44;
@@ -74,6 +85,10 @@ pub enum WaitWord {
     },
     /// How long, in nanoseconds.
     Nanos(u64),
+    /// Timeline mode: the clock at the wait's start, its low 48 bits.
+    From(u64),
+    /// Timeline mode: the clock at the wait's end, its low 48 bits.
+    To(u64),
 }
 
 impl Event {
@@ -102,6 +117,31 @@ impl Event {
         let ns = if ns > MAX_WAIT_NS { MAX_WAIT_NS } else { ns };
         Event(TAG_MARKER << TAG_SHIFT | WAIT_NS_MARK << MARK_SHIFT | ns)
     }
+
+    /// Timeline mode, after a wait's time word: clock readings `from` and `to` at its ends
+    /// (their low 48 bits; see the module docs).
+    #[inline]
+    pub const fn wait_span(from: u64, to: u64) -> [Event; 2] {
+        [
+            Event(TAG_MARKER << TAG_SHIFT | WAIT_FROM_MARK << MARK_SHIFT | (from & LOW_MASK)),
+            Event(TAG_MARKER << TAG_SHIFT | WAIT_TO_MARK << MARK_SHIFT | (to & LOW_MASK)),
+        ]
+    }
+}
+
+/// The full clock reading (modulo 2^60, as `Time` words carry them) whose low 48 bits are
+/// `low`, nearest to the full reading `near`.
+pub const fn widen_stamp(low: u64, near: u64) -> u64 {
+    let span = 1u64 << MARK_SHIFT;
+    let candidate = (near & !LOW_MASK) | (low & LOW_MASK);
+    let c = if candidate > near && candidate - near > span / 2 {
+        candidate.wrapping_sub(span)
+    } else if candidate < near && near - candidate > span / 2 {
+        candidate.wrapping_add(span)
+    } else {
+        candidate
+    };
+    c & super::MAX_PAYLOAD
 }
 
 /// The wait or wait time word `word` is, or `None` for any other word.
@@ -125,6 +165,8 @@ pub const fn as_wait(word: u64) -> Option<WaitWord> {
             })
         }
         WAIT_NS_MARK => Some(WaitWord::Nanos(low)),
+        WAIT_FROM_MARK => Some(WaitWord::From(low)),
+        WAIT_TO_MARK => Some(WaitWord::To(low)),
         _ => None,
     }
 }
@@ -132,6 +174,19 @@ pub const fn as_wait(word: u64) -> Option<WaitWord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stamps_high_bits_come_from_the_nearest_reading() {
+        let span = 1u64 << 48;
+        let near = 7 * span + 100;
+        assert_eq!(widen_stamp(near & LOW_MASK, near), near);
+        // A little before or after `near`, across a boundary of the low bits.
+        assert_eq!(widen_stamp(span - 5, 7 * span + 3), 7 * span - 5);
+        assert_eq!(widen_stamp(4, 8 * span - 10), 8 * span + 4);
+        // Modulo 2^60 at the top.
+        let top = super::super::MAX_PAYLOAD;
+        assert_eq!(widen_stamp(2, top - 3), 2);
+    }
 
     #[test]
     fn wait_words_round_trip_and_are_no_other_marker() {
@@ -170,6 +225,9 @@ mod tests {
             as_wait(Event::wait_ns(u64::MAX).word()),
             Some(WaitWord::Nanos(MAX_WAIT_NS))
         );
+        let [from, to] = Event::wait_span(0xABC_0000_0000_1234, 5);
+        assert_eq!(as_wait(from.word()), Some(WaitWord::From(0x0000_0000_1234)));
+        assert_eq!(as_wait(to.word()), Some(WaitWord::To(5)));
         assert_eq!(as_wait(Event::block(0x1234).word()), None);
         assert_eq!(as_wait(Event::marker(3).unwrap().word()), None);
     }

@@ -29,12 +29,14 @@ pub(crate) fn compensate(
     let mut open: Vec<(u32, Span, Span)> = Vec::new();
     for s in slices {
         let (start, end) = (s.start_ns, s.start_ns + s.duration_ns);
-        let i = if s.poll {
+        // A poll's cost is its future's call's; a wait costs nothing of cabprof's.
+        let plain = s.poll || s.wait.is_some();
+        let i = if plain {
             0.0
         } else {
             inside.min(s.duration_ns)
         };
-        let t = if s.poll { 0.0 } else { outside };
+        let t = if plain { 0.0 } else { outside };
         while open
             .last()
             .is_some_and(|&(d, raw, _)| d >= s.depth || start < raw.0 || start > raw.1)
@@ -58,6 +60,7 @@ pub(crate) fn compensate(
                 depth: s.depth,
                 poll: false,
                 task: None,
+                wait: None,
                 start_ns: from,
                 duration_ns: to - from,
             };
@@ -186,6 +189,7 @@ mod tests {
             depth,
             poll: false,
             task: None,
+            wait: None,
             start_ns: start,
             duration_ns: dur,
         }

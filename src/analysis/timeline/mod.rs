@@ -17,6 +17,25 @@ use cabprof_cab::event::MAX_PAYLOAD;
 use cabprof_cab::ConfigError;
 use std::fmt::Write as _;
 
+/// What a wait slice waited for: its kind, and the site numbered `site` by `cabprof::sync`.
+fn wait_of(kind: cabprof_cab::event::WaitKind, site: Option<u32>) -> crate::model::TimelineWait {
+    use cabprof_cab::event::WaitKind;
+    let kind = match kind {
+        WaitKind::Lock => "lock",
+        WaitKind::Send => "send",
+        WaitKind::Receive => "receive",
+        WaitKind::Hold => "hold",
+    };
+    let site = site.and_then(crate::sync::sites::site).map_or_else(
+        || format!("site {}", site.unwrap_or(0)),
+        |s| format!("{} {}", s.kind, s.place()),
+    );
+    crate::model::TimelineWait {
+        kind: kind.into(),
+        site,
+    }
+}
+
 /// The timeline analysis.
 pub(crate) struct Descriptor;
 
@@ -86,7 +105,8 @@ impl AnalysisDescriptor for Descriptor {
                             method: s.method.get(),
                             depth: u32::from(s.depth),
                             poll: s.poll,
-                            task: s.task,
+                            task: s.task.filter(|_| s.wait.is_none()),
+                            wait: s.wait.map(|kind| wait_of(kind, s.task)),
                             start_ns: ns(s.start.wrapping_sub(origin) & MAX_PAYLOAD),
                             duration_ns: ns(s.ticks),
                         }
