@@ -184,6 +184,12 @@ pub struct FunctionTimeEntry {
     /// The part of `wall_ns` those futures spent suspended, not being polled: `wall_ns` less
     /// their raw time polled.
     pub suspended_ns: Option<f64>,
+    /// For an `async fn` whose timed futures were woken: polls that followed a wake of the
+    /// future's waker, and the time from those wakes to those polls (the executor's
+    /// scheduling delay; part of `suspended_ns`). Absent otherwise, and in older files.
+    pub woken_polls: Option<u64>,
+    /// See `woken_polls`.
+    pub wake_delay_ns: Option<f64>,
 }
 
 /// Inclusive time along one caller → callee edge.

@@ -24,15 +24,17 @@
 //! dropped unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two
 //! words per poll and a few instructions; synchronous functions are untouched.
 
-use super::timing::{mark_after_exit, stamp, stamp_after, timed, timeline};
+use super::timing::{mark_after_exit, stamp_after, timed, timeline};
 use super::{method, pop, push, recording, Site, CURRENT};
+use cabprof_cab::clock;
 use cabprof_cab::event::{Event, MAX_TASK_ID};
 use cabprof_cab::runtime::{emit, emit_with};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 /// The future of an instrumented `async fn` body: its frame spans first poll to completion.
 /// `KEYED`: it records into the private session of `key` (the time analysis' calibration of
@@ -55,6 +57,40 @@ pub struct Instrumented<F, const KEYED: bool = false> {
     timed: bool,
     /// The private session recorded into, if `KEYED`.
     key: u64,
+    /// A timed future's waker, handed to its body in place of the executor's, and what it
+    /// notes: made at its first timed poll.
+    wake: Option<(Arc<WakeNote>, Waker)>,
+}
+
+/// What a timed future's waker notes: when it was first woken since the future's latest poll
+/// began, so that the next poll can say how long the executor took to poll it again (its
+/// scheduling delay). Waking it wakes the executor's waker of the latest poll.
+struct WakeNote {
+    /// The clock at the first wake since the latest poll began; 0: none.
+    woken: AtomicU64,
+    /// The executor's waker, as the latest poll was given it.
+    inner: std::sync::Mutex<Waker>,
+}
+
+impl std::task::Wake for WakeNote {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Relaxed: a time, read by the next poll, which the executor's wake below orders
+        // after this anyway.
+        let _ = self.woken.compare_exchange(
+            0,
+            clock::now().max(1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .wake_by_ref();
+    }
 }
 
 impl<F, const KEYED: bool> std::fmt::Debug for Instrumented<F, KEYED> {
@@ -96,6 +132,7 @@ impl<F, const KEYED: bool> Instrumented<F, KEYED> {
             polls: 0,
             timed: false,
             key,
+            wake: None,
         }
     }
 }
@@ -198,10 +235,39 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
             this.timed = timed(callee);
             first = true;
         }
+        // A timed future's body gets a waker that notes when it is woken; set up before the
+        // poll's words and stamp, as the poller's cost.
+        let timed_poll = this.callee != 0 && this.timed;
+        if timed_poll {
+            match &this.wake {
+                Some((note, _)) => {
+                    let mut inner = note.inner.lock().unwrap_or_else(|e| e.into_inner());
+                    if !inner.will_wake(cx.waker()) {
+                        *inner = cx.waker().clone();
+                    }
+                }
+                None => {
+                    let note = Arc::new(WakeNote {
+                        woken: AtomicU64::new(0),
+                        inner: std::sync::Mutex::new(cx.waker().clone()),
+                    });
+                    let waker = Waker::from(note.clone());
+                    this.wake = Some((note, waker));
+                }
+            }
+        }
         let mut scope = (this.callee != 0).then(|| {
             send::<KEYED>(this.key, Event::poll(method(this.callee), this.task, first));
             if this.timed {
-                send::<KEYED>(this.key, stamp());
+                let now = clock::now();
+                send::<KEYED>(this.key, Event::time(now));
+                // Woken since the last poll began: how long until this one.
+                if let Some((note, _)) = &this.wake {
+                    let woken = note.woken.swap(0, Ordering::Relaxed);
+                    if woken != 0 && !first {
+                        send::<KEYED>(this.key, Event::wake_delay(now.saturating_sub(woken)));
+                    }
+                }
             }
             let poll = this.polls;
             this.polls = this.polls.saturating_add(1);
@@ -225,7 +291,10 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
         }
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        let out = inner.poll(cx);
+        let out = match &this.wake {
+            Some((_, waker)) if timed_poll => inner.poll(&mut Context::from_waker(waker)),
+            _ => inner.poll(cx),
+        };
         if scope.is_some() {
             std::hint::black_box(&mut this.inner);
             std::hint::black_box(&out);

@@ -174,12 +174,6 @@ fn draw(id: u32, k: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// A `Time` word of now: at a poll's start.
-#[inline(always)]
-pub(super) fn stamp() -> Event {
-    Event::time(clock::now())
-}
-
 /// A `Time` word of now, read after the work before it has finished (see
 /// `clock::now_after`): at a poll's end, where a plain `rdtsc` could run before the last of
 /// the poll's arithmetic.

@@ -2,6 +2,8 @@
 //! 50 ms sleep give about 510 ms of wall time, about 10 ms polled and about 500 ms suspended,
 //! on tokio's current-thread and multi-thread runtimes (where its polls may move threads).
 //! Ranges, not a timed test of cabprof: a loaded host stretches the work and the sleeps.
+//! And the executor's delay after a wake: a future woken from another thread while a task
+//! hogging the runtime's one worker spins for 20 ms is polled only when that task yields.
 
 use cabprof::{profile, Analysis, ReportData, Session};
 use std::time::{Duration, Instant};
@@ -88,4 +90,105 @@ fn an_async_fn_is_wall_polled_and_suspended_on_a_multi_thread_runtime() {
     b.worker_threads(2);
     let (d, took) = run(b, true);
     check(&d, took, "multi-thread");
+}
+
+#[profile]
+async fn woken_five_times(notify: std::sync::Arc<tokio::sync::Notify>) -> u32 {
+    for _ in 0..5 {
+        notify.notified().await;
+    }
+    5
+}
+
+/// `woken_five_times` on `rt` (one worker), woken every 30 ms by another thread, while a task
+/// spins 20 ms at a time between yields: (its woken polls, their delay in ms, and how long the
+/// run took).
+fn woken_behind_a_hog(mut rt: tokio::runtime::Builder) -> (u64, f64, f64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    let rt = rt.enable_all().build().unwrap();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let done = Arc::new(AtomicBool::new(false));
+    let began = Instant::now();
+    let waker = {
+        let (notify, done) = (notify.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                // Longer than a spin: the future waits again by the next wake.
+                std::thread::sleep(Duration::from_millis(30));
+                notify.notify_one();
+            }
+        })
+    };
+    let n = rt.block_on(async {
+        let hog = {
+            let done = done.clone();
+            tokio::spawn(async move {
+                while !done.load(Ordering::Acquire) {
+                    let until = Instant::now() + Duration::from_millis(20);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let n = tokio::spawn(woken_five_times(notify.clone()))
+            .await
+            .unwrap();
+        done.store(true, Ordering::Release);
+        hog.await.unwrap();
+        n
+    });
+    assert_eq!(n, 5);
+    let took = began.elapsed().as_secs_f64() * 1e3;
+    waker.join().unwrap();
+    drop(rt);
+    let d = s.finish().data;
+    let f = d
+        .time
+        .as_ref()
+        .unwrap()
+        .functions
+        .iter()
+        .find(|f| d.name(f.method).ends_with("::woken_five_times"))
+        .expect("the async fn was timed");
+    let text = d.text(10);
+    assert!(text.contains("woken to polled"), "{text}");
+    (
+        f.woken_polls.expect("woken polls"),
+        f.wake_delay_ns.expect("a wake delay") / 1e6,
+        took,
+    )
+}
+
+fn check_delay((woken, delay_ms, took_ms): (u64, f64, f64), runtime: &str) {
+    eprintln!("{runtime}: {woken} woken polls, {delay_ms:.1} ms from wakes to polls");
+    // Every wake found the worker inside a 20 ms spin, or at its yield: five wakes wait
+    // about 10 ms each on average; at most the whole run.
+    assert_eq!(woken, 5, "{runtime}: one poll per wake");
+    assert!(
+        (5.0..=took_ms).contains(&delay_ms),
+        "{runtime}: {delay_ms:.1} ms of delay in a run of {took_ms:.1} ms"
+    );
+}
+
+#[test]
+fn a_wake_behind_a_busy_current_thread_runtime_waits_for_its_poll() {
+    check_delay(
+        woken_behind_a_hog(tokio::runtime::Builder::new_current_thread()),
+        "current-thread",
+    );
+}
+
+#[test]
+fn a_wake_behind_a_busy_multi_thread_runtime_waits_for_its_poll() {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.worker_threads(1);
+    check_delay(woken_behind_a_hog(b), "multi-thread, one worker");
 }

@@ -461,6 +461,9 @@ impl TimeProfile {
             self.calibrations.words += 1;
             return;
         }
+        if let Some(ticks) = cabprof_cab::event::as_wake_delay(w) {
+            return self.on_wake_delay(ticks);
+        }
         match decode(w) {
             Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
             Some(EventKind::Return { callee }) => self.on_return(callee.get()),

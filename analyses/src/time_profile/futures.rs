@@ -53,6 +53,17 @@ pub(super) struct Polling {
 pub(super) type TaskKey = (u32, u32);
 
 impl TimeProfile {
+    /// The poll just begun came `ticks` after its future was woken: the innermost poll's
+    /// function's scheduling delay.
+    pub(super) fn on_wake_delay(&mut self, ticks: u64) {
+        let Some(p) = self.threads.current.polls.last() else {
+            return;
+        };
+        let f = self.function(p.key.0);
+        f.woken_polls += 1;
+        f.wake_delay = f.wake_delay.saturating_add(ticks);
+    }
+
     /// A future of `method` (`first`: its first poll) is polled: park the thread's stack and
     /// continue from the future's frame.
     pub(super) fn on_poll(&mut self, method: u32, task: u32, first: bool) {

@@ -375,6 +375,8 @@ impl EventAnalysis for TimeProfile {
             mine.open_polled = mine.open_polled.saturating_add(f.open_polled);
             mine.futures += f.futures;
             mine.wall = mine.wall.saturating_add(f.wall);
+            mine.woken_polls += f.woken_polls;
+            mine.wake_delay = mine.wake_delay.saturating_add(f.wake_delay);
             mine.comp_all += f.comp_all;
             mine.comp_outer += f.comp_outer;
             mine.comp_open_polled += f.comp_open_polled;

@@ -69,6 +69,12 @@ pub struct FunctionTime {
     pub futures: u64,
     /// See [`futures`](Self::futures).
     pub wall: u64,
+    /// Polls of its timed futures that began after a wake (the future's waker was woken
+    /// since its previous poll began), and the ticks from those wakes to those polls: the
+    /// executor's scheduling delay.
+    pub woken_polls: u64,
+    /// See [`woken_polls`](Self::woken_polls).
+    pub wake_delay: u64,
     /// `ticks_all` compensated (see [`Compensation`]): what the calls cost without the
     /// profiler. Signed sums: a call cheaper than the calibration's figures subtracts, so
     /// that the errors of many calls cancel rather than add up.
@@ -106,6 +112,8 @@ impl Default for FunctionTime {
             open_polled: 0,
             futures: 0,
             wall: 0,
+            woken_polls: 0,
+            wake_delay: 0,
             comp_all: 0.0,
             comp_outer: 0.0,
             comp_open_polled: 0.0,

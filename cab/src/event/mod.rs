@@ -18,7 +18,7 @@
 //! tag 5  Thread  id: bits 0..60
 //! tag 6  Marker  value: bits 0..60 (values 0xCA0 << 48 and 0xCA1 << 48 up: calibration.rs;
 //!                0xCA2 << 48 up: timeline.rs; 0xB10 << 48: alloc.rs; 0xB20 to 0xB23 << 48:
-//!                wait.rs)
+//!                wait.rs; 0xB30 << 48: poll.rs)
 //! tag 7  Poll (first)   method: bits 30..60   task: bits 0..30
 //! tag 8  Poll (resumed) method: bits 30..60   task: bits 0..30
 //! tag 9  PollEnd done: bit 59   poll: bits 30..59 (29 bits)   task: bits 0..30
@@ -57,6 +57,7 @@ use duration::{
     decode_duration, decode_long_duration, encode_duration, encode_long_duration, LONG_FIELD_MASK,
     LONG_TIMED_BIT,
 };
+pub use poll::{as_wake_delay, MAX_WAKE_DELAY};
 pub use timeline::{as_thread_mark, MAX_THREAD_NUMBER};
 pub use wait::{as_wait, widen_stamp, WaitKind, WaitWord, MAX_WAITERS, MAX_WAIT_NS};
 

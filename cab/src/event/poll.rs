@@ -1,11 +1,52 @@
-//! The words of an instrumented future's polls (`async fn`): `Poll` and `PollEnd`.
+//! The words of an instrumented future's polls (`async fn`): `Poll` and `PollEnd`, and the
+//! **wake delay** marker a timed future writes after a poll's start stamp when it was woken
+//! since its last poll: the clock ticks from that wake to this poll's start (48 bits,
+//! saturating), the executor's scheduling delay.
+//!
+//! ```text
+//!  63  60 59        48 47                                                0
+//! +------+------------+--------------------------------------------------+
+//! |  6   | 0xB30      | ticks from the wake to the poll (48 bits)        |   wake delay
+//! +------+------------+--------------------------------------------------+
+//! ```
 
 use super::{
     Event, EventError, MethodId, DONE_BIT, ID_BITS, ID_MASK, MAX_POLL_NUMBER, MAX_TASK_ID,
-    TAG_POLL, TAG_POLL_END, TAG_POLL_FIRST, TAG_SHIFT,
+    PAYLOAD_MASK, TAG_MARKER, TAG_POLL, TAG_POLL_END, TAG_POLL_FIRST, TAG_SHIFT,
 };
 
+const WAKE_DELAY_MARK: u64 = 0xB30;
+const MARK_SHIFT: u32 = 48;
+/// Largest wake delay a word carries, in ticks; longer ones saturate.
+pub const MAX_WAKE_DELAY: u64 = (1 << MARK_SHIFT) - 1;
+
+/// The ticks of a wake delay word, or `None` for any other word.
+#[inline]
+pub const fn as_wake_delay(word: u64) -> Option<u64> {
+    if word >> TAG_SHIFT != TAG_MARKER {
+        return None;
+    }
+    let p = word & PAYLOAD_MASK;
+    if p >> MARK_SHIFT == WAKE_DELAY_MARK {
+        Some(p & MAX_WAKE_DELAY)
+    } else {
+        None
+    }
+}
+
 impl Event {
+    /// A timed future's poll began `ticks` after its waker was woken (saturating at
+    /// [`MAX_WAKE_DELAY`]); written after the poll's start stamp.
+    #[inline]
+    pub const fn wake_delay(ticks: u64) -> Event {
+        let t = if ticks > MAX_WAKE_DELAY {
+            MAX_WAKE_DELAY
+        } else {
+            ticks
+        };
+        Event(TAG_MARKER << TAG_SHIFT | WAKE_DELAY_MARK << MARK_SHIFT | t)
+    }
+
     /// A poll of future `task` of `method` begins (`first`: its first poll). `task` is taken
     /// modulo 2^30 (ids wrap at [`MAX_TASK_ID`]), so this needs no check.
     #[inline(always)]

@@ -113,6 +113,8 @@ pub(super) fn functions(
                 wall_ns: (f.futures > 0).then(|| ns(f.wall as f64)),
                 suspended_ns: (f.futures > 0)
                     .then(|| ns(f.wall.saturating_sub(f.ticks_all) as f64)),
+                woken_polls: (f.woken_polls > 0).then_some(f.woken_polls),
+                wake_delay_ns: (f.woken_polls > 0).then(|| ns(f.wake_delay as f64)),
             }
         })
         .collect();

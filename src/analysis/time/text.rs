@@ -187,19 +187,25 @@ fn futures(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
     rows.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.method.cmp(&b.0.method)));
     let _ = writeln!(
         o,
-        "\nasync functions, wall time from first poll to completion ({}):\n  {:>14} {:>14} {:>14}",
+        "\nasync functions, wall time from first poll to completion; woken to polled: the executor's delay after wakes ({}):\n  {:>14} {:>14} {:>14} {:>18}",
         top_of(top, rows.len()),
         "wall",
         "polled",
-        "suspended"
+        "suspended",
+        "woken to polled"
     );
     for (f, wall, suspended) in rows.into_iter().take(top) {
+        let delay = match (f.woken_polls, f.wake_delay_ns) {
+            (Some(n), Some(ns)) => format!("{} ({n})", dur(ns)),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             o,
-            "  {:>14} {:>14} {:>14}  {}",
+            "  {:>14} {:>14} {:>14} {:>18}  {}",
             dur(wall),
             dur((wall - suspended).max(0.0)),
             dur(suspended),
+            delay,
             data.name(f.method)
         );
     }
