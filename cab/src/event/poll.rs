@@ -99,3 +99,26 @@ impl Event {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wake_delay_round_trips_saturates_and_is_no_other_marker() {
+        for t in [0, 1, 123_456_789, MAX_WAKE_DELAY] {
+            let w = Event::wake_delay(t).word();
+            assert_eq!(as_wake_delay(w), Some(t));
+            assert_eq!(crate::event::as_wait(w), None);
+            assert_eq!(crate::event::as_thread_mark(w), None);
+            assert_eq!(crate::event::as_calibration(w), None);
+            assert!(Event::from_word(w).is_some());
+        }
+        assert_eq!(
+            as_wake_delay(Event::wake_delay(u64::MAX).word()),
+            Some(MAX_WAKE_DELAY)
+        );
+        assert_eq!(as_wake_delay(Event::marker(7).unwrap().word()), None);
+        assert_eq!(as_wake_delay(Event::time(5).word()), None);
+    }
+}

@@ -75,6 +75,7 @@ fn main() {
     let mut calibrations = Vec::new();
     let mut rankings: Vec<Vec<bool>> = vec![Vec::new(); modes.len()];
     let mut plain_drift = Vec::new();
+    let mut session_timed: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for round in 0..rounds {
         // Plain before and after the profiled runs (the modes' order alternating between
         // rounds): the reference is their mean, which a steady drift of the host's speed over
@@ -91,6 +92,9 @@ fn main() {
         for &m in &order {
             let (raw, comp, data) = profiled_costs(N, modes[m].1);
             if let Some(c) = data.time.and_then(|t| t.compensation) {
+                // A timed call's cost as the session took it out: its probes' median during
+                // the session, else the start's.
+                session_timed[m].push(c.during.as_ref().map_or(c.timed_ns, |d| d.timed_ns.median));
                 calibrations.push(c);
             }
             by_mode[m] = Some((raw, comp));
@@ -156,6 +160,11 @@ fn main() {
     let mut verdicts = Vec::new();
     for (m, (mode, _)) in modes.iter().enumerate() {
         println!("\n{mode}:");
+        let cal: Vec<String> = session_timed[m].iter().map(|t| format!("{t:.1}")).collect();
+        println!(
+            "  a timed call's cost as each round's session measured it (ns): [{}]",
+            cal.join(" ")
+        );
         println!(
             "  {:<22} {:>10} {:>10}  compensated error % per round (raw error % of the worst)",
             "function", "plain", "comp"
