@@ -110,3 +110,19 @@ impl Contention {
         }
     }
 }
+
+/// Run the blocking `op` of a channel whose first try found it full or empty, timed as a wait
+/// of `kind` at `site` while a session records, and charge the wait to this thread.
+#[cold]
+#[inline(never)]
+pub(super) fn blocked<R>(kind: WaitKind, site: Site, op: impl FnOnce() -> R) -> R {
+    if !recording() {
+        return op();
+    }
+    let start = now_ns();
+    let r = op();
+    let ns = now_ns().saturating_sub(start);
+    emit(Event::wait(kind, 1, sites::number(site)));
+    emit(Event::wait_ns(ns));
+    r
+}
