@@ -20,10 +20,10 @@
 //!   with an empty location: outside all).
 //! - `cabprof_waits_total{kind, site, profile}` and `cabprof_wait_seconds_total{kind, site,
 //!   profile}` (with the waits analysis): per creation site of a `cabprof::sync` lock or
-//!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`; `site` `file:line:col`), the
-//!   contentions and delay of Go's `block` profile (the waiters') and `mutex` profile (the
-//!   holders', each hold once per waiter). Sums, not histograms: the analysis keeps no
-//!   distribution of single waits.
+//!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`, `crossbeam::bounded`, ...;
+//!   `site` `file:line:col`), the contentions and delay of Go's `block` profile (the waiters')
+//!   and `mutex` profile (the holders', each hold once per waiter). Sums, not histograms: the
+//!   analysis keeps no distribution of single waits.
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
