@@ -71,6 +71,10 @@
 //!   call [`test_profile`], while `cargo build --release` compiles it out. A program that
 //!   starts sessions itself puts that code behind a feature of its own, `profile =
 //!   ["cabprof/enabled"]`, with `#[cfg(feature = "profile")]`.
+//! - `sync` (turned on by `enabled`): `cabprof::sync`'s locks and channels, which record
+//!   where the time waits; `crossbeam` and `tokio` add its wrappers of crossbeam-channel's and
+//!   `tokio::sync::mpsc`'s channels (`sync::crossbeam`, `sync::tokio_mpsc`). Without
+//!   `enabled`, these are the wrapped crates' own types.
 //! - `flamegraph`: `report.svg()` and `report.svg_by(..)`, flame graphs drawn by inferno.
 //!   Turns on `enabled`, as `pprof` and `serve` do.
 //! - `pprof`: `report.pprof()` and the other [`ReportData`] `pprof` methods (prost, flate2).

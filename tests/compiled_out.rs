@@ -2,8 +2,8 @@
 //! `#[profile]`, `flush_thread`, the `mem` events and the `Tracked` allocator. Compiled out
 //! they are inert: the attribute hands the item back unchanged, and nothing starts even with
 //! `CABPROF=1`. CI runs this file three ways (`cargo test -p cabprof --no-default-features
-//! --test compiled_out`, the same with `--features sync`, and with the workspace's
-//! `--all-features`). Each build has one test,
+//! --test compiled_out`, the same with `--features sync,crossbeam,tokio`, and with the
+//! workspace's `--all-features`). Each build has one test,
 //! so that the threads it counts are its own.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -55,6 +55,45 @@ fn production_sync_code() {
         // The very types: parking_lot's `Mutex` is lock_api's, and std's sender.
         assert!(mutex.starts_with("lock_api::"), "{mutex}");
         assert!(sender.starts_with("std::sync::mpsc::"), "{sender}");
+    }
+    production_channel_code();
+}
+
+/// The same for the channels of features `crossbeam` and `tokio`: the wrappers, or compiled
+/// out crossbeam-channel's and tokio's own types.
+#[cfg(feature = "sync")]
+fn production_channel_code() {
+    #[cfg(feature = "crossbeam")]
+    {
+        use cabprof::sync::crossbeam;
+        let (tx, rx) = crossbeam::bounded(1);
+        tx.send(4u8).unwrap();
+        assert!(tx.is_full());
+        assert_eq!(rx.clone().recv(), Ok(4));
+        drop(tx);
+        assert_eq!(rx.recv(), Err(crossbeam::RecvError));
+        let sender = std::any::type_name::<crossbeam::Sender<u8>>();
+        if !cfg!(feature = "enabled") {
+            assert!(sender.starts_with("crossbeam_channel::"), "{sender}");
+        }
+    }
+    #[cfg(feature = "tokio")]
+    {
+        use cabprof::sync::tokio_mpsc;
+        // A current-thread runtime: no thread of its own.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (tx, mut rx) = tokio_mpsc::channel(1);
+        rt.block_on(async {
+            tx.send(5u8).await.unwrap();
+            assert_eq!(tx.capacity(), 0);
+            assert_eq!(rx.recv().await, Some(5));
+        });
+        let sender = std::any::type_name::<tokio_mpsc::Sender<u8>>();
+        if !cfg!(feature = "enabled") {
+            assert!(sender.starts_with("tokio::sync::mpsc::"), "{sender}");
+        }
     }
 }
 

@@ -119,7 +119,7 @@ impl AnalysisDescriptor for Descriptor {
         if t.block.count == 0 && t.mutex.count == 0 {
             let _ = writeln!(
                 o,
-                "  no wait was recorded: only cabprof::sync's Mutex, RwLock and mpsc channels report them"
+                "  no wait was recorded: only cabprof::sync's locks and channels report them"
             );
             return;
         }

@@ -71,7 +71,8 @@ pub struct WaitContextEntry {
 /// One creation site's waits.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaitSiteEntry {
-    /// `Mutex`, `RwLock`, `channel` or `sync_channel`.
+    /// `Mutex`, `RwLock`, `channel`, `sync_channel`, `crossbeam::bounded`,
+    /// `crossbeam::unbounded`, `tokio::mpsc::channel` or `tokio::mpsc::unbounded_channel`.
     pub kind: String,
     /// Where it was made: `file:line:column`.
     pub site: String,

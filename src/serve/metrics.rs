@@ -20,11 +20,12 @@
 //!   with an empty location: outside all).
 //! - `cabprof_waits_total{kind, site, profile}` and `cabprof_wait_seconds_total{kind, site,
 //!   profile}` (with the waits analysis): per creation site of a `cabprof::sync` lock or
-//!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`; `site` `file:line:col`), the
-//!   contentions and delay of Go's `block` profile (the waiters') and `mutex` profile (the
-//!   holders', each hold once per waiter); and `cabprof_lock_wait_seconds{kind, site}`, a
-//!   histogram of the single block-profile waits (lock waits, blocked sends and receives)
-//!   in decade buckets from 1 µs to 10 s (`cabprof_analyses::WAIT_BUCKETS_NS`).
+//!   channel (`kind` `Mutex`, `RwLock`, `channel`, `sync_channel`, `crossbeam::bounded`, ...;
+//!   `site` `file:line:col`), the contentions and delay of Go's `block` profile (the waiters')
+//!   and `mutex` profile (the holders', each hold once per waiter); and
+//!   `cabprof_lock_wait_seconds{kind, site}`, a histogram of the single block-profile waits
+//!   (lock waits, blocked sends and receives) in decade buckets from 1 µs to 10 s
+//!   (`cabprof_analyses::WAIT_BUCKETS_NS`).
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what

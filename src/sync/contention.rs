@@ -128,3 +128,19 @@ impl Contention {
         }
     }
 }
+
+/// Run the blocking `op` of a channel whose first try found it full or empty, timed as a wait
+/// of `kind` at `site` while a session records, and charge the wait to this thread.
+#[cold]
+#[inline(never)]
+pub(super) fn blocked<R>(kind: WaitKind, site: Site, op: impl FnOnce() -> R) -> R {
+    if !recording() {
+        return op();
+    }
+    let start = now_ns();
+    let from = span_start();
+    let r = op();
+    let ns = now_ns().saturating_sub(start);
+    emit_wait(kind, sites::number(site), ns, from);
+    r
+}

@@ -1,6 +1,8 @@
 //! Locks and channels that say where the time waits: [`Mutex`] and [`RwLock`] with
-//! parking_lot's API, and [`mpsc`], `std::sync::mpsc`'s channels, each recording its waits
-//! into the running session for the [`Waits`](crate::Analysis::Waits) analysis.
+//! parking_lot's API; [`mpsc`], `std::sync::mpsc`'s channels; `crossbeam`, crossbeam-channel's
+//! (feature `crossbeam`); and `tokio_mpsc`, `tokio::sync::mpsc`'s (feature `tokio`). Each
+//! records its waits into the running session for the [`Waits`](crate::Analysis::Waits)
+//! analysis.
 //!
 //! ```no_run
 //! use cabprof::sync::Mutex;
@@ -21,21 +23,25 @@
 //! - **A contended hold** (Go's *mutex* profile): at a release while threads wait, the time
 //!   since the first of them began to wait (or since the previous such release), once per
 //!   waiter, charged to the releasing holder's calling context and the creation site.
-//! - **A blocked send or receive** ([`mpsc`]): a `send` on a full `sync_channel`, or a `recv`
-//!   on an empty channel, from the attempt to its end, charged to the waiter's context and
-//!   the channel's creation site. Capacity and back-pressure are the wrapped channel's: the
-//!   wrapper tries the operation, and only if it would block does it block on the same
-//!   operation, timed.
+//! - **A blocked send or receive** ([`mpsc`], `crossbeam`, `tokio_mpsc`): a `send` on a full
+//!   bounded channel, or a `recv` on an empty channel, from the attempt to its end, charged to
+//!   the waiter's context and the channel's creation site. Capacity and back-pressure are the
+//!   wrapped channel's: the wrapper tries the operation, and only if it would block does it
+//!   block on the same operation, timed. Tokio's are asynchronous: the send's or receive's own
+//!   future is polled, and a `Pending` poll on a full (empty) channel begins the wait, written
+//!   when the future ends, in the context of the task's poll (an `#[profile] async fn` that
+//!   awaits it).
 //!
 //! Costs: with no session recording, an acquisition is parking_lot's after one load and one
 //! branch (is a session recording?); while one records, it is `try_lock` first, and when that
 //! succeeds (uncontended) nothing else happens. A release adds one load and one branch (are
 //! threads waiting?). Only a contended acquisition reads the clock. Without
-//! cabprof's `enabled` feature the names here are parking_lot's and the standard library's
-//! own types (re-exports), so code that uses them builds either way.
+//! cabprof's `enabled` feature the names here are parking_lot's, the standard library's,
+//! crossbeam-channel's and tokio's own types (re-exports), so code that uses them builds either
+//! way.
 //!
 //! What they do not see: locks and channels not wrapped (a `std::sync::Mutex`, a lock inside a
-//! dependency), spin loops and `try_lock` retries the program writes itself, time spent
+//! dependency, crossbeam's `select!`, tokio's `reserve`), spin loops and `try_lock` retries the program writes itself, time spent
 //! runnable but not scheduled after the grant, and waits on `Condvar` (parking_lot's
 //! `Condvar` takes parking_lot's guards: use `parking_lot::Mutex` with it). A hold's delay
 //! counts the waiters present at the release; a thread that begins to wait in the instant
@@ -43,6 +49,8 @@
 
 #[cfg(feature = "enabled")]
 mod contention;
+#[cfg(all(feature = "enabled", feature = "crossbeam"))]
+pub mod crossbeam;
 #[cfg(feature = "enabled")]
 mod lock;
 #[cfg(feature = "enabled")]
@@ -51,6 +59,8 @@ pub mod mpsc;
 mod rwlock;
 #[cfg(feature = "enabled")]
 pub(crate) mod sites;
+#[cfg(all(feature = "enabled", feature = "tokio"))]
+pub mod tokio_mpsc;
 
 #[cfg(feature = "enabled")]
 pub use lock::{Mutex, MutexGuard};
@@ -65,5 +75,20 @@ pub mod mpsc {
     pub use std::sync::mpsc::{
         channel, sync_channel, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, SendError,
         Sender, SyncSender, TryIter, TryRecvError, TrySendError,
+    };
+}
+/// Compiled out: crossbeam-channel's own items.
+#[cfg(all(not(feature = "enabled"), feature = "crossbeam"))]
+pub mod crossbeam {
+    pub use crossbeam_channel::{
+        bounded, unbounded, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError, SendError,
+        SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+    };
+}
+/// Compiled out: `tokio::sync::mpsc`'s own items.
+#[cfg(all(not(feature = "enabled"), feature = "tokio"))]
+pub mod tokio_mpsc {
+    pub use tokio::sync::mpsc::{
+        channel, error, unbounded_channel, Receiver, Sender, UnboundedReceiver, UnboundedSender,
     };
 }

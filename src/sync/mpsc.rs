@@ -6,10 +6,9 @@
 //! blocking `recv`, timed. Nothing is buffered beside the channel. Compiled out, this module
 //! is `std::sync::mpsc`.
 
-use super::sites::{self, Site};
-use crate::sync::contention::{emit_wait, now_ns, span_start};
+use super::contention::blocked;
+use super::sites::Site;
 use cabprof_cab::event::WaitKind;
-use cabprof_cab::runtime::recording;
 use std::fmt;
 use std::panic::Location;
 use std::sync::mpsc as std_mpsc;
@@ -59,21 +58,6 @@ pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
         location: Location::caller(),
     };
     (SyncSender { inner: tx, site }, Receiver { inner: rx, site })
-}
-
-/// Run the blocking `op`, timed as a wait of `kind` at `site` while a session records.
-#[cold]
-#[inline(never)]
-fn blocked<R>(kind: WaitKind, site: Site, op: impl FnOnce() -> R) -> R {
-    if !recording() {
-        return op();
-    }
-    let start = now_ns();
-    let from = span_start();
-    let r = op();
-    let ns = now_ns().saturating_sub(start);
-    emit_wait(kind, sites::number(site), ns, from);
-    r
 }
 
 impl<T> Sender<T> {

@@ -9,7 +9,8 @@ use std::sync::Mutex;
 /// One creation site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Site {
-    /// `Mutex`, `RwLock`, `channel` or `sync_channel`.
+    /// `Mutex`, `RwLock`, `channel`, `sync_channel`, `crossbeam::bounded`,
+    /// `crossbeam::unbounded`, `tokio::mpsc::channel` or `tokio::mpsc::unbounded_channel`.
     pub(crate) kind: &'static str,
     pub(crate) location: &'static Location<'static>,
 }

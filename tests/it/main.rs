@@ -39,6 +39,10 @@ mod time_long;
 mod timeline;
 mod timeline_recorder;
 mod waits;
+#[cfg(feature = "crossbeam")]
+mod waits_crossbeam;
+#[cfg(feature = "tokio")]
+mod waits_tokio;
 mod xray_recovers_simulator;
 
 #[cfg(feature = "pprof")]

@@ -23,7 +23,7 @@ fn session() -> Session {
 }
 
 /// The waits of the context whose innermost function is `name` (a single such context).
-fn context(data: &ReportData, name: &str) -> WaitCountsEntry {
+pub(crate) fn context(data: &ReportData, name: &str) -> WaitCountsEntry {
     let w = data.waits.as_ref().expect("the waits analysis ran");
     let found: Vec<_> = w
         .contexts
@@ -214,10 +214,10 @@ fn a_full_channel_is_a_blocked_send_in_the_senders_context() {
 }
 
 /// A small deterministic generator (xorshift), so the cases need no dependency.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

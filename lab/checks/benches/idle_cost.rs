@@ -39,10 +39,16 @@
 //! while an exhaustive session records (uncontended, it records nothing: what it adds is
 //! `try_lock` for `lock` and one load and branch at the release).
 //!
+//! A fourth times an uncontended send and receive on one thread ([`MESSAGES`] per timing, in
+//! the same rounds): crossbeam-channel's `bounded` and tokio's `mpsc::channel` (awaited in a
+//! current-thread runtime), each plain, as `cabprof::sync::crossbeam` and
+//! `cabprof::sync::tokio_mpsc` with no session, and the same while an exhaustive session
+//! records (the channel never fills or empties: nothing is recorded).
+//!
 //! `cargo bench -p cabprof-checks --bench idle_cost` (fat LTO, the bench profile) and
 //! `cargo bench -p cabprof-checks --bench idle_cost --profile release` (what a crate that
 //! depends on cabprof builds with `cargo build --release`). `IDLE_COST_ROUNDS` sets the rounds
-//! (9 to 1000, default 17).
+//! (9 to 1000, default 17); `IDLE_COST_ONLY=channels` times the channel table alone.
 
 use cabprof::{Analysis, Session};
 use cabprof_bench_support::rounds::interleaved;
@@ -570,6 +576,186 @@ fn lock_profiled(m: &cabprof::sync::Mutex<u64>) -> f64 {
     ns
 }
 
+/// Send and receive pairs per channel timing.
+const MESSAGES: u32 = 200_000;
+
+/// The channel variants, in the order of their timings.
+const CHANNEL_NAMES: [&str; 6] = [
+    "crossbeam_channel",
+    "sync::crossbeam, idle",
+    "sync::crossbeam, session",
+    "tokio mpsc",
+    "sync::tokio_mpsc, idle",
+    "sync::tokio_mpsc, session",
+];
+
+/// A channel with room: a send then a receive never waits.
+const CHANNEL_CAP: usize = 16;
+
+/// ns per uncontended send and receive through `pass` (kept out of line so each variant's
+/// loop is the same shape).
+fn time_channel<C>(channel: &C, pass: fn(&C, u64) -> u64) -> f64 {
+    pass(channel, 1);
+    let t = Instant::now();
+    let mut acc = 0u64;
+    for i in 0..MESSAGES as u64 {
+        acc = acc.wrapping_add(pass(black_box(channel), i));
+    }
+    black_box(acc);
+    t.elapsed().as_nanos() as f64 / MESSAGES as f64
+}
+
+type Crossbeam = (
+    crossbeam_channel::Sender<u64>,
+    crossbeam_channel::Receiver<u64>,
+);
+type CrossbeamWrapped = (
+    cabprof::sync::crossbeam::Sender<u64>,
+    cabprof::sync::crossbeam::Receiver<u64>,
+);
+
+#[inline(never)]
+fn pass_crossbeam(c: &Crossbeam, v: u64) -> u64 {
+    c.0.send(v).unwrap();
+    c.1.recv().unwrap()
+}
+
+#[inline(never)]
+fn pass_crossbeam_wrapped(c: &CrossbeamWrapped, v: u64) -> u64 {
+    c.0.send(v).unwrap();
+    c.1.recv().unwrap()
+}
+
+/// ns per uncontended awaited send and receive, `MESSAGES` of them in one `block_on`.
+fn time_tokio<S, R>(
+    rt: &tokio::runtime::Runtime,
+    (tx, rx): &mut (S, R),
+    pass: impl AsyncFn(&S, &mut R, u64) -> u64,
+) -> f64 {
+    rt.block_on(async {
+        pass(tx, rx, 1).await;
+        let t = Instant::now();
+        let mut acc = 0u64;
+        for i in 0..MESSAGES as u64 {
+            acc = acc.wrapping_add(pass(black_box(&*tx), rx, i).await);
+        }
+        black_box(acc);
+        t.elapsed().as_nanos() as f64 / MESSAGES as f64
+    })
+}
+
+async fn pass_tokio(
+    tx: &tokio::sync::mpsc::Sender<u64>,
+    rx: &mut tokio::sync::mpsc::Receiver<u64>,
+    v: u64,
+) -> u64 {
+    tx.send(v).await.unwrap();
+    rx.recv().await.unwrap()
+}
+
+async fn pass_tokio_wrapped(
+    tx: &cabprof::sync::tokio_mpsc::Sender<u64>,
+    rx: &mut cabprof::sync::tokio_mpsc::Receiver<u64>,
+    v: u64,
+) -> u64 {
+    tx.send(v).await.unwrap();
+    rx.recv().await.unwrap()
+}
+
+/// `time` under a waits session, which records no wait (uncontended).
+fn waits_session(time: impl FnOnce() -> f64) -> f64 {
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .start()
+        .expect("no other session runs in this bench");
+    let ns = time();
+    let r = s.finish();
+    let waits = r.data.waits.as_ref().expect("the waits analysis ran");
+    assert_eq!(waits.totals.block.count, 0, "uncontended: no wait recorded");
+    ns
+}
+
+/// The channels of the channel table, made once.
+struct Channels {
+    crossbeam: Crossbeam,
+    crossbeam_wrapped: CrossbeamWrapped,
+    rt: tokio::runtime::Runtime,
+    tokio: (
+        tokio::sync::mpsc::Sender<u64>,
+        tokio::sync::mpsc::Receiver<u64>,
+    ),
+    tokio_wrapped: (
+        cabprof::sync::tokio_mpsc::Sender<u64>,
+        cabprof::sync::tokio_mpsc::Receiver<u64>,
+    ),
+}
+
+impl Channels {
+    fn new() -> Channels {
+        Channels {
+            crossbeam: crossbeam_channel::bounded(CHANNEL_CAP),
+            crossbeam_wrapped: cabprof::sync::crossbeam::bounded(CHANNEL_CAP),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("a current-thread runtime"),
+            tokio: tokio::sync::mpsc::channel(CHANNEL_CAP),
+            tokio_wrapped: cabprof::sync::tokio_mpsc::channel(CHANNEL_CAP),
+        }
+    }
+
+    /// Time the channel variant `v` (the order of [`CHANNEL_NAMES`]).
+    fn time(&mut self, v: usize) -> f64 {
+        match v {
+            0 => time_channel(&self.crossbeam, pass_crossbeam),
+            1 => time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped),
+            2 => waits_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
+            3 => time_tokio(&self.rt, &mut self.tokio, pass_tokio),
+            4 => time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped),
+            _ => {
+                waits_session(|| time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped))
+            }
+        }
+    }
+}
+
+/// The channel table; `ns` in the order of [`CHANNEL_NAMES`], each wrapper's rows against the
+/// plain channel above them.
+fn report_channels(ns: &[Vec<f64>]) {
+    println!("\nchannel: an uncontended send and receive, {MESSAGES} per timing");
+    println!(
+        "{:<26} {:>10} {:>17} {:>30}",
+        "", "ns/message", "spread", "x plain"
+    );
+    for (i, name) in CHANNEL_NAMES.iter().enumerate() {
+        let plain = &ns[i / 3 * 3];
+        let (lo, hi) = min_max(&ns[i]);
+        let ratio = median_interval(&paired_ratios(&ns[i], plain), 0.95, RESAMPLES, SEED);
+        println!(
+            "{:<26} {:>10.2} {:>17} {:>30}",
+            name,
+            median(&ns[i]),
+            format!("{lo:.2}-{hi:.2}"),
+            format!("{:.3} [{:.3}, {:.3}]", ratio.median, ratio.lo, ratio.hi),
+        );
+    }
+}
+
+/// `IDLE_COST_ONLY`: unset (every table) or `channels` (the channel table alone).
+fn channels_only() -> bool {
+    match std::env::var("IDLE_COST_ONLY") {
+        Err(std::env::VarError::NotPresent) => false,
+        Ok(v) if v.trim() == "channels" => true,
+        Ok(v) => {
+            eprintln!("IDLE_COST_ONLY={v:?}: expected `channels` (unset: every table)");
+            std::process::exit(2);
+        }
+        Err(e) => {
+            eprintln!("IDLE_COST_ONLY: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// `IDLE_COST_ROUNDS`, checked: 9 to 1000, default 17.
 fn rounds() -> usize {
     cabprof_bench_support::rounds::rounds(
@@ -590,6 +776,14 @@ const NAMES: [&str; 5] = [
 ];
 
 fn main() {
+    let rounds = rounds();
+    let mut channels = Channels::new();
+    if channels_only() {
+        let ns = interleaved(rounds, CHANNEL_NAMES.len(), SEED, |v| channels.time(v));
+        println!("idle_cost: the channel table alone, {rounds} rounds alternated");
+        report_channels(&ns);
+        return;
+    }
     let src = input();
     let want = parse_plain(&src);
     for (parse, what) in [
@@ -609,15 +803,14 @@ fn main() {
         assert_eq!(lower(&tree), want, "the {what} lowering lowers alike");
     }
 
-    // Both workloads in the same rounds, so that they see the same state of the host.
-    let rounds = rounds();
+    // Every workload in the same rounds, so that they see the same state of the host.
     let (plain_lock, wrapped_lock) = (
         parking_lot::Mutex::new(0u64),
         cabprof::sync::Mutex::new(0u64),
     );
     let ns = interleaved(
         rounds,
-        2 * NAMES.len() + LOCK_NAMES.len(),
+        2 * NAMES.len() + LOCK_NAMES.len() + CHANNEL_NAMES.len(),
         SEED,
         |v| match v {
             0 => time(&src[..], parse_plain),
@@ -632,7 +825,8 @@ fn main() {
             9 => profiled(&tree, lower_annotated),
             10 => time_lock(&plain_lock, bump_parking_lot),
             11 => time_lock(&wrapped_lock, bump_cabprof),
-            _ => lock_profiled(&wrapped_lock),
+            12 => lock_profiled(&wrapped_lock),
+            _ => channels.time(v - 2 * NAMES.len() - LOCK_NAMES.len()),
         },
     );
 
@@ -652,7 +846,7 @@ fn main() {
         "us/lower",
         &ns[NAMES.len()..2 * NAMES.len()],
     );
-    let locks = &ns[2 * NAMES.len()..];
+    let locks = &ns[2 * NAMES.len()..2 * NAMES.len() + LOCK_NAMES.len()];
     println!("\nlock: an uncontended lock and unlock, {LOCKS} per timing");
     println!(
         "{:<24} {:>10} {:>17} {:>30}",
@@ -669,6 +863,7 @@ fn main() {
             format!("{:.3} [{:.3}, {:.3}]", ratio.median, ratio.lo, ratio.hi),
         );
     }
+    report_channels(&ns[2 * NAMES.len() + LOCK_NAMES.len()..]);
 }
 
 /// One workload's table and verdicts; `ns` in the order of [`NAMES`].
