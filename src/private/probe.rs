@@ -49,13 +49,18 @@ thread_local! {
 pub(crate) static PROBE_SITE: Site =
     Site::unregistered(|| "cabprof::calibration::probe", module_path!());
 
-/// Rounds of the probe's body: four independent multiply chains, a few nanoseconds of work.
-const BODY_STEPS: u32 = 8;
+/// Rounds of the probe's body: four independent multiply chains, about 10 ns of work.
+const BODY_STEPS: u32 = 16;
 
 /// The probe's body (and its twin's). Not empty: out-of-order execution runs part of the
 /// instrumentation alongside the function's own work, as it does in a real function. How much
 /// depends on the function (a long dependency chain hides more of its calls' cost than a
-/// one-multiply accessor does); four short chains stand for a small function.
+/// one-multiply accessor does). Sixteen rounds hide an untimed call's work behind the body
+/// about as the functions of `cabprof_checks::fidelity` and of miniz_oxide hide it: a shorter
+/// body hides less, and a sampled session then takes too much out of every untimed call; a
+/// much longer one hides all of it. A timed call's cost barely moves with the length (its
+/// exit's clock read waits for the body). `cargo bench -p cabprof-checks --bench
+/// time_fidelity` judges it.
 #[inline(always)]
 pub(crate) fn body(x: u64) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
