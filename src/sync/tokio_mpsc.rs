@@ -244,79 +244,90 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Receiver<T> {
-    /// The next message, waiting while the channel is empty (recorded); `None` once it is
-    /// empty and closed. Tokio's `recv`, polled as it is.
-    pub async fn recv(&mut self) -> Option<T> {
-        let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
-        let inner = &mut self.inner;
-        poll_fn(|cx| {
-            let p = inner.poll_recv(cx);
-            wait.after(&p, || inner.is_empty());
-            p
-        })
-        .await
-    }
+/// The receiving methods both receivers share, the same over tokio's bounded and unbounded
+/// receivers.
+macro_rules! receiving {
+    ($receiver:ident) => {
+        impl<T> $receiver<T> {
+            /// The next message, waiting while the channel is empty (recorded); `None` once it is
+            /// empty and closed. Tokio's `recv`, polled as it is.
+            pub async fn recv(&mut self) -> Option<T> {
+                let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
+                let inner = &mut self.inner;
+                poll_fn(|cx| {
+                    let p = inner.poll_recv(cx);
+                    wait.after(&p, || inner.is_empty());
+                    p
+                })
+                .await
+            }
 
-    /// Up to `limit` messages appended to `buffer`, waiting while the channel is empty
-    /// (recorded); 0 once it is empty and closed (or if `limit` is 0).
-    pub async fn recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
-        let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
-        let inner = &mut self.inner;
-        poll_fn(|cx| {
-            let p = inner.poll_recv_many(cx, buffer, limit);
-            wait.after(&p, || inner.is_empty());
-            p
-        })
-        .await
-    }
+            /// Up to `limit` messages appended to `buffer`, waiting while the channel is empty
+            /// (recorded); 0 once it is empty and closed (or if `limit` is 0).
+            pub async fn recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
+                let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
+                let inner = &mut self.inner;
+                poll_fn(|cx| {
+                    let p = inner.poll_recv_many(cx, buffer, limit);
+                    wait.after(&p, || inner.is_empty());
+                    p
+                })
+                .await
+            }
 
-    /// The next message if there is one now (never waits, never recorded).
-    #[inline]
-    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.inner.try_recv()
-    }
+            /// The next message if there is one now (never waits, never recorded).
+            #[inline]
+            pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+                self.inner.try_recv()
+            }
 
-    /// The next message from outside the runtime, blocking the thread while the channel is
-    /// empty (recorded if it was empty as the call began); tokio's `blocking_recv`, which
-    /// panics if called from asynchronous code.
-    pub fn blocking_recv(&mut self) -> Option<T> {
-        if self.inner.is_empty() {
-            let inner = &mut self.inner;
-            blocked(WaitKind::Receive, self.site, || inner.blocking_recv())
-        } else {
-            self.inner.blocking_recv()
+            /// The next message from outside the runtime, blocking the thread while the channel is
+            /// empty (recorded if it was empty as the call began); tokio's `blocking_recv`, which
+            /// panics if called from asynchronous code.
+            pub fn blocking_recv(&mut self) -> Option<T> {
+                if self.inner.is_empty() {
+                    let inner = &mut self.inner;
+                    blocked(WaitKind::Receive, self.site, || inner.blocking_recv())
+                } else {
+                    self.inner.blocking_recv()
+                }
+            }
+
+            /// One poll for the next message: from a `Pending` that found the channel empty to the
+            /// `Ready` is a blocked receive, written at the `Ready`.
+            pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+                let p = self.inner.poll_recv(cx);
+                let inner = &self.inner;
+                poll_recorded(&mut self.since, self.site, p, || inner.is_empty())
+            }
+
+            /// Close the channel: no more sends; the messages in it can still be received.
+            pub fn close(&mut self) {
+                self.inner.close()
+            }
+
+            /// The channel is closed (by [`close`](Self::close) or every sender gone).
+            pub fn is_closed(&self) -> bool {
+                self.inner.is_closed()
+            }
+
+            /// No message is in the channel.
+            pub fn is_empty(&self) -> bool {
+                self.inner.is_empty()
+            }
+
+            /// The messages in the channel.
+            pub fn len(&self) -> usize {
+                self.inner.len()
+            }
         }
-    }
+    };
+}
 
-    /// One poll for the next message: from a `Pending` that found the channel empty to the
-    /// `Ready` is a blocked receive, written at the `Ready`.
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let p = self.inner.poll_recv(cx);
-        let inner = &self.inner;
-        poll_recorded(&mut self.since, self.site, p, || inner.is_empty())
-    }
+receiving!(Receiver);
+receiving!(UnboundedReceiver);
 
-    /// Close the channel: no more sends; the messages in it can still be received.
-    pub fn close(&mut self) {
-        self.inner.close()
-    }
-
-    /// The channel is closed (by [`close`](Self::close) or every sender gone).
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    /// No message is in the channel.
-    pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-
-    /// The messages in the channel.
-    pub fn len(&self) -> usize {
-        self.inner.len()
-    }
-
+impl<T> Receiver<T> {
     /// The room left in the channel now.
     pub fn capacity(&self) -> usize {
         self.inner.capacity()
@@ -348,80 +359,6 @@ impl<T> UnboundedSender<T> {
     /// Both send into the same channel.
     pub fn same_channel(&self, other: &UnboundedSender<T>) -> bool {
         self.inner.same_channel(&other.inner)
-    }
-}
-
-impl<T> UnboundedReceiver<T> {
-    /// The next message, waiting while the channel is empty (recorded); `None` once it is
-    /// empty and closed. Tokio's `recv`, polled as it is.
-    pub async fn recv(&mut self) -> Option<T> {
-        let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
-        let inner = &mut self.inner;
-        poll_fn(|cx| {
-            let p = inner.poll_recv(cx);
-            wait.after(&p, || inner.is_empty());
-            p
-        })
-        .await
-    }
-
-    /// Up to `limit` messages appended to `buffer`, waiting while the channel is empty
-    /// (recorded); 0 once it is empty and closed (or if `limit` is 0).
-    pub async fn recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
-        let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
-        let inner = &mut self.inner;
-        poll_fn(|cx| {
-            let p = inner.poll_recv_many(cx, buffer, limit);
-            wait.after(&p, || inner.is_empty());
-            p
-        })
-        .await
-    }
-
-    /// The next message if there is one now (never waits, never recorded).
-    #[inline]
-    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.inner.try_recv()
-    }
-
-    /// The next message from outside the runtime, blocking the thread while the channel is
-    /// empty (recorded if it was empty as the call began); tokio's `blocking_recv`, which
-    /// panics if called from asynchronous code.
-    pub fn blocking_recv(&mut self) -> Option<T> {
-        if self.inner.is_empty() {
-            let inner = &mut self.inner;
-            blocked(WaitKind::Receive, self.site, || inner.blocking_recv())
-        } else {
-            self.inner.blocking_recv()
-        }
-    }
-
-    /// One poll for the next message: from a `Pending` that found the channel empty to the
-    /// `Ready` is a blocked receive, written at the `Ready`.
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let p = self.inner.poll_recv(cx);
-        let inner = &self.inner;
-        poll_recorded(&mut self.since, self.site, p, || inner.is_empty())
-    }
-
-    /// Close the channel: no more sends; the messages in it can still be received.
-    pub fn close(&mut self) {
-        self.inner.close()
-    }
-
-    /// The channel is closed (by [`close`](Self::close) or every sender gone).
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    /// No message is in the channel.
-    pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-
-    /// The messages in the channel.
-    pub fn len(&self) -> usize {
-        self.inner.len()
     }
 }
 

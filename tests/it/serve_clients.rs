@@ -22,34 +22,6 @@ fn parse_field(i: u64) -> u64 {
     i.wrapping_mul(0x9e37_79b9).rotate_left(11) & 0xff
 }
 
-/// Three waits of about 20 ms for a `cabprof::sync::Mutex` another thread holds.
-fn three_lock_waits() {
-    let m = std::sync::Arc::new(cabprof::sync::Mutex::new(0u64));
-    let (held, done) = (
-        std::sync::Arc::new(std::sync::Barrier::new(2)),
-        std::sync::Arc::new(std::sync::Barrier::new(2)),
-    );
-    let holder = {
-        let (m, held, done) = (m.clone(), held.clone(), done.clone());
-        std::thread::spawn(move || {
-            for _ in 0..3 {
-                let mut g = m.lock();
-                held.wait();
-                std::thread::sleep(Duration::from_millis(20));
-                *g += 1;
-                drop(g);
-                done.wait();
-            }
-        })
-    };
-    for _ in 0..3 {
-        held.wait();
-        *m.lock() += 1;
-        done.wait();
-    }
-    holder.join().unwrap();
-}
-
 /// 40 requests of 3 fields: 40 + 120 calls.
 fn workload() {
     for _ in 0..40 {
@@ -223,7 +195,7 @@ fn prometheus_scrapes_exact_counts() {
         &format!("127.0.0.1:{target}"),
     );
     workload();
-    three_lock_waits();
+    crate::waits::lock_waits(3, |m| *m.lock() += 1);
     let mut found = None;
     for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(100));

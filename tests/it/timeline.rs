@@ -570,19 +570,27 @@ fn the_devtools_trace_engine_reads_the_chrome_trace_as_the_report_says() {
     let _g = serial();
     let d = known_timing(&[Analysis::MethodCount, Analysis::Timeline]);
     let trace = d.chrome_trace().expect("a timeline");
-    let Some(modules) = npm_packages() else {
+    let Some(out) = trace_engine(&trace, "timeline.trace.json") else {
         return;
     };
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("timeline.trace.json");
-    std::fs::write(&path, &trace).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/trace_engine.mjs");
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(&path)
-        .arg(&modules)
-        .output()
-        .unwrap();
     judge(&out, &d, "the trace engine");
+}
+
+/// The DevTools trace engine's reading of `trace` (written to `file` in the tests' scratch
+/// directory); `None` if the engine is missing (a failure under `CI`).
+fn trace_engine(trace: &str, file: &str) -> Option<std::process::Output> {
+    let modules = npm_packages()?;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    std::fs::write(&path, trace).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/trace_engine.mjs");
+    Some(
+        Command::new("node")
+            .arg(&script)
+            .arg(&path)
+            .arg(&modules)
+            .output()
+            .unwrap(),
+    )
 }
 
 /// Serve the files of `dir` over HTTP on loopback, from a thread that lives as long as the
@@ -906,35 +914,6 @@ fn the_live_endpoint_serves_the_window_of_the_timeline() {
     s.finish();
 }
 
-/// Three waits of about 20 ms in `take_lock`, for a `cabprof::sync::Mutex` another thread
-/// holds.
-fn three_lock_waits() {
-    let m = std::sync::Arc::new(cabprof::sync::Mutex::new(0u64));
-    let (held, done) = (
-        std::sync::Arc::new(std::sync::Barrier::new(2)),
-        std::sync::Arc::new(std::sync::Barrier::new(2)),
-    );
-    let holder = {
-        let (m, held, done) = (m.clone(), held.clone(), done.clone());
-        std::thread::spawn(move || {
-            for _ in 0..3 {
-                let mut g = m.lock();
-                held.wait();
-                wait(20.0);
-                *g += 1;
-                drop(g);
-                done.wait();
-            }
-        })
-    };
-    for _ in 0..3 {
-        held.wait();
-        take_lock(&m);
-        done.wait();
-    }
-    holder.join().unwrap();
-}
-
 #[profile]
 fn take_lock(m: &cabprof::sync::Mutex<u64>) {
     *m.lock() += 1;
@@ -950,7 +929,7 @@ fn a_lock_wait_is_a_slice_inside_the_call_that_waited() {
         .analyses(&[Analysis::Timeline, Analysis::Waits])
         .start()
         .unwrap();
-    three_lock_waits();
+    crate::waits::lock_waits(3, take_lock);
     let d = s.finish().data;
     let t = d.timeline.as_ref().expect("the timeline ran");
     let names = d.method_names();
@@ -960,7 +939,7 @@ fn a_lock_wait_is_a_slice_inside_the_call_that_waited() {
             let wait = w.wait.as_ref().unwrap();
             assert_eq!(wait.kind, "lock");
             assert!(
-                wait.site.starts_with("Mutex tests/it/timeline.rs:"),
+                wait.site.starts_with("Mutex tests/it/waits.rs:"),
                 "{wait:?}"
             );
             assert!(
@@ -984,18 +963,9 @@ fn a_lock_wait_is_a_slice_inside_the_call_that_waited() {
     assert_eq!(found, 3, "one slice per wait");
     let trace = d.chrome_trace().unwrap();
     assert_eq!(trace.matches("\"cat\":\"wait\"").count(), 3, "{trace}");
-    let Some(modules) = npm_packages() else {
+    let Some(out) = trace_engine(&trace, "waits.trace.json") else {
         return;
     };
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("waits.trace.json");
-    std::fs::write(&path, &trace).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readers/trace_engine.mjs");
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(&path)
-        .arg(&modules)
-        .output()
-        .unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -55,24 +55,31 @@ fn wait_for_lock(m: &Mutex<u64>) -> u64 {
     *m.lock()
 }
 
-/// Holds a lock 20 ms, 25 times, while another thread waits for it each time: about 0.5 s.
-/// Returns the line the lock was made on.
-fn contend() -> u32 {
+/// `rounds` waits of about 20 ms: another thread holds the lock 20 ms each round while this
+/// one `take`s it. The lock is made on the line this returns.
+pub(crate) fn lock_waits(rounds: usize, take: impl Fn(&Mutex<u64>)) -> u32 {
     let m = Arc::new(Mutex::new(0u64));
     let line = line!() - 1;
     let (held, done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
     let holder = {
         let (m, held, done) = (m.clone(), held.clone(), done.clone());
-        std::thread::spawn(move || hold_lock(&m, 25, &held, &done))
+        std::thread::spawn(move || hold_lock(&m, rounds, &held, &done))
     };
-    for _ in 0..25 {
+    for _ in 0..rounds {
         held.wait();
-        std::hint::black_box(wait_for_lock(&m));
+        take(&m);
         done.wait();
     }
     holder.join().unwrap();
-    assert_eq!(*m.lock(), 25);
     line
+}
+
+/// Holds a lock 20 ms, 25 times, while another thread waits for it each time: about 0.5 s.
+/// Returns the line the lock was made on.
+fn contend() -> u32 {
+    lock_waits(25, |m| {
+        std::hint::black_box(wait_for_lock(m));
+    })
 }
 
 fn contended_mutex() -> (ReportData, u32) {
