@@ -6,7 +6,7 @@
 //! {
 //!     fn __cabprof_here() {}                      // its type name is the function's path
 //!     static __CABPROF_SITE: Site = Site::new(..., module_path!(), file!(), line!(), None,
-//!                                             ::cabprof::__first_event);  // see Site
+//!                                             ::cabprof::__private::first_event);  // see Site
 //!     ::cabprof::__private::run(&__CABPROF_SITE,
 //!         #[cfg_attr(not(debug_assertions), inline(always))] move || -> Ret { <statements> })
 //! }
@@ -25,7 +25,7 @@
 //! ```text
 //! {
 //!     fn __cabprof_here() {}
-//!     static __CABPROF_SITE: Site = Site::new(..., paths, ::cabprof::__first_event);
+//!     static __CABPROF_SITE: Site = Site::new(..., paths, ::cabprof::__private::first_event);
 //!     // with `paths`: const __CABPROF_EDGES: [u64; K] = [...]; static __CABPROF_PATHS: ...
 //!     match ::cabprof::__private::enter(&__CABPROF_SITE) {   // enter_paths with `paths`
 //!         ref mut __cabprof_frame => { <the original statements, instrumented for paths / memory> }
@@ -167,7 +167,7 @@ pub(crate) fn function(
             ::cabprof::__private::file!(),
             #line,
             #paths_arg,
-            ::cabprof::__first_event,
+            ::cabprof::__private::first_event,
         );
         #items
     };

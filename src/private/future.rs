@@ -23,6 +23,15 @@
 //! calling context; the `Return` comes inside the last poll, before its `PollEnd`. A future
 //! dropped unfinished closes with an empty last poll (`Poll`, `Return`, `PollEnd`). That is two
 //! words per poll and a few instructions; synchronous functions are untouched.
+//!
+//! A timed future also hands its body a waker of cabprof's, which notes the first wake since
+//! the latest poll began and wakes the executor's (outside its lock: an executor may poll the
+//! task inside its wake), so that the next poll can say how long the executor took to poll it
+//! again (a wake delay word after its start stamp). The note is held by the wakers the body
+//! stored, not by the future (it holds the executor's waker, which may hold the future's task),
+//! so a poll after they are all gone makes a new one: an allocation, a waker clone and a lock
+//! per timed poll at most, none for untimed ones but a branch. A wake during a poll counts for
+//! the next one, from the wake: its delay then includes the rest of the poll it came in.
 
 use super::timing::{mark_after_exit, stamp_after, timed, timeline};
 use super::{method, pop, push, recording, Site, CURRENT};
@@ -33,7 +42,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
 /// The future of an instrumented `async fn` body: its frame spans first poll to completion.
@@ -57,9 +66,11 @@ pub struct Instrumented<F, const KEYED: bool = false> {
     timed: bool,
     /// The private session recorded into, if `KEYED`.
     key: u64,
-    /// A timed future's waker, handed to its body in place of the executor's, and what it
-    /// notes: made at its first timed poll.
-    wake: Option<(Arc<WakeNote>, Waker)>,
+    /// A timed future's: when its waker was first woken since its latest poll began (0: not
+    /// since), shared with the waker's note; and that note, if some waker the body handed out
+    /// still holds it. Weak: the note holds the executor's waker, which may hold this future's
+    /// task, and an executor that frees a pending task when its last waker goes must still.
+    wake: Option<(Arc<AtomicU64>, Weak<WakeNote>)>,
 }
 
 /// What a timed future's waker notes: when it was first woken since the future's latest poll
@@ -67,7 +78,7 @@ pub struct Instrumented<F, const KEYED: bool = false> {
 /// scheduling delay). Waking it wakes the executor's waker of the latest poll.
 struct WakeNote {
     /// The clock at the first wake since the latest poll began; 0: none.
-    woken: AtomicU64,
+    woken: Arc<AtomicU64>,
     /// The executor's waker, as the latest poll was given it.
     inner: std::sync::Mutex<Waker>,
 }
@@ -86,10 +97,10 @@ impl std::task::Wake for WakeNote {
             Ordering::Relaxed,
             Ordering::Relaxed,
         );
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .wake_by_ref();
+        // Woken outside the lock: an executor may poll the task inside its wake, and that
+        // poll takes the lock to hand over its waker.
+        let executor = self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        executor.wake();
     }
 }
 
@@ -235,38 +246,49 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
             this.timed = timed(callee);
             first = true;
         }
-        // A timed future's body gets a waker that notes when it is woken; set up before the
-        // poll's words and stamp, as the poller's cost.
+        // A timed future's body gets a waker that notes when it is woken, set up before the
+        // poll's words and stamp, as the poller's cost (and as cabprof's work: its memory is not
+        // the program's). The note lives as long as a waker the body handed out holds it; a
+        // poll after the last was dropped (or woken) makes a new one. The first wake since the
+        // last poll began is taken now: a wake from here on counts for the next poll.
         let timed_poll = this.callee != 0 && this.timed;
-        if timed_poll {
-            match &this.wake {
-                Some((note, _)) => {
+        let mut woken = 0;
+        let waker = if timed_poll {
+            let _work = cabprof_cab::runtime::runtime_work();
+            let (at, weak) = this
+                .wake
+                .get_or_insert_with(|| (Arc::new(AtomicU64::new(0)), Weak::new()));
+            woken = at.swap(0, Ordering::Relaxed);
+            let note = match weak.upgrade() {
+                Some(note) => {
                     let mut inner = note.inner.lock().unwrap_or_else(|e| e.into_inner());
                     if !inner.will_wake(cx.waker()) {
                         *inner = cx.waker().clone();
                     }
+                    drop(inner);
+                    note
                 }
                 None => {
                     let note = Arc::new(WakeNote {
-                        woken: AtomicU64::new(0),
+                        woken: at.clone(),
                         inner: std::sync::Mutex::new(cx.waker().clone()),
                     });
-                    let waker = Waker::from(note.clone());
-                    this.wake = Some((note, waker));
+                    *weak = Arc::downgrade(&note);
+                    note
                 }
-            }
-        }
+            };
+            Some(Waker::from(note))
+        } else {
+            None
+        };
         let mut scope = (this.callee != 0).then(|| {
             send::<KEYED>(this.key, Event::poll(method(this.callee), this.task, first));
             if this.timed {
                 let now = clock::now();
                 send::<KEYED>(this.key, Event::time(now));
                 // Woken since the last poll began: how long until this one.
-                if let Some((note, _)) = &this.wake {
-                    let woken = note.woken.swap(0, Ordering::Relaxed);
-                    if woken != 0 && !first {
-                        send::<KEYED>(this.key, Event::wake_delay(now.saturating_sub(woken)));
-                    }
+                if woken != 0 && !first {
+                    send::<KEYED>(this.key, Event::wake_delay(now.saturating_sub(woken)));
                 }
             }
             let poll = this.polls;
@@ -291,10 +313,11 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
         }
         // SAFETY: see above; `this` came from a `Pin<&mut Self>`, so `inner` stays put.
         let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        let out = match &this.wake {
-            Some((_, waker)) if timed_poll => inner.poll(&mut Context::from_waker(waker)),
-            _ => inner.poll(cx),
+        let out = match &waker {
+            Some(waker) => inner.poll(&mut Context::from_waker(waker)),
+            None => inner.poll(cx),
         };
+
         if scope.is_some() {
             std::hint::black_box(&mut this.inner);
             std::hint::black_box(&out);
@@ -307,12 +330,22 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
             }
         }
         drop(scope);
+        if let Some(waker) = waker {
+            // After the poll's end stamp: the note's last reference may go here.
+            let _work = cabprof_cab::runtime::runtime_work();
+            drop(waker);
+        }
         out
     }
 }
 
 impl<F, const KEYED: bool> Drop for Instrumented<F, KEYED> {
     fn drop(&mut self) {
+        if self.wake.is_some() {
+            // The wake time's memory is cabprof's: freed as its own work.
+            let _work = cabprof_cab::runtime::runtime_work();
+            self.wake = None;
+        }
         // Dropped after its first poll but before completion: the frame ends here, in a last,
         // empty poll so that the `Return` lands in the future's own context.
         if self.callee != 0 {

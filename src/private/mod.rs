@@ -19,6 +19,9 @@ mod probe;
 mod ticker;
 mod timing;
 
+/// The process-wide session's starter, named through this module so that `crate = path`
+/// reaches it as it reaches the rest.
+pub use crate::__first_event as first_event;
 pub use cabprof_cab::registry::{
     PathEdge, PathMode, PathNode, PathNumbering, PathStep, Site, StepKind,
 };

@@ -160,6 +160,10 @@ impl Drop for AsyncWait {
 #[cold]
 #[inline(never)]
 fn write(kind: WaitKind, site: Site, since: u64) {
+    // The session that saw it begin may have ended: a wait goes to a session that records.
+    if !recording() {
+        return;
+    }
     let ns = now_ns().saturating_sub(since);
     emit_wait(kind, sites::number(site), ns, None);
 }
@@ -252,6 +256,8 @@ macro_rules! receiving {
             /// The next message, waiting while the channel is empty (recorded); `None` once it is
             /// empty and closed. Tokio's `recv`, polled as it is.
             pub async fn recv(&mut self) -> Option<T> {
+                // A wait a `poll_recv` began and did not finish is given up.
+                self.since = 0;
                 let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
                 let inner = &mut self.inner;
                 poll_fn(|cx| {
@@ -265,6 +271,7 @@ macro_rules! receiving {
             /// Up to `limit` messages appended to `buffer`, waiting while the channel is empty
             /// (recorded); 0 once it is empty and closed (or if `limit` is 0).
             pub async fn recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
+                self.since = 0;
                 let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
                 let inner = &mut self.inner;
                 poll_fn(|cx| {
@@ -278,6 +285,7 @@ macro_rules! receiving {
             /// The next message if there is one now (never waits, never recorded).
             #[inline]
             pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+                self.since = 0;
                 self.inner.try_recv()
             }
 
@@ -285,6 +293,7 @@ macro_rules! receiving {
             /// empty (recorded if it was empty as the call began); tokio's `blocking_recv`, which
             /// panics if called from asynchronous code.
             pub fn blocking_recv(&mut self) -> Option<T> {
+                self.since = 0;
                 if self.inner.is_empty() {
                     let inner = &mut self.inner;
                     blocked(WaitKind::Receive, self.site, || inner.blocking_recv())

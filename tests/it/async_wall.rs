@@ -192,3 +192,144 @@ fn a_wake_behind_a_busy_multi_thread_runtime_waits_for_its_poll() {
     b.worker_threads(1);
     check_delay(woken_behind_a_hog(b), "multi-thread, one worker");
 }
+
+/// Pending until it has been polled `ready_at` times; each poll wakes its task at once (`wake`),
+/// stores the waker (`stash`), or drops it unused.
+struct Pends {
+    polls: u32,
+    ready_at: u32,
+    wake: bool,
+    /// Where to store the waker, if anywhere.
+    stash: Option<std::sync::Arc<std::sync::Mutex<Option<std::task::Waker>>>>,
+}
+
+impl std::future::Future for Pends {
+    type Output = u32;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<u32> {
+        self.polls += 1;
+        if self.polls >= self.ready_at {
+            return std::task::Poll::Ready(self.polls);
+        }
+        if self.wake {
+            cx.waker().wake_by_ref();
+        }
+        if let Some(stash) = &self.stash {
+            *stash.lock().unwrap() = Some(cx.waker().clone());
+        }
+        std::task::Poll::Pending
+    }
+}
+
+#[profile]
+async fn awaits(p: Pends) -> u32 {
+    p.await
+}
+
+/// A task of a minimal executor: its future, polled by `run`.
+struct Task {
+    future:
+        std::sync::Mutex<Option<std::pin::Pin<Box<dyn std::future::Future<Output = u32> + Send>>>>,
+    /// Poll it inside `wake` (an executor that runs a woken task at once).
+    inline: bool,
+    done: std::sync::atomic::AtomicU32,
+}
+
+impl std::task::Wake for Task {
+    fn wake(self: std::sync::Arc<Self>) {
+        if self.inline {
+            poll_task(&self);
+        }
+    }
+}
+
+fn poll_task(task: &std::sync::Arc<Task>) {
+    // A wake during this poll polls again once this one is over.
+    let Ok(mut slot) = task.future.try_lock() else {
+        return;
+    };
+    let Some(f) = slot.as_mut() else { return };
+    let waker = std::task::Waker::from(task.clone());
+    if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut std::task::Context::from_waker(&waker))
+    {
+        task.done.store(v, std::sync::atomic::Ordering::Relaxed);
+        *slot = None;
+    }
+}
+
+fn task(
+    f: impl std::future::Future<Output = u32> + Send + 'static,
+    inline: bool,
+) -> std::sync::Arc<Task> {
+    std::sync::Arc::new(Task {
+        future: std::sync::Mutex::new(Some(Box::pin(f))),
+        inline,
+        done: std::sync::atomic::AtomicU32::new(0),
+    })
+}
+
+/// A timed future left pending with no waker stored anywhere holds no reference to its own
+/// task: an executor that frees a task with its last waker frees it.
+#[test]
+fn a_pending_timed_future_does_not_keep_its_task_alive() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    let t = task(
+        awaits(Pends {
+            polls: 0,
+            ready_at: u32::MAX,
+            wake: false,
+            stash: None,
+        }),
+        false,
+    );
+    poll_task(&t);
+    poll_task(&t);
+    let weak = std::sync::Arc::downgrade(&t);
+    drop(t);
+    assert!(
+        weak.upgrade().is_none(),
+        "the pending task is still referenced"
+    );
+    drop(s.finish());
+}
+
+/// An executor that polls a task inside its wake: a waker the body stored, woken after the
+/// poll, polls the timed future again at once, with no lock of cabprof's held across the wake.
+#[test]
+fn a_wake_that_polls_at_once_finishes_the_timed_future() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    let finished = std::thread::spawn(|| {
+        let stored = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let t = task(
+            awaits(Pends {
+                polls: 0,
+                ready_at: 2,
+                wake: false,
+                stash: Some(stored.clone()),
+            }),
+            true,
+        );
+        poll_task(&t);
+        let waker: std::task::Waker = stored.lock().unwrap().take().expect("a stored waker");
+        // Polls the task inside the wake: it completes there.
+        waker.wake();
+        t.done.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !finished.is_finished() {
+        assert!(Instant::now() < deadline, "the executor's wake deadlocked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(finished.join().expect("no panic in the wake"), 2);
+    drop(s.finish());
+}
