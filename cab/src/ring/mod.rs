@@ -30,7 +30,8 @@
 //!   Figure 5b, whose consumer reads the bursts in place; why, in `ring/handoff.rs`.
 //! - **Growing** ([`growing_channel`], exhaustive only): the ring is a chain of segments, each
 //!   of whole chunks. At the end-of-segment `MAGIC` (the wrap) the producer may move to a new
-//!   segment, larger if it found the ring full or blocked during the lap and the [`Grant`]
+//!   segment, larger if it found the ring full, blocked during the lap or lapped within a
+//!   millisecond (`FAST_LAP`) and the [`Grant`]
 //!   allows, smaller after a quiet lap: it sets the old segment's `next`, then its `switch_at`
 //!   (the absolute position where the new segment starts, `Release`), then writes on in the
 //!   new one. The consumer loads `switch_at` (`Acquire`) before each chunk: once it is set,
@@ -308,6 +309,12 @@ pub(crate) struct Grower {
 /// grown ring by one size: the thread writes slowly enough for half the memory.
 #[cfg(not(loom))]
 const QUIET_LAP: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A lap shorter than this grows the ring even when its analyzer keeps up: on a small ring a
+/// thread that writes this fast has its analyzer reading lines it has just written, each
+/// handed from core to core while hot, and every event costs more than on a larger ring.
+#[cfg(not(loom))]
+const FAST_LAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Make a connected exhaustive CAB producer/consumer pair, or say which setting is wrong.
 pub fn channel(config: &RingConfig) -> Result<(Producer, Consumer), ConfigError> {

@@ -287,13 +287,13 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
         let blocked = self.stats.blocks != g.blocks_at_wrap;
         g.blocks_at_wrap = self.stats.blocks;
         #[cfg(not(loom))]
-        let quiet = {
+        let (quiet, fast) = {
             let now = Instant::now();
             let lap = now.duration_since(std::mem::replace(&mut g.wrapped_at, now));
-            lap >= QUIET_LAP
+            (lap >= QUIET_LAP, lap < FAST_LAP)
         };
         #[cfg(loom)]
-        let quiet = false;
+        let (quiet, fast) = (false, false);
         let to = if let Some(script) = g.script.as_mut() {
             match script.next() {
                 Some(level) => level.min(g.sizes.len() - 1),
@@ -303,7 +303,7 @@ impl<const SAMPLING: bool> Producer<SAMPLING> {
             // Relaxed: a hint only. A stale value delays or hastens a resize by a lap; which
             // slots the producer may write is still decided by the fast path's own load.
             let full = self.seg.slot(0).load(Ordering::Relaxed) != CLEAR;
-            if full || blocked {
+            if full || blocked || fast {
                 g.level + 1
             } else if quiet {
                 g.level.saturating_sub(1)
