@@ -13,9 +13,11 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-const MS: u64 = 1_000_000;
+/// Nanoseconds in a millisecond.
+pub(crate) const MS: u64 = 1_000_000;
 
-fn session() -> Session {
+/// A session of the call tree and the waits analysis.
+pub(crate) fn session() -> Session {
     Session::builder()
         .analyses(&[Analysis::CallTree, Analysis::Waits])
         .start()

@@ -3,19 +3,10 @@
 //! answers. Durations are asserted in generous ranges around what the test itself sleeps.
 
 use crate::support::serial;
-use crate::waits::Rng;
+use crate::waits::{session, Rng, MS};
 use cabprof::sync::crossbeam;
-use cabprof::{Analysis, ReportData, Session};
+use cabprof::ReportData;
 use std::time::Duration;
-
-const MS: u64 = 1_000_000;
-
-fn session() -> Session {
-    Session::builder()
-        .analyses(&[Analysis::CallTree, Analysis::Waits])
-        .start()
-        .expect("start a session")
-}
 
 #[cabprof::profile]
 fn produce(tx: &crossbeam::Sender<u32>, n: u32) {

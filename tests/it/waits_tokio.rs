@@ -5,21 +5,12 @@
 //! generous ranges around what the test itself sleeps.
 
 use crate::support::serial;
-use crate::waits::{context, Rng};
+use crate::waits::{context, session, Rng, MS};
 use cabprof::sync::tokio_mpsc;
-use cabprof::{Analysis, ReportData, Session};
+use cabprof::ReportData;
 use std::future::poll_fn;
 use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
-
-const MS: u64 = 1_000_000;
-
-fn session() -> Session {
-    Session::builder()
-        .analyses(&[Analysis::CallTree, Analysis::Waits])
-        .start()
-        .expect("start a session")
-}
 
 fn current_thread() -> Runtime {
     Builder::new_current_thread().enable_all().build().unwrap()
