@@ -96,9 +96,8 @@ pub fn run<R, F: FnOnce() -> R>(site: &'static Site, body: F) -> R {
 /// directly (see [`enter_recorded`] on the GOT).
 #[cold]
 #[inline(never)]
-fn run_recorded<R, F: FnOnce() -> R>(body: F, site: &'static Site, key: u64) -> R {
+fn run_recorded<R, F: FnOnce() -> R>(mut body: F, site: &'static Site, key: u64) -> R {
     let _frame = FrameGuard::from(enter_recorded::<false>(site, key));
-    let mut body = body;
     // The body between the stamps. The entry and exit are opaque calls, which order memory
     // effects but not register arithmetic: a pure body (a hash, a checksum) was otherwise
     // moved past the exit stamp, its time landing in the caller. The inputs are the closure's
