@@ -87,6 +87,10 @@ impl StackSet {
     /// The stacks of context nodes (each after its parent), a weight per node chosen by its
     /// index, and the root's own weight `root` (a stack of no frames), elided and merged as
     /// [`ReportData::flame_stacks`](super::ReportData::flame_stacks) describes.
+    ///
+    /// One function, a little over a hundred lines: the walk up, the elision and the merge of
+    /// equal stacks share the token buffer, the tokens' table and the hash table of stacks
+    /// seen, which pieces would pass between them.
     pub(crate) fn from_nodes<N: ContextNode>(
         nodes: &[N],
         root: u64,

@@ -219,6 +219,37 @@ impl<const KEYED: bool> Drop for PollScope<KEYED> {
     }
 }
 
+/// The waker a timed future's body polls with, noting its first wake since this poll began in
+/// `wake` (made at the first timed poll), and the wake noted since the previous poll began (0:
+/// none). The note wraps the poller's waker, kept current.
+fn noting_waker(
+    wake: &mut Option<(Arc<AtomicU64>, Weak<WakeNote>)>,
+    cx: &Context<'_>,
+) -> (Waker, u64) {
+    let _work = cabprof_cab::runtime::runtime_work();
+    let (at, weak) = wake.get_or_insert_with(|| (Arc::new(AtomicU64::new(0)), Weak::new()));
+    let woken = at.swap(0, Ordering::Relaxed);
+    let note = match weak.upgrade() {
+        Some(note) => {
+            let mut inner = note.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if !inner.will_wake(cx.waker()) {
+                *inner = cx.waker().clone();
+            }
+            drop(inner);
+            note
+        }
+        None => {
+            let note = Arc::new(WakeNote {
+                woken: at.clone(),
+                inner: std::sync::Mutex::new(cx.waker().clone()),
+            });
+            *weak = Arc::downgrade(&note);
+            note
+        }
+    };
+    (Waker::from(note), woken)
+}
+
 impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
     type Output = F::Output;
 
@@ -251,35 +282,11 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
         // the program's). The note lives as long as a waker the body handed out holds it; a
         // poll after the last was dropped (or woken) makes a new one. The first wake since the
         // last poll began is taken now: a wake from here on counts for the next poll.
-        let timed_poll = this.callee != 0 && this.timed;
-        let mut woken = 0;
-        let waker = if timed_poll {
-            let _work = cabprof_cab::runtime::runtime_work();
-            let (at, weak) = this
-                .wake
-                .get_or_insert_with(|| (Arc::new(AtomicU64::new(0)), Weak::new()));
-            woken = at.swap(0, Ordering::Relaxed);
-            let note = match weak.upgrade() {
-                Some(note) => {
-                    let mut inner = note.inner.lock().unwrap_or_else(|e| e.into_inner());
-                    if !inner.will_wake(cx.waker()) {
-                        *inner = cx.waker().clone();
-                    }
-                    drop(inner);
-                    note
-                }
-                None => {
-                    let note = Arc::new(WakeNote {
-                        woken: at.clone(),
-                        inner: std::sync::Mutex::new(cx.waker().clone()),
-                    });
-                    *weak = Arc::downgrade(&note);
-                    note
-                }
-            };
-            Some(Waker::from(note))
+        let (waker, woken) = if this.callee != 0 && this.timed {
+            let (waker, woken) = noting_waker(&mut this.wake, cx);
+            (Some(waker), woken)
         } else {
-            None
+            (None, 0)
         };
         let mut scope = (this.callee != 0).then(|| {
             send::<KEYED>(this.key, Event::poll(method(this.callee), this.task, first));

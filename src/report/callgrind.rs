@@ -46,47 +46,7 @@ impl ReportData {
         }
 
         let mut o = String::new();
-        let _ = writeln!(o, "# callgrind format");
-        let _ = writeln!(o, "version: 1");
-        let _ = writeln!(o, "creator: cabprof {}", env!("CARGO_PKG_VERSION"));
-        let s = &self.session;
-        let _ = writeln!(
-            o,
-            "desc: cabprof session: mode {}, sampling rate {}, rate used {}, rate effective {}{}",
-            s.mode,
-            s.sampling_rate,
-            s.rate_used,
-            s.rate_effective,
-            if self.is_sampled() {
-                " (counts are estimates: analyzed count / rate effective)"
-            } else {
-                " (exact counts)"
-            }
-        );
-        if let Some(cache) = &self.cache {
-            for (k, l) in cache.levels.iter().enumerate() {
-                let _ = writeln!(
-                    o,
-                    "desc: L{}: {} B, {} ways, {} B lines, {}",
-                    k + 1,
-                    l.size_bytes,
-                    l.ways,
-                    l.line_bytes,
-                    l.policy
-                );
-            }
-        }
-        let _ = writeln!(o, "positions: line");
-        let mut names = Vec::new();
-        if has_calls {
-            let _ = writeln!(o, "event: Calls : calls");
-            names.push("Calls".to_string());
-        }
-        for k in 1..=levels {
-            let _ = writeln!(o, "event: L{k}m : L{k} misses (loads and stores)");
-            names.push(format!("L{k}m"));
-        }
-        let _ = writeln!(o, "events: {}", names.join(" "));
+        self.callgrind_header(&mut o, has_calls, levels);
         let mut totals = vec![0u64; width];
         for c in own.values() {
             for (t, v) in totals.iter_mut().zip(c) {
@@ -131,6 +91,51 @@ impl ReportData {
             o.push('\n');
         }
         o
+    }
+
+    /// The header: format, creator, the session's description, the events' names.
+    fn callgrind_header(&self, o: &mut String, has_calls: bool, levels: usize) {
+        let _ = writeln!(o, "# callgrind format");
+        let _ = writeln!(o, "version: 1");
+        let _ = writeln!(o, "creator: cabprof {}", env!("CARGO_PKG_VERSION"));
+        let s = &self.session;
+        let _ = writeln!(
+            o,
+            "desc: cabprof session: mode {}, sampling rate {}, rate used {}, rate effective {}{}",
+            s.mode,
+            s.sampling_rate,
+            s.rate_used,
+            s.rate_effective,
+            if self.is_sampled() {
+                " (counts are estimates: analyzed count / rate effective)"
+            } else {
+                " (exact counts)"
+            }
+        );
+        if let Some(cache) = &self.cache {
+            for (k, l) in cache.levels.iter().enumerate() {
+                let _ = writeln!(
+                    o,
+                    "desc: L{}: {} B, {} ways, {} B lines, {}",
+                    k + 1,
+                    l.size_bytes,
+                    l.ways,
+                    l.line_bytes,
+                    l.policy
+                );
+            }
+        }
+        let _ = writeln!(o, "positions: line");
+        let mut names = Vec::new();
+        if has_calls {
+            let _ = writeln!(o, "event: Calls : calls");
+            names.push("Calls".to_string());
+        }
+        for k in 1..=levels {
+            let _ = writeln!(o, "event: L{k}m : L{k} misses (loads and stores)");
+            names.push(format!("L{k}m"));
+        }
+        let _ = writeln!(o, "events: {}", names.join(" "));
     }
 
     /// Self costs per function: calls (if counted), then misses per simulated level.

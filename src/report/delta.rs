@@ -66,23 +66,7 @@ impl ReportData {
             subtract_counts!(now, then, |p| (p.method, p.path));
         }
         if let (Some(now), Some(then)) = (&mut d.cache, &earlier.cache) {
-            for (m, e) in now.levels.iter_mut().zip(&then.levels) {
-                sub(&mut m.load_hits, e.load_hits);
-                sub(&mut m.load_misses, e.load_misses);
-                sub(&mut m.store_hits, e.store_hits);
-                sub(&mut m.store_misses, e.store_misses);
-            }
-            subtract_by(
-                &mut now.by_method,
-                &then.by_method,
-                |m| (m.method, m.level),
-                |m, e| {
-                    sub(&mut m.load_misses, e.load_misses);
-                    sub(&mut m.store_misses, e.store_misses);
-                },
-            );
-            now.by_method
-                .retain(|m| m.load_misses > 0 || m.store_misses > 0);
+            subtract_cache(now, then);
         }
         if let (Some(now), Some(then)) = (&mut d.reuse_distance, &earlier.reuse_distance) {
             sub(&mut now.accesses, then.accesses);
@@ -98,21 +82,7 @@ impl ReportData {
             subtract_time(now, then);
         }
         if let (Some(now), Some(then)) = (&mut d.allocations, &earlier.allocations) {
-            sub_alloc(&mut now.totals, &then.totals);
-            sub_alloc(&mut now.runtime, &then.runtime);
-            subtract_by(
-                &mut now.functions,
-                &then.functions,
-                |f| f.method,
-                |m, e| {
-                    sub_alloc(&mut m.self_, &e.self_);
-                    sub_alloc(&mut m.inclusive, &e.inclusive);
-                },
-            );
-            subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
-                sub(&mut m.calls, e.calls);
-                sub_alloc(&mut m.counts, &e.counts);
-            });
+            subtract_allocations(now, then);
         }
         if let (Some(now), Some(then)) = (&mut d.waits, &earlier.waits) {
             sub_waits(&mut now.totals, &then.totals);
@@ -138,6 +108,44 @@ impl ReportData {
         crate::analysis::fill_estimates(&mut d);
         d
     }
+}
+
+fn subtract_cache(now: &mut CacheData, then: &CacheData) {
+    for (m, e) in now.levels.iter_mut().zip(&then.levels) {
+        sub(&mut m.load_hits, e.load_hits);
+        sub(&mut m.load_misses, e.load_misses);
+        sub(&mut m.store_hits, e.store_hits);
+        sub(&mut m.store_misses, e.store_misses);
+    }
+    subtract_by(
+        &mut now.by_method,
+        &then.by_method,
+        |m| (m.method, m.level),
+        |m, e| {
+            sub(&mut m.load_misses, e.load_misses);
+            sub(&mut m.store_misses, e.store_misses);
+        },
+    );
+    now.by_method
+        .retain(|m| m.load_misses > 0 || m.store_misses > 0);
+}
+
+fn subtract_allocations(now: &mut AllocationsData, then: &AllocationsData) {
+    sub_alloc(&mut now.totals, &then.totals);
+    sub_alloc(&mut now.runtime, &then.runtime);
+    subtract_by(
+        &mut now.functions,
+        &then.functions,
+        |f| f.method,
+        |m, e| {
+            sub_alloc(&mut m.self_, &e.self_);
+            sub_alloc(&mut m.inclusive, &e.inclusive);
+        },
+    );
+    subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+        sub(&mut m.calls, e.calls);
+        sub_alloc(&mut m.counts, &e.counts);
+    });
 }
 
 fn subtract_time(now: &mut TimeData, then: &TimeData) {
