@@ -52,6 +52,8 @@ mod contention;
 #[cfg(all(feature = "enabled", feature = "crossbeam"))]
 pub mod crossbeam;
 #[cfg(feature = "enabled")]
+pub(crate) mod latency;
+#[cfg(feature = "enabled")]
 mod lock;
 #[cfg(feature = "enabled")]
 pub mod mpsc;
