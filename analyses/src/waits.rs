@@ -130,12 +130,12 @@ pub const WAIT_BUCKETS_NS: [u64; 8] = [
 /// A site's block-profile waits per bucket of [`WAIT_BUCKETS_NS`], the unbounded one last.
 pub type WaitBuckets = [u64; WAIT_BUCKETS_NS.len() + 1];
 
-/// A channel site's messages, each from its send to its receive.
+/// A channel site's messages, each from the call that sent it to the receive that took it out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelLatency {
     /// Messages received with a send time (sent while a session recorded with this analysis).
     pub count: u64,
-    /// Their nanoseconds in the channel, summed.
+    /// Their nanoseconds, summed.
     pub ns: u64,
     /// The longest, in nanoseconds.
     pub max_ns: u64,

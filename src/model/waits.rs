@@ -88,14 +88,14 @@ pub struct WaitSiteEntry {
     pub latency: Option<LatencyEntry>,
 }
 
-/// A channel site's enqueue-to-dequeue latency: how long its messages sat in the channel, from
-/// the send to the receive that took each out. Only messages sent while a session recorded
-/// with the waits analysis carry a send time.
+/// A channel site's enqueue-to-dequeue latency: how long its messages took through the
+/// channel, from the call that sent each (a wait for room included) to the receive that took it
+/// out. Only messages sent while a session recorded with the waits analysis carry a send time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencyEntry {
     /// Messages received.
     pub count: u64,
-    /// Their nanoseconds in the channel, summed.
+    /// Their nanoseconds, summed.
     pub ns: u64,
     /// The longest, in nanoseconds (in a window: the longest of the whole session so far).
     pub max_ns: u64,

@@ -6,9 +6,9 @@
 //! first and, only if the channel is empty, the same blocking operation, timed. A timed wait is
 //! recorded however it ends (a message, a timeout, a disconnection). Nothing is buffered beside
 //! the channel: each message sits in it with its send time beside it (8 bytes), and every
-//! receive (iterators too) writes how long it sat there for the channel's site; an error that
-//! gives the message back gives it alone. Both ends are `Clone`, as crossbeam's are: every clone keeps the channel's
-//! creation site.
+//! receive (iterators too) writes how long it took since its send (a wait for room included)
+//! for the channel's site; an error that gives the message back gives it alone. Both ends are
+//! `Clone`, as crossbeam's are: every clone keeps the channel's creation site.
 //!
 //! Not wrapped: `select!` and `Select` (they take crossbeam's own endpoints, so a wait in them
 //! is not recorded: use `crossbeam_channel` directly there), and the timer channels `after`,

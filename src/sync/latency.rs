@@ -1,5 +1,6 @@
 //! A channel message's latency: the wrapped channels carry each message with its send time
-//! ([`Stamped`]), and the receive that takes it out writes the time it sat in the channel,
+//! ([`Stamped`]), taken when the send is called (a blocked send's message gets in later, when
+//! the wrapped channel does not say), and the receive that takes it out writes the time since,
 //! for the channel's creation site.
 //!
 //! The send time is one plain read of the cheap counter (`cabprof_cab::clock::now`, no fence),
@@ -141,7 +142,8 @@ fn anchor() -> (u64, Instant) {
 /// Nanoseconds per counter tick (an `f64`'s bits; 0 before the first estimate).
 static NS_PER_TICK: AtomicU64 = AtomicU64::new(0);
 /// The counter reading after which the estimate is refined: once the baseline has doubled
-/// since the last estimate, so a long process refines it a few dozen times in all.
+/// since the last estimate, so refinements grow rarer as the process runs and the estimate
+/// better.
 static REFINE_AT: AtomicU64 = AtomicU64::new(0);
 
 /// Nanoseconds for `ticks` counter ticks, with the counter at `now`.

@@ -31,10 +31,12 @@
 //!   future is polled, and a `Pending` poll on a full (empty) channel begins the wait, written
 //!   when the future ends, in the context of the task's poll (an `#[profile] async fn` that
 //!   awaits it).
-//! - **A message's latency** ([`mpsc`], `crossbeam`, `tokio_mpsc`): how long it sat in the
-//!   channel, from its send to the receive that took it out (`recv`, `try_recv`, the timed
-//!   receives, `recv_many`, `poll_recv` and the iterators alike), per creation site, not per
-//!   context: it is no thread's wait. Each message travels with its send time beside it (8
+//! - **A message's latency** ([`mpsc`], `crossbeam`, `tokio_mpsc`): how long it took through
+//!   the channel, from the call that sent it to the receive that took it out (`recv`,
+//!   `try_recv`, the timed receives, `recv_many`, `poll_recv` and the iterators alike), per
+//!   creation site, not per context: it is no thread's wait. A send that waited for room counts
+//!   that wait in its message's latency too (the message was on its way; the wait is also a
+//!   blocked send): the wrapped channels do not say when a blocked send's message got in. Each message travels with its send time beside it (8
 //!   bytes more per slot, no other state), so capacity, order and back-pressure are the
 //!   wrapped channel's, and an error that gives the message back gives it alone. Only messages
 //!   sent while a session records with the waits analysis carry a send time; the others (sent

@@ -5,8 +5,8 @@
 //! `send`, timed; a `recv` is `try_recv` first and, only if the channel is empty, the same
 //! blocking `recv`, timed. Nothing is buffered beside the channel: each message sits in it
 //! with its send time beside it (8 bytes), and every receive (iterators too) writes how long
-//! it sat there for the channel's site; an error that gives the message back gives it alone.
-//! Compiled out, this module is `std::sync::mpsc`.
+//! it took since its send (a wait for room included) for the channel's site; an error that
+//! gives the message back gives it alone. Compiled out, this module is `std::sync::mpsc`.
 
 use super::contention::blocked;
 use super::latency::{ChannelSite, Stamped};

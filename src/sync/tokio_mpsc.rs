@@ -18,8 +18,8 @@
 //! (empty) as they begin. An unbounded channel's `send` never blocks and is never recorded.
 //!
 //! Each message sits in the channel with its send time beside it (8 bytes), and every receive
-//! writes how long it sat there for the channel's site; an error that gives the message back
-//! gives it alone.
+//! writes how long it took since its send (a wait for room included) for the channel's site;
+//! an error that gives the message back gives it alone.
 //!
 //! Not wrapped: `reserve` and its permits, `send_timeout`, and the weak senders (use
 //! `tokio::sync::mpsc` for them). Compiled out (without cabprof's `enabled` feature), this
