@@ -437,17 +437,27 @@ fn an_unbounded_channels_messages_have_their_latency() {
     assert!(waits(&data.since(&data)).sites.is_empty());
 }
 
-/// Messages sent while no session records carry no send time: receiving them while one
-/// records writes nothing; a message sent and received during it does.
+/// Messages sent while no session records, or while one records without the waits analysis,
+/// carry no send time: receiving them while a waits session records writes nothing; a message
+/// sent and received during it does.
 #[test]
 fn messages_sent_without_a_session_have_no_latency() {
     let _one = serial();
     let (tx, rx) = mpsc::sync_channel(8);
     let (utx, urx) = mpsc::channel();
-    for i in 0..5u32 {
+    for i in 0..3u32 {
         tx.send(i).unwrap();
         utx.send(i).unwrap();
     }
+    let other = Session::builder()
+        .analyses(&[Analysis::CallTree])
+        .start()
+        .expect("start a session without the waits analysis");
+    for i in 3..5u32 {
+        tx.send(i).unwrap();
+        utx.send(i).unwrap();
+    }
+    drop(other.finish());
     let s = session();
     assert_eq!(
         rx.try_iter().collect::<Vec<_>>(),
