@@ -152,7 +152,8 @@ fn ns(ticks: u64, now: u64) -> u64 {
         // Elsewhere the counter is nanoseconds already.
         return ticks;
     }
-    if now >= REFINE_AT.load(Ordering::Relaxed) {
+    // Acquire: a thread that sees the refined bound sees the rate stored before it.
+    if now >= REFINE_AT.load(Ordering::Acquire) {
         refine();
     }
     (ticks as f64 * f64::from_bits(NS_PER_TICK.load(Ordering::Relaxed))) as u64
@@ -172,7 +173,7 @@ fn refine() {
     let ticks = t.saturating_sub(t0).max(1);
     let elapsed = i.duration_since(i0).as_nanos() as f64;
     NS_PER_TICK.store((elapsed / ticks as f64).to_bits(), Ordering::Relaxed);
-    REFINE_AT.store(t.saturating_add(ticks), Ordering::Relaxed);
+    REFINE_AT.store(t.saturating_add(ticks), Ordering::Release);
 }
 
 #[cfg(test)]
