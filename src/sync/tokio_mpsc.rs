@@ -53,6 +53,16 @@ fn bare_send<T>(SendError(s): SendError<Stamped<T>>) -> SendError<T> {
     SendError(s.msg)
 }
 
+/// The messages one `recv_many` takes, with their send times, before they go to the caller's
+/// buffer bare: kept in the receiver, so that a call allocates nothing once it has grown (the
+/// caller's buffer grows as much).
+struct Batch<T>(Vec<Stamped<T>>);
+
+// SAFETY: a `Batch` is reached only through `&mut` of its receiver (`recv_many`), never through
+// a shared one, so sharing the receiver between threads shares no `T`: the receiver is `Sync`
+// whenever `T: Send`, as tokio's own.
+unsafe impl<T: Send> Sync for Batch<T> {}
+
 /// The sending half of a bounded [`channel`]: a `send` that finds the channel full is recorded
 /// as a blocked send.
 pub struct Sender<T> {
@@ -67,6 +77,7 @@ pub struct Receiver<T> {
     site: ChannelSite,
     /// When a [`poll_recv`](Receiver::poll_recv) found the channel empty (0: it did not).
     since: u64,
+    batch: Batch<T>,
 }
 
 /// The sending half of an [`unbounded_channel`]: `send` never blocks, so nothing is recorded.
@@ -82,6 +93,7 @@ pub struct UnboundedReceiver<T> {
     /// When a [`poll_recv`](UnboundedReceiver::poll_recv) found the channel empty (0: it did
     /// not).
     since: u64,
+    batch: Batch<T>,
 }
 
 /// A channel of `buffer` messages (`tokio::sync::mpsc::channel`, which panics if `buffer` is
@@ -99,6 +111,7 @@ pub fn channel<T>(buffer: usize) -> (Sender<T>, Receiver<T>) {
             inner: rx,
             site: ChannelSite::new(site),
             since: 0,
+            batch: Batch(Vec::new()),
         },
     )
 }
@@ -118,6 +131,7 @@ pub fn unbounded_channel<T>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
             inner: rx,
             site: ChannelSite::new(site),
             since: 0,
+            batch: Batch(Vec::new()),
         },
     )
 }
@@ -296,17 +310,17 @@ macro_rules! receiving {
                 self.since = 0;
                 let mut wait = AsyncWait::new(WaitKind::Receive, self.site.site);
                 let inner = &mut self.inner;
-                // The messages with their send times, moved to `buffer` bare: no allocation
-                // until a message comes.
-                let mut stamped = Vec::new();
+                // Tokio's own batch, into the receiver's (empty between calls), then to
+                // `buffer` bare.
+                let batch = &mut self.batch.0;
                 let n = poll_fn(|cx| {
-                    let p = inner.poll_recv_many(cx, &mut stamped, limit);
+                    let p = inner.poll_recv_many(cx, batch, limit);
                     wait.after(&p, || inner.is_empty());
                     p
                 })
                 .await;
-                buffer.reserve(stamped.len());
-                buffer.extend(stamped.into_iter().map(|s| s.open(&self.site)));
+                buffer.reserve(batch.len());
+                buffer.extend(batch.drain(..).map(|s| s.open(&self.site)));
                 n
             }
 

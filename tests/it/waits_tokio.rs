@@ -340,4 +340,9 @@ fn tokio_messages_have_their_latency_however_received() {
     let (utx, urx) = tokio_mpsc::unbounded_channel();
     drop(urx);
     assert_eq!(utx.send(5u8), Err(tokio_mpsc::error::SendError(5)));
+    // The receivers are `Send` and `Sync` for a `T` that is `Send` alone, as tokio's are.
+    fn shared<R: Send + Sync>() {}
+    shared::<tokio::sync::mpsc::Receiver<std::cell::Cell<u8>>>();
+    shared::<tokio_mpsc::Receiver<std::cell::Cell<u8>>>();
+    shared::<tokio_mpsc::UnboundedReceiver<std::cell::Cell<u8>>>();
 }
