@@ -1,7 +1,7 @@
 //! Where the time waits: a producer feeding four workers through a bounded channel, the
 //! workers sharing a cache behind one lock that one of them holds while it rebuilds. The
 //! `waits` analysis shows who waited (the block profile), who held them up (the mutex
-//! profile) and at which lock or channel.
+//! profile) and at which lock or channel, and how long the jobs sat in the channel.
 //!
 //! `cargo run --release --example waits`
 

@@ -91,7 +91,9 @@ pub use path_profile::{HotPath, PathDecoder, PathProfile};
 pub use reuse_distance::{ReuseBin, ReuseConfigError, ReuseDistance};
 pub use time_profile::{Calibrations, Compensation, TimeContext, TimeProfile};
 pub use timeline::{Slice, ThreadTimeline, Timeline};
-pub use waits::{Delay, WaitBuckets, WaitContext, WaitCounts, Waits, WAIT_BUCKETS_NS};
+pub use waits::{
+    ChannelLatency, Delay, WaitBuckets, WaitContext, WaitCounts, Waits, WAIT_BUCKETS_NS,
+};
 
 /// The trait every analysis here implements; defined in `cabprof_cab`, where the runtime
 /// that runs it lives, so that both crates name the same trait.

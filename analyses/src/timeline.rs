@@ -442,7 +442,9 @@ impl Timeline {
         };
         match w {
             WaitWord::Wait { kind, site, .. } => {
-                t.wait = (kind != WaitKind::Hold).then_some((kind, site));
+                // Only the block profile's waits have stamps to draw.
+                t.wait = matches!(kind, WaitKind::Lock | WaitKind::Send | WaitKind::Receive)
+                    .then_some((kind, site));
                 t.wait_from = None;
             }
             WaitWord::Nanos(_) => {}

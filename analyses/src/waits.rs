@@ -2,6 +2,9 @@
 //! context and per creation site, from the wait words the facade's `cabprof::sync` wrappers
 //! send (`cabprof_cab::event::as_wait`).
 //!
+//! A channel message's latency (a `Latency` word: from its send to its receive) is no wait of
+//! either profile: it is counted per channel site only ([`Waits::site_latencies`]).
+//!
 //! Each wait is charged to the context the thread that wrote it is in: the waiter's for a
 //! lock wait, a blocked send or receive (Go's *block* profile), the releasing holder's for a
 //! contended hold (Go's *mutex* profile, whose delay is the hold's time after a thread began
@@ -62,6 +65,8 @@ impl WaitCounts {
             WaitKind::Lock | WaitKind::Send | WaitKind::Receive => {
                 self.block.add(&Delay { count: 1, ns })
             }
+            // Not a wait: counted per site only ([`ChannelLatency`]).
+            WaitKind::Latency => {}
         }
     }
 }
@@ -125,6 +130,38 @@ pub const WAIT_BUCKETS_NS: [u64; 8] = [
 /// A site's block-profile waits per bucket of [`WAIT_BUCKETS_NS`], the unbounded one last.
 pub type WaitBuckets = [u64; WAIT_BUCKETS_NS.len() + 1];
 
+/// A channel site's messages, each from the call that sent it to the receive that took it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelLatency {
+    /// Messages received with a send time (sent while a session recorded with this analysis).
+    pub count: u64,
+    /// Their nanoseconds, summed.
+    pub ns: u64,
+    /// The longest, in nanoseconds.
+    pub max_ns: u64,
+    /// How many fell in each bucket of [`WAIT_BUCKETS_NS`], the unbounded one last.
+    pub buckets: WaitBuckets,
+}
+
+impl ChannelLatency {
+    fn record(&mut self, ns: u64) {
+        self.count += 1;
+        self.ns = self.ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.buckets[WAIT_BUCKETS_NS.partition_point(|&b| b < ns)] += 1;
+    }
+
+    /// Add `o`'s messages.
+    pub fn add(&mut self, o: &ChannelLatency) {
+        self.count += o.count;
+        self.ns = self.ns.saturating_add(o.ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+        for (m, o) in self.buckets.iter_mut().zip(o.buckets) {
+            *m += o;
+        }
+    }
+}
+
 /// Waits by calling context and by creation site; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Waits {
@@ -134,6 +171,8 @@ pub struct Waits {
     sites: HashMap<u32, WaitCounts>,
     /// By creation site number: its block-profile waits by duration.
     site_buckets: HashMap<u32, WaitBuckets>,
+    /// By channel creation site number: its messages' enqueue-to-dequeue latency.
+    latency: HashMap<u32, ChannelLatency>,
     /// The wait word whose time word comes next: kind, waiters, site.
     pending: Option<(WaitKind, u32, u32)>,
     /// Wait words whose time word was lost (a sampling gap).
@@ -193,6 +232,15 @@ impl Waits {
         out
     }
 
+    /// Per channel creation site number with received messages that carried a send time,
+    /// sorted by it: how long they sat in the channel.
+    pub fn site_latencies(&self) -> Vec<(u32, ChannelLatency)> {
+        let mut out: Vec<(u32, ChannelLatency)> =
+            self.latency.iter().map(|(&s, &l)| (s, l)).collect();
+        out.sort_unstable_by_key(|&(s, _)| s);
+        out
+    }
+
     /// Every calling context (root excluded) as a node linked to its parent, parents first.
     pub fn context_nodes(&self) -> Vec<WaitContext> {
         let attached = self.ctx.tree.attached();
@@ -228,6 +276,9 @@ impl Waits {
                     self.lost += 1;
                 }
                 self.pending = Some((kind, waiters, site));
+            }
+            (WaitWord::Nanos(ns), Some((WaitKind::Latency, _, site))) => {
+                self.latency.entry(site).or_default().record(ns);
             }
             (WaitWord::Nanos(ns), Some((kind, waiters, site))) => {
                 let top = self.ctx.top();
@@ -275,6 +326,9 @@ impl EventAnalysis for Waits {
             for (m, o) in mine.iter_mut().zip(b) {
                 *m += o;
             }
+        }
+        for (site, l) in other.latency {
+            self.latency.entry(site).or_default().add(&l);
         }
         self.lost += other.lost;
         self.ctx.merge_tasks(other.ctx, &to_self, &mut self.counts);
@@ -344,6 +398,51 @@ mod tests {
         let h = merged.site_histograms();
         assert_eq!(h[0].1, [3, 0, 0, 0, 1, 0, 0, 0, 1]);
         assert_eq!(h[0].1.iter().sum::<u64>(), merged.sites()[0].1.block.count);
+    }
+
+    #[test]
+    fn latencies_go_to_the_site_only_and_merge() {
+        let words = [
+            Event::call(MethodId::ROOT, m(1)).word(),
+            Event::wait(WaitKind::Latency, 1, 4).word(),
+            Event::wait_ns(2_000).word(),
+            Event::wait(WaitKind::Receive, 1, 4).word(),
+            Event::wait_ns(300).word(),
+            Event::wait(WaitKind::Latency, 1, 4).word(),
+            Event::wait_ns(5_000_000).word(),
+            Event::ret(m(1)).word(),
+        ];
+        let mut a = Waits::new();
+        a.consume(&words[..2]);
+        a.consume(&words[2..]);
+        // The context and the site's waits hold the blocked receive alone.
+        assert_eq!(
+            a.context(&[m(1)]).unwrap().block,
+            Delay { count: 1, ns: 300 }
+        );
+        assert_eq!(a.sites()[0].1.block, Delay { count: 1, ns: 300 });
+        assert_eq!(a.site_histograms()[0].1.iter().sum::<u64>(), 1);
+        let l = a.site_latencies();
+        assert_eq!(l.len(), 1);
+        let (site, l) = l[0];
+        assert_eq!(
+            (site, l.count, l.ns, l.max_ns),
+            (4, 2, 5_002_000, 5_000_000)
+        );
+        assert_eq!(l.buckets, [0, 1, 0, 0, 1, 0, 0, 0, 0]);
+        let mut b = Waits::new();
+        b.consume(&[
+            Event::wait(WaitKind::Latency, 1, 4).word(),
+            Event::wait_ns(20_000_000_000).word(),
+            Event::wait(WaitKind::Latency, 1, 5).word(),
+            Event::wait_ns(1).word(),
+        ]);
+        a.merge(b);
+        let l = a.site_latencies();
+        assert_eq!(l.len(), 2);
+        assert_eq!((l[0].1.count, l[0].1.max_ns), (3, 20_000_000_000));
+        assert_eq!(l[0].1.buckets[8], 1);
+        assert_eq!((l[1].0, l[1].1.count, l[1].1.buckets[0]), (5, 1, 1));
     }
 
     #[test]

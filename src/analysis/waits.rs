@@ -1,13 +1,15 @@
 //! `waits`: lock waits and holds, blocked channel sends and receives, per calling context and
-//! per creation site ([`cabprof_analyses::Waits`]), fed by the `cabprof::sync` wrappers; the
-//! sites' places come from the wrappers' table of sites.
+//! per creation site, and the channels' message latency per creation site
+//! ([`cabprof_analyses::Waits`]), fed by the `cabprof::sync` wrappers; the sites' places come
+//! from the wrappers' table of sites.
 
 use super::contexts::{kept_in_order, stack_rows};
 use super::{check_contexts, top_of, AnalysisDescriptor, AnalysisPlan, MethodIds};
 use crate::model::{
-    DelayEntry, NotAReport, ReportData, WaitContextEntry, WaitCountsEntry, WaitSiteEntry, WaitsData,
+    DelayEntry, LatencyEntry, NotAReport, ReportData, WaitContextEntry, WaitCountsEntry,
+    WaitSiteEntry, WaitsData,
 };
-use cabprof_analyses::{Delay, WaitCounts, Waits};
+use cabprof_analyses::{ChannelLatency, Delay, WaitCounts, Waits};
 use std::fmt::Write as _;
 
 /// The waits analysis.
@@ -24,6 +26,15 @@ fn entry(c: &WaitCounts) -> WaitCountsEntry {
     WaitCountsEntry {
         block: delay(&c.block),
         mutex: delay(&c.mutex),
+    }
+}
+
+fn latency(l: &ChannelLatency) -> LatencyEntry {
+    LatencyEntry {
+        count: l.count,
+        ns: l.ns,
+        max_ns: l.max_ns,
+        buckets: l.buckets.to_vec(),
     }
 }
 
@@ -72,8 +83,18 @@ impl AnalysisDescriptor for Descriptor {
         .collect();
         methods.extend(contexts.iter().map(|c| c.method));
         let buckets: std::collections::HashMap<u32, _> = w.site_histograms().into_iter().collect();
-        let mut sites: Vec<WaitSiteEntry> = w
-            .sites()
+        let mut latencies: std::collections::HashMap<u32, _> =
+            w.site_latencies().into_iter().collect();
+        // The sites with waits, then the channels whose messages came out without a wait.
+        let mut numbered = w.sites();
+        let mut quiet: Vec<u32> = latencies
+            .keys()
+            .copied()
+            .filter(|n| !numbered.iter().any(|(s, _)| s == n))
+            .collect();
+        quiet.sort_unstable();
+        numbered.extend(quiet.into_iter().map(|n| (n, WaitCounts::default())));
+        let mut sites: Vec<WaitSiteEntry> = numbered
             .iter()
             .map(|(n, c)| {
                 let (kind, site) = match crate::sync::sites::site(*n) {
@@ -85,6 +106,7 @@ impl AnalysisDescriptor for Descriptor {
                     site,
                     counts: entry(c),
                     block_buckets: buckets.get(n).map(|b| b.to_vec()),
+                    latency: latencies.remove(n).map(|l| latency(&l)),
                 }
             })
             .collect();
@@ -121,6 +143,7 @@ impl AnalysisDescriptor for Descriptor {
                 o,
                 "  no wait was recorded: only cabprof::sync's locks and channels report them"
             );
+            latency_text(w, top, o);
             return;
         }
         let mut order: Vec<Option<usize>> = (0..w.contexts.len())
@@ -174,6 +197,7 @@ impl AnalysisDescriptor for Descriptor {
                 s.site
             );
         }
+        latency_text(w, top, o);
     }
 
     fn check(data: &ReportData) -> Result<(), NotAReport> {
@@ -181,6 +205,46 @@ impl AnalysisDescriptor for Descriptor {
             Some(w) => check_contexts("waits.contexts", &w.contexts),
             None => Ok(()),
         }
+    }
+}
+
+/// The channels' message latency, a line per channel site, the longest mean first.
+fn latency_text(w: &WaitsData, top: usize, o: &mut String) {
+    let mut channels: Vec<(&WaitSiteEntry, &LatencyEntry)> = w
+        .sites
+        .iter()
+        .filter_map(|s| s.latency.as_ref().filter(|l| l.count > 0).map(|l| (s, l)))
+        .collect();
+    if channels.is_empty() {
+        return;
+    }
+    channels.sort_by(|(xs, x), (ys, y)| {
+        y.mean_ns()
+            .cmp(&x.mean_ns())
+            .then_with(|| xs.site.cmp(&ys.site))
+    });
+    let _ = writeln!(
+        o,
+        "  channel latency, send to receive, by creation site ({}; p50 and p99 are bucket bounds, a decade apart):",
+        top_of(top, channels.len())
+    );
+    let _ = writeln!(
+        o,
+        "  {:>8} {:>12} {:>12} {:>12} {:>12}  channel",
+        "messages", "mean", "p50 <=", "p99 <=", "max"
+    );
+    for (s, l) in channels.into_iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>12} {:>12} {:>12} {:>12}  {} {}",
+            l.count,
+            ms(l.mean_ns()),
+            ms(l.quantile_ns(0.5)),
+            ms(l.quantile_ns(0.99)),
+            ms(l.max_ns),
+            s.kind,
+            s.site
+        );
     }
 }
 

@@ -37,7 +37,8 @@ pub use time::{
 pub(crate) use timeline::CABPROF_SLICE;
 pub use timeline::{TimelineData, TimelineSlice, TimelineThread, TimelineWait};
 pub use waits::{
-    DelayEntry, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData,
+    DelayEntry, LatencyEntry, WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry,
+    WaitsData,
 };
 
 /// Schema tag of the JSON report.

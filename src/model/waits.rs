@@ -1,5 +1,6 @@
 //! The waits analysis' part of the report model: lock waits and holds, blocked channel
-//! operations, per calling context and per creation site.
+//! operations, per calling context and per creation site; and the channels' message latency,
+//! per creation site.
 
 use miniserde::{Deserialize, Serialize};
 
@@ -82,6 +83,55 @@ pub struct WaitSiteEntry {
     /// took at most 1 µs, 10 µs, ... 10 s (a decade apart), and the last, longer. Absent
     /// where it had none, and in older files.
     pub block_buckets: Option<Vec<u64>>,
+    /// A channel's messages, from their send to their receive. Absent for locks, for a channel
+    /// no stamped message came out of, and in older files.
+    pub latency: Option<LatencyEntry>,
+}
+
+/// A channel site's enqueue-to-dequeue latency: how long its messages took through the
+/// channel, from the call that sent each (a wait for room included) to the receive that took it
+/// out. Only messages sent while a session recorded with the waits analysis carry a send time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyEntry {
+    /// Messages received.
+    pub count: u64,
+    /// Their nanoseconds, summed.
+    pub ns: u64,
+    /// The longest, in nanoseconds (in a window: the longest of the whole session so far).
+    pub max_ns: u64,
+    /// How many took at most 1 µs, 10 µs, ... 10 s (a decade apart, as `block_buckets`), and
+    /// the last, longer.
+    pub buckets: Vec<u64>,
+}
+
+impl LatencyEntry {
+    /// The mean, in nanoseconds (0 without messages).
+    pub fn mean_ns(&self) -> u64 {
+        self.ns.checked_div(self.count).unwrap_or(0)
+    }
+
+    /// The `q` quantile (0 to 1), in nanoseconds, as an upper bound: the bound of the bucket
+    /// it falls in, or the longest latency if that is shorter (or if it is in the last
+    /// bucket). 0 without messages.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        // The rank of the quantile, 1-based: at least the first message.
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                let bound = cabprof_analyses::WAIT_BUCKETS_NS
+                    .get(i)
+                    .copied()
+                    .unwrap_or(u64::MAX);
+                return bound.min(self.max_ns);
+            }
+        }
+        self.max_ns
+    }
 }
 
 /// The waits analysis' results.

@@ -91,9 +91,23 @@ impl ReportData {
                 &mut now.sites,
                 &then.sites,
                 |s| (s.kind.clone(), s.site.clone()),
-                |m, e| sub_waits(&mut m.counts, &e.counts),
+                |m, e| {
+                    sub_waits(&mut m.counts, &e.counts);
+                    if let (Some(m), Some(e)) = (&mut m.latency, &e.latency) {
+                        sub(&mut m.count, e.count);
+                        sub(&mut m.ns, e.ns);
+                        // The longest is the session's so far: a maximum does not subtract.
+                        for (m, e) in m.buckets.iter_mut().zip(&e.buckets) {
+                            sub(m, *e);
+                        }
+                    }
+                    if m.latency.as_ref().is_some_and(|l| l.count == 0) {
+                        m.latency = None;
+                    }
+                },
             );
-            now.sites.retain(|s| s.counts != WaitCountsEntry::default());
+            now.sites
+                .retain(|s| s.counts != WaitCountsEntry::default() || s.latency.is_some());
             subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
                 sub(&mut m.calls, e.calls);
                 sub_waits(&mut m.counts, &e.counts);

@@ -122,11 +122,11 @@ pub use crate::model::{
     AllocationsData, BinEntry, CacheData, CallTreeData, CompensationEntry, ContextEntry,
     ContextFault, ContextNode, ContextTimeEntry, Counters, CurvePoint, DelayEntry, DuringSession,
     EdgeEntry, EdgeTimeEntry, FlameStacks, Frame, FunctionAllocEntry, FunctionTimeEntry,
-    LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames, NotAReport, PathEntry,
-    PatternEntry, ReportData, ReportError, ReuseData, RingMemoryWait, SessionInfo, Spread,
-    TimeData, TimelineData, TimelineSlice, TimelineThread, TimelineWait, WaitContextEntry,
-    WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData, ELIDED_FRAME, FLAME_INNER_FRAMES,
-    FLAME_OUTER_FRAMES, SCHEMA,
+    LatencyEntry, LevelEntry, MethodCountEntry, MethodEntry, MethodMissEntry, MethodNames,
+    NotAReport, PathEntry, PatternEntry, ReportData, ReportError, ReuseData, RingMemoryWait,
+    SessionInfo, Spread, TimeData, TimelineData, TimelineSlice, TimelineThread, TimelineWait,
+    WaitContextEntry, WaitCountsEntry, WaitProfile, WaitSiteEntry, WaitsData, ELIDED_FRAME,
+    FLAME_INNER_FRAMES, FLAME_OUTER_FRAMES, SCHEMA,
 };
 pub use compare::SamplingError;
 pub use folded::{folded_frame, Weight};

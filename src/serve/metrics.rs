@@ -25,7 +25,9 @@
 //!   and `mutex` profile (the holders', each hold once per waiter); and
 //!   `cabprof_lock_wait_seconds{kind, site}`, a histogram of the single block-profile waits
 //!   (lock waits, blocked sends and receives) in decade buckets from 1 µs to 10 s
-//!   (`cabprof_analyses::WAIT_BUCKETS_NS`).
+//!   (`cabprof_analyses::WAIT_BUCKETS_NS`); and `cabprof_channel_latency_seconds{kind, site}`,
+//!   a histogram of the time each message sat in a `cabprof::sync` channel, from its send to
+//!   its receive, in the same buckets.
 //! - The runtime's counters: `cabprof_events_total`, `cabprof_events_analyzed_total`,
 //!   `cabprof_events_dropped_total`, `cabprof_chunks_lapped_total`,
 //!   `cabprof_producer_blocked_seconds_total`, `cabprof_endpoint_snapshots_total` (what
@@ -74,6 +76,8 @@ struct Scrape {
     waits: Vec<([String; 3], u64, u64)>,
     /// Per site (waits): kind and site, and its block-profile waits by duration.
     wait_durations: Vec<([String; 2], Durations)>,
+    /// Per channel site (waits): kind and site, and its messages' latency.
+    latencies: Vec<([String; 2], Durations)>,
 }
 
 /// The largest value each counter has shown, by metric and function: a sampled session's
@@ -194,16 +198,23 @@ fn scrape(report: &Report) -> Scrape {
             }
             if let Some(b) = &site.block_buckets {
                 // Per bucket, as the analysis counts them: the encoder adds them up.
-                let bounds = cabprof_analyses::WAIT_BUCKETS_NS
-                    .iter()
-                    .map(|&ns| ns as f64 / 1e9)
-                    .chain([f64::INFINITY]);
+                let bounds = wait_bounds();
                 s.wait_durations.push((
                     [site.kind.clone(), site.site.clone()],
                     Durations {
                         sum_s: site.counts.block.ns as f64 / 1e9,
                         count: site.counts.block.count,
                         buckets: bounds.zip(b.iter().copied()).collect(),
+                    },
+                ));
+            }
+            if let Some(l) = &site.latency {
+                s.latencies.push((
+                    [site.kind.clone(), site.site.clone()],
+                    Durations {
+                        sum_s: l.ns as f64 / 1e9,
+                        count: l.count,
+                        buckets: wait_bounds().zip(l.buckets.iter().copied()).collect(),
                     },
                 ));
             }
@@ -219,6 +230,14 @@ fn scrape(report: &Report) -> Scrape {
         );
     }
     s
+}
+
+/// The upper bounds of the waits' and latencies' buckets, in seconds, `+Inf` last.
+fn wait_bounds() -> impl Iterator<Item = f64> {
+    cabprof_analyses::WAIT_BUCKETS_NS
+        .iter()
+        .map(|&ns| ns as f64 / 1e9)
+        .chain([f64::INFINITY])
 }
 
 /// The labels of a function's series.
@@ -305,6 +324,18 @@ impl Collector for Scrape {
                 MetricType::Histogram,
             )?;
             for (l, d) in &self.wait_durations {
+                m.encode_family(&[("kind", l[0].as_str()), ("site", l[1].as_str())])?
+                    .encode_histogram::<NoLabelSet>(d.sum_s, d.count, &d.buckets, None)?;
+            }
+        }
+        if !self.latencies.is_empty() {
+            let mut m = e.encode_descriptor(
+                "cabprof_channel_latency",
+                "Time each message sat in a cabprof::sync channel, from its send to its receive",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for (l, d) in &self.latencies {
                 m.encode_family(&[("kind", l[0].as_str()), ("site", l[1].as_str())])?
                     .encode_histogram::<NoLabelSet>(d.sum_s, d.count, &d.buckets, None)?;
             }

@@ -5,8 +5,10 @@
 //! same blocking operation, timed; a `recv` (`recv_timeout`, `recv_deadline`) is `try_recv`
 //! first and, only if the channel is empty, the same blocking operation, timed. A timed wait is
 //! recorded however it ends (a message, a timeout, a disconnection). Nothing is buffered beside
-//! the channel. Both ends are `Clone`, as crossbeam's are: every clone keeps the channel's
-//! creation site.
+//! the channel: each message sits in it with its send time beside it (8 bytes), and every
+//! receive (iterators too) writes how long it took since its send (a wait for room included)
+//! for the channel's site; an error that gives the message back gives it alone. Both ends are
+//! `Clone`, as crossbeam's are: every clone keeps the channel's creation site.
 //!
 //! Not wrapped: `select!` and `Select` (they take crossbeam's own endpoints, so a wait in them
 //! is not recorded: use `crossbeam_channel` directly there), and the timer channels `after`,
@@ -14,6 +16,7 @@
 //! crossbeam-channel's own items of the same names.
 
 use super::contention::blocked;
+use super::latency::{ChannelSite, Stamped};
 use super::sites::Site;
 use cabprof_cab::event::WaitKind;
 use crossbeam_channel as cb;
@@ -23,21 +26,37 @@ use std::panic::Location;
 use std::time::{Duration, Instant};
 
 pub use crossbeam_channel::{
-    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryIter, TryRecvError, TrySendError,
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+
+/// The message of an error that gives it back, without its send time.
+fn bare<T>(e: TrySendError<Stamped<T>>) -> TrySendError<T> {
+    match e {
+        TrySendError::Full(s) => TrySendError::Full(s.msg),
+        TrySendError::Disconnected(s) => TrySendError::Disconnected(s.msg),
+    }
+}
+
+/// The same for a timed send.
+fn bare_timeout<T>(e: SendTimeoutError<Stamped<T>>) -> SendTimeoutError<T> {
+    match e {
+        SendTimeoutError::Timeout(s) => SendTimeoutError::Timeout(s.msg),
+        SendTimeoutError::Disconnected(s) => SendTimeoutError::Disconnected(s.msg),
+    }
+}
 
 /// The sending end of a channel: a send that finds a [`bounded`] channel full is recorded as a
 /// blocked send (an [`unbounded`] one is never full).
 pub struct Sender<T> {
-    inner: cb::Sender<T>,
+    inner: cb::Sender<Stamped<T>>,
     site: Site,
 }
 
 /// The receiving end of a channel: a receive that finds it empty is recorded as a blocked
 /// receive.
 pub struct Receiver<T> {
-    inner: cb::Receiver<T>,
-    site: Site,
+    inner: cb::Receiver<Stamped<T>>,
+    site: ChannelSite,
 }
 
 /// A channel of `cap` messages (`crossbeam_channel::bounded`; 0: a rendezvous); the caller's
@@ -57,41 +76,49 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 fn wrap<T>(
-    tx: cb::Sender<T>,
-    rx: cb::Receiver<T>,
+    tx: cb::Sender<Stamped<T>>,
+    rx: cb::Receiver<Stamped<T>>,
     kind: &'static str,
     location: &'static Location<'static>,
 ) -> (Sender<T>, Receiver<T>) {
     let site = Site { kind, location };
-    (Sender { inner: tx, site }, Receiver { inner: rx, site })
+    (
+        Sender { inner: tx, site },
+        Receiver {
+            inner: rx,
+            site: ChannelSite::new(site),
+        },
+    )
 }
 
 impl<T> Sender<T> {
     /// Send `msg` if there is room now (never blocks, never recorded).
     #[inline]
     pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
-        self.inner.try_send(msg)
+        self.inner.try_send(Stamped::new(msg)).map_err(bare)
     }
 
     /// Send `msg`, blocking while the channel is full (recorded); `Err` with it if every
     /// receiver is gone.
     #[inline]
     pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
-        match self.inner.try_send(msg) {
+        match self.inner.try_send(Stamped::new(msg)) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Disconnected(m)) => Err(SendError(m)),
-            Err(TrySendError::Full(m)) => blocked(WaitKind::Send, self.site, || self.inner.send(m)),
+            Err(TrySendError::Disconnected(m)) => Err(SendError(m.msg)),
+            Err(TrySendError::Full(m)) => blocked(WaitKind::Send, self.site, || {
+                self.inner.send(m).map_err(|SendError(m)| SendError(m.msg))
+            }),
         }
     }
 
     /// Send `msg`, waiting at most `timeout` for room (the wait is recorded however it ends).
     #[inline]
     pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        match self.inner.try_send(msg) {
+        match self.inner.try_send(Stamped::new(msg)) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m)),
+            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m.msg)),
             Err(TrySendError::Full(m)) => blocked(WaitKind::Send, self.site, || {
-                self.inner.send_timeout(m, timeout)
+                self.inner.send_timeout(m, timeout).map_err(bare_timeout)
             }),
         }
     }
@@ -100,11 +127,11 @@ impl<T> Sender<T> {
     /// ends).
     #[inline]
     pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
-        match self.inner.try_send(msg) {
+        match self.inner.try_send(Stamped::new(msg)) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m)),
+            Err(TrySendError::Disconnected(m)) => Err(SendTimeoutError::Disconnected(m.msg)),
             Err(TrySendError::Full(m)) => blocked(WaitKind::Send, self.site, || {
-                self.inner.send_deadline(m, deadline)
+                self.inner.send_deadline(m, deadline).map_err(bare_timeout)
             }),
         }
     }
@@ -136,46 +163,51 @@ impl<T> Sender<T> {
 }
 
 impl<T> Receiver<T> {
-    /// The next message if there is one now (never blocks, never recorded).
+    /// The next message if there is one now (never blocks; its latency is recorded).
     #[inline]
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.inner.try_recv()
+        self.inner.try_recv().map(|s| s.open(&self.site))
     }
 
     /// The next message, blocking while the channel is empty (recorded); `Err` once it is
     /// empty and every sender is gone.
     #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
-        match self.inner.try_recv() {
-            Ok(t) => Ok(t),
-            Err(TryRecvError::Disconnected) => Err(RecvError),
-            Err(TryRecvError::Empty) => blocked(WaitKind::Receive, self.site, || self.inner.recv()),
-        }
+        let s = match self.inner.try_recv() {
+            Ok(s) => s,
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) => {
+                blocked(WaitKind::Receive, self.site.site, || self.inner.recv())?
+            }
+        };
+        Ok(s.open(&self.site))
     }
 
     /// The next message, waiting at most `timeout` (the wait is recorded however it ends).
     #[inline]
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        match self.inner.try_recv() {
-            Ok(t) => Ok(t),
-            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => blocked(WaitKind::Receive, self.site, || {
+        let s = match self.inner.try_recv() {
+            Ok(s) => s,
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => blocked(WaitKind::Receive, self.site.site, || {
                 self.inner.recv_timeout(timeout)
-            }),
-        }
+            })?,
+        };
+        Ok(s.open(&self.site))
     }
 
     /// The next message, waiting until `deadline` at most (the wait is recorded however it
     /// ends).
     #[inline]
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        match self.inner.try_recv() {
-            Ok(t) => Ok(t),
-            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => blocked(WaitKind::Receive, self.site, || {
+        let s = match self.inner.try_recv() {
+            Ok(s) => s,
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => blocked(WaitKind::Receive, self.site.site, || {
                 self.inner.recv_deadline(deadline)
-            }),
-        }
+            })?,
+        };
+        Ok(s.open(&self.site))
     }
 
     /// No message is in the channel.
@@ -206,7 +238,7 @@ impl<T> Receiver<T> {
 
     /// The messages there are now, without blocking.
     pub fn try_iter(&self) -> TryIter<'_, T> {
-        self.inner.try_iter()
+        TryIter { rx: self }
     }
 
     /// Both receive from the same channel.
@@ -228,7 +260,7 @@ impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
         Receiver {
             inner: self.inner.clone(),
-            site: self.site,
+            site: self.site.clone(),
         }
     }
 }
@@ -237,6 +269,19 @@ impl<T> Clone for Receiver<T> {
 #[derive(Debug)]
 pub struct Iter<'a, T> {
     rx: &'a Receiver<T>,
+}
+
+/// The messages a [`Receiver`] has now, each from a [`try_recv`](Receiver::try_recv).
+#[derive(Debug)]
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for TryIter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
 }
 
 /// The messages of a [`Receiver`] it owns, each from a blocking [`recv`](Receiver::recv).

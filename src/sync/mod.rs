@@ -31,11 +31,26 @@
 //!   future is polled, and a `Pending` poll on a full (empty) channel begins the wait, written
 //!   when the future ends, in the context of the task's poll (an `#[profile] async fn` that
 //!   awaits it).
+//! - **A message's latency** ([`mpsc`], `crossbeam`, `tokio_mpsc`): how long it took through
+//!   the channel, from the call that sent it to the receive that took it out (`recv`,
+//!   `try_recv`, the timed receives, `recv_many`, `poll_recv` and the iterators alike), per
+//!   creation site, not per context: it is no thread's wait. A send that waited for room counts
+//!   that wait in its message's latency too (the message was on its way; the wait is also a
+//!   blocked send): the wrapped channels do not say when a blocked send's message got in. Each message travels with its send time beside it (8
+//!   bytes more per slot, no other state), so capacity, order and back-pressure are the
+//!   wrapped channel's, and an error that gives the message back gives it alone. Only messages
+//!   sent while a session records with the waits analysis carry a send time; the others (sent
+//!   before it started) are not counted. The report lists, per channel site, the messages, the
+//!   mean, p50 and p99 (as bounds of the decade buckets) and the longest; `/metrics` has it as
+//!   `cabprof_channel_latency_seconds`.
 //!
 //! Costs: with no session recording, an acquisition is parking_lot's after one load and one
 //! branch (is a session recording?); while one records, it is `try_lock` first, and when that
 //! succeeds (uncontended) nothing else happens. A release adds one load and one branch (are
-//! threads waiting?). Only a contended acquisition reads the clock. Without
+//! threads waiting?). Only a contended acquisition reads the clock. A channel send adds one
+//! load and one branch (are messages stamped?), and a receive one branch on the stamp; while a
+//! session records with the waits analysis, a send reads the cheap counter (`rdtsc` on
+//! x86-64, unfenced) and a receive reads it again and writes two words into the ring. Without
 //! cabprof's `enabled` feature the names here are parking_lot's, the standard library's,
 //! crossbeam-channel's and tokio's own types (re-exports), so code that uses them builds either
 //! way.
@@ -51,6 +66,8 @@
 mod contention;
 #[cfg(all(feature = "enabled", feature = "crossbeam"))]
 pub mod crossbeam;
+#[cfg(feature = "enabled")]
+pub(crate) mod latency;
 #[cfg(feature = "enabled")]
 mod lock;
 #[cfg(feature = "enabled")]

@@ -17,11 +17,16 @@
 //! `Ready`. The blocking `blocking_send` and `blocking_recv` are timed when the channel is full
 //! (empty) as they begin. An unbounded channel's `send` never blocks and is never recorded.
 //!
+//! Each message sits in the channel with its send time beside it (8 bytes), and every receive
+//! writes how long it took since its send (a wait for room included) for the channel's site;
+//! an error that gives the message back gives it alone.
+//!
 //! Not wrapped: `reserve` and its permits, `send_timeout`, and the weak senders (use
 //! `tokio::sync::mpsc` for them). Compiled out (without cabprof's `enabled` feature), this
 //! module is `tokio::sync::mpsc`'s own items of the same names.
 
 use super::contention::{blocked, emit_wait, now_ns};
+use super::latency::{ChannelSite, Stamped};
 use super::sites::{self, Site};
 use cabprof_cab::event::WaitKind;
 use cabprof_cab::runtime::recording;
@@ -35,35 +40,60 @@ use tokio::sync::mpsc as tk;
 pub use tokio::sync::mpsc::error;
 use tokio::sync::mpsc::error::{SendError, TryRecvError, TrySendError};
 
+/// The message of an error that gives it back, without its send time.
+fn bare<T>(e: TrySendError<Stamped<T>>) -> TrySendError<T> {
+    match e {
+        TrySendError::Full(s) => TrySendError::Full(s.msg),
+        TrySendError::Closed(s) => TrySendError::Closed(s.msg),
+    }
+}
+
+/// The same for a send.
+fn bare_send<T>(SendError(s): SendError<Stamped<T>>) -> SendError<T> {
+    SendError(s.msg)
+}
+
+/// The messages one `recv_many` takes, with their send times, before they go to the caller's
+/// buffer bare: kept in the receiver, so that a call allocates nothing once it has grown (the
+/// caller's buffer grows as much).
+struct Batch<T>(Vec<Stamped<T>>);
+
+// SAFETY: a `Batch` is reached only through `&mut` of its receiver (`recv_many`), never through
+// a shared one, so sharing the receiver between threads shares no `T`: the receiver is `Sync`
+// whenever `T: Send`, as tokio's own.
+unsafe impl<T: Send> Sync for Batch<T> {}
+
 /// The sending half of a bounded [`channel`]: a `send` that finds the channel full is recorded
 /// as a blocked send.
 pub struct Sender<T> {
-    inner: tk::Sender<T>,
+    inner: tk::Sender<Stamped<T>>,
     site: Site,
 }
 
 /// The receiving half of a bounded [`channel`]: a `recv` that finds it empty is recorded as a
 /// blocked receive.
 pub struct Receiver<T> {
-    inner: tk::Receiver<T>,
-    site: Site,
+    inner: tk::Receiver<Stamped<T>>,
+    site: ChannelSite,
     /// When a [`poll_recv`](Receiver::poll_recv) found the channel empty (0: it did not).
     since: u64,
+    batch: Batch<T>,
 }
 
 /// The sending half of an [`unbounded_channel`]: `send` never blocks, so nothing is recorded.
 pub struct UnboundedSender<T> {
-    inner: tk::UnboundedSender<T>,
+    inner: tk::UnboundedSender<Stamped<T>>,
 }
 
 /// The receiving half of an [`unbounded_channel`]: a `recv` that finds it empty is recorded as
 /// a blocked receive.
 pub struct UnboundedReceiver<T> {
-    inner: tk::UnboundedReceiver<T>,
-    site: Site,
+    inner: tk::UnboundedReceiver<Stamped<T>>,
+    site: ChannelSite,
     /// When a [`poll_recv`](UnboundedReceiver::poll_recv) found the channel empty (0: it did
     /// not).
     since: u64,
+    batch: Batch<T>,
 }
 
 /// A channel of `buffer` messages (`tokio::sync::mpsc::channel`, which panics if `buffer` is
@@ -79,8 +109,9 @@ pub fn channel<T>(buffer: usize) -> (Sender<T>, Receiver<T>) {
         Sender { inner: tx, site },
         Receiver {
             inner: rx,
-            site,
+            site: ChannelSite::new(site),
             since: 0,
+            batch: Batch(Vec::new()),
         },
     )
 }
@@ -98,8 +129,9 @@ pub fn unbounded_channel<T>() -> (UnboundedSender<T>, UnboundedReceiver<T>) {
         UnboundedSender { inner: tx },
         UnboundedReceiver {
             inner: rx,
-            site,
+            site: ChannelSite::new(site),
             since: 0,
+            batch: Batch(Vec::new()),
         },
     )
 }
@@ -194,25 +226,27 @@ impl<T> Sender<T> {
     /// the receiver is gone. Tokio's `send`, polled as it is.
     pub async fn send(&self, value: T) -> Result<(), SendError<T>> {
         let mut wait = AsyncWait::new(WaitKind::Send, self.site);
-        let mut send = pin!(self.inner.send(value));
+        let mut send = pin!(self.inner.send(Stamped::new(value)));
         poll_fn(|cx| {
             let p = send.as_mut().poll(cx);
             wait.after(&p, || self.inner.capacity() == 0);
             p
         })
         .await
+        .map_err(bare_send)
     }
 
     /// Send `value` if there is room now (never waits, never recorded).
     #[inline]
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.inner.try_send(value)
+        self.inner.try_send(Stamped::new(value)).map_err(bare)
     }
 
     /// Send `value` from outside the runtime, blocking the thread while the channel is full
     /// (recorded if it was full as the call began); tokio's `blocking_send`, which panics if
     /// called from asynchronous code.
     pub fn blocking_send(&self, value: T) -> Result<(), SendError<T>> {
+        let value = Stamped::new(value);
         if self.inner.capacity() == 0 {
             blocked(WaitKind::Send, self.site, || {
                 self.inner.blocking_send(value)
@@ -220,6 +254,7 @@ impl<T> Sender<T> {
         } else {
             self.inner.blocking_send(value)
         }
+        .map_err(bare_send)
     }
 
     /// Completes when the receiver is gone (never recorded).
@@ -258,35 +293,42 @@ macro_rules! receiving {
             pub async fn recv(&mut self) -> Option<T> {
                 // A wait a `poll_recv` began and did not finish is given up.
                 self.since = 0;
-                let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
+                let mut wait = AsyncWait::new(WaitKind::Receive, self.site.site);
                 let inner = &mut self.inner;
-                poll_fn(|cx| {
+                let got = poll_fn(|cx| {
                     let p = inner.poll_recv(cx);
                     wait.after(&p, || inner.is_empty());
                     p
                 })
-                .await
+                .await;
+                got.map(|s| s.open(&self.site))
             }
 
             /// Up to `limit` messages appended to `buffer`, waiting while the channel is empty
             /// (recorded); 0 once it is empty and closed (or if `limit` is 0).
             pub async fn recv_many(&mut self, buffer: &mut Vec<T>, limit: usize) -> usize {
                 self.since = 0;
-                let mut wait = AsyncWait::new(WaitKind::Receive, self.site);
+                let mut wait = AsyncWait::new(WaitKind::Receive, self.site.site);
                 let inner = &mut self.inner;
-                poll_fn(|cx| {
-                    let p = inner.poll_recv_many(cx, buffer, limit);
+                // Tokio's own batch, into the receiver's (empty between calls), then to
+                // `buffer` bare.
+                let batch = &mut self.batch.0;
+                let n = poll_fn(|cx| {
+                    let p = inner.poll_recv_many(cx, batch, limit);
                     wait.after(&p, || inner.is_empty());
                     p
                 })
-                .await
+                .await;
+                buffer.reserve(batch.len());
+                buffer.extend(batch.drain(..).map(|s| s.open(&self.site)));
+                n
             }
 
             /// The next message if there is one now (never waits, never recorded).
             #[inline]
             pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
                 self.since = 0;
-                self.inner.try_recv()
+                self.inner.try_recv().map(|s| s.open(&self.site))
             }
 
             /// The next message from outside the runtime, blocking the thread while the channel is
@@ -294,12 +336,13 @@ macro_rules! receiving {
             /// panics if called from asynchronous code.
             pub fn blocking_recv(&mut self) -> Option<T> {
                 self.since = 0;
-                if self.inner.is_empty() {
+                let got = if self.inner.is_empty() {
                     let inner = &mut self.inner;
-                    blocked(WaitKind::Receive, self.site, || inner.blocking_recv())
+                    blocked(WaitKind::Receive, self.site.site, || inner.blocking_recv())
                 } else {
                     self.inner.blocking_recv()
-                }
+                };
+                got.map(|s| s.open(&self.site))
             }
 
             /// One poll for the next message: from a `Pending` that found the channel empty to the
@@ -307,7 +350,8 @@ macro_rules! receiving {
             pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
                 let p = self.inner.poll_recv(cx);
                 let inner = &self.inner;
-                poll_recorded(&mut self.since, self.site, p, || inner.is_empty())
+                let p = poll_recorded(&mut self.since, self.site.site, p, || inner.is_empty());
+                p.map(|got| got.map(|s| s.open(&self.site)))
             }
 
             /// Close the channel: no more sends; the messages in it can still be received.
@@ -352,7 +396,7 @@ impl<T> UnboundedSender<T> {
     /// Send `value` (never waits); `Err` with it if the receiver is gone.
     #[inline]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        self.inner.send(value)
+        self.inner.send(Stamped::new(value)).map_err(bare_send)
     }
 
     /// Completes when the receiver is gone (never recorded).

@@ -98,6 +98,7 @@ fn waits_shows_who_waited_and_where() {
         "by creation site",
         "Mutex examples/waits.rs:",
         "sync_channel examples/waits.rs:",
+        "channel latency, send to receive",
     ] {
         assert!(out.contains(part), "missing {part:?} in:\n{out}");
     }

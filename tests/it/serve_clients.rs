@@ -196,6 +196,14 @@ fn prometheus_scrapes_exact_counts() {
     );
     workload();
     crate::waits::lock_waits(3, |m| *m.lock() += 1);
+    // Four messages that each sit about 20 ms in a channel.
+    let (tx, rx) = cabprof::sync::mpsc::channel();
+    for i in 0..4u8 {
+        tx.send(i).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(rx.try_iter().count(), 4);
+    cabprof::flush_thread();
     let mut found = None;
     for _ in 0..600 {
         std::thread::sleep(Duration::from_millis(100));
@@ -234,10 +242,36 @@ fn prometheus_scrapes_exact_counts() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The channel's latency histogram: four messages, each in the `le="0.1"` bucket and
+    // none in the `le="0.01"` one.
+    let mut latency = None;
+    for _ in 0..600 {
+        let Some((results, text)) = query("cabprof_channel_latency_seconds_bucket") else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        last = text;
+        let bucket = |le: &str| {
+            results.iter().find_map(|r| {
+                (r["metric"]["le"].as_str() == Some(le) && r["metric"]["kind"] == "channel")
+                    .then(|| r["value"][1].as_str().map(str::to_owned))?
+            })
+        };
+        latency = bucket("+Inf").zip(bucket("0.1")).zip(bucket("0.01"));
+        if latency.as_ref().is_some_and(|((all, _), _)| all == "4") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(server);
     assert_eq!(
         waits,
         Some(("3".to_string(), "3".to_string())),
+        "Prometheus' answer: {last}"
+    );
+    assert_eq!(
+        latency,
+        Some((("4".to_string(), "4".to_string()), "0".to_string())),
         "Prometheus' answer: {last}"
     );
     assert_eq!(

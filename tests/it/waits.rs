@@ -1,11 +1,12 @@
 //! `cabprof::sync`'s locks and channels and the waits analysis: where a wait lands (the
 //! waiter's context for the block profile, the holder's for the mutex profile, the creation
-//! site), that the channel wrappers keep the standard library's capacity and order, and that
-//! `go tool pprof` reads the profiles. Durations are asserted in generous ranges around what
+//! site), how long messages sit in a channel (its latency, per creation site), that the
+//! channel wrappers keep the standard library's capacity and order, and that `go tool pprof`
+//! reads the profiles. Durations are asserted in generous ranges around what
 //! the test itself sleeps, never cabprof's own speed.
 
 use crate::support::serial;
-use cabprof::report::{WaitCountsEntry, WaitProfile, WaitsData};
+use cabprof::report::{LatencyEntry, WaitCountsEntry, WaitProfile, WaitsData};
 use cabprof::sync::mpsc;
 use cabprof::sync::{Mutex, RwLock};
 use cabprof::{Analysis, ReportData, Session};
@@ -242,6 +243,7 @@ fn channels_keep_the_plain_channels_capacity_and_order() {
     let _one = serial();
     let s = session();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut received = 0u64;
     for case in 0..300 {
         let bound = (rng.next() % 5) as usize;
         let (tx, rx) = mpsc::sync_channel::<u64>(bound);
@@ -251,10 +253,11 @@ fn channels_keep_the_plain_channels_capacity_and_order() {
             let v = rng.next();
             match rng.next() % 4 {
                 0 => {
-                    let a = tx.try_send(v).is_ok();
-                    let b = ptx.try_send(v).is_ok();
+                    // The same answer, and a refused message comes back bare.
+                    let a = tx.try_send(v);
+                    let b = ptx.try_send(v);
                     assert_eq!(a, b, "case {case} step {step}: try_send");
-                    queued += a as usize;
+                    queued += a.is_ok() as usize;
                     assert!(queued <= bound, "case {case}: more than {bound} queued");
                 }
                 // A blocking send only where it cannot block: the plain one agrees it fits.
@@ -264,33 +267,57 @@ fn channels_keep_the_plain_channels_capacity_and_order() {
                     queued += 1;
                 }
                 2 => {
-                    let a = rx.try_recv().ok();
-                    let b = prx.try_recv().ok();
+                    let a = rx.try_recv();
+                    let b = prx.try_recv();
                     assert_eq!(a, b, "case {case} step {step}: try_recv");
-                    queued -= a.is_some() as usize;
+                    queued -= a.is_ok() as usize;
+                    received += a.is_ok() as u64;
                 }
                 _ if queued > 0 => {
                     assert_eq!(rx.recv().ok(), prx.recv().ok(), "case {case}: recv");
                     queued -= 1;
+                    received += 1;
                 }
                 _ => {
                     let a = rx.recv_timeout(Duration::from_micros(10));
                     let b = prx.recv_timeout(Duration::from_micros(10));
                     assert_eq!(a, b, "case {case}: recv_timeout");
+                    received += a.is_ok() as u64;
                 }
             }
+        }
+        // What is there now, without blocking, in order.
+        if case % 2 == 0 {
+            let a: Vec<u64> = rx.try_iter().collect();
+            assert_eq!(
+                a,
+                prx.try_iter().collect::<Vec<_>>(),
+                "case {case}: try_iter"
+            );
+            received += a.len() as u64;
         }
         // Full at exactly the bound, then drained in order.
         while tx.try_send(1).is_ok() {
             ptx.try_send(1).unwrap();
         }
         assert!(ptx.try_send(1).is_err(), "case {case}: same capacity");
-        drop((tx, ptx));
         assert_eq!(
-            rx.iter().collect::<Vec<_>>(),
-            prx.iter().collect::<Vec<_>>()
+            tx.try_send(2),
+            Err(mpsc::TrySendError::Full(2)),
+            "case {case}: a full channel gives the message back"
         );
+        drop((tx, ptx));
+        let rest = rx.iter().collect::<Vec<_>>();
+        assert_eq!(rest, prx.iter().collect::<Vec<_>>());
+        received += rest.len() as u64;
     }
+    // Every message that came out, whichever way, had its latency taken once; the 300
+    // channels are one site, made on the same line.
+    let data = s.finish().data;
+    let latency = channel_latency(&data, "sync_channel");
+    assert_eq!(latency.count, received, "{latency:?}");
+    assert_eq!(latency.buckets.iter().sum::<u64>(), received);
+    let s = session();
     // Across threads: a bound-2 channel's sender blocks and resumes in order.
     let (tx, rx) = mpsc::sync_channel(2);
     let producer = std::thread::spawn(move || {
@@ -306,7 +333,151 @@ fn channels_keep_the_plain_channels_capacity_and_order() {
     drop(tx);
     assert_eq!(rx.recv(), Ok(7));
     assert_eq!(rx.recv(), Err(mpsc::RecvError));
+    // Disconnected: the message comes back bare.
+    let (tx, rx) = mpsc::channel();
+    let (stx, srx) = mpsc::sync_channel(1);
+    drop((rx, srx));
+    assert_eq!(tx.send(8u8), Err(mpsc::SendError(8)));
+    assert_eq!(stx.send(9u8), Err(mpsc::SendError(9)));
+    assert_eq!(stx.try_send(10), Err(mpsc::TrySendError::Disconnected(10)));
     drop(s.finish());
+}
+
+/// The latency of the one site of `kind` (a single such site, with latencies).
+pub(crate) fn channel_latency(data: &ReportData, kind: &str) -> LatencyEntry {
+    let w = waits(data);
+    let found: Vec<_> = w.sites.iter().filter(|s| s.kind == kind).collect();
+    assert_eq!(found.len(), 1, "one site of {kind} in {:#?}", w.sites);
+    found[0]
+        .latency
+        .clone()
+        .unwrap_or_else(|| panic!("latencies at {kind}: {:#?}", found[0]))
+}
+
+/// 20 messages through a `sync_channel(4)` whose consumer takes 5 ms over each, sent as fast
+/// as the channel takes them. A message's latency runs from its `send` to its receive, any wait
+/// for room included. Message `k` is received at about `5k` ms. From the fifth on, its send
+/// begins when the one before it got in, once message `k - 5` was received (about `5(k - 5)`
+/// ms), waits for room until message `k - 4` is received, and the message is taken out at `5k`:
+/// 25 ms. The first five are sent at once: 0, 5, 10, 15 and 20 ms. Mean: (50 + 15 x 25) / 20 =
+/// 21.25 ms (were the wait for room left out, 17.5 ms). A slower consumer (a loaded host
+/// oversleeps) only lengthens it; a producer late to refill could shorten it a little.
+#[test]
+fn a_full_channel_holds_each_message_for_the_consumers_pace() {
+    let _one = serial();
+    let s = session();
+    let (tx, rx) = mpsc::sync_channel(4);
+    let line = line!() - 1;
+    let consumer = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        for v in rx {
+            got.push(v);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        got
+    });
+    produce(&tx, 20);
+    drop(tx);
+    assert_eq!(consumer.join().unwrap(), (0..20).collect::<Vec<_>>());
+    let data = s.finish().data;
+    let l = channel_latency(&data, "sync_channel");
+    assert_eq!(l.count, 20, "{l:?}");
+    let mean = l.mean_ns();
+    assert!(
+        (19 * MS..=100 * MS).contains(&mean),
+        "about 21.25 ms on average: {l:?}"
+    );
+    assert!((25 * MS..=1_000 * MS).contains(&l.max_ns), "{l:?}");
+    // Most took between 10 and 100 ms (the bucket of 25 ms); the median is bounded by it.
+    assert!(l.buckets[5] >= 15, "{l:?}");
+    assert_eq!(l.quantile_ns(0.5), (100 * MS).min(l.max_ns), "{l:?}");
+    let site = waits(&data)
+        .sites
+        .iter()
+        .find(|s| s.kind == "sync_channel")
+        .unwrap();
+    assert!(
+        site.site.contains(&format!("waits.rs:{line}:")),
+        "{}",
+        site.site
+    );
+    let text = data.text(10);
+    assert!(text.contains("channel latency"), "{text}");
+    assert!(text.contains(&format!("waits.rs:{line}:")), "{text}");
+}
+
+/// An unbounded channel never blocks a send, but its messages wait for the receiver: ten sent
+/// at once and received 20 ms later each sat at least 20 ms, even with no wait recorded.
+#[test]
+fn an_unbounded_channels_messages_have_their_latency() {
+    let _one = serial();
+    let s = session();
+    let (tx, rx) = mpsc::channel();
+    for i in 0..10u32 {
+        tx.send(i).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        rx.try_iter().collect::<Vec<_>>(),
+        (0..10).collect::<Vec<_>>()
+    );
+    let data = s.finish().data;
+    let l = channel_latency(&data, "channel");
+    assert_eq!(l.count, 10, "{l:?}");
+    assert!((20 * MS..=2_000 * MS).contains(&l.mean_ns()), "{l:?}");
+    // No send or receive waited: the site is there for its latency alone.
+    let w = waits(&data);
+    assert_eq!(w.totals, WaitCountsEntry::default());
+    let text = data.text(10);
+    assert!(text.contains("no wait was recorded"), "{text}");
+    assert!(text.contains("channel latency"), "{text}");
+    // A window reads it back and subtracts it.
+    let back = ReportData::from_json(&data.json()).expect("reads back");
+    assert_eq!(back.waits, data.waits);
+    assert!(waits(&data.since(&data)).sites.is_empty());
+}
+
+/// Messages sent while no session records, or while one records without the waits analysis,
+/// carry no send time: receiving them while a waits session records writes nothing; a message
+/// sent and received during it does.
+#[test]
+fn messages_sent_without_a_session_have_no_latency() {
+    let _one = serial();
+    let (tx, rx) = mpsc::sync_channel(8);
+    let (utx, urx) = mpsc::channel();
+    for i in 0..3u32 {
+        tx.send(i).unwrap();
+        utx.send(i).unwrap();
+    }
+    let other = Session::builder()
+        .analyses(&[Analysis::CallTree])
+        .start()
+        .expect("start a session without the waits analysis");
+    for i in 3..5u32 {
+        tx.send(i).unwrap();
+        utx.send(i).unwrap();
+    }
+    drop(other.finish());
+    let s = session();
+    assert_eq!(
+        rx.try_iter().collect::<Vec<_>>(),
+        (0..5).collect::<Vec<_>>()
+    );
+    assert_eq!(urx.try_iter().count(), 5);
+    tx.send(5).unwrap();
+    assert_eq!(rx.recv(), Ok(5));
+    let data = s.finish().data;
+    assert_eq!(channel_latency(&data, "sync_channel").count, 1);
+    assert!(
+        waits(&data).sites.iter().all(|s| s.kind != "channel"),
+        "{:#?}",
+        waits(&data).sites
+    );
+    // Sent during a session, received after it: nothing to record it in.
+    let s = session();
+    tx.send(6).unwrap();
+    drop(s.finish());
+    assert_eq!(rx.recv(), Ok(6));
 }
 
 #[test]
@@ -318,6 +489,57 @@ fn the_waits_read_back_and_subtract() {
     let w = waits(&none);
     assert_eq!(w.totals, WaitCountsEntry::default());
     assert!(w.sites.is_empty());
+}
+
+/// `/metrics` has a channel's latency as a Prometheus histogram: ten messages that each sat
+/// about 20 ms are all in the 100 ms bucket, none in the 10 ms one.
+#[cfg(feature = "serve")]
+#[test]
+fn metrics_serve_the_channel_latency_histogram() {
+    use crate::serve_support::get;
+    let _one = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = s.serve_addr().expect("an endpoint");
+    let (tx, rx) = mpsc::channel();
+    for i in 0..10u32 {
+        tx.send(i).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(rx.try_iter().count(), 10);
+    cabprof::flush_thread();
+    let metrics = get(addr, "/metrics").text();
+    assert!(
+        metrics.contains("# TYPE cabprof_channel_latency_seconds histogram"),
+        "{metrics}"
+    );
+    let value = |name: &str, le: Option<&str>| {
+        let head = match le {
+            Some(le) => format!("{name}{{le=\"{le}\",kind=\"channel\",site=\""),
+            None => format!("{name}{{kind=\"channel\",site=\""),
+        };
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_owned)
+    };
+    let bucket = |le| value("cabprof_channel_latency_seconds_bucket", Some(le));
+    assert_eq!(bucket("+Inf").as_deref(), Some("10"), "{metrics}");
+    assert_eq!(bucket("0.01").as_deref(), Some("0"), "{metrics}");
+    assert_eq!(
+        value("cabprof_channel_latency_seconds_count", None).as_deref(),
+        Some("10"),
+        "{metrics}"
+    );
+    let sum: f64 = value("cabprof_channel_latency_seconds_sum", None)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a sum in {metrics}"));
+    assert!((0.2..=20.0).contains(&sum), "ten of about 20 ms: {sum}");
+    drop(s.finish());
 }
 
 #[cfg(feature = "serve")]

@@ -1,9 +1,9 @@
 //! `cabprof::sync::crossbeam` (feature `crossbeam`): a full bounded channel is a blocked send
-//! in the sender's context, and the wrapper keeps crossbeam-channel's capacity, order and
-//! answers. Durations are asserted in generous ranges around what the test itself sleeps.
+//! in the sender's context, each message's time in the channel is its site's latency, and the
+//! wrapper keeps crossbeam-channel's capacity, order and answers. Durations are asserted in generous ranges around what the test itself sleeps.
 
 use crate::support::serial;
-use crate::waits::{session, Rng, MS};
+use crate::waits::{channel_latency, session, Rng, MS};
 use cabprof::sync::crossbeam;
 use cabprof::ReportData;
 use std::time::Duration;
@@ -169,4 +169,52 @@ fn a_receive_that_times_out_is_a_blocked_receive() {
     assert_eq!(w.root.block.count, 1, "{w:?}");
     assert!((15 * MS..=2_000 * MS).contains(&w.root.block.ns), "{w:?}");
     assert_eq!(w.sites[0].kind, "crossbeam::unbounded");
+}
+
+/// Messages that sat 20 ms in an unbounded channel, and in a bounded one, received every way
+/// (`recv`, `try_recv`, `recv_timeout`, `try_iter`, `iter`, `into_iter`): each has its
+/// latency, at its channel's site.
+#[test]
+fn crossbeam_messages_have_their_latency_however_received() {
+    let _one = serial();
+    let s = session();
+    let (tx, rx) = crossbeam::unbounded();
+    let (btx, brx) = crossbeam::bounded(8);
+    for i in 0..8u32 {
+        tx.send(i).unwrap();
+        btx.send_timeout(i, Duration::from_secs(1)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(rx.recv(), Ok(0));
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(1)), Ok(2));
+    assert_eq!(rx.try_iter().take(2).collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(rx.iter().take(3).collect::<Vec<_>>(), [5, 6, 7]);
+    drop(btx);
+    assert_eq!(
+        brx.into_iter().collect::<Vec<_>>(),
+        (0..8).collect::<Vec<_>>()
+    );
+    let data = s.finish().data;
+    for kind in ["crossbeam::unbounded", "crossbeam::bounded"] {
+        let l = channel_latency(&data, kind);
+        assert_eq!(l.count, 8, "{kind}: {l:?}");
+        assert!(
+            (20 * MS..=2_000 * MS).contains(&l.mean_ns()),
+            "{kind}: {l:?}"
+        );
+    }
+    // Refused messages come back bare.
+    let (tx, rx) = crossbeam::bounded(1);
+    tx.send(1u8).unwrap();
+    assert_eq!(tx.try_send(2), Err(crossbeam::TrySendError::Full(2)));
+    assert_eq!(
+        tx.send_timeout(3, Duration::from_millis(1)),
+        Err(crossbeam::SendTimeoutError::Timeout(3))
+    );
+    drop(rx);
+    assert_eq!(
+        tx.send_deadline(4, std::time::Instant::now()),
+        Err(crossbeam::SendTimeoutError::Disconnected(4))
+    );
 }

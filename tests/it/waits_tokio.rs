@@ -1,11 +1,12 @@
 //! `cabprof::sync::tokio_mpsc` (feature `tokio`): a send awaiting room in a full channel is a
 //! blocked send in the calling context of the `#[profile] async fn` that awaits it, on either
 //! runtime flavour; a receive awaiting a message likewise (also one cut short by a timeout);
-//! and the wrapper keeps tokio's capacity, order and answers. Durations are asserted in
+//! each message's time in the channel is its site's latency; and the wrapper keeps tokio's
+//! capacity, order and answers. Durations are asserted in
 //! generous ranges around what the test itself sleeps.
 
 use crate::support::serial;
-use crate::waits::{context, session, Rng, MS};
+use crate::waits::{channel_latency, context, session, Rng, MS};
 use cabprof::sync::tokio_mpsc;
 use cabprof::ReportData;
 use std::future::poll_fn;
@@ -286,4 +287,62 @@ fn a_blocking_send_outside_the_runtime_is_a_blocked_send() {
         (60 * MS..=600 * MS).contains(&sender.block.ns),
         "about 20 x 5 ms blocked: {sender:?}"
     );
+}
+
+/// Messages that sat 20 ms in a bounded and an unbounded tokio channel, received every way
+/// (`recv`, `try_recv`, `recv_many`, `poll_recv`, `blocking_recv`): each has its latency, at its
+/// channel's site; refused messages come back bare.
+#[test]
+fn tokio_messages_have_their_latency_however_received() {
+    let _one = serial();
+    let s = session();
+    let (tx, mut rx) = tokio_mpsc::channel(8);
+    let (utx, mut urx) = tokio_mpsc::unbounded_channel();
+    current_thread().block_on(async {
+        for i in 0..8u32 {
+            tx.send(i).await.unwrap();
+            utx.send(i).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(rx.recv().await, Some(0));
+        assert_eq!(rx.try_recv(), Ok(1));
+        let mut got = vec![1];
+        assert_eq!(rx.recv_many(&mut got, 3).await, 3);
+        assert_eq!(got, [1, 2, 3, 4]);
+        assert_eq!(poll_fn(|cx| rx.poll_recv(cx)).await, Some(5));
+        let mut rest = Vec::new();
+        assert_eq!(urx.recv_many(&mut rest, usize::MAX).await, 8);
+        assert_eq!(rest, (0..8).collect::<Vec<_>>());
+    });
+    assert_eq!(rx.blocking_recv(), Some(6));
+    assert_eq!(rx.blocking_recv(), Some(7));
+    let data = s.finish().data;
+    for kind in ["tokio::mpsc::channel", "tokio::mpsc::unbounded_channel"] {
+        let l = channel_latency(&data, kind);
+        assert_eq!(l.count, 8, "{kind}: {l:?}");
+        assert!(
+            (20 * MS..=2_000 * MS).contains(&l.mean_ns()),
+            "{kind}: {l:?}"
+        );
+    }
+    let (tx, rx) = tokio_mpsc::channel(1);
+    tx.try_send(1u8).unwrap();
+    assert_eq!(
+        tx.try_send(2),
+        Err(tokio_mpsc::error::TrySendError::Full(2))
+    );
+    drop(rx);
+    assert_eq!(
+        tx.try_send(3),
+        Err(tokio_mpsc::error::TrySendError::Closed(3))
+    );
+    assert_eq!(tx.blocking_send(4), Err(tokio_mpsc::error::SendError(4)));
+    let (utx, urx) = tokio_mpsc::unbounded_channel();
+    drop(urx);
+    assert_eq!(utx.send(5u8), Err(tokio_mpsc::error::SendError(5)));
+    // The receivers are `Send` and `Sync` for a `T` that is `Send` alone, as tokio's are.
+    fn shared<R: Send + Sync>() {}
+    shared::<tokio::sync::mpsc::Receiver<std::cell::Cell<u8>>>();
+    shared::<tokio_mpsc::Receiver<std::cell::Cell<u8>>>();
+    shared::<tokio_mpsc::UnboundedReceiver<std::cell::Cell<u8>>>();
 }

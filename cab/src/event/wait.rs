@@ -18,6 +18,9 @@
 //! +------+------------+------------------------------------------------------+
 //! ```
 //!
+//! A channel message's **latency** (kind `Latency`) is the same two words, written by the
+//! thread that received it: the time from its send to that receive.
+//!
 //! In timeline mode a wait of the block profile (not a hold) is followed by its **from** and
 //! **to** words: the clock (`crate::clock::now`) at its two ends, for the timeline to draw it.
 //! They carry the readings' low 48 bits (a day at 3 GHz): the timeline takes the high bits
@@ -50,14 +53,18 @@ pub enum WaitKind {
     Send,
     /// A thread waited to receive from an empty channel (block profile).
     Receive,
+    /// A message sat in a channel from its send to the receive that took it out (not a wait
+    /// of either profile: the receiving thread writes it, but no thread waited for it).
+    Latency,
 }
 
 impl WaitKind {
-    const ALL: [WaitKind; 4] = [
+    const ALL: [WaitKind; 5] = [
         WaitKind::Lock,
         WaitKind::Hold,
         WaitKind::Send,
         WaitKind::Receive,
+        WaitKind::Latency,
     ];
 
     const fn code(self) -> u64 {
@@ -66,6 +73,7 @@ impl WaitKind {
             WaitKind::Hold => 1,
             WaitKind::Send => 2,
             WaitKind::Receive => 3,
+            WaitKind::Latency => 4,
         }
     }
 }

@@ -42,8 +42,10 @@
 //! A fourth times an uncontended send and receive on one thread ([`MESSAGES`] per timing, in
 //! the same rounds): crossbeam-channel's `bounded` and tokio's `mpsc::channel` (awaited in a
 //! current-thread runtime), each plain, as `cabprof::sync::crossbeam` and
-//! `cabprof::sync::tokio_mpsc` with no session, and the same while an exhaustive session
-//! records (the channel never fills or empties: nothing is recorded).
+//! `cabprof::sync::tokio_mpsc` with no session, while an exhaustive session without the waits
+//! analysis records (messages are not stamped), and while one with it records (the channel
+//! never fills or empties, so no wait is recorded, but every message is stamped at its send
+//! and its latency written at its receive: the rows' difference is what the latency costs).
 //!
 //! `cargo bench -p cabprof-checks --bench idle_cost` (fat LTO, the bench profile) and
 //! `cargo bench -p cabprof-checks --bench idle_cost --profile release` (what a crate that
@@ -580,14 +582,19 @@ fn lock_profiled(m: &cabprof::sync::Mutex<u64>) -> f64 {
 const MESSAGES: u32 = 200_000;
 
 /// The channel variants, in the order of their timings.
-const CHANNEL_NAMES: [&str; 6] = [
+const CHANNEL_NAMES: [&str; 8] = [
     "crossbeam_channel",
     "sync::crossbeam, idle",
-    "sync::crossbeam, session",
+    "sync::crossbeam, no waits",
+    "sync::crossbeam, latency",
     "tokio mpsc",
     "sync::tokio_mpsc, idle",
-    "sync::tokio_mpsc, session",
+    "sync::tokio_mpsc, no waits",
+    "sync::tokio_mpsc, latency",
 ];
+
+/// Rows per channel in [`CHANNEL_NAMES`], the plain channel first.
+const CHANNEL_ROWS: usize = 4;
 
 /// A channel with room: a send then a receive never waits.
 const CHANNEL_CAP: usize = 16;
@@ -662,7 +669,8 @@ async fn pass_tokio_wrapped(
     rx.recv().await.unwrap()
 }
 
-/// `time` under a waits session, which records no wait (uncontended).
+/// `time` under a waits session, which records no wait (uncontended) but every message's
+/// latency (the warm-up's too).
 fn waits_session(time: impl FnOnce() -> f64) -> f64 {
     let s = Session::builder()
         .analyses(&[Analysis::CallTree, Analysis::Waits])
@@ -672,6 +680,24 @@ fn waits_session(time: impl FnOnce() -> f64) -> f64 {
     let r = s.finish();
     let waits = r.data.waits.as_ref().expect("the waits analysis ran");
     assert_eq!(waits.totals.block.count, 0, "uncontended: no wait recorded");
+    let latencies: u64 = waits
+        .sites
+        .iter()
+        .filter_map(|s| s.latency.as_ref())
+        .map(|l| l.count)
+        .sum();
+    assert_eq!(latencies, MESSAGES as u64 + 1, "every message's latency");
+    ns
+}
+
+/// `time` under a session without the waits analysis: messages are not stamped.
+fn other_session(time: impl FnOnce() -> f64) -> f64 {
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree])
+        .start()
+        .expect("no other session runs in this bench");
+    let ns = time();
+    drop(s.finish());
     ns
 }
 
@@ -708,9 +734,13 @@ impl Channels {
         match v {
             0 => time_channel(&self.crossbeam, pass_crossbeam),
             1 => time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped),
-            2 => waits_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
-            3 => time_tokio(&self.rt, &mut self.tokio, pass_tokio),
-            4 => time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped),
+            2 => other_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
+            3 => waits_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
+            4 => time_tokio(&self.rt, &mut self.tokio, pass_tokio),
+            5 => time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped),
+            6 => {
+                other_session(|| time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped))
+            }
             _ => {
                 waits_session(|| time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped))
             }
@@ -727,7 +757,7 @@ fn report_channels(ns: &[Vec<f64>]) {
         "", "ns/message", "spread", "x plain"
     );
     for (i, name) in CHANNEL_NAMES.iter().enumerate() {
-        let plain = &ns[i / 3 * 3];
+        let plain = &ns[i / CHANNEL_ROWS * CHANNEL_ROWS];
         let (lo, hi) = min_max(&ns[i]);
         let ratio = median_interval(&paired_ratios(&ns[i], plain), 0.95, RESAMPLES, SEED);
         println!(

@@ -63,6 +63,8 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
     let on = plan.kinds.contains(&crate::Analysis::Time) || timeline;
     let period = if on { plan.time_sample } else { 0 };
     crate::__private::set_timeline(timeline);
+    // Channel messages carry their send time only for the analysis that reads it.
+    crate::sync::latency::set_stamping(plan.kinds.contains(&crate::Analysis::Waits));
     // Measured before taking the lock: the calibration runs a session of its own.
     let overhead = on.then(|| calibration::measure(config, period));
     let mut slot = timing();
@@ -102,6 +104,7 @@ pub(crate) fn restore_timing((period, old, ticking): TimingState) {
     cabprof_cab::event::set_stall_words(period != 0);
     crate::__private::set_timeline(false);
     crate::__private::set_trigger_ticks(u64::MAX);
+    crate::sync::latency::set_stamping(false);
     *timing() = old;
 }
 
@@ -109,6 +112,7 @@ pub(crate) fn restore_timing((period, old, ticking): TimingState) {
 /// state the drift in its report.
 pub(crate) fn finish_timing() {
     crate::__private::stop_ticker();
+    crate::sync::latency::set_stamping(false);
     cabprof_cab::event::set_stall_words(false);
     let Some((config, period)) = timing()
         .as_ref()

@@ -25,6 +25,7 @@ fn wait_of(kind: cabprof_cab::event::WaitKind, site: Option<u32>) -> crate::mode
         WaitKind::Send => "send",
         WaitKind::Receive => "receive",
         WaitKind::Hold => "hold",
+        WaitKind::Latency => "latency",
     };
     let site = site.and_then(crate::sync::sites::site).map_or_else(
         || format!("site {}", site.unwrap_or(0)),
