@@ -85,33 +85,7 @@ impl ReportData {
             subtract_allocations(now, then);
         }
         if let (Some(now), Some(then)) = (&mut d.waits, &earlier.waits) {
-            sub_waits(&mut now.totals, &then.totals);
-            sub_waits(&mut now.root, &then.root);
-            subtract_by(
-                &mut now.sites,
-                &then.sites,
-                |s| (s.kind.clone(), s.site.clone()),
-                |m, e| {
-                    sub_waits(&mut m.counts, &e.counts);
-                    if let (Some(m), Some(e)) = (&mut m.latency, &e.latency) {
-                        sub(&mut m.count, e.count);
-                        sub(&mut m.ns, e.ns);
-                        // The longest is the session's so far: a maximum does not subtract.
-                        for (m, e) in m.buckets.iter_mut().zip(&e.buckets) {
-                            sub(m, *e);
-                        }
-                    }
-                    if m.latency.as_ref().is_some_and(|l| l.count == 0) {
-                        m.latency = None;
-                    }
-                },
-            );
-            now.sites
-                .retain(|s| s.counts != WaitCountsEntry::default() || s.latency.is_some());
-            subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
-                sub(&mut m.calls, e.calls);
-                sub_waits(&mut m.counts, &e.counts);
-            });
+            subtract_waits(now, then);
         }
         // Estimates are not subtracted: a sampled window is estimated from its own sample, the
         // counts it analyzed over the fraction of its own events analyzed, not as the
@@ -159,6 +133,41 @@ fn subtract_allocations(now: &mut AllocationsData, then: &AllocationsData) {
     subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
         sub(&mut m.calls, e.calls);
         sub_alloc(&mut m.counts, &e.counts);
+    });
+}
+
+fn subtract_waits(now: &mut WaitsData, then: &WaitsData) {
+    sub_waits(&mut now.totals, &then.totals);
+    sub_waits(&mut now.root, &then.root);
+    subtract_by(
+        &mut now.sites,
+        &then.sites,
+        |s| (s.kind.clone(), s.site.clone()),
+        |m, e| {
+            sub_waits(&mut m.counts, &e.counts);
+            if let (Some(m), Some(e)) = (&mut m.block_buckets, &e.block_buckets) {
+                for (m, e) in m.iter_mut().zip(e) {
+                    sub(m, *e);
+                }
+            }
+            if let (Some(m), Some(e)) = (&mut m.latency, &e.latency) {
+                sub(&mut m.count, e.count);
+                sub(&mut m.ns, e.ns);
+                // The longest is the session's so far: a maximum does not subtract.
+                for (m, e) in m.buckets.iter_mut().zip(&e.buckets) {
+                    sub(m, *e);
+                }
+            }
+            if m.latency.as_ref().is_some_and(|l| l.count == 0) {
+                m.latency = None;
+            }
+        },
+    );
+    now.sites
+        .retain(|s| s.counts != WaitCountsEntry::default() || s.latency.is_some());
+    subtract_contexts(&mut now.contexts, &then.contexts, |m, e| {
+        sub(&mut m.calls, e.calls);
+        sub_waits(&mut m.counts, &e.counts);
     });
 }
 

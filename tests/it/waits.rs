@@ -667,3 +667,27 @@ fn go_tool_pprof_fetches_the_block_profile_over_http() {
     assert!((400 * MS..=2_500 * MS).contains(flat), "{text}");
     drop(s.finish());
 }
+
+#[test]
+fn a_windows_wait_histogram_holds_the_windows_waits_only() {
+    let _one = serial();
+    let s = session();
+    let wait = |m: &Mutex<u64>| {
+        std::hint::black_box(wait_for_lock(m));
+    };
+    lock_waits(3, wait);
+    cabprof::flush_thread();
+    let before = s.snapshot().expect("a snapshot").data;
+    lock_waits(2, wait);
+    cabprof::flush_thread();
+    let after = s.snapshot().expect("a snapshot").data;
+    drop(s.finish());
+    let window = after.since(&before);
+    let site = &waits(&window).sites[0];
+    assert_eq!(site.counts.block.count, 2, "{site:?}");
+    let buckets = site.block_buckets.as_ref().expect("a lock site's histogram");
+    assert_eq!(buckets.iter().sum::<u64>(), 2, "{site:?}");
+    let whole = &waits(&after).sites[0];
+    let all = whole.block_buckets.as_ref().expect("a lock site's histogram");
+    assert_eq!(all.iter().sum::<u64>(), 5, "{whole:?}");
+}
