@@ -542,18 +542,50 @@ fn metrics_serve_the_channel_latency_histogram() {
     drop(s.finish());
 }
 
+/// `go tool pprof -top` of `data`'s `profile` written to a file named by `name`, at sample
+/// `index` (`delay` in ns, `contentions` in counts): function -> (flat, cum). `None` where `go`
+/// is missing (outside CI).
 #[cfg(feature = "serve")]
-#[test]
-fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
-    use crate::go_pprof::top_rows;
+pub(crate) fn go_top(
+    data: &ReportData,
+    profile: WaitProfile,
+    index: &str,
+    name: &str,
+) -> Option<std::collections::BTreeMap<String, (u64, u64)>> {
     use crate::serve_support::available;
     use std::process::Command;
     if !available("go", &["version"], "golang-go") {
-        return;
+        return None;
     }
-    let (data, _) = contended_mutex();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("waits");
     std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}-{}.pb.gz", profile.name()));
+    std::fs::write(&file, data.pprof_waits(profile, &[]).unwrap()).unwrap();
+    let unit = if index == "delay" {
+        "-unit=ns"
+    } else {
+        "-unit=minimum"
+    };
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodefraction=0"])
+        .arg(format!("-sample_index={index}"))
+        .arg(unit)
+        .arg(&file)
+        .output()
+        .expect("run go tool pprof");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(crate::go_pprof::top_rows(&text))
+}
+
+#[cfg(feature = "serve")]
+#[test]
+fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
+    let (data, _) = contended_mutex();
     for (profile, name, expected) in [
         (
             WaitProfile::Block,
@@ -566,36 +598,14 @@ fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
             context(&data, "it::waits::hold_lock").mutex,
         ),
     ] {
-        let file = dir.join(format!("{}.pb.gz", profile.name()));
-        std::fs::write(&file, data.pprof_waits(profile, &[]).unwrap()).unwrap();
         for (index, value) in [("delay", expected.ns), ("contentions", expected.count)] {
-            let out = Command::new("go")
-                .args([
-                    "tool",
-                    "pprof",
-                    "-top",
-                    "-nodefraction=0",
-                    &format!("-sample_index={index}"),
-                    if index == "delay" {
-                        "-unit=ns"
-                    } else {
-                        "-unit=minimum"
-                    },
-                ])
-                .arg(&file)
-                .output()
-                .expect("run go tool pprof");
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let rows = top_rows(&text);
+            let Some(rows) = go_top(&data, profile, index, "lock") else {
+                return;
+            };
             let (flat, _) = rows
                 .get(name)
-                .unwrap_or_else(|| panic!("{name} in the {index} top:\n{text}"));
-            assert_eq!(*flat, value, "{profile:?} {index}:\n{text}");
+                .unwrap_or_else(|| panic!("{name} in the {index} top: {rows:?}"));
+            assert_eq!(*flat, value, "{profile:?} {index}: {rows:?}");
         }
     }
 }
@@ -685,9 +695,15 @@ fn a_windows_wait_histogram_holds_the_windows_waits_only() {
     let window = after.since(&before);
     let site = &waits(&window).sites[0];
     assert_eq!(site.counts.block.count, 2, "{site:?}");
-    let buckets = site.block_buckets.as_ref().expect("a lock site's histogram");
+    let buckets = site
+        .block_buckets
+        .as_ref()
+        .expect("a lock site's histogram");
     assert_eq!(buckets.iter().sum::<u64>(), 2, "{site:?}");
     let whole = &waits(&after).sites[0];
-    let all = whole.block_buckets.as_ref().expect("a lock site's histogram");
+    let all = whole
+        .block_buckets
+        .as_ref()
+        .expect("a lock site's histogram");
     assert_eq!(all.iter().sum::<u64>(), 5, "{whole:?}");
 }

@@ -49,6 +49,22 @@ fn a_full_crossbeam_channel_is_a_blocked_send_in_the_senders_context() {
         "{}",
         site.site
     );
+    // Go's reader names the sender's context with its delay and count.
+    #[cfg(feature = "serve")]
+    for (index, value) in [
+        ("delay", sender.block.ns),
+        ("contentions", sender.block.count),
+    ] {
+        use cabprof::report::WaitProfile;
+        let Some(rows) = crate::waits::go_top(&data, WaitProfile::Block, index, "crossbeam") else {
+            break;
+        };
+        let name = "it::waits_crossbeam::produce";
+        let (flat, _) = rows
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} in the {index} top: {rows:?}"));
+        assert_eq!(*flat, value, "{index}: {rows:?}");
+    }
 }
 
 /// Many random sequences of operations on a wrapped and a plain crossbeam channel of the

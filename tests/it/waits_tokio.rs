@@ -58,7 +58,8 @@ fn slow_consumer(rt: Runtime) -> ReportData {
     s.finish().data
 }
 
-fn check_blocked_sends(data: &ReportData) {
+/// `flavour` names the profile's file.
+fn check_blocked_sends(data: &ReportData, flavour: &str) {
     let sender = context(data, "it::waits_tokio::produce");
     // One message in the channel, one in the consumer's hand: the first sends do not wait,
     // the others about 5 ms each.
@@ -74,16 +75,32 @@ fn check_blocked_sends(data: &ReportData) {
         .find(|s| s.kind == "tokio::mpsc::channel")
         .unwrap_or_else(|| panic!("the channel's site in {:#?}", w.sites));
     assert!(site.site.contains("waits_tokio.rs"), "{}", site.site);
+    // Go's reader names the awaiting function with its delay and count.
+    #[cfg(feature = "serve")]
+    for (index, value) in [
+        ("delay", sender.block.ns),
+        ("contentions", sender.block.count),
+    ] {
+        use cabprof::report::WaitProfile;
+        let Some(rows) = crate::waits::go_top(data, WaitProfile::Block, index, flavour) else {
+            break;
+        };
+        let name = "it::waits_tokio::produce";
+        let (flat, _) = rows
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} in the {index} top: {rows:?}"));
+        assert_eq!(*flat, value, "{index}: {rows:?}");
+    }
 }
 
 #[test]
 fn a_full_tokio_channel_is_a_blocked_send_in_the_awaiting_fn_current_thread() {
-    check_blocked_sends(&slow_consumer(current_thread()));
+    check_blocked_sends(&slow_consumer(current_thread()), "tokio-current");
 }
 
 #[test]
 fn a_full_tokio_channel_is_a_blocked_send_in_the_awaiting_fn_multi_thread() {
-    check_blocked_sends(&slow_consumer(multi_thread()));
+    check_blocked_sends(&slow_consumer(multi_thread()), "tokio-multi");
 }
 
 #[cabprof::profile]
