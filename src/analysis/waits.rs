@@ -183,8 +183,14 @@ impl AnalysisDescriptor for Descriptor {
                 ms(n.mutex.ns),
             );
         }
-        let _ = writeln!(o, "  by creation site ({}):", top_of(top, w.sites.len()));
-        for s in w.sites.iter().take(top) {
+        // A channel whose messages never waited is in the latency table only.
+        let waited: Vec<&WaitSiteEntry> = w
+            .sites
+            .iter()
+            .filter(|s| s.counts != WaitCountsEntry::default())
+            .collect();
+        let _ = writeln!(o, "  by creation site ({}):", top_of(top, waited.len()));
+        for s in waited.into_iter().take(top) {
             let n = &s.counts;
             let _ = writeln!(
                 o,

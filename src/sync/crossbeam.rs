@@ -5,7 +5,7 @@
 //! same blocking operation, timed; a `recv` (`recv_timeout`, `recv_deadline`) is `try_recv`
 //! first and, only if the channel is empty, the same blocking operation, timed. A timed wait is
 //! recorded however it ends (a message, a timeout, a disconnection). Nothing is buffered beside
-//! the channel: each message sits in it with its send time beside it (8 bytes), and every
+//! the channel: each message sits in it with its send time beside it (a `u64`, padded to the message's alignment), and every
 //! receive (iterators too) writes how long it took since its send (a wait for room included)
 //! for the channel's site; an error that gives the message back gives it alone. Both ends are
 //! `Clone`, as crossbeam's are: every clone keeps the channel's creation site.
@@ -266,13 +266,11 @@ impl<T> Clone for Receiver<T> {
 }
 
 /// The messages of a [`Receiver`], each from a blocking [`recv`](Receiver::recv).
-#[derive(Debug)]
 pub struct Iter<'a, T> {
     rx: &'a Receiver<T>,
 }
 
 /// The messages a [`Receiver`] has now, each from a [`try_recv`](Receiver::try_recv).
-#[derive(Debug)]
 pub struct TryIter<'a, T> {
     rx: &'a Receiver<T>,
 }
@@ -285,7 +283,6 @@ impl<T> Iterator for TryIter<'_, T> {
 }
 
 /// The messages of a [`Receiver`] it owns, each from a blocking [`recv`](Receiver::recv).
-#[derive(Debug)]
 pub struct IntoIter<T> {
     rx: Receiver<T>,
 }
@@ -334,5 +331,24 @@ impl<T> fmt::Debug for Sender<T> {
 impl<T> fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Receiver { .. }")
+    }
+}
+
+// As crossbeam-channel's: no `T: Debug` needed to print an iterator.
+impl<T> fmt::Debug for Iter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("Iter { .. }")
+    }
+}
+
+impl<T> fmt::Debug for TryIter<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("TryIter { .. }")
+    }
+}
+
+impl<T> fmt::Debug for IntoIter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("IntoIter { .. }")
     }
 }

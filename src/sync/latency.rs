@@ -18,8 +18,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Whether sends stamp their messages: a session records with the waits analysis.
+/// Whether sends stamp their messages: a session with the waits analysis is starting or
+/// records. A session dropped without `finish` leaves it set until the next one starts, so a
+/// send also asks whether a session records.
 static STAMPING: AtomicBool = AtomicBool::new(false);
+
+/// The counter when the waits session began: a message stamped before it (in an earlier
+/// session) is not this session's.
+static SINCE: AtomicU64 = AtomicU64::new(0);
 
 /// A session that records with (`on`) or without the waits analysis starts, or it ends
 /// (`false`).
@@ -27,6 +33,7 @@ pub(crate) fn set_stamping(on: bool) {
     if on {
         // The counter's rate is measured from here, before the first message needs it.
         anchor();
+        SINCE.store(clock::now(), Ordering::Relaxed);
     }
     STAMPING.store(on, Ordering::Relaxed);
 }
@@ -39,10 +46,11 @@ pub(super) struct Stamped<T> {
 }
 
 impl<T> Stamped<T> {
-    /// `msg` with the time now, if sends stamp (one load and one branch when they do not).
+    /// `msg` with the time now, if sends stamp and a session records (one load and one
+    /// branch when no waits session ran).
     #[inline(always)]
     pub(super) fn new(msg: T) -> Stamped<T> {
-        let at = if STAMPING.load(Ordering::Relaxed) {
+        let at = if STAMPING.load(Ordering::Relaxed) && recording() {
             // Never 0, which means "not stamped".
             clock::now() | 1
         } else {
@@ -68,7 +76,8 @@ impl<T> Stamped<T> {
 #[inline(never)]
 fn received(at: u64, site: &ChannelSite) {
     let now = clock::now();
-    if !recording() {
+    // Sent in an earlier session: not this one's message, nor its wait.
+    if !recording() || at < SINCE.load(Ordering::Relaxed) {
         return;
     }
     // A counter read on another core a little behind this one's: no time, not a huge one.

@@ -36,11 +36,11 @@
 //!   `try_recv`, the timed receives, `recv_many`, `poll_recv` and the iterators alike), per
 //!   creation site, not per context: it is no thread's wait. A send that waited for room counts
 //!   that wait in its message's latency too (the message was on its way; the wait is also a
-//!   blocked send): the wrapped channels do not say when a blocked send's message got in. Each message travels with its send time beside it (8
-//!   bytes more per slot, no other state), so capacity, order and back-pressure are the
+//!   blocked send): the wrapped channels do not say when a blocked send's message got in. Each message travels with its send time beside it (a
+//!   `u64` more per slot, padded to the message's alignment; no other state), so capacity, order and back-pressure are the
 //!   wrapped channel's, and an error that gives the message back gives it alone. Only messages
 //!   sent while a session records with the waits analysis carry a send time; the others (sent
-//!   before it started) are not counted. The report lists, per channel site, the messages, the
+//!   before it started, or in an earlier session) are not counted. The report lists, per channel site, the messages, the
 //!   mean, p50 and p99 (as bounds of the decade buckets) and the longest; `/metrics` has it as
 //!   `cabprof_channel_latency_seconds`.
 //!

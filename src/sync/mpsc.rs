@@ -4,7 +4,7 @@
 //! a [`SyncSender`] is `try_send` first and, only if the channel is full, the same blocking
 //! `send`, timed; a `recv` is `try_recv` first and, only if the channel is empty, the same
 //! blocking `recv`, timed. Nothing is buffered beside the channel: each message sits in it
-//! with its send time beside it (8 bytes), and every receive (iterators too) writes how long
+//! with its send time beside it (a `u64`, padded to the message's alignment), and every receive (iterators too) writes how long
 //! it took since its send (a wait for room included) for the channel's site; an error that
 //! gives the message back gives it alone. Compiled out, this module is `std::sync::mpsc`.
 

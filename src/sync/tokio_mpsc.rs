@@ -17,7 +17,7 @@
 //! `Ready`. The blocking `blocking_send` and `blocking_recv` are timed when the channel is full
 //! (empty) as they begin. An unbounded channel's `send` never blocks and is never recorded.
 //!
-//! Each message sits in the channel with its send time beside it (8 bytes), and every receive
+//! Each message sits in the channel with its send time beside it (a `u64`, padded to the message's alignment), and every receive
 //! writes how long it took since its send (a wait for room included) for the channel's site;
 //! an error that gives the message back gives it alone.
 //!
@@ -57,6 +57,9 @@ fn bare_send<T>(SendError(s): SendError<Stamped<T>>) -> SendError<T> {
 /// buffer bare: kept in the receiver, so that a call allocates nothing once it has grown (the
 /// caller's buffer grows as much).
 struct Batch<T>(Vec<Stamped<T>>);
+
+/// The most messages' room a [`Batch`] keeps between calls: a larger one is freed after use.
+const BATCH_KEPT: usize = 256;
 
 // SAFETY: a `Batch` is reached only through `&mut` of its receiver (`recv_many`), never through
 // a shared one, so sharing the receiver between threads shares no `T`: the receiver is `Sync`
@@ -313,6 +316,12 @@ macro_rules! receiving {
                 // Tokio's own batch, into the receiver's (empty between calls), then to
                 // `buffer` bare.
                 let batch = &mut self.batch.0;
+                if !batch.is_empty() {
+                    // Left by a call whose `buffer` could not grow (it panicked): theirs first.
+                    let n = batch.len();
+                    buffer.extend(batch.drain(..).map(|s| s.open(&self.site)));
+                    return n;
+                }
                 let n = poll_fn(|cx| {
                     let p = inner.poll_recv_many(cx, batch, limit);
                     wait.after(&p, || inner.is_empty());
@@ -321,10 +330,14 @@ macro_rules! receiving {
                 .await;
                 buffer.reserve(batch.len());
                 buffer.extend(batch.drain(..).map(|s| s.open(&self.site)));
+                if batch.capacity() > BATCH_KEPT {
+                    // A burst's room is not kept for the receiver's life.
+                    *batch = Vec::new();
+                }
                 n
             }
 
-            /// The next message if there is one now (never waits, never recorded).
+            /// The next message if there is one now (never waits; its latency is recorded).
             #[inline]
             pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
                 self.since = 0;

@@ -707,3 +707,49 @@ fn a_windows_wait_histogram_holds_the_windows_waits_only() {
         .expect("a lock site's histogram");
     assert_eq!(all.iter().sum::<u64>(), 5, "{whole:?}");
 }
+
+/// The latencies `data` counted, over all channel sites.
+fn latencies(data: &ReportData) -> u64 {
+    let w = waits(data);
+    w.sites
+        .iter()
+        .filter_map(|s| s.latency.as_ref())
+        .map(|l| l.count)
+        .sum()
+}
+
+#[test]
+fn a_refused_second_start_leaves_the_running_session_stamping() {
+    let _one = serial();
+    let s = session();
+    let second = Session::builder().analyses(&[Analysis::Waits]).start();
+    assert!(second.is_err(), "a second session cannot start");
+    let (tx, rx) = mpsc::channel();
+    for i in 0..4u32 {
+        tx.send(i).unwrap();
+    }
+    assert_eq!(rx.try_iter().count(), 4);
+    let data = s.finish().data;
+    assert_eq!(latencies(&data), 4, "{:#?}", waits(&data).sites);
+}
+
+#[test]
+fn a_message_from_before_the_session_is_not_its_latency() {
+    let _one = serial();
+    let (tx, rx) = mpsc::channel();
+    // Sent with no session, after one was dropped without `finish`.
+    drop(session());
+    tx.send(1u32).unwrap();
+    // Sent in an earlier session, received in the next.
+    let earlier = session();
+    tx.send(2u32).unwrap();
+    drop(earlier.finish());
+    std::thread::sleep(Duration::from_millis(20));
+    let s = session();
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.recv(), Ok(2));
+    tx.send(3u32).unwrap();
+    assert_eq!(rx.recv(), Ok(3));
+    let data = s.finish().data;
+    assert_eq!(latencies(&data), 1, "{:#?}", waits(&data).sites);
+}

@@ -234,3 +234,14 @@ fn crossbeam_messages_have_their_latency_however_received() {
         Err(crossbeam::SendTimeoutError::Disconnected(4))
     );
 }
+
+#[test]
+fn iterators_print_without_a_printable_message() {
+    struct Opaque;
+    let (tx, rx) = crossbeam::unbounded::<Opaque>();
+    tx.send(Opaque).unwrap();
+    assert_eq!(format!("{:?}", rx.try_iter()), "TryIter { .. }");
+    assert_eq!(format!("{:?}", rx.iter()), "Iter { .. }");
+    drop(tx);
+    assert_eq!(format!("{:?}", rx.into_iter()), "IntoIter { .. }");
+}

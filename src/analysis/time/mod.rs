@@ -46,8 +46,8 @@ fn timing() -> std::sync::MutexGuard<'static, Option<Timing>> {
 }
 
 /// What [`begin_timing`] replaced, for [`restore_timing`], and whether it started the
-/// ticker.
-pub(crate) type TimingState = (u32, Option<Timing>, bool);
+/// ticker; `None` if a session ran and nothing was replaced.
+pub(crate) type TimingState = Option<(u32, Option<Timing>, bool)>;
 
 /// A session running `plan` with `config` is about to start (no session runs): stamp calls
 /// if it times, measure what a timed call costs, and take the clock calibration's first
@@ -55,7 +55,7 @@ pub(crate) type TimingState = (u32, Option<Timing>, bool);
 pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> TimingState {
     if cabprof_cab::runtime::activity() == cabprof_cab::runtime::Activity::Recording {
         // A session runs: this one will not start, and the running one's settings stay.
-        return (crate::__private::time_period(), timing().clone(), false);
+        return None;
     }
     // The timeline reads the timed calls' stamps: it times as the time analysis does, and its
     // exit stamps are in the calibration's timed calls.
@@ -92,11 +92,15 @@ pub(crate) fn begin_timing(plan: &AnalysisPlan, config: &RuntimeConfig) -> Timin
     cabprof_cab::event::set_stall_words(on);
     drop(slot);
     super::trigger::prepare(plan.timeline_trigger.as_ref().filter(|_| timeline));
-    (old_period, old, ticking)
+    Some((old_period, old, ticking))
 }
 
-/// The session did not start: put back what [`begin_timing`] replaced.
-pub(crate) fn restore_timing((period, old, ticking): TimingState) {
+/// The session did not start: put back what [`begin_timing`] replaced (nothing if a session
+/// was running: its settings stay).
+pub(crate) fn restore_timing(state: TimingState) {
+    let Some((period, old, ticking)) = state else {
+        return;
+    };
     if ticking {
         crate::__private::stop_ticker();
     }
