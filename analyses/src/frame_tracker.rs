@@ -16,21 +16,26 @@ use crate::thread_stacks::ThreadStacks;
 /// The open frames of one context (a thread's own, or one poll of a future), innermost last,
 /// with whatever the analysis keeps beside them.
 pub(crate) trait Frames: Default {
+    /// What the analysis keeps per thread beside its frames, which polls do not park (tables
+    /// of what is open on the thread, pending stamps).
+    type Thread: Default + Clone + std::fmt::Debug + Eq;
     /// How many frames are open.
     fn depth(&self) -> usize;
     /// The function of the frame at `i` (0: the outermost); `i < depth()`.
     fn method(&self, i: usize) -> MethodId;
-    /// Keep the `n` outermost frames: those above lost their `Return`s.
-    fn truncate(&mut self, n: usize);
+    /// Keep the `n` outermost frames: those above lost their `Return`s (they close on
+    /// `thread`).
+    fn truncate(&mut self, n: usize, thread: &mut Self::Thread);
 }
 
-/// One thread's open frames and the polls it is inside.
+/// One thread's open frames, the polls it is inside, and the analysis' own per-thread state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Open<S> {
+pub(crate) struct Open<S: Frames> {
     /// The frames of the context running now (a poll's, inside one).
     pub(crate) stack: S,
     /// The polls in progress, innermost last: each future's key and the frames it parked.
     pub(crate) polls: Vec<(TaskKey, S)>,
+    pub(crate) thread: S::Thread,
 }
 
 /// What [`FrameTracker::resync_call`] did with a `Call` whose caller was not on top.
@@ -58,7 +63,7 @@ pub(crate) enum CallFrom {
 /// task is not the innermost poll's (a `PollEnd` was lost) ends the innermost poll anyway.
 /// Each of these sets `approximate`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FrameTracker<S> {
+pub(crate) struct FrameTracker<S: Frames> {
     pub(crate) threads: ThreadStacks<Open<S>>,
     /// A resynchronisation, an unmatched `Return` or a lost `PollEnd` was seen (or the
     /// analysis said so).
@@ -119,12 +124,12 @@ impl<S: Frames> FrameTracker<S> {
     pub(crate) fn resync_call(&mut self, caller: MethodId) -> CallFrom {
         self.approximate = true;
         self.resyncs += 1;
-        let s = &mut self.threads.current.stack;
-        if let Some(i) = innermost(s, caller) {
-            s.truncate(i + 1);
+        let open = &mut self.threads.current;
+        if let Some(i) = innermost(&open.stack, caller) {
+            open.stack.truncate(i + 1, &mut open.thread);
             return CallFrom::Caller;
         }
-        s.truncate(0);
+        open.stack.truncate(0, &mut open.thread);
         if caller == MethodId::ROOT {
             CallFrom::Root
         } else {
@@ -136,11 +141,24 @@ impl<S: Frames> FrameTracker<S> {
     /// innermost frame and what is above it (`true`), or count it unmatched (`false`).
     #[cold]
     pub(crate) fn resync_return(&mut self, callee: MethodId) -> bool {
+        if !self.unwind_to(callee) {
+            return false;
+        }
+        let open = &mut self.threads.current;
+        let d = open.stack.depth();
+        open.stack.truncate(d - 1, &mut open.thread);
+        true
+    }
+
+    /// [`resync_return`](Self::resync_return) for an analysis that closes `callee`'s frame
+    /// itself (it may time it): only the frames above it are closed, leaving it on top.
+    #[cold]
+    pub(crate) fn unwind_to(&mut self, callee: MethodId) -> bool {
         self.approximate = true;
-        let s = &mut self.threads.current.stack;
-        match innermost(s, callee) {
+        let open = &mut self.threads.current;
+        match innermost(&open.stack, callee) {
             Some(i) => {
-                s.truncate(i);
+                open.stack.truncate(i + 1, &mut open.thread);
                 self.resyncs += 1;
                 true
             }
@@ -200,6 +218,7 @@ fn innermost<S: Frames>(s: &S, method: MethodId) -> Option<usize> {
 
 /// Frames with no data but their function.
 impl Frames for Vec<MethodId> {
+    type Thread = ();
     #[inline(always)]
     fn depth(&self) -> usize {
         self.len()
@@ -208,7 +227,7 @@ impl Frames for Vec<MethodId> {
     fn method(&self, i: usize) -> MethodId {
         self[i]
     }
-    fn truncate(&mut self, n: usize) {
+    fn truncate(&mut self, n: usize, _: &mut ()) {
         Vec::truncate(self, n);
     }
 }
@@ -263,7 +282,11 @@ mod tests {
         assert_eq!(stack(&t), [1, 2]);
         assert!(!t.resync_return(m(7)));
         assert_eq!(stack(&t), [1, 2]);
-        assert_eq!((t.resyncs, t.unmatched_returns), (1, 1));
+        assert!(t.unwind_to(m(2)));
+        assert_eq!(stack(&t), [1, 2]);
+        assert!(t.unwind_to(m(1)));
+        assert_eq!(stack(&t), [1]);
+        assert_eq!((t.resyncs, t.unmatched_returns), (3, 1));
         // Nothing open: no `Return` is the top's, not even the root's.
         let t = with(&[]);
         assert!(!t.returns_top(MethodId::ROOT));

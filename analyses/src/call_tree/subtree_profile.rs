@@ -127,6 +127,7 @@ fn add_callee(parent: &mut Frame, callees: &mut Vec<MethodId>, callee: MethodId)
 }
 
 impl Frames for OpenCalls {
+    type Thread = ();
     #[inline(always)]
     fn depth(&self) -> usize {
         self.frames.len()
@@ -136,7 +137,7 @@ impl Frames for OpenCalls {
         self.frames[i].method
     }
     /// Drop frames `n..` (they lost their `Return`s) and their callee lists.
-    fn truncate(&mut self, n: usize) {
+    fn truncate(&mut self, n: usize, _: &mut ()) {
         if let Some(f) = self.frames.get(n) {
             self.callees.truncate(f.start);
             self.frames.truncate(n);

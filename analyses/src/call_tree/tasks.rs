@@ -20,6 +20,7 @@ pub(crate) struct PathFrame {
 }
 
 impl Frames for Vec<PathFrame> {
+    type Thread = ();
     #[inline(always)]
     fn depth(&self) -> usize {
         self.len()
@@ -28,7 +29,7 @@ impl Frames for Vec<PathFrame> {
     fn method(&self, i: usize) -> MethodId {
         self[i].method
     }
-    fn truncate(&mut self, n: usize) {
+    fn truncate(&mut self, n: usize, _: &mut ()) {
         Vec::truncate(self, n);
     }
 }
