@@ -6,7 +6,9 @@
 //! reports; so every analysis built on it reads a gappy stream the same way.
 //!
 //! Built on it: the calling-context tracker (`call_tree::tracker`, and through it the calling
-//! context tree, allocations and waits) and the depth-two call-tree profile.
+//! context tree, allocations and waits), the depth-two call-tree profile, the time analysis and
+//! the timeline. Their per-call fast paths may test the top frame themselves (on raw ids, with
+//! their own caches); what happens when the test fails is always the tracker's.
 
 use cabprof_cab::event::MethodId;
 
