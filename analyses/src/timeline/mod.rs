@@ -605,6 +605,46 @@ fn elapsed(start: u64, end: u64) -> u64 {
     }
 }
 
+impl Timeline {
+    /// A word other than the four of the per-call path; out of line, so that the per-call
+    /// loop keeps its state in registers.
+    #[inline(never)]
+    fn on_other(&mut self, w: u64) {
+        if let Some(n) = event::as_thread_mark(w) {
+            self.frames.threads.current.thread.recorded.thread = Some(n);
+            return;
+        }
+        if let Some(wait) = event::as_wait(w) {
+            return self.on_wait(wait);
+        }
+        match decode(w) {
+            Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
+            Some(EventKind::Time { ticks }) => self.on_time(ticks),
+            Some(EventKind::TimedReturn { callee, ticks }) => {
+                self.on_timed_return(callee.get(), ticks)
+            }
+            Some(EventKind::LongReturn {
+                callee,
+                ticks,
+                timed: true,
+            }) => self.on_timed_return(callee.get(), ticks),
+            Some(EventKind::LongReturn { callee, .. }) => {
+                self.frames.threads.current.thread.pending_end = None;
+                self.close_call(callee.get());
+            }
+            Some(EventKind::Return { callee }) => self.on_return(callee.get()),
+            Some(EventKind::Poll {
+                method,
+                task,
+                first,
+            }) => self.on_poll(method.get(), task, first),
+            Some(EventKind::PollEnd { task, .. }) => self.on_poll_end(task),
+            Some(EventKind::Thread { id }) => self.frames.on_thread(id),
+            _ => {}
+        }
+    }
+}
+
 impl EventAnalysis for Timeline {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
@@ -621,41 +661,11 @@ impl EventAnalysis for Timeline {
                 self.on_timed_return(callee, ticks);
                 continue;
             }
-            if let Some(n) = event::as_thread_mark(w) {
-                self.frames.threads.current.thread.recorded.thread = Some(n);
+            if let Some(callee) = event::as_return(w) {
+                self.on_return(callee);
                 continue;
             }
-            if let Some(wait) = event::as_wait(w) {
-                self.on_wait(wait);
-                continue;
-            }
-            match decode(w) {
-                Some(EventKind::Call { caller, callee }) => {
-                    self.on_call(caller.get(), callee.get())
-                }
-                Some(EventKind::Time { ticks }) => self.on_time(ticks),
-                Some(EventKind::TimedReturn { callee, ticks }) => {
-                    self.on_timed_return(callee.get(), ticks)
-                }
-                Some(EventKind::LongReturn {
-                    callee,
-                    ticks,
-                    timed: true,
-                }) => self.on_timed_return(callee.get(), ticks),
-                Some(EventKind::LongReturn { callee, .. }) => {
-                    self.frames.threads.current.thread.pending_end = None;
-                    self.close_call(callee.get());
-                }
-                Some(EventKind::Return { callee }) => self.on_return(callee.get()),
-                Some(EventKind::Poll {
-                    method,
-                    task,
-                    first,
-                }) => self.on_poll(method.get(), task, first),
-                Some(EventKind::PollEnd { task, .. }) => self.on_poll_end(task),
-                Some(EventKind::Thread { id }) => self.frames.on_thread(id),
-                _ => {}
-            }
+            self.on_other(w);
         }
     }
 
