@@ -8,7 +8,8 @@
 //! Built on it: the calling-context tracker (`call_tree::tracker`, and through it the calling
 //! context tree, allocations and waits), the depth-two call-tree profile, the time analysis and
 //! the timeline. Their per-call fast paths may test the top frame themselves (on raw ids, with
-//! their own caches); what happens when the test fails is always the tracker's.
+//! their own caches); what happens when the test fails is always the tracker's. (The timeline
+//! does not test a `Call`'s caller at all: see its `on_call`.)
 
 use cabprof_cab::event::MethodId;
 

@@ -27,8 +27,8 @@
 //!
 //! The open frames and polls are the shared frame tracker's (`crate::frame_tracker`), as in
 //! the other stack analyses: a poll parks its poller's frames (a slice's depth counts them),
-//! and a stream that lost words resynchronises by the same rules (a `Call` whose caller is not
-//! on top closes the frames above its caller's, unrecorded).
+//! and a `Return` or `PollEnd` of a stream that lost words resynchronises by the same rules. A
+//! `Call` is not tested against the frame on top (see `on_call`).
 //!
 //! A thread is known by its **thread mark** (the number its first timed exit sends); the
 //! facade keeps the numbers' names. A stream whose thread sent none has thread `None`.
@@ -352,19 +352,11 @@ impl Timeline {
         }
     }
 
-    /// A `Call`: a frame opens. A caller that is not on top resynchronises in the shared
-    /// tracker; one with no open frame (a stream that began inside it) gets none here, so its
-    /// callees start at the depth of its own.
+    /// A `Call`: a frame opens. The timeline does not test the caller (the test costs the
+    /// per-call path as much as the rest of a call): after a lost `Return` the frame it did not
+    /// close stays open below the new ones until a `Return` of a frame below it closes both.
     #[inline]
-    fn on_call(&mut self, caller: u32, callee: u32) {
-        // The tracker's test, on the raw ids: this is the per-call path.
-        let on_top = match self.frames.stack().0.last() {
-            Some(f) => f.method == caller,
-            None => caller == MethodId::ROOT.get(),
-        };
-        if !on_top {
-            self.frames.resync_call(method_id(caller));
-        }
+    fn on_call(&mut self, callee: u32) {
         self.open(callee, Opened::Call);
     }
 
@@ -618,7 +610,7 @@ impl Timeline {
             return self.on_wait(wait);
         }
         match decode(w) {
-            Some(EventKind::Call { caller, callee }) => self.on_call(caller.get(), callee.get()),
+            Some(EventKind::Call { callee, .. }) => self.on_call(callee.get()),
             Some(EventKind::Time { ticks }) => self.on_time(ticks),
             Some(EventKind::TimedReturn { callee, ticks }) => {
                 self.on_timed_return(callee.get(), ticks)
@@ -649,8 +641,8 @@ impl EventAnalysis for Timeline {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             // The words of a timed call first, without building an `EventKind`.
-            if let Some((caller, callee)) = event::as_call(w) {
-                self.on_call(caller, callee);
+            if let Some((_, callee)) = event::as_call(w) {
+                self.on_call(callee);
                 continue;
             }
             if let Some(ticks) = event::as_time(w) {

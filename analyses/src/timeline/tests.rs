@@ -277,26 +277,31 @@ fn a_polls_calls_are_deeper_than_the_frames_it_parked() {
     assert_eq!(t.unmatched(), 0);
 }
 
-/// Lost words resynchronise as in the other stack analyses: a call from a frame below the top
-/// closes the frames above it (they lost their `Return`s), and a `Return` no frame matches is
-/// counted.
+/// Lost words resynchronise as in the other stack analyses: a `Return` of a frame below the
+/// top closes the frames above it unrecorded (they lost their `Return`s), and a `Return` no
+/// frame matches is counted.
 #[test]
-fn a_call_from_below_the_top_closes_the_frames_above_its_caller() {
+fn a_return_below_the_top_closes_the_frames_above_it() {
     let mut t = Timeline::default();
     t.consume(&[
         call(0, 1),
         call(1, 2),
-        // The `Return` of 2 was lost.
+        // The `Return` of 2 was lost: 3 opens above it.
         call(1, 3),
         time(30),
         timed_ret(3, 10),
+        time(40),
+        timed_ret(1, 40),
         Event::ret(id(9)).word(),
+        call(0, 4),
+        time(60),
+        timed_ret(4, 5),
     ]);
     let s: Vec<_> = t.threads()[0]
         .slices
         .iter()
         .map(|s| (s.method.get(), s.depth, s.start))
         .collect();
-    assert_eq!(s, [(3, 1, 20)]);
+    assert_eq!(s, [(3, 2, 20), (1, 0, 0), (4, 0, 55)]);
     assert_eq!(t.unmatched(), 1);
 }
