@@ -4,7 +4,7 @@
 //!   L1-resident stream and on a random stream over 64 MB, through `CacheSim::access` and
 //!   through event words (`consume`);
 //! - reuse distance on the same two streams;
-//! - the call analyses (method count, call graph, call tree, time) on call streams like the
+//! - the call analyses (method count, call graph, call tree, time, timeline) on call streams like the
 //!   per-call benchmark's hot loop (`main` calling a leaf, and a leaf under a three-deep chain),
 //!   untimed, every call timed, and one call in 16 timed: ns per call and M events/s.
 //!
@@ -13,7 +13,7 @@
 use cabprof_analyses::call_tree::consume_both;
 use cabprof_analyses::{
     CacheSim, CallGraph, CallTreeProfile, CallingContextTree, EventAnalysis, MethodCount,
-    ReuseDistance, TimeProfile,
+    ReuseDistance, TimeProfile, Timeline,
 };
 use cabprof_cab::event::{Event, MethodId};
 use std::hint::black_box;
@@ -103,8 +103,8 @@ fn per_call<A: Default>(words: &[u64], consume: impl Fn(&mut A, &[u64])) -> f64 
 fn call_analyses() {
     println!("call streams: {CALLS} calls of a leaf, ns per call (M events/s)");
     println!(
-        "{:<28} {:>16} {:>16} {:>16} {:>16}",
-        "stream", "method count", "call graph", "call tree", "time"
+        "{:<28} {:>16} {:>16} {:>16} {:>16} {:>16}",
+        "stream", "method count", "call graph", "call tree", "time", "timeline"
     );
     for (name, depth, every) in [
         ("depth 1, untimed", 1, 0),
@@ -122,12 +122,14 @@ fn call_analyses() {
             consume_both(&mut a.0, &mut a.1, c)
         });
         let tp = per_call::<TimeProfile>(&w, |a, c| a.consume(c));
+        let tl = per_call::<Timeline>(&w, |a, c| a.consume(c));
         println!(
-            "{name:<28} {:>16} {:>16} {:>16} {:>16}",
+            "{name:<28} {:>16} {:>16} {:>16} {:>16} {:>16}",
             cell(mc),
             cell(cg),
             cell(ct),
-            cell(tp)
+            cell(tp),
+            cell(tl)
         );
     }
 }

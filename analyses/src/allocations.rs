@@ -224,17 +224,17 @@ impl Allocations {
     /// `true` if the attribution may differ from the exact one (a sampled stream, a
     /// resynchronised stack). The totals are exact whenever the stream is complete.
     pub fn is_approximate(&self) -> bool {
-        self.ctx.approximate
+        self.ctx.frames.approximate
     }
 
     /// Mark the results approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.ctx.approximate = approximate;
+        self.ctx.frames.approximate = approximate;
     }
 
     /// `Call`s and `Return`s that did not match the open stack (sampling gaps).
     pub fn resyncs(&self) -> u64 {
-        self.ctx.resyncs + self.ctx.unmatched_returns
+        self.ctx.frames.resyncs + self.ctx.frames.unmatched_returns
     }
 
     /// Counts over every context.
@@ -476,10 +476,10 @@ impl Allocations {
     fn half_resize_lost(&mut self) {
         if self
             .resizing
-            .remove(&self.ctx.threads.current_id())
+            .remove(&self.ctx.frames.threads.current_id())
             .is_some()
         {
-            self.ctx.approximate = true;
+            self.ctx.frames.approximate = true;
         }
     }
 }
@@ -528,17 +528,18 @@ impl EventAnalysis for Allocations {
                     if !self.resizing.is_empty() {
                         self.half_resize_lost();
                     }
-                    self.resizing.insert(self.ctx.threads.current_id(), old);
+                    self.resizing
+                        .insert(self.ctx.frames.threads.current_id(), old);
                 }
                 Some(EventKind::ReallocTo { new }) => {
-                    match self.resizing.remove(&self.ctx.threads.current_id()) {
+                    match self.resizing.remove(&self.ctx.frames.threads.current_id()) {
                         Some(old) => {
                             self.resized(old, new);
                             let node = self.ctx.top();
                             self.pending = Some(Pending::ResizeFrom { node, size: new });
                         }
                         // Its first word was lost (a sampling gap): the old size is unknown.
-                        None => self.ctx.approximate = true,
+                        None => self.ctx.frames.approximate = true,
                     }
                 }
                 Some(kind) => {

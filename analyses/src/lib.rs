@@ -67,6 +67,7 @@ pub mod allocations;
 pub mod cache_sim;
 pub mod call_graph;
 pub mod call_tree;
+mod frame_tracker;
 pub mod method_count;
 pub mod path_profile;
 pub mod reuse_distance;

@@ -188,12 +188,12 @@ impl Waits {
     /// `true` if the attribution may differ from the exact one (a sampled stream, a
     /// resynchronised stack).
     pub fn is_approximate(&self) -> bool {
-        self.ctx.approximate || self.lost > 0
+        self.ctx.frames.approximate || self.lost > 0
     }
 
     /// Mark the results approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.ctx.approximate = approximate;
+        self.ctx.frames.approximate = approximate;
     }
 
     /// Counts over every context.

@@ -115,10 +115,11 @@ impl CallingContextTree {
     /// `exit`, say, or in a sampled stream that lost its last `Return`s) keeps them. Sorted.
     pub fn open_stacks(&self) -> Vec<Vec<MethodId>> {
         let mut out = self.open_merged.clone();
-        let own = std::iter::once(&self.ctx.threads.current).chain(self.ctx.threads.parked());
+        let own = std::iter::once(&self.ctx.frames.threads.current)
+            .chain(self.ctx.frames.threads.parked());
         out.extend(
             own.filter_map(|open| open.stack.last())
-                .map(|&n| self.context_of(n)),
+                .map(|f| self.context_of(f.node)),
         );
         out.sort_unstable();
         out
@@ -155,7 +156,7 @@ impl CallingContextTree {
 
     /// Depth of the open path of the current thread (of the poll in progress, if any).
     pub fn open_frames(&self) -> usize {
-        self.ctx.threads.current.stack.len()
+        self.ctx.frames.threads.current.stack.len()
     }
 
     /// Futures this instance saw polled whose calling context is still unknown to it (their
@@ -168,23 +169,23 @@ impl CallingContextTree {
     /// `true` if the tree may differ from the exact one: set by a resynchronisation or an
     /// unmatched `Return`, or by [`set_approximate`](Self::set_approximate).
     pub fn is_approximate(&self) -> bool {
-        self.ctx.approximate
+        self.ctx.frames.approximate
     }
 
     /// Mark the tree approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.ctx.approximate = approximate;
+        self.ctx.frames.approximate = approximate;
     }
 
     /// `Call`s whose caller was not the current node, and `Return`s that closed frames above
     /// their own.
     pub fn resyncs(&self) -> u64 {
-        self.ctx.resyncs
+        self.ctx.frames.resyncs
     }
 
     /// `Return`s that matched no open frame and were ignored.
     pub fn unmatched_returns(&self) -> u64 {
-        self.ctx.unmatched_returns
+        self.ctx.frames.unmatched_returns
     }
 
     /// Folded stacks (the input of inferno, speedscope and `flamegraph.pl`): one line

@@ -3,7 +3,8 @@
 use cabprof_cab::event::MethodId;
 use hashbrown::{HashMap, HashTable};
 
-use crate::thread_stacks::ThreadStacks;
+use super::tasks::TaskKey;
+use crate::frame_tracker::{CallFrom, FrameTracker, Frames};
 use crate::{EventAnalysis, MethodCount};
 
 /// How often each function ran with each ordered list of direct callees.
@@ -33,12 +34,10 @@ pub struct CallTreeProfile {
     subtrees: HashTable<Subtree>,
     /// Invocations per method that called nothing.
     leaves: MethodCount,
-    threads: ThreadStacks<OpenCalls>,
+    /// Per thread: the open invocations and the polls in progress; what resynchronising cost.
+    frames: FrameTracker<OpenCalls>,
     /// The `async fn` invocations seen polled and not recorded yet: their callees so far.
     tasks: HashMap<TaskKey, TaskCalls>,
-    approximate: bool,
-    resyncs: u64,
-    unmatched_returns: u64,
     /// Invocations not recorded for making more than [`MAX_CALLEES`] calls.
     overlong: u64,
 }
@@ -46,7 +45,7 @@ pub struct CallTreeProfile {
 /// The most direct calls of one invocation a pattern holds.
 pub const MAX_CALLEES: usize = 1 << 16;
 
-/// One thread's open invocations.
+/// The open invocations of one context (a thread's, or a poll's).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct OpenCalls {
     /// Innermost last.
@@ -56,8 +55,6 @@ struct OpenCalls {
     /// its own entry in its parent's list), and the innermost frame's runs to the end. Stack
     /// discipline keeps every open frame's list contiguous.
     callees: Vec<MethodId>,
-    /// The polls in progress, innermost last: each future's key and the frames it parked.
-    polls: Vec<(TaskKey, OpenCalls)>,
     /// In a poll: the callees of the future's own frame in this poll, once its `Return` closed
     /// it, and whether that frame was overlong.
     ended: Option<Vec<MethodId>>,
@@ -65,9 +62,6 @@ struct OpenCalls {
     /// In a poll: a resynchronisation touched it, so its piece of the callee list may be wrong.
     damaged: bool,
 }
-
-/// A future: its `async fn` and its task id.
-type TaskKey = (MethodId, u32);
 
 /// An `async fn` invocation whose frame spans polls, possibly seen by several instances.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -132,9 +126,18 @@ fn add_callee(parent: &mut Frame, callees: &mut Vec<MethodId>, callee: MethodId)
     }
 }
 
-impl OpenCalls {
+impl Frames for OpenCalls {
+    type Thread = ();
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.frames.len()
+    }
+    #[inline(always)]
+    fn method(&self, i: usize) -> MethodId {
+        self.frames[i].method
+    }
     /// Drop frames `n..` (they lost their `Return`s) and their callee lists.
-    fn truncate(&mut self, n: usize) {
+    fn truncate(&mut self, n: usize, _: &mut ()) {
         if let Some(f) = self.frames.get(n) {
             self.callees.truncate(f.start);
             self.frames.truncate(n);
@@ -210,12 +213,9 @@ impl PartialEq for CallTreeProfile {
             && self
                 .iter()
                 .all(|(m, callees, n)| other.count(m, callees) == n)
-            && self.threads == other.threads
+            && self.frames == other.frames
             && self.tasks == other.tasks
-            && self.approximate == other.approximate
-            && self.resyncs == other.resyncs
             && self.overlong == other.overlong
-            && self.unmatched_returns == other.unmatched_returns
     }
 }
 
@@ -283,24 +283,24 @@ impl CallTreeProfile {
 
     /// Invocations of the current thread still open (their `Return` not seen yet).
     pub fn open_frames(&self) -> usize {
-        self.threads.current.frames.len()
+        self.frames.stack().frames.len()
     }
 
     /// `true` if the profile may differ from the exact one: set by a resynchronisation or an
     /// unmatched `Return`, or by [`set_approximate`](Self::set_approximate).
     pub fn is_approximate(&self) -> bool {
-        self.approximate
+        self.frames.approximate
     }
 
     /// Mark the profile approximate (for sampled runs) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.approximate = approximate;
+        self.frames.approximate = approximate;
     }
 
     /// `Call`s whose caller was not the innermost open frame, and `Return`s that closed frames
     /// above their own.
     pub fn resyncs(&self) -> u64 {
-        self.resyncs
+        self.frames.resyncs
     }
 
     /// Invocations not recorded because they made more than [`MAX_CALLEES`] calls.
@@ -310,16 +310,15 @@ impl CallTreeProfile {
 
     /// `Return`s that matched no open frame and were ignored.
     pub fn unmatched_returns(&self) -> u64 {
-        self.unmatched_returns
+        self.frames.unmatched_returns
     }
 
     #[inline]
     fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let top = self.threads.current.frames.last().map(|f| f.method);
-        if top.unwrap_or(MethodId::ROOT) != caller {
+        if !self.frames.calls_from_top(caller) {
             self.resync_call(caller);
         }
-        let open = &mut self.threads.current;
+        let open = self.frames.stack_mut();
         if let Some(parent) = open.frames.last_mut() {
             add_callee(parent, &mut open.callees, callee);
         }
@@ -333,79 +332,72 @@ impl CallTreeProfile {
         });
     }
 
-    /// `caller` is not on top: continue from its innermost open frame, or from the root, or
-    /// (when it has no open frame) from a new, incomplete frame for it at the bottom.
+    /// `caller` is not on top: the tracker continues from its innermost open frame, which will
+    /// not be recorded, or from the root, or (when it has no open frame) from a new,
+    /// incomplete frame for it at the bottom.
     #[cold]
     fn resync_call(&mut self, caller: MethodId) {
-        self.approximate = true;
-        self.resyncs += 1;
-        let open = &mut self.threads.current;
+        let from = self.frames.resync_call(caller);
+        let open = self.frames.stack_mut();
         open.damaged = true;
-        match open.frames.iter().rposition(|f| f.method == caller) {
-            Some(i) => {
-                open.truncate(i + 1);
-                open.frames[i].complete = false;
-            }
-            None => {
-                open.truncate(0);
-                if caller != MethodId::ROOT {
-                    open.frames.push(Frame {
-                        method: caller,
-                        start: open.callees.len(),
-                        complete: false,
-                        task: false,
-                        hash: seed(caller),
-                        overlong: false,
-                    });
+        match from {
+            CallFrom::Caller => {
+                if let Some(f) = open.frames.last_mut() {
+                    f.complete = false;
                 }
             }
+            CallFrom::Root => {}
+            CallFrom::Missing => open.frames.push(Frame {
+                method: caller,
+                start: open.callees.len(),
+                complete: false,
+                task: false,
+                hash: seed(caller),
+                overlong: false,
+            }),
         }
     }
 
     #[inline]
     fn on_return(&mut self, callee: MethodId) {
-        let open = &mut self.threads.current;
-        match open.frames.last() {
-            Some(&f) if f.method == callee => {
-                open.frames.pop();
-                if f.task {
-                    // The future's frame: its piece for this poll, recorded at the poll's end.
-                    open.ended = Some(if f.overlong {
-                        Vec::new()
-                    } else {
-                        open.callees[f.start..].to_vec()
-                    });
-                    open.ended_overlong = f.overlong;
-                } else if f.overlong {
-                    self.overlong += 1;
-                } else if f.complete && f.start == open.callees.len() {
-                    self.leaves.record(callee);
-                } else if f.complete {
-                    let callees = &self.threads.current.callees[f.start..];
-                    add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
-                }
-                self.threads.current.callees.truncate(f.start);
-            }
-            _ => self.resync_return(callee),
+        if !self.frames.returns_top(callee) {
+            return self.resync_return(callee);
         }
+        let open = &mut self.frames.threads.current.stack;
+        let Some(f) = open.frames.pop() else {
+            return;
+        };
+        if f.task {
+            // The future's frame: its piece for this poll, recorded at the poll's end.
+            open.ended = Some(if f.overlong {
+                Vec::new()
+            } else {
+                open.callees[f.start..].to_vec()
+            });
+            open.ended_overlong = f.overlong;
+        } else if f.overlong {
+            self.overlong += 1;
+        } else if f.complete && f.start == open.callees.len() {
+            self.leaves.record(callee);
+        } else if f.complete {
+            let callees = &open.callees[f.start..];
+            add_pattern(&mut self.subtrees, finish(f.hash), callee, callees, 1);
+        }
+        open.callees.truncate(f.start);
     }
 
-    /// `callee` is not on top: close its innermost open frame and everything above it
-    /// unrecorded, or ignore the `Return` if it has none.
+    /// `callee` is not on top: the tracker closes its innermost open frame and everything
+    /// above it unrecorded, and the frame left on top will not be recorded either; or it
+    /// ignores the `Return` if `callee` has no open frame.
     #[cold]
     fn resync_return(&mut self, callee: MethodId) {
-        self.approximate = true;
-        let open = &mut self.threads.current;
+        let closed = self.frames.resync_return(callee);
+        let open = self.frames.stack_mut();
         open.damaged = true;
-        match open.frames.iter().rposition(|f| f.method == callee) {
-            Some(i) => {
-                open.truncate(i);
-                if let Some(f) = open.frames.last_mut() {
-                    f.complete = false;
-                }
-                self.resyncs += 1;
+        if closed {
+            if let Some(f) = open.frames.last_mut() {
+                f.complete = false;
             }
-            None => self.unmatched_returns += 1,
         }
     }
 }
@@ -415,7 +407,7 @@ impl CallTreeProfile {
     /// the future's own frame, whose callees in this poll are one piece of its callee list.
     fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
         let key = (method, task);
-        let open = &mut self.threads.current;
+        let open = &mut self.frames.threads.current.stack;
         let entry = self.tasks.entry(key).or_insert_with(|| TaskCalls {
             complete: true,
             ..TaskCalls::default()
@@ -430,41 +422,31 @@ impl CallTreeProfile {
                     open.frames.pop();
                 }
                 _ => {
-                    self.approximate = true;
+                    self.frames.approximate = true;
                     entry.complete = false;
                 }
             }
         }
-        let parked = std::mem::take(open);
-        open.frames.push(Frame {
-            method,
-            start: 0,
-            complete: false,
-            task: true,
-            hash: seed(method),
-            overlong: false,
-        });
-        open.polls = parked.polls;
-        open.polls.push((
-            key,
-            OpenCalls {
-                polls: Vec::new(),
-                ..parked
-            },
-        ));
+        let poll = OpenCalls {
+            frames: vec![Frame {
+                method,
+                start: 0,
+                complete: false,
+                task: true,
+                hash: seed(method),
+                overlong: false,
+            }],
+            ..OpenCalls::default()
+        };
+        self.frames.park(key, poll);
     }
 
     /// The innermost poll ends: keep the future's piece of callees and go back to the frames
     /// it parked.
     fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        let open = &mut self.threads.current;
-        let Some((key, parked)) = open.polls.pop() else {
-            // Its `Poll` was not seen (a stream starting mid-poll, or sampling).
-            self.approximate = true;
+        let Some((key, this)) = self.frames.unpark(task) else {
             return;
         };
-        let polls = std::mem::take(&mut open.polls);
-        let this = std::mem::replace(open, OpenCalls { polls, ..parked });
         let (piece, intact, overlong) = match (this.ended, this.frames.first()) {
             (Some(callees), _) => (
                 callees,
@@ -482,9 +464,6 @@ impl CallTreeProfile {
             ),
             _ => (Vec::new(), false, false),
         };
-        if key.1 != task {
-            self.approximate = true;
-        }
         let t = self.tasks.entry(key).or_default();
         t.complete &= intact && key.1 == task;
         t.add_piece(poll, piece, overlong);
@@ -549,7 +528,7 @@ impl super::CallEvents for CallTreeProfile {
     /// On a caller that is not on top, the resynchronising path.
     #[inline]
     fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
-        let open = &mut self.threads.current;
+        let open = &mut self.frames.threads.current.stack;
         match open.frames.last_mut() {
             Some(parent) if parent.method == caller => {
                 add_callee(parent, &mut open.callees, callee);
@@ -564,7 +543,7 @@ impl super::CallEvents for CallTreeProfile {
         self.leaves.record(callee);
     }
     fn on_thread(&mut self, id: u64) {
-        self.threads.switch_to(id);
+        self.frames.on_thread(id);
     }
     fn on_poll(&mut self, method: MethodId, task: u32, first: bool) {
         CallTreeProfile::on_poll(self, method, task, first);
@@ -601,9 +580,7 @@ impl EventAnalysis for CallTreeProfile {
             t.total = t.total.or(o.total);
             self.finish_task(key);
         }
-        self.approximate |= other.approximate;
-        self.resyncs += other.resyncs;
+        self.frames.merge_counts(&other.frames);
         self.overlong += other.overlong;
-        self.unmatched_returns += other.unmatched_returns;
     }
 }

@@ -6,18 +6,32 @@ use cabprof_cab::event::MethodId;
 use hashbrown::HashMap;
 
 use super::trie::Trie;
-use crate::thread_stacks::ThreadStacks;
+use crate::frame_tracker::{FrameTracker, Frames};
 
 /// A future: its `async fn` and its task id.
 pub(crate) type TaskKey = (MethodId, u32);
 
-/// One thread's open frames.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct OpenPath {
-    /// The open path of the context running now (node indices), innermost last.
-    pub(crate) stack: Vec<u32>,
-    /// The polls in progress, innermost last: each future's key and the stack it parked.
-    pub(crate) polls: Vec<(TaskKey, Vec<u32>)>,
+/// One frame of an open path: its context node, and its function (the node's, kept here so
+/// that matching a word against the top frame reads the stack alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PathFrame {
+    pub(crate) node: u32,
+    pub(crate) method: MethodId,
+}
+
+impl Frames for Vec<PathFrame> {
+    type Thread = ();
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn method(&self, i: usize) -> MethodId {
+        self[i].method
+    }
+    fn truncate(&mut self, n: usize, _: &mut ()) {
+        Vec::truncate(self, n);
+    }
 }
 
 /// Where a future's context is.
@@ -45,7 +59,7 @@ impl TaskBase {
 pub(crate) fn forward(
     tree: &Trie,
     tasks: &mut HashMap<TaskKey, TaskBase>,
-    threads: &mut ThreadStacks<OpenPath>,
+    frames: &mut FrameTracker<Vec<PathFrame>>,
     moved: &HashMap<u32, u32>,
 ) {
     let fwd = |n: &mut u32| {
@@ -58,11 +72,8 @@ pub(crate) fn forward(
         fwd(&mut t.node);
         t.placed = attached[t.node as usize];
     }
-    for open in threads.all_mut() {
-        open.stack.iter_mut().for_each(fwd);
-        for (_, parked) in &mut open.polls {
-            parked.iter_mut().for_each(fwd);
-        }
+    for path in frames.all_stacks_mut() {
+        path.iter_mut().for_each(|f| fwd(&mut f.node));
     }
 }
 

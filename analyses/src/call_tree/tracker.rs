@@ -1,15 +1,16 @@
 //! The calling-context tracker the context-tree analyses share (the calling context tree,
-//! allocations): the tree of contexts, each thread's open path and parked polls, where each
-//! future's context is, resynchronisation after lost words, and merging two streams' trackers.
+//! allocations, waits): the tree of contexts over the shared frame tracker (each thread's open
+//! path and parked polls, resynchronisation after lost words), where each future's context is,
+//! and merging two streams' trackers.
 //! An analysis keeps its own data per node beside it ([`NodeData`]); the tracker tells it when
 //! nodes move.
 
 use cabprof_cab::event::{EventKind, MethodId};
 use hashbrown::HashMap;
 
-use super::tasks::{self, OpenPath, TaskBase, TaskKey};
+use super::tasks::{self, PathFrame, TaskBase, TaskKey};
 use super::trie::{Trie, ROOT};
-use crate::thread_stacks::ThreadStacks;
+use crate::frame_tracker::{CallFrom, FrameTracker};
 
 /// What an analysis keeps per node of the tracker's tree, beside the trie's own call count.
 pub(crate) trait NodeData {
@@ -25,12 +26,9 @@ impl NodeData for () {
 /// The calling contexts of a stream, rebuilt from its `Call`, `Return`, `Thread`, `Poll` and
 /// `PollEnd` words.
 ///
-/// Resynchronisation (sampling gaps, streams starting mid-run): a `Call` whose caller is not the
-/// current node continues from the innermost open node of that caller if there is one (the
-/// frames above it lost their `Return`s), from the root if the caller is the root, and otherwise
-/// from a node root → caller, made without counting a call of the caller (its `Call` was not
-/// seen). A `Return` that is not the innermost frame's closes its innermost open frame and
-/// everything above it, or is ignored (and counted) if it has none.
+/// The frames, the polls and resynchronisation after lost words are the shared
+/// [`FrameTracker`]'s: a `Call` whose caller has no open frame continues from a node root →
+/// caller, made without counting a call of the caller (its `Call` was not seen).
 ///
 /// Futures: a future's frame lives between polls in [`tasks`](Self::tasks); a poll parks the
 /// thread's open path and continues from the future's node. A poll whose first poll this
@@ -40,106 +38,78 @@ impl NodeData for () {
 pub(crate) struct ContextTracker {
     /// One node per context; the trie's root is the root context.
     pub(crate) tree: Trie,
-    /// Per thread: the open path and the polls in progress.
-    pub(crate) threads: ThreadStacks<OpenPath>,
+    /// Per thread: the open path and the polls in progress; what resynchronising cost.
+    pub(crate) frames: FrameTracker<Vec<PathFrame>>,
     /// The futures seen polled and not known to be finished everywhere: where their context is.
     pub(crate) tasks: HashMap<TaskKey, TaskBase>,
-    /// A resynchronisation, an unmatched `Return` or a lost `PollEnd` was seen.
-    pub(crate) approximate: bool,
-    /// `Call`s whose caller was not the innermost open frame, and `Return`s that closed frames
-    /// above their own.
-    pub(crate) resyncs: u64,
-    /// `Return`s that matched no open frame.
-    pub(crate) unmatched_returns: u64,
 }
 
 impl ContextTracker {
     /// The node of the current thread's innermost open frame (the root if none).
     #[inline]
     pub(crate) fn top(&self) -> u32 {
-        self.threads.current.stack.last().copied().unwrap_or(ROOT)
+        self.frames.stack().last().map_or(ROOT, |f| f.node)
     }
 
     /// A `Call`: the callee's context is entered, and counted.
     #[inline]
     pub(crate) fn on_call(&mut self, caller: MethodId, callee: MethodId) {
-        let mut at = self.top();
-        if self.tree.nodes[at as usize].method != caller {
-            at = self.resync_call(caller);
-        }
+        let at = if self.frames.calls_from_top(caller) {
+            self.top()
+        } else {
+            self.resync_call(caller)
+        };
         let c = self.tree.child(at, callee);
         self.tree.nodes[c as usize].count += 1;
-        self.threads.current.stack.push(c);
+        self.frames.stack_mut().push(PathFrame {
+            node: c,
+            method: callee,
+        });
     }
 
     /// A `Call` directly followed by its `Return`: the callee's context is counted, and nothing
     /// is pushed or popped where the caller is on top.
     #[inline]
     pub(crate) fn on_leaf(&mut self, caller: MethodId, callee: MethodId) {
-        let top = self.top();
-        if self.tree.nodes[top as usize].method != caller {
+        if !self.frames.calls_from_top(caller) {
             self.on_call(caller, callee);
             self.on_return(callee);
             return;
         }
-        let c = self.tree.child(top, callee);
+        let c = self.tree.child(self.top(), callee);
         self.tree.nodes[c as usize].count += 1;
     }
 
     /// Returns the node to continue from; see the type docs.
     #[cold]
     fn resync_call(&mut self, caller: MethodId) -> u32 {
-        self.approximate = true;
-        self.resyncs += 1;
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        if let Some(i) = open
-            .iter()
-            .rposition(|&n| nodes[n as usize].method == caller)
-        {
-            open.truncate(i + 1);
-            return open[i];
+        match self.frames.resync_call(caller) {
+            CallFrom::Caller => self.top(),
+            CallFrom::Root => ROOT,
+            CallFrom::Missing => {
+                let c = self.tree.child(ROOT, caller);
+                self.frames.stack_mut().push(PathFrame {
+                    node: c,
+                    method: caller,
+                });
+                c
+            }
         }
-        open.clear();
-        if caller == MethodId::ROOT {
-            return ROOT;
-        }
-        let c = self.tree.child(ROOT, caller);
-        self.threads.current.stack.push(c);
-        c
     }
 
     /// A `Return` (or a timed or long one).
     #[inline]
     pub(crate) fn on_return(&mut self, callee: MethodId) {
-        match self.threads.current.stack.last() {
-            Some(&n) if self.tree.nodes[n as usize].method == callee => {
-                self.threads.current.stack.pop();
-            }
-            _ => self.resync_return(callee),
-        }
-    }
-
-    #[cold]
-    fn resync_return(&mut self, callee: MethodId) {
-        self.approximate = true;
-        let nodes = &self.tree.nodes;
-        let open = &mut self.threads.current.stack;
-        match open
-            .iter()
-            .rposition(|&n| nodes[n as usize].method == callee)
-        {
-            Some(i) => {
-                open.truncate(i);
-                self.resyncs += 1;
-            }
-            None => self.unmatched_returns += 1,
+        if self.frames.returns_top(callee) {
+            self.frames.stack_mut().pop();
+        } else {
+            self.frames.resync_return(callee);
         }
     }
 
     /// A `Thread` word: the events that follow are thread `id`'s.
     pub(crate) fn on_thread(&mut self, id: u64) {
-        self.threads.switch_to(id);
+        self.frames.on_thread(id);
     }
 
     /// One of the words that shape the contexts (a call, any return, a thread switch, a
@@ -176,15 +146,15 @@ impl ContextTracker {
         let base = if first {
             // Its `Call` just opened its frame on the polling context's stack; between polls
             // the frame is off that stack.
-            let open = &mut self.threads.current;
-            let node = match open.stack.last() {
-                Some(&n) if self.tree.nodes[n as usize].method == method => {
-                    open.stack.pop();
-                    n
+            let open = self.frames.stack_mut();
+            let node = match open.last() {
+                Some(&f) if f.method == method => {
+                    open.pop();
+                    f.node
                 }
                 _ => {
                     // The `Call` was lost (sampling): place it under the root.
-                    self.approximate = true;
+                    self.frames.approximate = true;
                     self.tree.child(ROOT, method)
                 }
             };
@@ -202,9 +172,8 @@ impl ContextTracker {
             t.polls = t.polls.saturating_add(1);
             t.node
         };
-        let open = &mut self.threads.current;
-        let parked = std::mem::replace(&mut open.stack, vec![base]);
-        open.polls.push((key, parked));
+        self.frames
+            .park(key, vec![PathFrame { node: base, method }]);
     }
 
     /// `key`'s frame is `node` (in the tree): record it, and move there whatever its polls
@@ -214,7 +183,7 @@ impl ContextTracker {
             if !t.placed && t.node != node {
                 let mut moved = HashMap::new();
                 if self.graft(t.node, node, &mut moved, data) {
-                    tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
+                    tasks::forward(&self.tree, &mut self.tasks, &mut self.frames, &moved);
                 }
             }
         }
@@ -242,7 +211,7 @@ impl ContextTracker {
     ) -> bool {
         let mut here = HashMap::new();
         if !self.tree.graft(from, onto, &mut here) {
-            self.approximate = true;
+            self.frames.approximate = true;
             return false;
         }
         here.insert(from, onto);
@@ -253,15 +222,9 @@ impl ContextTracker {
 
     /// The innermost poll ends: back to the stack it parked.
     pub(crate) fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        let open = &mut self.threads.current;
-        let Some((key, parked)) = open.polls.pop() else {
-            // Its `Poll` was not seen (a stream starting mid-poll, or sampling).
-            self.approximate = true;
+        let Some((key, _)) = self.frames.unpark(task) else {
             return;
         };
-        // A lost `PollEnd` (sampling): the key is another future's.
-        self.approximate |= key.1 != task;
-        open.stack = parked;
         if let Some(t) = self.tasks.get_mut(&key) {
             if done {
                 t.total = Some(poll.saturating_add(1));
@@ -306,11 +269,9 @@ impl ContextTracker {
         }
         if !moved.is_empty() {
             tasks::resolve_chains(&mut moved);
-            tasks::forward(&self.tree, &mut self.tasks, &mut self.threads, &moved);
+            tasks::forward(&self.tree, &mut self.tasks, &mut self.frames, &moved);
         }
         self.tasks.retain(|_, t| !t.finished());
-        self.approximate |= other.approximate;
-        self.resyncs += other.resyncs;
-        self.unmatched_returns += other.unmatched_returns;
+        self.frames.merge_counts(&other.frames);
     }
 }

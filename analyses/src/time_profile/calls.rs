@@ -3,6 +3,7 @@
 use cabprof_cab::event::{decode, EventKind, MAX_PAYLOAD};
 
 use crate::call_tree::trie::ROOT as ROOT_NODE;
+use crate::frame_tracker::CallFrom;
 
 use super::results::{new_histogram, Long, Ticks, COST_ONE};
 use super::stack::{opened, Callee, Open, Stamp, LAST_OUTER, NO_STAMP, OUTER};
@@ -42,10 +43,10 @@ impl TimeProfile {
     /// ([`LAST_OUTER`]). Nothing (method 0) if `caller` is not on top.
     #[inline(always)]
     fn last_call(&self, caller: u32) -> (Callee, u8) {
-        let st = &self.threads.current;
+        let st = &self.frames.threads.current;
         match st.stack.open.last() {
             Some(f) if f.method == caller => (f.last, f.state & LAST_OUTER),
-            None if caller == 0 => (st.root_last, st.root_last_outer),
+            None if caller == 0 => (st.thread.root_last, st.thread.root_last_outer),
             _ => (Callee::default(), 0),
         }
     }
@@ -61,18 +62,18 @@ impl TimeProfile {
         } else {
             self.call_uncached(caller, callee)
         };
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         // The call's own cost is its callers', not its own: counted before it opens.
-        st.cost = st.cost.wrapping_add(self.comp_untimed);
+        st.thread.cost = st.thread.cost.wrapping_add(self.comp_untimed);
         st.stack.open.push(Open {
             method: callee,
             node,
             last: Callee::default(),
             state,
-            cost: st.cost,
+            cost: st.thread.cost,
         });
-        st.just_opened = true;
-        st.pending_end = NO_STAMP;
+        st.thread.just_opened = true;
+        st.thread.pending_end = NO_STAMP;
         if state & OUTER == 0 {
             self.count_nested(callee);
         }
@@ -89,7 +90,7 @@ impl TimeProfile {
             return false;
         }
         let (last, last_outer) = self.last_call(caller);
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         let depth = st.stack.open.len();
         // `on_return` would close the frame out of line: a poll's first frame, or a stamp.
         if last.method != callee
@@ -98,9 +99,9 @@ impl TimeProfile {
         {
             return false;
         }
-        st.just_opened = false;
-        st.pending_end = NO_STAMP;
-        st.cost = st.cost.wrapping_add(self.comp_untimed);
+        st.thread.just_opened = false;
+        st.thread.pending_end = NO_STAMP;
+        st.thread.cost = st.thread.cost.wrapping_add(self.comp_untimed);
         self.tree.nodes[last.node as usize].count += 1;
         if last_outer == 0 {
             self.count_nested(callee);
@@ -124,16 +125,16 @@ impl TimeProfile {
     /// frame. Returns the node and the new frame's state (written to the table).
     #[inline(never)]
     fn call_uncached(&mut self, caller: u32, callee: u32) -> (u32, u8) {
-        let parent = match self.threads.current.stack.open.last() {
+        let parent = match self.frames.threads.current.stack.open.last() {
             Some(f) if f.method == caller => f.node,
             None if caller == 0 => ROOT_NODE,
             _ => self.resync_call(caller),
         };
         let node = self.child(parent, callee);
-        let st = &mut self.threads.current;
-        st.active.write(&mut st.stack.open, st.base);
-        let depth = st.base + st.stack.open.len() as u32;
-        let outer = st.active.enter(callee, depth);
+        let st = &mut self.frames.threads.current;
+        st.thread.active.write(&mut st.stack.open, st.thread.base);
+        let depth = st.thread.base + st.stack.open.len() as u32;
+        let outer = st.thread.active.enter(callee, depth);
         let remembered = Callee {
             method: callee,
             node,
@@ -145,37 +146,38 @@ impl TimeProfile {
                 f.state = (f.state & !LAST_OUTER) | last_outer;
             }
             None => {
-                st.root_last = remembered;
-                st.root_last_outer = last_outer;
+                st.thread.root_last = remembered;
+                st.thread.root_last_outer = last_outer;
             }
         }
         (node, opened(outer))
     }
 
-    /// A `Call` whose caller is not on top: continue from the caller's innermost open frame
-    /// (or the root), closing what is above it. Returns the parent node.
+    /// A `Call` whose caller is not on top: the shared tracker continues from the caller's
+    /// innermost open frame, closing what is above it, or from the root (this analysis opens
+    /// no frame for a caller with none open: the call is charged from the root). Returns the
+    /// parent node.
     #[cold]
     fn resync_call(&mut self, caller: u32) -> u32 {
-        self.approximate = true;
-        let st = &mut self.threads.current;
-        let keep = st
-            .stack
-            .open
-            .iter()
-            .rposition(|f| f.method == caller)
-            .map_or(0, |i| i + 1);
-        st.stack.truncate(keep, &mut st.active);
-        st.stack.open.last().map_or(ROOT_NODE, |f| f.node)
+        match self.frames.resync_call(method_id(caller)) {
+            CallFrom::Caller => self
+                .frames
+                .stack()
+                .open
+                .last()
+                .map_or(ROOT_NODE, |f| f.node),
+            CallFrom::Root | CallFrom::Missing => ROOT_NODE,
+        }
     }
 
     #[inline]
     pub(super) fn on_time(&mut self, ticks: u64) {
-        let st = &mut self.threads.current;
-        if std::mem::take(&mut st.just_opened) {
+        let st = &mut self.frames.threads.current;
+        if std::mem::take(&mut st.thread.just_opened) {
             let Some(top) = st.stack.open.len().checked_sub(1) else {
                 return;
             };
-            let cost = st.cost;
+            let cost = st.thread.cost;
             match st.stack.stamps.last_mut() {
                 // A future resumed: its stamp carries what it polled before.
                 Some(s) if s.depth as usize == top => {
@@ -190,8 +192,8 @@ impl TimeProfile {
                 }),
             }
         } else {
-            st.pending_end = ticks;
-            st.end_cost = st.cost;
+            st.thread.pending_end = ticks;
+            st.thread.end_cost = st.thread.cost;
         }
     }
 
@@ -200,13 +202,13 @@ impl TimeProfile {
     /// future's).
     #[inline(always)]
     pub(super) fn on_return(&mut self, callee: u32) {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
+        let st = &mut self.frames.threads.current;
+        st.thread.just_opened = false;
+        let end = std::mem::replace(&mut st.thread.pending_end, NO_STAMP);
         let Some(depth) = st.stack.top_is(callee) else {
             return self.return_below(callee, end);
         };
-        let outer = st.active.close(&st.stack.open[depth]);
+        let outer = st.thread.active.close(&st.stack.open[depth]);
         if (depth == 0 && !st.polls.is_empty()) || st.stack.has_stamp(depth) {
             self.close_frame(outer, end);
         } else {
@@ -219,7 +221,7 @@ impl TimeProfile {
     /// context, or to its future if it was the frame of the future being polled.
     #[inline(never)]
     fn close_frame(&mut self, outer: bool, end: u64) {
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         let f = st.stack.open.pop().expect("a frame to close");
         let depth = st.stack.open.len();
         let stamp = st.stack.take_stamp(depth);
@@ -244,8 +246,9 @@ impl TimeProfile {
     #[inline(never)]
     fn return_below(&mut self, callee: u32, end: u64) {
         if self.unwind_to(callee) {
-            let st = &mut self.threads.current;
+            let st = &mut self.frames.threads.current;
             let outer = st
+                .thread
                 .active
                 .close(st.stack.open.last().expect("unwound to it"));
             self.close_frame(outer, end);
@@ -257,13 +260,13 @@ impl TimeProfile {
     /// (Self::on_return).
     #[inline(always)]
     pub(super) fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        st.pending_end = NO_STAMP;
+        let st = &mut self.frames.threads.current;
+        st.thread.just_opened = false;
+        st.thread.pending_end = NO_STAMP;
         let Some(depth) = st.stack.top_is(callee) else {
             return self.timed_return_below(callee, ticks);
         };
-        let outer = st.active.close(&st.stack.open[depth]);
+        let outer = st.thread.active.close(&st.stack.open[depth]);
         if (depth == 0 && !st.polls.is_empty()) || st.stack.has_stamp(depth) {
             self.close_timed_frame(outer, ticks);
         } else {
@@ -281,7 +284,7 @@ impl TimeProfile {
     /// [`close_frame`](Self::close_frame) for a `TimedReturn` of `ticks`.
     #[inline(never)]
     fn close_timed_frame(&mut self, outer: bool, ticks: u64) {
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         let f = st.stack.open.pop().expect("a frame to close");
         let depth = st.stack.open.len();
         st.stack.take_stamp(depth);
@@ -299,8 +302,9 @@ impl TimeProfile {
     #[inline(never)]
     fn timed_return_below(&mut self, callee: u32, ticks: u64) {
         if self.unwind_to(callee) {
-            let st = &mut self.threads.current;
+            let st = &mut self.frames.threads.current;
             let outer = st
+                .thread
                 .active
                 .close(st.stack.open.last().expect("unwound to it"));
             self.close_timed_frame(outer, ticks);
@@ -312,14 +316,15 @@ impl TimeProfile {
     /// are at most about one per coarse tick and frame.
     #[inline(never)]
     pub(super) fn on_long_return(&mut self, callee: u32, ticks: u64, timed: bool) {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        st.pending_end = NO_STAMP;
+        let st = &mut self.frames.threads.current;
+        st.thread.just_opened = false;
+        st.thread.pending_end = NO_STAMP;
         if st.stack.top_is(callee).is_none() && !self.unwind_to(callee) {
             return;
         }
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         let outer = st
+            .thread
             .active
             .close(st.stack.open.last().expect("the callee's frame is on top"));
         let f = st.stack.open.pop().expect("a frame to close");
@@ -359,18 +364,11 @@ impl TimeProfile {
             .add(&Long::one(t.all, t.comp, timed));
     }
 
-    /// A `Return` below the top: close the frames above it untimed, leaving its frame on top;
-    /// `false` (and counted) if no open frame matches.
+    /// A `Return` below the top: the shared tracker closes the frames above it untimed,
+    /// leaving its frame on top; `false` (and counted) if no open frame matches.
     #[cold]
     fn unwind_to(&mut self, callee: u32) -> bool {
-        self.approximate = true;
-        let st = &mut self.threads.current;
-        let Some(i) = st.stack.open.iter().rposition(|f| f.method == callee) else {
-            self.unmatched += 1;
-            return false;
-        };
-        st.stack.truncate(i + 1, &mut st.active);
-        true
+        self.frames.unwind_to(method_id(callee))
     }
 
     /// A timed frame's (ticks, outermost ticks), closing with stamp `end` ([`NO_STAMP`] if
@@ -379,13 +377,17 @@ impl TimeProfile {
         match (s.start != NO_STAMP, end != NO_STAMP) {
             (true, true) => {
                 let t = elapsed(s.start, end);
-                let comp = self.compensated_between(t, s.cost, self.threads.current.end_cost);
+                let comp = self.compensated_between(
+                    t,
+                    s.cost,
+                    self.frames.threads.current.thread.end_cost,
+                );
                 Some(s.polled.plus(Ticks::one(t, comp, outer)))
             }
             // A future dropped between polls: its last poll is an empty one, unstamped.
             (false, false) if s.polled.all > 0 => Some(s.polled),
             _ => {
-                self.approximate = true;
+                self.frames.approximate = true;
                 None
             }
         }
@@ -420,7 +422,7 @@ impl TimeProfile {
     /// and stalls since cost.
     #[inline(always)]
     fn compensated(&self, ticks: u64, opened_at: u64) -> f64 {
-        self.compensated_between(ticks, opened_at, self.threads.current.cost)
+        self.compensated_between(ticks, opened_at, self.frames.threads.current.thread.cost)
     }
 
     /// [`compensated`](Self::compensated) for a frame whose closing stamp came when the cost
@@ -435,8 +437,8 @@ impl TimeProfile {
     /// one's (counted when it opened).
     #[inline(always)]
     fn timed_call_closed(&mut self) {
-        let st = &mut self.threads.current;
-        st.cost = st.cost.wrapping_add(self.comp_timed_extra);
+        let st = &mut self.frames.threads.current;
+        st.thread.cost = st.thread.cost.wrapping_add(self.comp_timed_extra);
     }
 
     /// `ticks` spent inside cabprof: out of every frame open on the thread.
@@ -444,7 +446,7 @@ impl TimeProfile {
     fn on_stall(&mut self, ticks: u64) {
         self.stalled = self.stalled.saturating_add(ticks);
         self.stalls += 1;
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current.thread;
         st.cost = st
             .cost
             .wrapping_add((ticks as f64 * COST_ONE).min(u64::MAX as f64 / 4.0) as u64);
@@ -474,9 +476,7 @@ impl TimeProfile {
             }) => self.on_long_return(callee.get(), ticks, timed),
             Some(EventKind::Time { ticks }) => self.on_time(ticks),
             Some(EventKind::Stall { ticks }) => self.on_stall(ticks),
-            Some(EventKind::Thread { id }) => {
-                self.threads.switch_to(id);
-            }
+            Some(EventKind::Thread { id }) => self.frames.on_thread(id),
             Some(EventKind::Poll {
                 method,
                 task,

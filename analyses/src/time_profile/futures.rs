@@ -10,7 +10,7 @@ use super::stack::{open_at, opened, Callee, Open, Stack, Stamp, NO_STAMP, OUTER}
 use super::{method_id, TimeProfile};
 
 /// A future this instance saw polled: between polls, finished in a stream that did not see
-/// all its polls, or (inside [`Polling`]) being polled.
+/// all its polls, or (inside [`PollState`]) being polled.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Task {
     /// Its frame: a node of the tree if `placed`, else a detached root collecting what its
@@ -38,12 +38,11 @@ impl Task {
     }
 }
 
-/// A poll in progress: the future, the stack it parked, and, once its frame returned in this
-/// poll, the frame and its (ticks, outermost ticks) if timed.
+/// A poll in progress, kept with the poll's stack (the shared tracker parks the stack it
+/// interrupted): the future, and, once its frame returned in this poll, the frame and its
+/// (ticks, outermost ticks) if timed.
 #[derive(Clone, Debug)]
-pub(super) struct Polling {
-    key: TaskKey,
-    parked: Stack,
+pub(super) struct PollState {
     task: Task,
     returned: Option<(Open, Option<Ticks>)>,
     /// The start and end stamps of the poll in which it returned, if timed.
@@ -56,10 +55,10 @@ impl TimeProfile {
     /// The poll just begun came `ticks` after its future was woken: the innermost poll's
     /// function's scheduling delay.
     pub(super) fn on_wake_delay(&mut self, ticks: u64) {
-        let Some(p) = self.threads.current.polls.last() else {
+        let Some(method) = self.frames.threads.current.polls.last().map(|p| p.0 .0) else {
             return;
         };
-        let f = self.function(p.key.0);
+        let f = self.function(method.get());
         f.woken_polls += 1;
         f.wake_delay = f.wake_delay.saturating_add(ticks);
     }
@@ -68,15 +67,15 @@ impl TimeProfile {
     /// continue from the future's frame.
     pub(super) fn on_poll(&mut self, method: u32, task: u32, first: bool) {
         let key = (method, task);
-        let st = &mut self.threads.current;
+        let st = &mut self.frames.threads.current;
         // The poll's own cost (its words, the wrapper) is its poller's: counted before the
         // future's frame resumes, so the frames open below it lose it.
-        st.cost = st.cost.wrapping_add(self.comp_poll);
+        st.thread.cost = st.thread.cost.wrapping_add(self.comp_poll);
         self.polls += 1;
         // The stack is parked: all of it in the table, and calls from an empty stack no longer
         // have the same things open below them.
-        st.active.write(&mut st.stack.open, st.base);
-        st.root_last = Callee::default();
+        st.thread.active.write(&mut st.stack.open, st.thread.base);
+        st.thread.root_last = Callee::default();
         let mut t = if first {
             let t = match st.stack.open.last() {
                 Some(&f) if f.method == method => {
@@ -90,12 +89,13 @@ impl TimeProfile {
                 }
                 _ => {
                     // Its `Call` was lost (sampling): place it below the root.
-                    self.approximate = true;
+                    self.frames.approximate = true;
                     let node = self.node_for(ROOT_NODE, method);
-                    let st = &mut self.threads.current;
+                    let st = &mut self.frames.threads.current;
                     let outer = st
+                        .thread
                         .active
-                        .enter(method, st.base + st.stack.open.len() as u32);
+                        .enter(method, st.thread.base + st.stack.open.len() as u32);
                     let mut t = new_task(open_at(method, node), true, outer);
                     t.open.state = opened(outer);
                     t
@@ -104,8 +104,9 @@ impl TimeProfile {
             self.place(key, t)
         } else {
             let outer = st
+                .thread
                 .active
-                .enter(method, st.base + st.stack.open.len() as u32);
+                .enter(method, st.thread.base + st.stack.open.len() as u32);
             let mut t = match self.tasks.remove(&key) {
                 Some(t) => t,
                 None => {
@@ -126,6 +127,11 @@ impl TimeProfile {
         let mut stack = Stack {
             open: vec![t.open],
             stamps: Vec::new(),
+            poll: Some(PollState {
+                task: t,
+                returned: None,
+                returned_span: None,
+            }),
         };
         if let Some(polled) = t.polled {
             stack.stamps.push(Stamp {
@@ -135,18 +141,12 @@ impl TimeProfile {
                 polled,
             });
         }
-        let st = &mut self.threads.current;
-        let parked = std::mem::replace(&mut st.stack, stack);
-        st.base += parked.open.len() as u32;
-        st.polls.push(Polling {
-            key,
-            parked,
-            task: t,
-            returned: None,
-            returned_span: None,
-        });
-        st.just_opened = true;
-        st.pending_end = NO_STAMP;
+        let st = &mut self.frames.threads.current;
+        st.thread.base += st.stack.open.len() as u32;
+        self.frames.park((method_id(method), task), stack);
+        let st = &mut self.frames.threads.current;
+        st.thread.just_opened = true;
+        st.thread.pending_end = NO_STAMP;
     }
 
     /// The first poll of `key` found its frame: what polls of it seen earlier (on other
@@ -167,27 +167,27 @@ impl TimeProfile {
     }
 
     pub(super) fn on_poll_end(&mut self, task: u32, poll: u32, done: bool) {
-        let st = &mut self.threads.current;
-        st.just_opened = false;
-        let end = std::mem::replace(&mut st.pending_end, NO_STAMP);
-        let Some(p) = st.polls.pop() else {
+        let st = &mut self.frames.threads.current;
+        st.thread.just_opened = false;
+        let end = std::mem::replace(&mut st.thread.pending_end, NO_STAMP);
+        // The tracker marks a `PollEnd` of another future approximate.
+        let Some(((method, id), mut stack)) = self.frames.unpark(task) else {
             self.unmatched += 1;
-            self.approximate = true;
             return;
         };
-        let key = p.key;
-        if key.1 != task {
-            self.approximate = true;
-        }
-        let mut stack = std::mem::replace(&mut st.stack, p.parked);
-        let base = st.base;
-        st.base = base.saturating_sub(st.stack.open.len() as u32);
-        st.root_last = Callee::default();
+        let key = (method.get(), id);
+        let Some(p) = stack.poll.take() else {
+            return; // every poll's stack has its state
+        };
+        let st = &mut self.frames.threads.current;
+        let base = st.thread.base;
+        st.thread.base = base.saturating_sub(st.stack.open.len() as u32);
+        st.thread.root_last = Callee::default();
         // Frames left open above the future's own, or after it returned (lost `Return`s).
         let keep = usize::from(p.returned.is_none());
         if stack.open.len() > keep {
-            stack.truncate(keep, &mut st.active);
-            self.approximate = true;
+            stack.truncate(keep, &mut st.thread.active);
+            self.frames.approximate = true;
         }
         let mut t = p.task;
         // This poll's start and end stamps, when it was timed and both came.
@@ -195,23 +195,23 @@ impl TimeProfile {
         let (f, ticks, done) = match p.returned {
             // Completed in this poll: its `Return` closed the frame.
             Some((f, ticks)) => {
-                self.approximate |= !done;
+                self.frames.approximate |= !done;
                 (f, ticks, true)
             }
             None => {
                 let Some(f) = stack.open.pop() else {
                     return; // its frame was closed by a resynchronisation
                 };
-                let outer = st.active.close(&f);
+                let outer = st.thread.active.close(&f);
                 if f.method != key.0 {
-                    self.approximate = true;
+                    self.frames.approximate = true;
                     return;
                 }
                 let ticks = stack.take_stamp(0).map(|s| {
                     if s.start != NO_STAMP && end != NO_STAMP {
                         p_span = Some((s.start, end));
                         let d = elapsed(s.start, end);
-                        let end_cost = self.threads.current.end_cost;
+                        let end_cost = self.frames.threads.current.thread.end_cost;
                         s.polled.plus(Ticks::one(
                             d,
                             self.compensated_between(d, s.cost, end_cost),
@@ -222,7 +222,7 @@ impl TimeProfile {
                     }
                 });
                 // Dropped or completed without a `Return` seen: what was polled still counts.
-                self.approximate |= done;
+                self.frames.approximate |= done;
                 (f, ticks, done)
             }
         };
@@ -242,8 +242,8 @@ impl TimeProfile {
     /// Whether `f`, just closed, was the frame of the future being polled.
     #[inline]
     pub(super) fn is_future_frame(&self, f: &Open) -> bool {
-        let st = &self.threads.current;
-        st.stack.open.is_empty() && st.polls.last().is_some_and(|p| p.key.0 == f.method)
+        let st = &self.frames.threads.current;
+        st.stack.open.is_empty() && st.polls.last().is_some_and(|p| p.0 .0.get() == f.method)
     }
 
     /// The future being polled returned: it is recorded when its poll ends, if every poll of
@@ -255,7 +255,7 @@ impl TimeProfile {
         ticks: Option<Ticks>,
         span: Option<(u64, u64)>,
     ) {
-        if let Some(p) = self.threads.current.polls.last_mut() {
+        if let Some(p) = self.frames.threads.current.stack.poll.as_mut() {
             p.returned = Some((f, ticks));
             p.returned_span = span;
         }
@@ -291,7 +291,7 @@ impl TimeProfile {
         }
         let mut here = HashMap::new();
         if !self.tree.graft(from, onto, &mut here) {
-            self.approximate = true;
+            self.frames.approximate = true;
             return;
         }
         self.grow_nodes();
@@ -323,14 +323,16 @@ impl TimeProfile {
         for t in self.tasks.values_mut() {
             fwd_open(&mut t.open);
         }
-        for st in self.threads.all_mut() {
-            st.stack.open.iter_mut().for_each(fwd_open);
-            fwd(&mut st.root_last.node);
-            for p in &mut st.polls {
-                p.parked.open.iter_mut().for_each(fwd_open);
-                fwd_open(&mut p.task.open);
-                if let Some((f, _)) = &mut p.returned {
-                    fwd_open(f);
+        for open in self.frames.threads.all_mut() {
+            fwd(&mut open.thread.root_last.node);
+            let parked = open.polls.iter_mut().map(|p| &mut p.1);
+            for stack in std::iter::once(&mut open.stack).chain(parked) {
+                stack.open.iter_mut().for_each(fwd_open);
+                if let Some(p) = &mut stack.poll {
+                    fwd_open(&mut p.task.open);
+                    if let Some((f, _)) = &mut p.returned {
+                        fwd_open(f);
+                    }
                 }
             }
         }

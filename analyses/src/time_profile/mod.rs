@@ -92,20 +92,17 @@ use hashbrown::HashMap;
 
 use crate::call_tree::tasks;
 use crate::call_tree::trie::Trie;
-use crate::thread_stacks::ThreadStacks;
+use crate::frame_tracker::FrameTracker;
 use crate::EventAnalysis;
 
-use futures::{combine, Polling, Task, TaskKey};
+use futures::{combine, Task, TaskKey};
 use results::{NodeTime, COST_ONE};
 use stack::{Active, Callee, Stack};
 
-/// One thread's state in the analysis: its frames, the polls it is inside, and the stamps
-/// and costs pending.
-#[derive(Clone, Debug, Default)]
+/// One thread's state in the analysis beside its frames and polls (which the shared
+/// [`FrameTracker`] keeps): the stamps and costs pending, and what is open on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ThreadState {
-    stack: Stack,
-    /// Polls in progress, innermost last.
-    polls: Vec<Polling>,
     /// The last word opened a frame or poll: a `Time` now is its start stamp.
     just_opened: bool,
     /// A closing stamp waiting for its `Return` or `PollEnd`; [`NO_STAMP`](stack::NO_STAMP) if
@@ -143,10 +140,12 @@ pub struct TimeProfile {
     node_time: Vec<NodeTime>,
     /// Per context node with long calls: those (rare, so apart from `node_time`).
     long_nodes: HashMap<u32, Long>,
-    threads: ThreadStacks<ThreadState>,
+    /// Per thread: the open frames, the polls in progress, and a [`ThreadState`]; whether a
+    /// resynchronisation made the results approximate, and `Return`s that matched no frame.
+    frames: FrameTracker<Stack>,
     /// Futures between polls, or finished but waiting for polls other streams saw.
     tasks: HashMap<TaskKey, Task>,
-    approximate: bool,
+    /// `PollEnd`s that matched no poll.
     unmatched: u64,
     /// `Poll` words seen.
     polls: u64,
@@ -181,9 +180,8 @@ impl Default for TimeProfile {
             tree: Trie::default(),
             node_time: vec![NodeTime::default()],
             long_nodes: HashMap::new(),
-            threads: ThreadStacks::default(),
+            frames: FrameTracker::default(),
             tasks: HashMap::new(),
-            approximate: false,
             unmatched: 0,
             polls: 0,
             compensation: None,
@@ -285,13 +283,13 @@ impl TimeProfile {
 
     /// Mark the results approximate (sampled rings) or not.
     pub fn set_approximate(&mut self, approximate: bool) {
-        self.approximate = approximate;
+        self.frames.approximate = approximate;
     }
 
     /// Whether resynchronisations (or [`set_approximate`](Self::set_approximate)) make the
     /// results approximate.
     pub fn is_approximate(&self) -> bool {
-        self.approximate
+        self.frames.approximate
     }
 
     /// Polls of instrumented futures seen.
@@ -301,7 +299,7 @@ impl TimeProfile {
 
     /// `Return`s and `PollEnd`s that matched no open frame or poll.
     pub fn unmatched(&self) -> u64 {
-        self.unmatched
+        self.frames.unmatched_returns + self.unmatched
     }
 
     fn function(&mut self, m: u32) -> &mut FunctionTime {
@@ -450,7 +448,7 @@ impl EventAnalysis for TimeProfile {
             tasks::resolve_chains(&mut moved);
             self.forward(&moved);
         }
-        self.approximate |= other.approximate;
+        self.frames.merge_counts(&other.frames);
         self.unmatched += other.unmatched;
         self.polls += other.polls;
         self.stalled = self.stalled.saturating_add(other.stalled);

@@ -1,6 +1,11 @@
 //! Per-thread state: the stack of open frames and their stamps, and the table of what is open.
 
+use cabprof_cab::event::MethodId;
+
+use super::futures::PollState;
 use super::results::Ticks;
+use super::{method_id, ThreadState};
+use crate::frame_tracker::Frames;
 
 /// One open frame: a call, or a future (whose frame spans its polls). An untimed call, most
 /// calls under sampled timing, costs a push and a pop of this, the count of its context and
@@ -30,7 +35,7 @@ const WRITTEN: u8 = 2;
 pub(super) const LAST_OUTER: u8 = 4;
 
 /// A callee and its context node (`method` 0: none yet).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Callee {
     pub(super) method: u32,
     pub(super) node: u32,
@@ -60,7 +65,7 @@ const FREE: u32 = u32::MAX;
 /// as counting the open activations, with plain stores instead of read-modify-writes of one
 /// counter per call. Kept lazily (see the [`time_profile`](super) docs): right once the stack is
 /// [written](Active::write).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Active(Vec<u32>);
 
 impl Active {
@@ -124,11 +129,29 @@ impl Active {
     }
 }
 
-/// A stack of open frames and the stamps of its timed ones (innermost last, depths rising).
+/// A stack of open frames and the stamps of its timed ones (innermost last, depths rising);
+/// in a poll, what the poll knows of its future.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Stack {
     pub(super) open: Vec<Open>,
     pub(super) stamps: Vec<Stamp>,
+    pub(super) poll: Option<PollState>,
+}
+
+/// The shared tracker's view: frames closed by a resynchronisation close on their thread.
+impl Frames for Stack {
+    type Thread = ThreadState;
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.open.len()
+    }
+    #[inline(always)]
+    fn method(&self, i: usize) -> MethodId {
+        method_id(self.open[i].method)
+    }
+    fn truncate(&mut self, n: usize, thread: &mut ThreadState) {
+        Stack::truncate(self, n, &mut thread.active);
+    }
 }
 
 impl Stack {

@@ -25,6 +25,11 @@
 //! mode) is a slice of its own, one deeper than the frame it waited in, from the stamps its
 //! wait words carry (`cabprof_cab::event`'s `wait.rs`).
 //!
+//! The open frames and polls are the shared frame tracker's (`crate::frame_tracker`), as in
+//! the other stack analyses: a poll parks its poller's frames (a slice's depth counts them),
+//! and a `Return` or `PollEnd` of a stream that lost words resynchronises by the same rules. A
+//! `Call` is not tested against the frame on top (see `on_call`).
+//!
 //! A thread is known by its **thread mark** (the number its first timed exit sends); the
 //! facade keeps the numbers' names. A stream whose thread sent none has thread `None`.
 
@@ -34,8 +39,11 @@ use std::sync::Arc;
 
 use cabprof_cab::event::{self, decode, EventKind, MethodId, WaitKind, WaitWord, MAX_PAYLOAD};
 
-use crate::thread_stacks::ThreadStacks;
+use crate::frame_tracker::{self, FrameTracker};
 use crate::EventAnalysis;
+
+#[cfg(test)]
+mod tests;
 
 /// Slices a thread keeps by default: 131,072 of 32 bytes, 4 MiB.
 pub const DEFAULT_SLICES: usize = 1 << 17;
@@ -98,7 +106,7 @@ enum Opened {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Frame {
     method: u32,
     opened: Opened,
@@ -106,10 +114,36 @@ struct Frame {
     start: Option<u64>,
 }
 
-/// One thread's state: its open frames, the stamp pending, and what it recorded.
-#[derive(Clone, Debug, Default)]
+/// The open frames of one context: a thread's own, or a poll's (whose first frame is the
+/// poll's own), innermost last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Stack(Vec<Frame>);
+
+/// The shared tracker's view of the frames.
+impl frame_tracker::Frames for Stack {
+    type Thread = Track;
+    #[inline(always)]
+    fn depth(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn method(&self, i: usize) -> MethodId {
+        method_id(self.0[i].method)
+    }
+    /// The frames above lost their closing words: they are not on the timeline, and neither
+    /// is the record of their children.
+    fn truncate(&mut self, n: usize, t: &mut Track) {
+        self.0.truncate(n);
+        t.children_from.truncate(t.base + n + 1);
+    }
+}
+
+/// One thread's state beside its frames (which the shared [`FrameTracker`] keeps): the stamp
+/// pending, and what it recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Track {
-    open: Vec<Frame>,
+    /// The frames of the stacks its polls parked: the depth of the current stack's first.
+    base: usize,
     /// The last word opened a frame: a `Time` now is its start.
     just_opened: bool,
     /// A closing stamp waiting for the word that closes its frame.
@@ -175,10 +209,11 @@ impl fmt::Debug for Trigger {
 #[derive(Clone, Debug)]
 pub struct Timeline {
     capacity: usize,
-    threads: ThreadStacks<Track>,
+    /// Per thread: the open frames and the polls in progress, and a [`Track`].
+    frames: FrameTracker<Stack>,
     /// What merged instances recorded.
     merged: Vec<ThreadTimeline>,
-    /// Closing words that matched no open frame.
+    /// `PollEnd`s that matched no poll (the tracker counts the `Return`s).
     unmatched: u64,
     trigger: Option<Trigger>,
     /// Per function asked, whether the trigger watches it.
@@ -199,7 +234,7 @@ impl Timeline {
     pub fn new(capacity: usize) -> Timeline {
         Timeline {
             capacity: capacity.max(1),
-            threads: ThreadStacks::default(),
+            frames: FrameTracker::default(),
             merged: Vec::new(),
             unmatched: 0,
             trigger: None,
@@ -222,16 +257,16 @@ impl Timeline {
     /// Closing words (`Return`, `TimedReturn`, `PollEnd`) that matched no open frame: a
     /// stream with gaps.
     pub fn unmatched(&self) -> u64 {
-        self.unmatched
+        self.unmatched + self.frames.unmatched_returns
     }
 
     /// Every thread's timeline, ordered by thread number (threads without one last); a
     /// thread seen by several streams is one entry.
     pub fn threads(&self) -> Vec<ThreadTimeline> {
         let mut out: Vec<ThreadTimeline> = Vec::new();
-        let own = std::iter::once(&self.threads.current)
-            .chain(self.threads.parked())
-            .map(|t| &t.recorded);
+        let own = std::iter::once(&self.frames.threads.current)
+            .chain(self.frames.threads.parked())
+            .map(|t| &t.thread.recorded);
         for t in self.merged.iter().chain(own) {
             if t.slices.is_empty() && t.overwritten == 0 {
                 continue;
@@ -269,7 +304,7 @@ impl Timeline {
                 ticks += early;
             }
         }
-        let t = &mut self.threads.current;
+        let t = &mut self.frames.threads.current.thread;
         if t.children_from.len() <= depth {
             t.children_from.resize(depth + 1, None);
         }
@@ -288,11 +323,11 @@ impl Timeline {
             ticks,
         };
         let capacity = self.capacity;
-        self.threads.current.recorded.push(s, capacity);
+        t.recorded.push(s, capacity);
         if !s.poll {
             self.check_trigger(&s);
         }
-        self.threads.current.last_stamp = s.start.wrapping_add(s.ticks) & MAX_PAYLOAD;
+        self.frames.threads.current.thread.last_stamp = s.start.wrapping_add(s.ticks) & MAX_PAYLOAD;
     }
 
     /// Hand `s` to the trigger if it fires it.
@@ -310,44 +345,78 @@ impl Timeline {
         if watched {
             (trigger.fire)(Fired {
                 method: s.method,
-                thread: self.threads.current.recorded.thread,
+                thread: self.frames.threads.current.thread.recorded.thread,
                 start: s.start,
                 ticks: s.ticks,
             });
         }
     }
 
+    /// A `Call`: a frame opens. The timeline does not test the caller (the test costs the
+    /// per-call path as much as the rest of a call): after a lost `Return` the frame it did not
+    /// close stays open below the new ones until a `Return` of a frame below it closes both.
+    #[inline]
+    fn on_call(&mut self, callee: u32) {
+        self.open(callee, Opened::Call);
+    }
+
+    #[inline]
     fn open(&mut self, method: u32, opened: Opened) {
-        let t = &mut self.threads.current;
-        t.open.push(Frame {
+        let open = &mut self.frames.threads.current;
+        open.stack.0.push(Frame {
             method,
             opened,
             start: None,
         });
-        t.just_opened = true;
-        t.pending_end = None;
+        open.thread.just_opened = true;
+        open.thread.pending_end = None;
     }
 
-    /// Pop the innermost call frame of `callee` (and what is above it, which a gap left open);
-    /// its depth, start stamp and its children's first start.
+    /// Close the innermost frame of `callee` (and what is above it, which a gap left open);
+    /// its depth, start stamp and its children's first start. `None` if it has no open frame
+    /// (counted by the tracker), or if it is a poll's own frame (then it returned: its
+    /// `PollEnd` closes the slice).
+    #[inline]
     fn close_call(&mut self, callee: u32) -> Option<(usize, Option<u64>, Option<u64>)> {
-        let t = &mut self.threads.current;
-        let Some(i) = t
-            .open
-            .iter()
-            .rposition(|f| f.method == callee && f.opened == Opened::Call)
-        else {
-            self.unmatched += 1;
-            return None;
-        };
-        let f = t.open[i];
-        t.open.truncate(i);
-        let children = t.closed(i);
-        Some((i, f.start, children))
+        let open = &mut self.frames.threads.current;
+        match open.stack.0.last() {
+            Some(&f) if f.method == callee && f.opened == Opened::Call => {
+                open.stack.0.pop();
+                let depth = open.thread.base + open.stack.0.len();
+                let children = open.thread.closed(depth);
+                Some((depth, f.start, children))
+            }
+            _ => self.close_below(callee),
+        }
     }
 
+    /// [`close_call`](Self::close_call) where the top frame is not `callee`'s call.
+    #[cold]
+    #[inline(never)]
+    fn close_below(&mut self, callee: u32) -> Option<(usize, Option<u64>, Option<u64>)> {
+        let on_top = self.frames.stack().0.last().map(|f| f.method) == Some(callee);
+        if !on_top && !self.frames.unwind_to(method_id(callee)) {
+            return None;
+        }
+        let open = &mut self.frames.threads.current;
+        let top = open.stack.0.last_mut()?;
+        if let Opened::Poll { task, .. } = top.opened {
+            top.opened = Opened::Poll {
+                task,
+                returned: true,
+            };
+            return None;
+        }
+        let f = *top;
+        open.stack.0.pop();
+        let depth = open.thread.base + open.stack.0.len();
+        let children = open.thread.closed(depth);
+        Some((depth, f.start, children))
+    }
+
+    #[inline]
     fn on_timed_return(&mut self, callee: u32, ticks: u64) {
-        let t = &mut self.threads.current;
+        let t = &mut self.frames.threads.current.thread;
         t.just_opened = false;
         let end = t.pending_end.take();
         if let Some((depth, _, children)) = self.close_call(callee) {
@@ -358,12 +427,13 @@ impl Timeline {
         }
     }
 
+    #[inline]
     fn on_return(&mut self, callee: u32) {
-        let t = &mut self.threads.current;
-        t.just_opened = false;
+        let open = &mut self.frames.threads.current;
+        open.thread.just_opened = false;
         // A future's last poll: its `Return` comes before the `PollEnd`, which closes the
         // poll with the stamp before both.
-        if let Some(top) = t.open.last_mut() {
+        if let Some(top) = open.stack.0.last_mut() {
             if let Opened::Poll { task, .. } = top.opened {
                 if top.method == callee {
                     top.opened = Opened::Poll {
@@ -374,7 +444,7 @@ impl Timeline {
                 }
             }
         }
-        let end = t.pending_end.take();
+        let end = open.thread.pending_end.take();
         if let Some((depth, Some(start), children)) = self.close_call(callee) {
             if let Some(end) = end {
                 let span = (start, elapsed(start, end));
@@ -383,16 +453,23 @@ impl Timeline {
         }
     }
 
+    /// A poll begins: the shared tracker parks the thread's frames, and the poll's own frame
+    /// opens, as deep as the parked frames.
     fn on_poll(&mut self, method: u32, task: u32, first: bool) {
-        let t = &mut self.threads.current;
+        let open = &mut self.frames.threads.current;
         // The first poll directly follows its future's `Call`: the poll stands for that frame.
         if first
-            && t.open
+            && open
+                .stack
+                .0
                 .last()
                 .is_some_and(|f| f.method == method && f.opened == Opened::Call)
         {
-            t.open.pop();
+            open.stack.0.pop();
         }
+        open.thread.base += open.stack.0.len();
+        self.frames
+            .park((method_id(method), task), Stack::default());
         self.open(
             method,
             Opened::Poll {
@@ -402,25 +479,28 @@ impl Timeline {
         );
     }
 
+    /// The innermost poll ends: its slice, and back to the frames it parked (the frames its
+    /// poll left open lost their closing words).
     fn on_poll_end(&mut self, task: u32) {
-        let t = &mut self.threads.current;
+        let t = &mut self.frames.threads.current.thread;
         t.just_opened = false;
         let end = t.pending_end.take();
-        let Some(i) = t
-            .open
-            .iter()
-            .rposition(|f| matches!(f.opened, Opened::Poll { task: k, .. } if k == task))
-        else {
+        let Some((_, poll)) = self.frames.unpark(task) else {
             self.unmatched += 1;
             return;
         };
-        let f = t.open[i];
-        t.open.truncate(i);
-        let children = t.closed(i);
+        let open = &mut self.frames.threads.current;
+        let depth = open.thread.base;
+        open.thread.base = depth.saturating_sub(open.stack.0.len());
+        let children = open.thread.closed(depth);
+        // Its own frame, unless a resynchronisation inside the poll closed it.
+        let Some(f) = poll.0.first().filter(|f| f.opened != Opened::Call) else {
+            return;
+        };
         if let (Some(start), Some(end)) = (f.start, end) {
             self.record(
                 f.method,
-                i,
+                depth,
                 Some(task),
                 (start, elapsed(start, end)),
                 children,
@@ -434,7 +514,8 @@ impl Timeline {
     #[cold]
     fn on_wait(&mut self, w: WaitWord) {
         let made_at = self.made_at;
-        let t = &mut self.threads.current;
+        let open = &mut self.frames.threads.current;
+        let t = &mut open.thread;
         let near = if t.last_stamp != 0 {
             t.last_stamp
         } else {
@@ -455,9 +536,10 @@ impl Timeline {
                 };
                 let to = event::widen_stamp(low, from);
                 t.last_stamp = to;
-                let depth = t.open.len();
-                let method = t
-                    .open
+                let depth = t.base + open.stack.0.len();
+                let method = open
+                    .stack
+                    .0
                     .last()
                     .and_then(|f| MethodId::new(f.method).ok())
                     .unwrap_or(MethodId::ROOT);
@@ -477,12 +559,13 @@ impl Timeline {
     }
 
     fn on_time(&mut self, ticks: u64) {
-        let t = &mut self.threads.current;
+        let open = &mut self.frames.threads.current;
+        let t = &mut open.thread;
         t.last_stamp = ticks;
         // Right after its frame opened it is the frame's start, or, if a `TimedReturn`
         // follows, a leaf's exit stamp: kept as both until the next word says which.
         if std::mem::take(&mut t.just_opened) {
-            if let Some(top) = t.open.last_mut() {
+            if let Some(top) = open.stack.0.last_mut() {
                 top.start = Some(ticks);
             }
         }
@@ -501,6 +584,10 @@ fn absorb(o: &mut ThreadTimeline, t: &ThreadTimeline, capacity: usize) {
     o.slices = all.into_iter().skip(drop).collect();
 }
 
+fn method_id(m: u32) -> MethodId {
+    MethodId::new(m).unwrap_or(MethodId::ROOT)
+}
+
 /// Ticks from `start` to `end`, modulo 2^60; an end below its start counts as 0 (as in the
 /// time analysis).
 fn elapsed(start: u64, end: u64) -> u64 {
@@ -512,12 +599,52 @@ fn elapsed(start: u64, end: u64) -> u64 {
     }
 }
 
+impl Timeline {
+    /// A word other than the four of the per-call path; out of line, so that the per-call
+    /// loop keeps its state in registers.
+    #[inline(never)]
+    fn on_other(&mut self, w: u64) {
+        if let Some(n) = event::as_thread_mark(w) {
+            self.frames.threads.current.thread.recorded.thread = Some(n);
+            return;
+        }
+        if let Some(wait) = event::as_wait(w) {
+            return self.on_wait(wait);
+        }
+        match decode(w) {
+            Some(EventKind::Call { callee, .. }) => self.on_call(callee.get()),
+            Some(EventKind::Time { ticks }) => self.on_time(ticks),
+            Some(EventKind::TimedReturn { callee, ticks }) => {
+                self.on_timed_return(callee.get(), ticks)
+            }
+            Some(EventKind::LongReturn {
+                callee,
+                ticks,
+                timed: true,
+            }) => self.on_timed_return(callee.get(), ticks),
+            Some(EventKind::LongReturn { callee, .. }) => {
+                self.frames.threads.current.thread.pending_end = None;
+                self.close_call(callee.get());
+            }
+            Some(EventKind::Return { callee }) => self.on_return(callee.get()),
+            Some(EventKind::Poll {
+                method,
+                task,
+                first,
+            }) => self.on_poll(method.get(), task, first),
+            Some(EventKind::PollEnd { task, .. }) => self.on_poll_end(task),
+            Some(EventKind::Thread { id }) => self.frames.on_thread(id),
+            _ => {}
+        }
+    }
+}
+
 impl EventAnalysis for Timeline {
     fn consume(&mut self, words: &[u64]) {
         for &w in words {
             // The words of a timed call first, without building an `EventKind`.
             if let Some((_, callee)) = event::as_call(w) {
-                self.open(callee, Opened::Call);
+                self.on_call(callee);
                 continue;
             }
             if let Some(ticks) = event::as_time(w) {
@@ -528,292 +655,18 @@ impl EventAnalysis for Timeline {
                 self.on_timed_return(callee, ticks);
                 continue;
             }
-            if let Some(n) = event::as_thread_mark(w) {
-                self.threads.current.recorded.thread = Some(n);
+            if let Some(callee) = event::as_return(w) {
+                self.on_return(callee);
                 continue;
             }
-            if let Some(wait) = event::as_wait(w) {
-                self.on_wait(wait);
-                continue;
-            }
-            match decode(w) {
-                Some(EventKind::Call { callee, .. }) => self.open(callee.get(), Opened::Call),
-                Some(EventKind::Time { ticks }) => self.on_time(ticks),
-                Some(EventKind::TimedReturn { callee, ticks }) => {
-                    self.on_timed_return(callee.get(), ticks)
-                }
-                Some(EventKind::LongReturn {
-                    callee,
-                    ticks,
-                    timed: true,
-                }) => self.on_timed_return(callee.get(), ticks),
-                Some(EventKind::LongReturn { callee, .. }) => {
-                    self.threads.current.pending_end = None;
-                    self.close_call(callee.get());
-                }
-                Some(EventKind::Return { callee }) => self.on_return(callee.get()),
-                Some(EventKind::Poll {
-                    method,
-                    task,
-                    first,
-                }) => self.on_poll(method.get(), task, first),
-                Some(EventKind::PollEnd { task, .. }) => self.on_poll_end(task),
-                Some(EventKind::Thread { id }) => {
-                    self.threads.switch_to(id);
-                }
-                _ => {}
-            }
+            self.on_other(w);
         }
     }
 
     fn merge(&mut self, other: Timeline) {
         self.unmatched += other.unmatched;
+        self.frames.merge_counts(&other.frames);
         let theirs = other.threads();
         self.merged.extend(theirs);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cabprof_cab::event::Event;
-
-    fn id(n: u32) -> MethodId {
-        MethodId::new(n).unwrap()
-    }
-
-    fn call(a: u32, b: u32) -> u64 {
-        Event::call(id(a), id(b)).word()
-    }
-
-    fn timed_ret(m: u32, ticks: u64) -> u64 {
-        Event::timed_return(id(m), ticks).word()
-    }
-
-    fn time(t: u64) -> u64 {
-        Event::time(t).word()
-    }
-
-    /// A lock wait inside a call is a slice one deeper, from its stamps, high bits and all; a
-    /// hold is none.
-    #[test]
-    fn a_wait_is_a_slice_inside_its_caller() {
-        let base = 5 << 48;
-        let [from, to] = Event::wait_span(base + 120, base + 180);
-        let [hold_from, hold_to] = Event::wait_span(base + 181, base + 182);
-        let words = vec![
-            Event::thread_mark(7).word(),
-            call(0, 1),
-            call(1, 2),
-            time(base + 110),
-            timed_ret(2, 5),
-            Event::wait(WaitKind::Lock, 1, 9).word(),
-            Event::wait_ns(60).word(),
-            from.word(),
-            to.word(),
-            // A hold's stamps would not come; if they did, there is no wait to draw.
-            Event::wait(WaitKind::Hold, 2, 9).word(),
-            Event::wait_ns(1).word(),
-            hold_from.word(),
-            hold_to.word(),
-            time(base + 200),
-            timed_ret(1, 100),
-        ];
-        let mut t = Timeline::new(16);
-        t.consume(&words);
-        let th = t.threads();
-        let slices = &th[0].slices;
-        let waits: Vec<&Slice> = slices.iter().filter(|s| s.wait.is_some()).collect();
-        assert_eq!(waits.len(), 1, "{slices:?}");
-        let w = waits[0];
-        assert_eq!(
-            (w.method, w.depth, w.wait, w.task, w.start, w.ticks),
-            (id(1), 1, Some(WaitKind::Lock), Some(9), base + 120, 60)
-        );
-        let outer = slices
-            .iter()
-            .find(|s| s.method == id(1) && s.wait.is_none())
-            .unwrap();
-        assert!(outer.start <= w.start && w.start + w.ticks <= outer.start + outer.ticks);
-        assert_eq!(SLICE_BYTES, 32);
-    }
-
-    /// outer(1) from 100 to 200 calls inner(2) twice: 110..130 and 150..170.
-    fn nested() -> Vec<u64> {
-        vec![
-            Event::thread_mark(7).word(),
-            call(0, 1),
-            call(1, 2),
-            time(130),
-            timed_ret(2, 20),
-            call(1, 2),
-            time(170),
-            timed_ret(2, 20),
-            time(200),
-            timed_ret(1, 100),
-        ]
-    }
-
-    #[test]
-    fn timed_calls_become_nested_slices_from_their_exit_stamps() {
-        let mut t = Timeline::default();
-        t.consume(&nested());
-        let threads = t.threads();
-        assert_eq!(threads.len(), 1);
-        assert_eq!(threads[0].thread, Some(7));
-        let s: Vec<_> = threads[0]
-            .slices
-            .iter()
-            .map(|s| (s.method.get(), s.depth, s.start, s.ticks))
-            .collect();
-        assert_eq!(s, [(2, 1, 110, 20), (2, 1, 150, 20), (1, 0, 100, 100)]);
-    }
-
-    #[test]
-    fn a_parent_whose_truncated_duration_starts_after_its_child_is_widened_to_hold_it() {
-        // outer's true start is 100; its word says it took 95 ticks (truncated), inner 101..130.
-        let mut t = Timeline::default();
-        t.consume(&[call(0, 1), call(1, 2), time(130), timed_ret(2, 29)]);
-        t.consume(&[time(200), timed_ret(1, 95)]);
-        let s: Vec<_> = t.threads()[0]
-            .slices
-            .iter()
-            .map(|s| (s.method.get(), s.start, s.ticks))
-            .collect();
-        assert_eq!(s, [(2, 101, 29), (1, 101, 99)]);
-    }
-
-    #[test]
-    fn without_exit_stamps_nothing_is_on_the_timeline() {
-        let mut t = Timeline::default();
-        t.consume(&[
-            call(0, 1),
-            timed_ret(1, 50),
-            call(0, 1),
-            Event::ret(id(1)).word(),
-        ]);
-        assert!(t.threads().is_empty());
-        assert_eq!(t.unmatched(), 0);
-    }
-
-    #[test]
-    fn the_flight_recorder_keeps_the_last_slices_and_counts_the_rest() {
-        let mut t = Timeline::new(2);
-        t.consume(&nested());
-        let th = &t.threads()[0];
-        assert_eq!(th.overwritten, 1);
-        let starts: Vec<_> = th.slices.iter().map(|s| s.start).collect();
-        assert_eq!(starts, [150, 100]);
-    }
-
-    #[test]
-    fn polls_are_slices_and_a_futures_call_is_not_left_open() {
-        let poll = |first, task| Event::poll(id(3), task, first).word();
-        let end = |task, n, done| Event::poll_end(task, n, done).word();
-        let mut t = Timeline::default();
-        t.consume(&[
-            call(0, 3),
-            poll(true, 9),
-            time(10),
-            time(15),
-            end(9, 0, false),
-            call(0, 1),
-            time(40),
-            timed_ret(1, 10),
-            poll(false, 9),
-            time(50),
-            time(58),
-            Event::ret(id(3)).word(),
-            end(9, 1, true),
-        ]);
-        let s: Vec<_> = t.threads()[0]
-            .slices
-            .iter()
-            .map(|s| (s.method.get(), s.depth, s.poll, s.start, s.ticks))
-            .collect();
-        assert_eq!(
-            s,
-            [
-                (3, 0, true, 10, 5),
-                (1, 0, false, 30, 10),
-                (3, 0, true, 50, 8)
-            ]
-        );
-        let tasks: Vec<_> = t.threads()[0].slices.iter().map(|s| s.task).collect();
-        assert_eq!(tasks, [Some(9), None, Some(9)]);
-        assert_eq!(t.unmatched(), 0);
-    }
-
-    #[test]
-    fn only_a_long_enough_call_of_the_watched_function_fires_the_trigger() {
-        use std::sync::Mutex;
-        let fired = Arc::new(Mutex::new(Vec::new()));
-        let asked = Arc::new(Mutex::new(Vec::new()));
-        let (f, a) = (fired.clone(), asked.clone());
-        let trigger = |watch: u32, min_ticks| Trigger {
-            watched: Arc::new({
-                let a = a.clone();
-                move |m: MethodId| {
-                    a.lock().unwrap().push(m.get());
-                    m.get() == watch
-                }
-            }),
-            min_ticks,
-            fire: Arc::new({
-                let f = f.clone();
-                move |x| f.lock().unwrap().push(x)
-            }),
-        };
-        // outer (1) lasts 100 ticks, each inner (2) 20.
-        let mut t = Timeline::default().with_trigger(trigger(1, 90));
-        t.consume(&nested());
-        t.consume(&nested());
-        let outer = Fired {
-            method: id(1),
-            thread: Some(7),
-            start: 100,
-            ticks: 100,
-        };
-        assert_eq!(*fired.lock().unwrap(), [outer, outer]);
-        // The short inner calls are never looked up; outer once.
-        assert_eq!(*asked.lock().unwrap(), [1]);
-        // Watched but too short; long enough but not watched.
-        for (watch, min) in [(2, 21), (2, 101), (3, 1)] {
-            fired.lock().unwrap().clear();
-            let mut t = Timeline::default().with_trigger(trigger(watch, min));
-            t.consume(&nested());
-            assert!(fired.lock().unwrap().is_empty(), "{watch} {min}");
-        }
-    }
-
-    #[test]
-    fn merged_streams_of_one_thread_are_one_entry() {
-        let mut a = Timeline::default();
-        a.consume(&nested());
-        let mut b = Timeline::default();
-        b.consume(&[
-            Event::thread_mark(7).word(),
-            call(0, 1),
-            time(400),
-            timed_ret(1, 50),
-        ]);
-        let mut c = Timeline::default();
-        c.consume(&[
-            Event::thread_mark(2).word(),
-            call(0, 1),
-            time(9),
-            timed_ret(1, 4),
-        ]);
-        let mut all = Timeline::default();
-        all.merge(b);
-        all.merge(c);
-        all.merge(a);
-        let threads = all.threads();
-        assert_eq!(
-            threads.iter().map(|t| t.thread).collect::<Vec<_>>(),
-            [Some(2), Some(7)]
-        );
-        assert_eq!(threads[1].slices.len(), 4);
-        assert_eq!(threads[1].slices.back().unwrap().start, 350);
     }
 }
