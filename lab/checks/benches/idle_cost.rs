@@ -37,12 +37,13 @@
 //! A third table times an uncontended lock and unlock ([`LOCKS`] per timing, in the same
 //! rounds): `parking_lot::Mutex`, `cabprof::sync::Mutex` with no session, and the same
 //! while an exhaustive session records (uncontended, it records nothing: what it adds is
-//! `try_lock` for `lock` and one load and branch at the release).
+//! `try_lock` for `lock` and one load and branch at the release); then the same three for a
+//! read and a write of `parking_lot::RwLock` and `cabprof::sync::RwLock`.
 //!
 //! A fourth times an uncontended send and receive on one thread ([`MESSAGES`] per timing, in
-//! the same rounds): crossbeam-channel's `bounded` and tokio's `mpsc::channel` (awaited in a
-//! current-thread runtime), each plain, as `cabprof::sync::crossbeam` and
-//! `cabprof::sync::tokio_mpsc` with no session, while an exhaustive session without the waits
+//! the same rounds): std's `sync_channel`, crossbeam-channel's `bounded` and tokio's
+//! `mpsc::channel` (awaited in a current-thread runtime), each plain, as `cabprof::sync::mpsc`,
+//! `cabprof::sync::crossbeam` and `cabprof::sync::tokio_mpsc` with no session, while an exhaustive session without the waits
 //! analysis records (messages are not stamped), and while one with it records (the channel
 //! never fills or empties, so no wait is recorded, but every message is stamped at its send
 //! and its latency written at its receive: the rows' difference is what the latency costs).
@@ -539,11 +540,17 @@ fn profiled<T: ?Sized>(input: &T, run: fn(&T) -> i64) -> f64 {
 const LOCKS: u32 = 200_000;
 
 /// The lock variants, in the order of their timings.
-const LOCK_NAMES: [&str; 3] = [
+const LOCK_NAMES: [&str; 6] = [
     "parking_lot::Mutex",
-    "cabprof::sync, idle",
-    "cabprof::sync, session",
+    "sync::Mutex, idle",
+    "sync::Mutex, session",
+    "parking_lot::RwLock",
+    "sync::RwLock, idle",
+    "sync::RwLock, session",
 ];
+
+/// Rows per lock in [`LOCK_NAMES`], the plain lock first.
+const LOCK_ROWS: usize = 3;
 
 /// ns per uncontended lock and unlock of `lock` (through `bump`, kept out of line so each
 /// variant's loop is the same shape).
@@ -566,12 +573,25 @@ fn bump_cabprof(m: &cabprof::sync::Mutex<u64>) {
     *m.lock() += 1;
 }
 
-fn lock_profiled(m: &cabprof::sync::Mutex<u64>) -> f64 {
+/// A read, then a write.
+#[inline(never)]
+fn bump_parking_lot_rw(m: &parking_lot::RwLock<u64>) {
+    black_box(*m.read());
+    *m.write() += 1;
+}
+
+#[inline(never)]
+fn bump_cabprof_rw(m: &cabprof::sync::RwLock<u64>) {
+    black_box(*m.read());
+    *m.write() += 1;
+}
+
+fn lock_profiled<M>(m: &M, bump: fn(&M)) -> f64 {
     let s = Session::builder()
         .analyses(&[Analysis::CallTree, Analysis::Waits])
         .start()
         .expect("no other session runs in this bench");
-    let ns = time_lock(m, bump_cabprof);
+    let ns = time_lock(m, bump);
     let r = s.finish();
     let waits = r.data.waits.as_ref().expect("the waits analysis ran");
     assert_eq!(waits.totals.block.count, 0, "uncontended: no wait recorded");
@@ -582,7 +602,11 @@ fn lock_profiled(m: &cabprof::sync::Mutex<u64>) -> f64 {
 const MESSAGES: u32 = 200_000;
 
 /// The channel variants, in the order of their timings.
-const CHANNEL_NAMES: [&str; 8] = [
+const CHANNEL_NAMES: [&str; 12] = [
+    "std sync_channel",
+    "sync::mpsc, idle",
+    "sync::mpsc, no waits",
+    "sync::mpsc, latency",
     "crossbeam_channel",
     "sync::crossbeam, idle",
     "sync::crossbeam, no waits",
@@ -610,6 +634,27 @@ fn time_channel<C>(channel: &C, pass: fn(&C, u64) -> u64) -> f64 {
     }
     black_box(acc);
     t.elapsed().as_nanos() as f64 / MESSAGES as f64
+}
+
+type Std = (
+    std::sync::mpsc::SyncSender<u64>,
+    std::sync::mpsc::Receiver<u64>,
+);
+type StdWrapped = (
+    cabprof::sync::mpsc::SyncSender<u64>,
+    cabprof::sync::mpsc::Receiver<u64>,
+);
+
+#[inline(never)]
+fn pass_std(c: &Std, v: u64) -> u64 {
+    c.0.send(v).unwrap();
+    c.1.recv().unwrap()
+}
+
+#[inline(never)]
+fn pass_std_wrapped(c: &StdWrapped, v: u64) -> u64 {
+    c.0.send(v).unwrap();
+    c.1.recv().unwrap()
 }
 
 type Crossbeam = (
@@ -703,6 +748,8 @@ fn other_session(time: impl FnOnce() -> f64) -> f64 {
 
 /// The channels of the channel table, made once.
 struct Channels {
+    std: Std,
+    std_wrapped: StdWrapped,
     crossbeam: Crossbeam,
     crossbeam_wrapped: CrossbeamWrapped,
     rt: tokio::runtime::Runtime,
@@ -719,6 +766,8 @@ struct Channels {
 impl Channels {
     fn new() -> Channels {
         Channels {
+            std: std::sync::mpsc::sync_channel(CHANNEL_CAP),
+            std_wrapped: cabprof::sync::mpsc::sync_channel(CHANNEL_CAP),
             crossbeam: crossbeam_channel::bounded(CHANNEL_CAP),
             crossbeam_wrapped: cabprof::sync::crossbeam::bounded(CHANNEL_CAP),
             rt: tokio::runtime::Builder::new_current_thread()
@@ -732,13 +781,17 @@ impl Channels {
     /// Time the channel variant `v` (the order of [`CHANNEL_NAMES`]).
     fn time(&mut self, v: usize) -> f64 {
         match v {
-            0 => time_channel(&self.crossbeam, pass_crossbeam),
-            1 => time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped),
-            2 => other_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
-            3 => waits_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
-            4 => time_tokio(&self.rt, &mut self.tokio, pass_tokio),
-            5 => time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped),
-            6 => {
+            0 => time_channel(&self.std, pass_std),
+            1 => time_channel(&self.std_wrapped, pass_std_wrapped),
+            2 => other_session(|| time_channel(&self.std_wrapped, pass_std_wrapped)),
+            3 => waits_session(|| time_channel(&self.std_wrapped, pass_std_wrapped)),
+            4 => time_channel(&self.crossbeam, pass_crossbeam),
+            5 => time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped),
+            6 => other_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
+            7 => waits_session(|| time_channel(&self.crossbeam_wrapped, pass_crossbeam_wrapped)),
+            8 => time_tokio(&self.rt, &mut self.tokio, pass_tokio),
+            9 => time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped),
+            10 => {
                 other_session(|| time_tokio(&self.rt, &mut self.tokio_wrapped, pass_tokio_wrapped))
             }
             _ => {
@@ -838,6 +891,10 @@ fn main() {
         parking_lot::Mutex::new(0u64),
         cabprof::sync::Mutex::new(0u64),
     );
+    let (plain_rw, wrapped_rw) = (
+        parking_lot::RwLock::new(0u64),
+        cabprof::sync::RwLock::new(0u64),
+    );
     let ns = interleaved(
         rounds,
         2 * NAMES.len() + LOCK_NAMES.len() + CHANNEL_NAMES.len(),
@@ -855,7 +912,10 @@ fn main() {
             9 => profiled(&tree, lower_annotated),
             10 => time_lock(&plain_lock, bump_parking_lot),
             11 => time_lock(&wrapped_lock, bump_cabprof),
-            12 => lock_profiled(&wrapped_lock),
+            12 => lock_profiled(&wrapped_lock, bump_cabprof),
+            13 => time_lock(&plain_rw, bump_parking_lot_rw),
+            14 => time_lock(&wrapped_rw, bump_cabprof_rw),
+            15 => lock_profiled(&wrapped_rw, bump_cabprof_rw),
             _ => channels.time(v - 2 * NAMES.len() - LOCK_NAMES.len()),
         },
     );
@@ -877,14 +937,17 @@ fn main() {
         &ns[NAMES.len()..2 * NAMES.len()],
     );
     let locks = &ns[2 * NAMES.len()..2 * NAMES.len() + LOCK_NAMES.len()];
-    println!("\nlock: an uncontended lock and unlock, {LOCKS} per timing");
+    println!(
+        "\nlock: an uncontended lock and unlock (RwLock: a read, then a write), {LOCKS} per timing"
+    );
     println!(
         "{:<24} {:>10} {:>17} {:>30}",
         "", "ns/lock", "spread", "x parking_lot"
     );
     for (i, name) in LOCK_NAMES.iter().enumerate() {
+        let plain = &locks[i / LOCK_ROWS * LOCK_ROWS];
         let (lo, hi) = min_max(&locks[i]);
-        let ratio = median_interval(&paired_ratios(&locks[i], &locks[0]), 0.95, RESAMPLES, SEED);
+        let ratio = median_interval(&paired_ratios(&locks[i], plain), 0.95, RESAMPLES, SEED);
         println!(
             "{:<24} {:>10.2} {:>17} {:>30}",
             name,
