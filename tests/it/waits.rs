@@ -198,14 +198,7 @@ fn a_full_channel_is_a_blocked_send_in_the_senders_context() {
     let _one = serial();
     let s = session();
     let (tx, rx) = mpsc::sync_channel(1);
-    let consumer = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        for v in &rx {
-            std::thread::sleep(Duration::from_millis(5));
-            got.push(v);
-        }
-        got
-    });
+    let consumer = slow_consumer(rx);
     produce(&tx, 40);
     drop(tx);
     assert_eq!(consumer.join().unwrap(), (0..40).collect::<Vec<_>>());
@@ -368,14 +361,7 @@ fn a_full_channel_holds_each_message_for_the_consumers_pace() {
     let s = session();
     let (tx, rx) = mpsc::sync_channel(4);
     let line = line!() - 1;
-    let consumer = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        for v in rx {
-            got.push(v);
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        got
-    });
+    let consumer = slow_consumer(rx);
     produce(&tx, 20);
     drop(tx);
     assert_eq!(consumer.join().unwrap(), (0..20).collect::<Vec<_>>());
@@ -752,4 +738,17 @@ fn a_message_from_before_the_session_is_not_its_latency() {
     assert_eq!(rx.recv(), Ok(3));
     let data = s.finish().data;
     assert_eq!(latencies(&data), 1, "{:#?}", waits(&data).sites);
+}
+
+/// A consumer thread that takes 5 ms over each message of `rx` until it disconnects: what it
+/// got, in order.
+pub(crate) fn slow_consumer<I>(rx: I) -> std::thread::JoinHandle<Vec<u32>>
+where
+    I: IntoIterator<Item = u32> + Send + 'static,
+{
+    std::thread::spawn(move || {
+        rx.into_iter()
+            .inspect(|_| std::thread::sleep(Duration::from_millis(5)))
+            .collect()
+    })
 }

@@ -21,14 +21,7 @@ fn a_full_crossbeam_channel_is_a_blocked_send_in_the_senders_context() {
     let s = session();
     let (tx, rx) = crossbeam::bounded(1);
     let line = line!() - 1;
-    let consumer = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        for v in &rx {
-            std::thread::sleep(Duration::from_millis(5));
-            got.push(v);
-        }
-        got
-    });
+    let consumer = crate::waits::slow_consumer(rx);
     produce(&tx, 40);
     drop(tx);
     assert_eq!(consumer.join().unwrap(), (0..40).collect::<Vec<_>>());

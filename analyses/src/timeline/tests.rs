@@ -151,11 +151,7 @@ fn polls_are_slices_and_a_futures_call_is_not_left_open() {
         Event::ret(id(3)).word(),
         end(9, 1, true),
     ]);
-    let s: Vec<_> = t.threads()[0]
-        .slices
-        .iter()
-        .map(|s| (s.method.get(), s.depth, s.poll, s.start, s.ticks))
-        .collect();
+    let s = placed(&t);
     assert_eq!(
         s,
         [
@@ -261,11 +257,7 @@ fn a_polls_calls_are_deeper_than_the_frames_it_parked() {
         time(40),
         timed_ret(3, 4),
     ]);
-    let s: Vec<_> = t.threads()[0]
-        .slices
-        .iter()
-        .map(|s| (s.method.get(), s.depth, s.poll, s.start, s.ticks))
-        .collect();
+    let s = placed(&t);
     assert_eq!(
         s,
         [
@@ -304,4 +296,13 @@ fn a_return_below_the_top_closes_the_frames_above_it() {
         .collect();
     assert_eq!(s, [(3, 2, 20), (1, 0, 0), (4, 0, 55)]);
     assert_eq!(t.unmatched(), 1);
+}
+
+/// The first thread's slices as (function, depth, poll, start, ticks).
+fn placed(t: &Timeline) -> Vec<(u32, u16, bool, u64, u64)> {
+    t.threads()[0]
+        .slices
+        .iter()
+        .map(|s| (s.method.get(), s.depth, s.poll, s.start, s.ticks))
+        .collect()
 }
