@@ -479,13 +479,28 @@ impl Timeline {
         );
     }
 
-    /// The innermost poll ends: its slice, and back to the frames it parked (the frames its
-    /// poll left open lost their closing words).
+    /// The poll of `task` ends: its slice, and back to the frames it parked (the frames its
+    /// poll left open lost their closing words). Polls inside it, whose own ends were lost,
+    /// end first, without slices.
     fn on_poll_end(&mut self, task: u32) {
         let t = &mut self.frames.threads.current.thread;
         t.just_opened = false;
         let end = t.pending_end.take();
-        let Some((_, poll)) = self.frames.unpark(task) else {
+        let polls = &self.frames.threads.current.polls;
+        let inside = polls
+            .iter()
+            .rposition(|(key, _)| key.1 == task)
+            .map_or(0, |i| polls.len() - 1 - i);
+        for _ in 0..inside {
+            self.end_poll(task, None);
+        }
+        self.end_poll(task, end);
+    }
+
+    /// The innermost poll ends (a `PollEnd` naming `task`), with its slice if its end stamp
+    /// `end` is known.
+    fn end_poll(&mut self, task: u32, end: Option<u64>) {
+        let Some(((_, task), poll)) = self.frames.unpark(task) else {
             self.unmatched += 1;
             return;
         };

@@ -306,3 +306,70 @@ fn placed(t: &Timeline) -> Vec<(u32, u16, bool, u64, u64)> {
         .map(|s| (s.method.get(), s.depth, s.poll, s.start, s.ticks))
         .collect()
 }
+
+/// A lost `PollEnd` of an inner poll: the outer poll's `PollEnd` ends both, the outer one
+/// with its slice (named by its own task), and what follows is back at depth 0.
+#[test]
+fn a_lost_inner_poll_end_is_ended_by_the_outer_one() {
+    let mut t = Timeline::default();
+    t.consume(&[
+        Event::poll(id(5), 8, false).word(),
+        time(10),
+        Event::poll(id(6), 9, false).word(),
+        time(20),
+        time(30),
+        // PollEnd(9) lost.
+        time(40),
+        Event::poll_end(8, 0, false).word(),
+        call(0, 1),
+        time(60),
+        timed_ret(1, 5),
+    ]);
+    let s: Vec<_> = t.threads()[0]
+        .slices
+        .iter()
+        .map(|s| (s.method.get(), s.depth, s.task))
+        .collect();
+    assert_eq!(s, [(5, 0, Some(8)), (1, 0, None)]);
+}
+
+/// No word sequence panics the timeline or the time analysis: random calls, returns, stamps,
+/// polls, poll ends and thread switches, one word at a time.
+#[test]
+fn random_words_never_panic() {
+    use crate::TimeProfile;
+    for seed in 0..3000u64 {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut words = Vec::new();
+        for _ in 0..(next() % 300) {
+            let r = next();
+            let a = (r >> 8) as u32 % 5 + 1;
+            let b = (r >> 16) as u32 % 5;
+            let tk = (r >> 24) as u32 % 3;
+            words.push(match r % 12 {
+                0 | 1 => call(b, a),
+                2 | 3 => Event::ret(id(a)).word(),
+                4 => timed_ret(a, (r >> 32) % 50),
+                5 | 6 => time((r >> 32) % 1000),
+                7 => Event::poll(id(a), tk, r & (1 << 40) != 0).word(),
+                8 => Event::poll_end(tk, (r >> 40) as u32 % 3, r & (1 << 50) != 0).word(),
+                9 => Event::thread(r % 3).unwrap().word(),
+                10 => Event::long_return(id(a), (r >> 32) % 5000, r & (1 << 45) != 0).word(),
+                _ => time(next() % 1000),
+            });
+        }
+        let mut tl = Timeline::default();
+        let mut tp = TimeProfile::default();
+        for w in &words {
+            tl.consume(std::slice::from_ref(w));
+            tp.consume(std::slice::from_ref(w));
+        }
+        let _ = tl.threads();
+    }
+}
