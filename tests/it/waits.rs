@@ -484,12 +484,7 @@ fn the_waits_read_back_and_subtract() {
 fn metrics_serve_the_channel_latency_histogram() {
     use crate::serve_support::get;
     let _one = serial();
-    let s = Session::builder()
-        .analyses(&[Analysis::CallTree, Analysis::Waits])
-        .serve("127.0.0.1:0")
-        .start()
-        .expect("start a served session");
-    let addr = s.serve_addr().expect("an endpoint");
+    let (s, addr) = served_session();
     let (tx, rx) = mpsc::channel();
     for i in 0..10u32 {
         tx.send(i).unwrap();
@@ -606,12 +601,7 @@ fn go_tool_pprof_fetches_the_block_profile_over_http() {
         return;
     }
     let _one = serial();
-    let s = Session::builder()
-        .analyses(&[Analysis::CallTree, Analysis::Waits])
-        .serve("127.0.0.1:0")
-        .start()
-        .expect("start a served session");
-    let addr = s.serve_addr().expect("an endpoint");
+    let (s, addr) = served_session();
     contend();
     cabprof::flush_thread();
     assert_eq!(get(addr, "/debug/pprof/mutex").status, 200);
@@ -751,4 +741,17 @@ where
             .inspect(|_| std::thread::sleep(Duration::from_millis(5)))
             .collect()
     })
+}
+
+/// A session of the call tree and the waits analysis with its endpoint, and the endpoint's
+/// address.
+#[cfg(feature = "serve")]
+fn served_session() -> (Session, std::net::SocketAddr) {
+    let s = Session::builder()
+        .analyses(&[Analysis::CallTree, Analysis::Waits])
+        .serve("127.0.0.1:0")
+        .start()
+        .expect("start a served session");
+    let addr = s.serve_addr().expect("an endpoint");
+    (s, addr)
 }
