@@ -534,7 +534,6 @@ pub(crate) fn go_top(
     name: &str,
 ) -> Option<std::collections::BTreeMap<String, (u64, u64)>> {
     use crate::serve_support::available;
-    use std::process::Command;
     if !available("go", &["version"], "golang-go") {
         return None;
     }
@@ -542,25 +541,35 @@ pub(crate) fn go_top(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(format!("{name}-{}.pb.gz", profile.name()));
     std::fs::write(&file, data.pprof_waits(profile, &[]).unwrap()).unwrap();
+    Some(crate::go_pprof::top_rows(&go_pprof_top(
+        file.as_os_str(),
+        index,
+    )))
+}
+
+/// `go tool pprof -top` of `source` (a file or a URL) at sample `index`, in whole units
+/// (`delay` in ns): its output.
+#[cfg(feature = "serve")]
+fn go_pprof_top(source: &std::ffi::OsStr, index: &str) -> String {
     let unit = if index == "delay" {
         "-unit=ns"
     } else {
         "-unit=minimum"
     };
-    let out = Command::new("go")
+    let out = std::process::Command::new("go")
         .args(["tool", "pprof", "-top", "-nodefraction=0"])
         .arg(format!("-sample_index={index}"))
         .arg(unit)
-        .arg(&file)
+        .arg(source)
+        .env("PPROF_TMPDIR", env!("CARGO_TARGET_TMPDIR"))
         .output()
         .expect("run go tool pprof");
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(crate::go_pprof::top_rows(&text))
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[cfg(feature = "serve")]
@@ -596,7 +605,6 @@ fn go_tool_pprof_reads_the_block_and_mutex_profiles() {
 fn go_tool_pprof_fetches_the_block_profile_over_http() {
     use crate::go_pprof::top_rows;
     use crate::serve_support::{available, get};
-    use std::process::Command;
     if !available("go", &["version"], "golang-go") {
         return;
     }
@@ -627,25 +635,8 @@ fn go_tool_pprof_fetches_the_block_profile_over_http() {
     };
     assert_eq!(bucket("+Inf").as_deref(), Some("25"), "{metrics}");
     assert_eq!(bucket("0.001").as_deref(), Some("0"), "{metrics}");
-    let out = Command::new("go")
-        .args([
-            "tool",
-            "pprof",
-            "-top",
-            "-nodefraction=0",
-            "-sample_index=delay",
-            "-unit=ns",
-        ])
-        .arg(format!("http://{addr}/debug/pprof/block"))
-        .env("PPROF_TMPDIR", env!("CARGO_TARGET_TMPDIR"))
-        .output()
-        .expect("run go tool pprof");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let url = format!("http://{addr}/debug/pprof/block");
+    let text = go_pprof_top(url.as_ref(), "delay");
     let rows = top_rows(&text);
     let (flat, _) = rows
         .get("it::waits::wait_for_lock")
