@@ -59,6 +59,30 @@ pub fn now() -> u64 {
     }
 }
 
+/// The counter, read once every earlier instruction has executed, and before any later one
+/// begins: the reading that opens an interval (`lfence` then `rdtsc` on x86-64; on other
+/// targets, [`now`]). A plain [`now`] may execute while the caller's work is still in flight:
+/// the latency of the chain that computes a function's arguments (a table lookup, a bit-buffer
+/// refill) then fell inside the function's own interval, and a caller doing most of the work
+/// was reported with a fraction of it. The fence costs the call a few ns, which calibration
+/// measures with the rest of a timed call.
+#[inline(always)]
+pub fn now_before() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `lfence` (SSE2) and `rdtsc` are in the x86-64 baseline and have no
+        // preconditions.
+        unsafe {
+            core::arch::x86_64::_mm_lfence();
+            core::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        now()
+    }
+}
+
 /// The counter, read once every earlier instruction has executed: the reading that closes an
 /// interval. A plain [`now`] may execute while the work before it is still in flight (an
 /// out-of-order core runs ahead of a long dependency chain), so the tail of a pure-arithmetic

@@ -291,7 +291,7 @@ impl<F: Future, const KEYED: bool> Future for Instrumented<F, KEYED> {
         let mut scope = (this.callee != 0).then(|| {
             send::<KEYED>(this.key, Event::poll(method(this.callee), this.task, first));
             if this.timed {
-                let now = clock::now();
+                let now = clock::now_before();
                 send::<KEYED>(this.key, Event::time(now));
                 // Woken since the last poll began: how long until this one.
                 if woken != 0 && !first {

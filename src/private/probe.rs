@@ -134,9 +134,9 @@ pub(super) fn entry_start() -> u64 {
     let k = super::time_period();
     if TIMED.with(Cell::get) {
         if k > 1 {
-            (clock::now() & (SAMPLED - 1)) | SAMPLED
+            (clock::now_before() & (SAMPLED - 1)) | SAMPLED
         } else {
-            clock::now()
+            clock::now_before()
         }
     } else if k > 1 {
         black_box(sample(0, k));

@@ -1,7 +1,8 @@
 //! Timing: which calls read the clock.
 //!
-//! When the session runs the time analysis, a timed call reads the clock (one plain counter
-//! read, `cabprof_cab::clock::now`) after emitting its `Call` and again at its exit, and returns
+//! When the session runs the time analysis, a timed call reads the clock after emitting its
+//! `Call` (`cabprof_cab::clock::now_before`: once the caller's work has executed) and again at
+//! its exit (`now_after`: once the body's has), and returns
 //! with a `TimedReturn` word carrying the difference instead of a `Return`: a timed call is two
 //! words, as an untimed one (with `paths` too: its last `Path` comes before). A timed future
 //! stamps each poll's start (after `Poll`) and end (before its `Return`/`PollEnd`) with `Time`
@@ -86,10 +87,10 @@ pub(super) const COARSE: u64 = 1 << 63;
 pub(super) fn entry_start(id: u32) -> u64 {
     match TIME_PERIOD.load(Ordering::Relaxed) {
         0 => UNTIMED,
-        1 => clock::now(),
+        1 => clock::now_before(),
         k => {
             if sample(id, k) {
-                (clock::now() & (SAMPLED - 1)) | SAMPLED
+                (clock::now_before() & (SAMPLED - 1)) | SAMPLED
             } else {
                 super::ticker::seq() | COARSE
             }

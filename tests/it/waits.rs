@@ -6,7 +6,9 @@
 //! the test itself sleeps, never cabprof's own speed.
 
 use crate::support::serial;
-use cabprof::report::{LatencyEntry, WaitCountsEntry, WaitProfile, WaitsData};
+#[cfg(feature = "serve")]
+use cabprof::report::WaitProfile;
+use cabprof::report::{LatencyEntry, WaitCountsEntry, WaitsData};
 use cabprof::sync::mpsc;
 use cabprof::sync::{Mutex, RwLock};
 use cabprof::{Analysis, ReportData, Session};

@@ -59,6 +59,7 @@ fn slow_consumer(rt: Runtime) -> ReportData {
 }
 
 /// `flavour` names the profile's file.
+#[cfg_attr(not(feature = "serve"), allow(unused_variables))]
 fn check_blocked_sends(data: &ReportData, flavour: &str) {
     let sender = context(data, "it::waits_tokio::produce");
     // One message in the channel, one in the consumer's hand: the first sends do not wait,

@@ -12,14 +12,15 @@
 //! - `sampling`: method count + call graph in sampling mode at the project's default rate
 //!   (10 %, one-cache-line bursts);
 //! - `sequential`: method count + call graph analyzed inline in the calling thread, no ring;
-//! - `timed`: exhaustive method count + time analysis, every call timed (two `Time` words per
-//!   call, one plain `rdtsc` each); `timed-1/K`: one call in K timed (`time_sample(K)`), the
+//! - `timed`: exhaustive method count + time analysis, every call timed (its entry and exit
+//!   stamps); `timed-1/K`: one call in K timed (`time_sample(K)`), the
 //!   rest counted; `timeline`: `timed` with the timeline too (one more word per call, its exit
 //!   stamp).
 //! - `two-reads`: not a profiler but the floor under `timed`: the plain function with the same
 //!   two clock reads around its body and their difference kept, as a timed call does
-//!   (`cabprof_cab::clock::now` at entry, one plain `rdtsc` on x86-64, and `now_after` at the
-//!   exit, an `rdtscp`, which waits for the body). `timed` minus it is what cabprof
+//!   (`cabprof_cab::clock::now_before` at entry, `lfence` then `rdtsc` on x86-64, which waits
+//!   for the caller's work, and `now_after` at the exit, an `rdtscp`, which waits for the
+//!   body). `timed` minus it is what cabprof
 //!   itself adds to the clock reads (this row's process is not pinned, as `plain` is not;
 //!   `timed`'s is, as every cabprof session here).
 //!
@@ -117,7 +118,7 @@ fn with_cabprof(x: u64) -> u64 {
 /// before any profiler's own work.
 #[inline(never)]
 fn with_two_reads(x: u64) -> u64 {
-    let start = cabprof_cab::clock::now();
+    let start = cabprof_cab::clock::now_before();
     let r = work(x);
     black_box(cabprof_cab::clock::now_after().saturating_sub(start));
     r

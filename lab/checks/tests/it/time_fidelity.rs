@@ -183,6 +183,23 @@ mod forms {
         v
     }
 
+    /// A cheap callee of a caller whose own work, `chain`, computes its argument.
+    #[cabprof::profile]
+    #[inline(never)]
+    pub(super) fn take(x: u64) -> u64 {
+        x ^ 1
+    }
+
+    #[cabprof::profile]
+    #[inline(never)]
+    pub(super) fn feed(n: u64) -> u64 {
+        let mut v = n;
+        for _ in 0..n {
+            v = take(chain(v));
+        }
+        v
+    }
+
     #[cabprof::profile]
     pub(super) async fn kernel_async(x: u64) -> u64 {
         chain(x)
@@ -270,4 +287,44 @@ fn guarded_and_async_bodies_stay_inside_their_own_time() {
          self, plain async loop overhead, spin_async self, spin_async whole), three runs: \
          {tries:?}"
     );
+}
+
+/// The caller's work stays the caller's: `feed` computes each argument of `take` with a chain of
+/// dependent arithmetic (`kernel`'s) and `take` only flips a bit. An out-of-order core reached
+/// the entry's clock read before the chain had finished, and with a plain `rdtsc` there the
+/// chain's tail fell inside `take`'s interval (most of it: `take` came out near the chain's
+/// cost); the entry now reads the clock once the earlier work has executed. Judged: `take`'s
+/// self time per call under half the plain chain's cost, `feed`'s above half. A preemption
+/// lands in one run: the best of three is judged.
+#[test]
+fn the_work_computing_an_argument_stays_in_the_caller() {
+    use cabprof::{Analysis, Session};
+    let _one = one_at_a_time();
+    let n = 4 * N;
+    std::hint::black_box(forms::feed(100));
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let s = Session::builder()
+            .analyses(&[Analysis::Time])
+            .start()
+            .expect("no other session runs");
+        std::hint::black_box(forms::feed(std::hint::black_box(n)));
+        let data = s.finish().data;
+        let chain = forms::plain_ns(n);
+        let t = data.time.as_ref().expect("time ran");
+        let per_call = |name: &str| {
+            let f = t
+                .functions
+                .iter()
+                .find(|f| data.name(f.method).ends_with(&format!("forms::{name}")))
+                .unwrap_or_else(|| panic!("{name} is in the report"));
+            f.exclusive_ns / n as f64
+        };
+        let (take, feed) = (per_call("take"), per_call("feed"));
+        if take < 0.5 * chain && feed > 0.5 * chain {
+            return;
+        }
+        tries.push((chain, take, feed));
+    }
+    panic!("per call in ns (the plain chain, take's self, feed's self), three runs: {tries:?}");
 }
