@@ -13,12 +13,15 @@
 //! word for the time the probe took (the frames open around it lose it) and a calibration word
 //! with the result, which the time analysis uses for that thread's calls from then on.
 //!
-//! What the probe does not stand for: a function of a few nanoseconds whose body branches on
-//! its data (a decoder's copy of a match, a bit-buffer refill). Inline in its caller, the
-//! plain build predicts those branches from the caller's; recorded, the body runs out of line
-//! after the entry's own code, and `perf` finds the extra time at its branches' targets,
-//! between the stamps. That time stays in the function's own figure: a profile of such
-//! functions over-weights them against their caller.
+//! What the probe does not stand for: a function of a few nanoseconds whose body is a short
+//! chain of loads and data-dependent branches (a decoder's copy of a match, a bit-buffer
+//! refill). The entry's clock read waits for the work before it and the exit's for the body,
+//! so a timed body runs alone between them and its figure is its latency; inline in its
+//! caller, the plain build overlaps that work with the caller's and predicts its branches from
+//! the caller's, and `perf` finds the recorded copy's extra time at its branches' targets. A
+//! recorded copy kept inline in the caller measured the same. That time stays in the
+//! function's own figure: a profile of such functions over-weights them against their caller
+//! (they are usually below the calibration's resolution, and shown as a bound).
 //!
 //! A lap is a ring's worth of words, so a thread is probed in proportion to what it writes
 //! (480 probe calls per lap of a 2 MiB ring, about 131,000 calls): well under 1 % of its
