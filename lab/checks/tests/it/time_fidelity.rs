@@ -20,6 +20,28 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// `mid` calls per run.
 const N: u64 = 4_000;
 
+/// The report of one session of the time analysis around `body`.
+fn timed_session(body: impl FnOnce()) -> cabprof::ReportData {
+    let s = cabprof::Session::builder()
+        .analyses(&[cabprof::Analysis::Time])
+        .start()
+        .expect("no other session runs");
+    body();
+    s.finish().data
+}
+
+/// `forms::name`'s row in the time table of `data`.
+fn forms_row<'a>(
+    data: &'a cabprof::ReportData,
+    name: &str,
+) -> &'a cabprof::report::FunctionTimeEntry {
+    let t = data.time.as_ref().expect("time ran");
+    t.functions
+        .iter()
+        .find(|f| data.name(f.method).ends_with(&format!("forms::{name}")))
+        .unwrap_or_else(|| panic!("{name} is in the report"))
+}
+
 #[test]
 fn compensation_is_stated_takes_time_out_and_leaves_nothing_negative() {
     let _one = one_at_a_time();
@@ -233,27 +255,18 @@ mod forms {
 /// judged.
 #[test]
 fn guarded_and_async_bodies_stay_inside_their_own_time() {
-    use cabprof::{Analysis, Session};
     let _one = one_at_a_time();
     let n = 4 * N;
     std::hint::black_box(forms::spin_guarded(100) ^ forms::spin_async(100));
     let mut tries = Vec::new();
     for _ in 0..3 {
-        let s = Session::builder()
-            .analyses(&[Analysis::Time])
-            .start()
-            .expect("no other session runs");
-        std::hint::black_box(forms::spin_guarded(std::hint::black_box(n)));
-        std::hint::black_box(forms::spin_async(std::hint::black_box(n)));
-        let data = s.finish().data;
+        let data = timed_session(|| {
+            std::hint::black_box(forms::spin_guarded(std::hint::black_box(n)));
+            std::hint::black_box(forms::spin_async(std::hint::black_box(n)));
+        });
         let plain = forms::plain_ns(n);
         let t = data.time.as_ref().expect("time ran");
-        let entry = |name: &str| {
-            t.functions
-                .iter()
-                .find(|f| data.name(f.method).ends_with(&format!("forms::{name}")))
-                .unwrap_or_else(|| panic!("{name} is in the report"))
-        };
+        let entry = |name: &str| forms_row(&data, name);
         let per = |x: f64| x / n as f64;
         let (kg, sg, ka) = (
             entry("kernel_guarded"),
@@ -298,28 +311,16 @@ fn guarded_and_async_bodies_stay_inside_their_own_time() {
 /// lands in one run: the best of three is judged.
 #[test]
 fn the_work_computing_an_argument_stays_in_the_caller() {
-    use cabprof::{Analysis, Session};
     let _one = one_at_a_time();
     let n = 4 * N;
     std::hint::black_box(forms::feed(100));
     let mut tries = Vec::new();
     for _ in 0..3 {
-        let s = Session::builder()
-            .analyses(&[Analysis::Time])
-            .start()
-            .expect("no other session runs");
-        std::hint::black_box(forms::feed(std::hint::black_box(n)));
-        let data = s.finish().data;
+        let data = timed_session(|| {
+            std::hint::black_box(forms::feed(std::hint::black_box(n)));
+        });
         let chain = forms::plain_ns(n);
-        let t = data.time.as_ref().expect("time ran");
-        let per_call = |name: &str| {
-            let f = t
-                .functions
-                .iter()
-                .find(|f| data.name(f.method).ends_with(&format!("forms::{name}")))
-                .unwrap_or_else(|| panic!("{name} is in the report"));
-            f.exclusive_ns / n as f64
-        };
+        let per_call = |name: &str| forms_row(&data, name).exclusive_ns / n as f64;
         let (take, feed) = (per_call("take"), per_call("feed"));
         if take < 0.5 * chain && feed > 0.5 * chain {
             return;
