@@ -1,14 +1,13 @@
 //! What reading a clock costs on this machine, and whether other work hides under the reads.
 //!
-//! The per-call race (`per_call`) times every call with two plain `rdtsc` reads and prints
-//! how much of `cabprof timed` they are. This bench asks whether the rest could shrink by
-//! overlapping with them: it measures, per call of the same ~2 ns body as `per_call`,
+//! The per-call race (`per_call`) times every call with two clock reads (`lfence; rdtsc` at
+//! entry, `rdtscp` at exit) and prints how much of `cabprof timed` they are. This bench asks
+//! whether the rest could shrink by overlapping with plain reads: it measures, per call of
+//! the same ~2 ns body as `per_call`,
 //!
-//! - one read of each clock a profiler could use: `rdtsc` (`cabprof_cab::clock::now`, what a
-//!   timed call reads), `rdtscp`, and `std::time::Instant::now` (what hotpath and tracing
-//!   layers read);
-//! - the body between two `rdtsc` reads, their difference kept (the `two clock reads (floor)`
-//!   row of `per_call`);
+//! - one read of each clock a profiler could use: `rdtsc` (`cabprof_cab::clock::now`),
+//!   `rdtscp`, and `std::time::Instant::now` (what hotpath and tracing layers read);
+//! - the body between two plain `rdtsc` reads, their difference kept;
 //! - the same two functions with `N` extra single-slot instructions (`nop`s) after the body,
 //!   for `N` = 32 and 64: what `N` instructions cost with and without the reads around them.
 //!   If the reads' latency hid other work, the extra instructions would cost less next to

@@ -21,8 +21,9 @@
 //!
 //! Each figure is the median over the rounds; the spread (half the interquartile range of the
 //! rounds' `timed`, plus one clock read) is what a compensated time can resolve. Out-of-order
-//! execution overlaps part of a probe with the work around it, more for a long dependency
-//! chain, less for an empty function; the probe's body stands for a small function.
+//! execution overlaps part of an untimed probe with the work around it, more for a long
+//! dependency chain, less for an empty function (a timed one's stamps wait for the work
+//! before them); the probe's body stands for a small function.
 //! `cargo bench -p cabprof-checks --bench time_fidelity` compares the compensated figures
 //! with the same functions built plain.
 

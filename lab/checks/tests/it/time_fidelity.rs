@@ -306,23 +306,27 @@ fn guarded_and_async_bodies_stay_inside_their_own_time() {
 /// dependent arithmetic (`kernel`'s) and `take` only flips a bit. An out-of-order core reached
 /// the entry's clock read before the chain had finished, and with a plain `rdtsc` there the
 /// chain's tail fell inside `take`'s interval (most of it: `take` came out near the chain's
-/// cost); the entry now reads the clock once the earlier work has executed. Judged: `take`'s
-/// self time per call under half the plain chain's cost, `feed`'s above half. A preemption
-/// lands in one run: the best of three is judged.
+/// cost); the entry now reads the clock once the earlier work has executed (`take` 3-8 ns).
+/// Judged: `take`'s self time per call under a quarter of the plain chain's cost (measured
+/// once, before the sessions: a disturbed measurement cannot loosen the bound), `feed`'s above
+/// half. A preemption lands in one run: the best of three is judged. Optimised only (`.ci/run`
+/// runs this file with `--release`): unoptimised, the chain's loads and stores dwarf it and
+/// both entries pass.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "judged where the optimiser runs")]
 fn the_work_computing_an_argument_stays_in_the_caller() {
     let _one = one_at_a_time();
     let n = 4 * N;
     std::hint::black_box(forms::feed(100));
+    let chain = forms::plain_ns(n);
     let mut tries = Vec::new();
     for _ in 0..3 {
         let data = timed_session(|| {
             std::hint::black_box(forms::feed(std::hint::black_box(n)));
         });
-        let chain = forms::plain_ns(n);
         let per_call = |name: &str| forms_row(&data, name).exclusive_ns / n as f64;
         let (take, feed) = (per_call("take"), per_call("feed"));
-        if take < 0.5 * chain && feed > 0.5 * chain {
+        if take < 0.25 * chain && feed > 0.5 * chain {
             return;
         }
         tries.push((chain, take, feed));
