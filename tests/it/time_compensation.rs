@@ -231,3 +231,57 @@ fn threads_measure_again_as_their_rings_lap() {
     );
     assert!(entry(d, "caller").calibration_error_ns.is_some());
 }
+
+/// A caller's own time less what callees below resolution took out of it is uncertain by as
+/// much: the text names the caller and the amount, where it is at least a tenth of the
+/// caller's own time, and says nothing otherwise. A real session's report, its flags and
+/// figures set to each case.
+#[test]
+fn own_times_leaning_on_callees_below_resolution_are_named() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    std::hint::black_box(caller(1000));
+    let data = s.finish().data;
+    let id = |name: &str| entry(&data, name).method;
+    let (caller_id, leaf_id) = (id("::caller"), id("::leaf"));
+    // What leaf took out of caller: 1 ms (a loaded host may compensate it to 0).
+    let taken = 1e6;
+    let with = |leaf_bounded: bool, caller_own: f64| {
+        let mut d = data.clone();
+        let t = d.time.as_mut().unwrap();
+        let edge = t
+            .edges
+            .iter_mut()
+            .find(|e| (e.caller, e.callee) == (caller_id, leaf_id))
+            .expect("the caller -> leaf edge");
+        edge.inclusive_ns = taken;
+        for f in &mut t.functions {
+            if f.method == leaf_id {
+                f.below_resolution = Some(leaf_bounded);
+            } else if f.method == caller_id {
+                f.below_resolution = Some(false);
+                f.exclusive_ns = caller_own;
+            }
+        }
+        d.text(20)
+    };
+    let line = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("own times less callees below resolution"))
+            .map(str::to_string)
+    };
+    let text = with(true, 5.0 * taken);
+    let l = line(&text).unwrap_or_else(|| panic!("the line in {text}"));
+    assert!(l.contains("time_compensation::caller ("), "{l}");
+    assert!(l.contains("(1.00 ms taken out)"), "{l}");
+    assert!(
+        !l.contains("::leaf ("),
+        "the bounded callee is not listed: {l}"
+    );
+    // Under a tenth of the caller's own time, or no callee below resolution: no line.
+    assert_eq!(line(&with(true, 20.0 * taken)), None);
+    assert_eq!(line(&with(false, 5.0 * taken)), None);
+}

@@ -3,7 +3,7 @@
 
 use super::super::contexts::stack_rows;
 use super::super::top_of;
-use crate::model::{ReportData, TimeData};
+use crate::model::{FunctionTimeEntry, ReportData, TimeData};
 use std::fmt::Write as _;
 
 /// Timed calls below which a sampled estimate's interval is not shown: the normal
@@ -172,7 +172,58 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
             "  ~0: a self time that came out below zero (the function's time less its callees', each compensated or estimated): below what the calibration or the sample resolves"
         );
     }
+    leaning_on_bounds(data, t, top, o);
 }
+
+/// Callers whose own time leans on callees below resolution. A caller's own time is its time
+/// less its callees'; a callee shown as a bound took out of it a figure made of calls too short
+/// to time (their latency, alone between two clock reads, which the plain program may overlap
+/// with the caller's work), so the caller's own time is uncertain by as much. Listed where
+/// that is at least a tenth of it, most first, at most [`LEANING`].
+fn leaning_on_bounds(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
+    let bounded: std::collections::HashSet<u32> = t
+        .functions
+        .iter()
+        .filter(|f| f.below_resolution == Some(true))
+        .map(|f| f.method)
+        .collect();
+    if bounded.is_empty() {
+        return;
+    }
+    let mut leaning: Vec<(f64, &FunctionTimeEntry)> = t
+        .functions
+        .iter()
+        .take(top)
+        .filter(|f| f.below_resolution != Some(true))
+        .filter_map(|f| {
+            let taken: f64 = t
+                .edges
+                .iter()
+                .filter(|e| e.caller == f.method && e.callee != f.method)
+                .filter(|e| bounded.contains(&e.callee))
+                .map(|e| e.inclusive_ns.max(0.0))
+                .sum();
+            (taken > 0.0 && taken >= 0.1 * f.exclusive_ns.max(0.0)).then_some((taken, f))
+        })
+        .collect();
+    if leaning.is_empty() {
+        return;
+    }
+    leaning.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.method.cmp(&b.1.method)));
+    let list: Vec<String> = leaning
+        .iter()
+        .take(LEANING)
+        .map(|(taken, f)| format!("{} ({} taken out)", data.name(f.method), dur(*taken)))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  own times less callees below resolution, uncertain by what those took out: {} (calls too short to time count their latency alone between two clock reads, which the plain program may overlap with the caller's work)",
+        list.join(", ")
+    );
+}
+
+/// Callers listed by [`leaning_on_bounds`].
+const LEANING: usize = 3;
 
 /// `async fn`s: their futures' wall time, polled and suspended, the longest wall first.
 fn futures(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
