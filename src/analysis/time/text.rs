@@ -190,19 +190,20 @@ fn leaning_on_bounds(data: &ReportData, t: &TimeData, top: usize, o: &mut String
     if bounded.is_empty() {
         return;
     }
+    // One pass over the edges: what bounded callees took out of each caller.
+    let mut taken_from: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    for e in &t.edges {
+        if e.callee != e.caller && bounded.contains(&e.callee) {
+            *taken_from.entry(e.caller).or_default() += e.inclusive_ns.max(0.0);
+        }
+    }
     let mut leaning: Vec<(f64, &FunctionTimeEntry)> = t
         .functions
         .iter()
         .take(top)
         .filter(|f| f.below_resolution != Some(true))
         .filter_map(|f| {
-            let taken: f64 = t
-                .edges
-                .iter()
-                .filter(|e| e.caller == f.method && e.callee != f.method)
-                .filter(|e| bounded.contains(&e.callee))
-                .map(|e| e.inclusive_ns.max(0.0))
-                .sum();
+            let taken = taken_from.get(&f.method).copied().unwrap_or(0.0);
             (taken > 0.0 && taken >= 0.1 * f.exclusive_ns.max(0.0)).then_some((taken, f))
         })
         .collect();
