@@ -75,7 +75,9 @@ fn main() {
     let mut calibrations = Vec::new();
     let mut rankings: Vec<Vec<bool>> = vec![Vec::new(); modes.len()];
     let mut plain_drift = Vec::new();
-    let mut session_timed: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    // A timed and an untimed call's cost as each session took them out: its probes' median
+    // during the session, else the start's.
+    let mut session_timed: Vec<Vec<(f64, f64)>> = vec![Vec::new(); modes.len()];
     for round in 0..rounds {
         // Plain before and after the profiled runs (the modes' order alternating between
         // rounds): the reference is their mean, which a steady drift of the host's speed over
@@ -92,9 +94,9 @@ fn main() {
         for &m in &order {
             let (raw, comp, data) = profiled_costs(N, modes[m].1);
             if let Some(c) = data.time.and_then(|t| t.compensation) {
-                // A timed call's cost as the session took it out: its probes' median during
-                // the session, else the start's.
-                session_timed[m].push(c.during.as_ref().map_or(c.timed_ns, |d| d.timed_ns.median));
+                session_timed[m].push(c.during.as_ref().map_or((c.timed_ns, c.untimed_ns), |d| {
+                    (d.timed_ns.median, d.untimed_ns.median)
+                }));
                 calibrations.push(c);
             }
             by_mode[m] = Some((raw, comp));
@@ -160,11 +162,19 @@ fn main() {
     let mut verdicts = Vec::new();
     for (m, (mode, _)) in modes.iter().enumerate() {
         println!("\n{mode}:");
-        let cal: Vec<String> = session_timed[m].iter().map(|t| format!("{t:.1}")).collect();
-        println!(
-            "  a timed call's cost as each round's session measured it (ns): [{}]",
-            cal.join(" ")
-        );
+        for (what, pick) in [
+            ("a timed", (|t: &(f64, f64)| t.0) as fn(&(f64, f64)) -> f64),
+            ("an untimed", |t| t.1),
+        ] {
+            let cal: Vec<String> = session_timed[m]
+                .iter()
+                .map(|t| format!("{:.1}", pick(t)))
+                .collect();
+            println!(
+                "  {what} call's cost as each round's session measured it (ns): [{}]",
+                cal.join(" ")
+            );
+        }
         println!(
             "  {:<22} {:>10} {:>10}  compensated error % per round (raw error % of the worst)",
             "function", "plain", "comp"
