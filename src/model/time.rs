@@ -235,4 +235,8 @@ pub struct ContextTimeEntry {
     /// `exclusive_ns` came out below 0 and is shown as 0 (see
     /// [`FunctionTimeEntry::exclusive_clipped`]).
     pub exclusive_clipped: Option<bool>,
+    /// The mean of this context's calls is below what the calibration resolves (see
+    /// [`FunctionTimeEntry::below_resolution`]): its times are shown as bounds. Absent
+    /// without compensation, and in older files.
+    pub below_resolution: Option<bool>,
 }

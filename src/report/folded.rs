@@ -210,6 +210,7 @@ mod tests {
             raw_inclusive_ns: None,
             raw_exclusive_ns: None,
             exclusive_clipped: None,
+            below_resolution: None,
         }
     }
 

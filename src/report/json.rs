@@ -276,6 +276,7 @@ mod tests {
                     raw_inclusive_ns: Some(2.5),
                     raw_exclusive_ns: None,
                     exclusive_clipped: Some(true),
+                    below_resolution: Some(false),
                 }],
                 compensation: Some(CompensationEntry {
                     clock_ns: 6.5,

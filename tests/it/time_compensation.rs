@@ -285,3 +285,65 @@ fn own_times_leaning_on_callees_below_resolution_are_named() {
     assert_eq!(line(&with(true, 20.0 * taken)), None);
     assert_eq!(line(&with(false, 5.0 * taken)), None);
 }
+
+/// A calling context whose calls are cheaper than the calibration resolves is marked as its
+/// function is, and the contexts' table shows bounds for it, not the estimate.
+#[test]
+fn contexts_below_resolution_show_bounds() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    std::hint::black_box(caller(20_000));
+    let data = s.finish().data;
+    let t = data.time.as_ref().expect("time ran");
+    let resolution = t.compensation.as_ref().expect("compensated").resolution_ns;
+    let leaf_id = entry(&data, "::leaf").method;
+    let context = |d: &ReportData| {
+        let t = d.time.as_ref().unwrap();
+        let i = t.contexts.iter().position(|c| c.method == leaf_id);
+        i.expect("leaf's context")
+    };
+    let c = &t.contexts[context(&data)];
+    // One context: the same calls, the same verdict as the function's.
+    assert_eq!(c.calls, 20_000);
+    assert_eq!(c.below_resolution, entry(&data, "::leaf").below_resolution);
+    assert_eq!(
+        c.below_resolution,
+        Some(c.inclusive_ns < resolution * c.calls as f64),
+        "{c:?}, resolution {resolution} ns"
+    );
+    let leaf_row = |d: &ReportData| {
+        let text = d.text(20);
+        let rows = text
+            .split("time by calling context")
+            .nth(1)
+            .unwrap_or("")
+            .to_string();
+        rows.lines()
+            .find(|l| l.contains("::leaf (depth"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("leaf's row in {text}"))
+    };
+    for bounded in [true, false] {
+        let mut d = data.clone();
+        let k = context(&d);
+        let t = d.time.as_mut().unwrap();
+        t.contexts[k].below_resolution = Some(bounded);
+        t.contexts[k].inclusive_ns = 3.5e6;
+        t.contexts[k].exclusive_ns = 3.5e6;
+        t.contexts[k].exclusive_clipped = Some(false);
+        // 20,000 calls each under 100 ns.
+        t.compensation.as_mut().unwrap().resolution_ns = 100.0;
+        let row = leaf_row(&d);
+        let bound = "<2.00 ms";
+        if bounded {
+            assert_eq!(row.matches(bound).count(), 2, "{row}");
+            assert!(!row.contains("3.50 ms"), "{row}");
+        } else {
+            assert_eq!(row.matches("3.50 ms").count(), 2, "{row}");
+            assert!(!row.contains('<'), "{row}");
+        }
+    }
+}

@@ -154,7 +154,12 @@ pub(super) fn edges(t: &TimeProfile, ns: &dyn Fn(f64) -> f64) -> Vec<EdgeTimeEnt
 
 /// Each calling context's entry, linked to its parent, the most called child first: linear in
 /// the number of contexts, whatever their depth.
-pub(super) fn contexts(nodes: &[TimeContext], ns: &dyn Fn(f64) -> f64) -> Vec<ContextTimeEntry> {
+/// With `resolution` (ns), a context whose calls' mean is below it is marked, as a function is.
+pub(super) fn contexts(
+    nodes: &[TimeContext],
+    ns: &dyn Fn(f64) -> f64,
+    resolution: Option<f64>,
+) -> Vec<ContextTimeEntry> {
     let links: Vec<(u32, u32)> = nodes.iter().map(|n| (n.node, n.parent)).collect();
     depth_first(&links, |i| {
         (
@@ -166,17 +171,21 @@ pub(super) fn contexts(nodes: &[TimeContext], ns: &dyn Fn(f64) -> f64) -> Vec<Co
     .enumerate()
     .map(|(k, (i, parent))| {
         let c = &nodes[i as usize];
+        let timed = c.time.timed + c.long.timed;
+        let inclusive_ns = ns(c.time.estimate_with(&c.long)).max(0.0);
         ContextTimeEntry {
             id: k as u32 + 1,
             parent,
             method: c.method.get(),
             calls: c.time.calls,
-            timed: c.time.timed + c.long.timed,
-            inclusive_ns: ns(c.time.estimate_with(&c.long)).max(0.0),
+            timed,
+            inclusive_ns,
             exclusive_ns: ns(c.exclusive),
             raw_inclusive_ns: Some(ns(c.time.raw_estimate_with(&c.long))),
             raw_exclusive_ns: Some(ns(c.raw_exclusive)),
             exclusive_clipped: Some(c.exclusive_clipped),
+            below_resolution: resolution
+                .map(|r| timed > 0 && inclusive_ns < r * c.time.calls.max(1) as f64),
         }
     })
     .collect()

@@ -233,7 +233,8 @@ impl AnalysisDescriptor for Descriptor {
         };
         let functions = entries::functions(t, &nodes, compensation.as_ref(), &shape);
         let edges = entries::edges(t, &ns);
-        let contexts = entries::contexts(&nodes, &ns);
+        let resolution = compensation.as_ref().map(|c| c.resolution_ns);
+        let contexts = entries::contexts(&nodes, &ns, resolution);
         methods.extend(functions.iter().map(|f| f.method));
         methods.extend(contexts.iter().map(|c| c.method));
         data.time = Some(TimeData {

@@ -280,12 +280,21 @@ fn contexts(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
     let rows = stack_rows(&t.contexts, &order, &data.method_names());
     for (&i, row) in order.iter().zip(&rows) {
         let c = &t.contexts[i];
+        // Below the resolution: bounds, as in the functions' table.
+        let (incl, excl) = match (c.below_resolution, &t.compensation) {
+            (Some(true), Some(comp)) => {
+                let bound = format!("<{}", dur(comp.resolution_ns * c.calls as f64));
+                (bound.clone(), bound)
+            }
+            _ => (
+                dur(c.inclusive_ns),
+                excl_text(c.exclusive_ns, c.exclusive_clipped),
+            ),
+        };
         let _ = writeln!(
             o,
-            "  {:>12} {:>14} incl {:>14} self  {row}",
+            "  {:>12} {incl:>14} incl {excl:>14} self  {row}",
             c.calls,
-            dur(c.inclusive_ns),
-            excl_text(c.exclusive_ns, c.exclusive_clipped),
         );
     }
 }
