@@ -347,3 +347,45 @@ fn contexts_below_resolution_show_bounds() {
         }
     }
 }
+
+/// With every call timed, a time the calibration's error moves by 5 % or more shows that
+/// error (`±`, and a note saying what it is); a smaller one is the plain figure.
+#[test]
+fn a_large_calibration_error_is_shown_beside_the_figure() {
+    let _g = serial();
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    std::hint::black_box(caller(1000));
+    let data = s.finish().data;
+    let caller_id = entry(&data, "::caller").method;
+    let text = |error: f64| {
+        let mut d = data.clone();
+        let t = d.time.as_mut().unwrap();
+        for f in &mut t.functions {
+            // The other functions show no error.
+            f.calibration_error_ns = None;
+            if f.method == caller_id {
+                f.timed = f.calls;
+                f.below_resolution = Some(false);
+                f.inclusive_ns = 1e6;
+                f.calibration_error_ns = Some(error);
+            }
+        }
+        d.text(20)
+    };
+    let row = |text: &str| {
+        text.lines()
+            .find(|l| l.trim_end().ends_with("time_compensation::caller"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("caller's row in {text}"))
+    };
+    let note = "±: how far a time may be off because the calibration is";
+    let large = text(2e5);
+    assert!(row(&large).contains("1.00 ms±200.00 µs"), "{large}");
+    assert!(large.contains(note), "{large}");
+    let small = text(1e3);
+    assert!(row(&small).contains(" 1.00 ms "), "{small}");
+    assert!(!small.contains('±'), "{small}");
+}

@@ -98,9 +98,16 @@ fn compensation(t: &TimeData, o: &mut String) {
 /// The functions' table, the most inclusive first.
 fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
     let raw = t.show_raw == Some(true);
+    let cells: Vec<(String, String, String)> =
+        t.functions.iter().take(top).map(|f| cells(t, f)).collect();
+    // The inclusive column widens for a figure with its calibration's error.
+    let w = cells
+        .iter()
+        .map(|c| c.0.chars().count())
+        .fold(14, usize::max);
     let _ = write!(
         o,
-        "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "  {:>12} {:>w$} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "calls", "inclusive", "exclusive", "mean", "p50", "p95", "p99", "max"
     );
     if raw {
@@ -111,40 +118,11 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
         );
     }
     let _ = writeln!(o, "  function");
-    for f in t.functions.iter().take(top) {
-        // An estimate (some calls untimed) is marked `~` whatever its interval; an
-        // interval from fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given,
-        // unless every call was long (then it is only where their entries were placed).
-        let incl = if f.timed >= f.calls {
-            dur(f.inclusive_ns)
-        } else if f.timed < MIN_TIMED_FOR_INTERVAL && f.long.unwrap_or(0) < f.calls {
-            format!("~{}±?", dur(f.inclusive_ns))
-        } else {
-            // The sample's interval widened by the calibration's error (systematic, so
-            // added, not combined as independent).
-            let half = f.inclusive_ci_ns + f.calibration_error_ns.unwrap_or(0.0);
-            format!("~{}±{}", dur(f.inclusive_ns), dur(half))
-        };
-        // Below the resolution: bounds, not figures (the sums are of calls each cheaper
-        // than the calibration resolves).
-        let (incl, excl, mean) = match (f.below_resolution, &t.compensation) {
-            (Some(true), Some(c)) => {
-                let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
-                (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
-            }
-            _ => (
-                incl,
-                excl_text(f.exclusive_ns, f.exclusive_clipped),
-                dur(f.mean_ns),
-            ),
-        };
+    for (f, (incl, excl, mean)) in t.functions.iter().zip(&cells) {
         let _ = write!(
             o,
-            "  {:>12} {:>14} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:>12} {incl:>w$} {excl:>14} {mean:>11} {:>11} {:>11} {:>11} {:>11}",
             f.calls,
-            incl,
-            excl,
-            mean,
             dur(f.p50_ns),
             dur(f.p95_ns),
             dur(f.p99_ns),
@@ -172,7 +150,61 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
             "  ~0: a self time that came out below zero (the function's time less its callees', each compensated or estimated): below what the calibration or the sample resolves"
         );
     }
+    let shown = |f: &&crate::model::FunctionTimeEntry| {
+        f.timed >= f.calls && f.below_resolution != Some(true) && off_by(f).is_some()
+    };
+    if t.functions.iter().take(top).any(|f| shown(&f)) {
+        let _ = writeln!(
+            o,
+            "  ±: how far a time may be off because the calibration is (its instrumented calls times half the spread of the probes), shown where that is {:.0} % of it or more",
+            SHOWN_ERROR * 100.0
+        );
+    }
     leaning_on_bounds(data, t, top, o);
+}
+
+/// A figure every call of which was timed shows its calibration's error from this fraction
+/// of it: below, the error is within what a reader takes a timing to be.
+const SHOWN_ERROR: f64 = 0.05;
+
+/// The calibration's error of `f`'s inclusive time, where it is [`SHOWN_ERROR`] of it or more.
+fn off_by(f: &crate::model::FunctionTimeEntry) -> Option<f64> {
+    f.calibration_error_ns
+        .filter(|&e| e > 0.0 && e >= SHOWN_ERROR * f.inclusive_ns)
+}
+
+/// A function's inclusive, exclusive and mean cells.
+fn cells(t: &TimeData, f: &crate::model::FunctionTimeEntry) -> (String, String, String) {
+    // An estimate (some calls untimed) is marked `~` whatever its interval; an interval from
+    // fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given, unless every call was long
+    // (then it is only where their entries were placed). Every call timed: the figure, with
+    // the calibration's error where that is large.
+    let incl = if f.timed >= f.calls {
+        match off_by(f) {
+            Some(e) => format!("{}±{}", dur(f.inclusive_ns), dur(e)),
+            None => dur(f.inclusive_ns),
+        }
+    } else if f.timed < MIN_TIMED_FOR_INTERVAL && f.long.unwrap_or(0) < f.calls {
+        format!("~{}±?", dur(f.inclusive_ns))
+    } else {
+        // The sample's interval widened by the calibration's error (systematic, so added,
+        // not combined as independent).
+        let half = f.inclusive_ci_ns + f.calibration_error_ns.unwrap_or(0.0);
+        format!("~{}±{}", dur(f.inclusive_ns), dur(half))
+    };
+    // Below the resolution: bounds, not figures (the sums are of calls each cheaper than the
+    // calibration resolves).
+    match (f.below_resolution, &t.compensation) {
+        (Some(true), Some(c)) => {
+            let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
+            (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
+        }
+        _ => (
+            incl,
+            excl_text(f.exclusive_ns, f.exclusive_clipped),
+            dur(f.mean_ns),
+        ),
+    }
 }
 
 /// Callers whose own time leans on callees below resolution. A caller's own time is its time
