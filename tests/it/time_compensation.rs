@@ -34,6 +34,16 @@ fn snapshotting(s: &cabprof::Snapshotter, spin: Duration) -> Duration {
     taken.elapsed()
 }
 
+/// The report of a session of the time analysis around `caller(n)`.
+fn timed_caller(n: u64) -> ReportData {
+    let s = Session::builder()
+        .analyses(&[Analysis::Time])
+        .start()
+        .unwrap();
+    std::hint::black_box(caller(n));
+    s.finish().data
+}
+
 fn entry<'a>(d: &'a ReportData, name: &str) -> &'a cabprof::report::FunctionTimeEntry {
     let t = d.time.as_ref().expect("time ran");
     t.functions
@@ -239,12 +249,7 @@ fn threads_measure_again_as_their_rings_lap() {
 #[test]
 fn own_times_leaning_on_callees_below_resolution_are_named() {
     let _g = serial();
-    let s = Session::builder()
-        .analyses(&[Analysis::Time])
-        .start()
-        .unwrap();
-    std::hint::black_box(caller(1000));
-    let data = s.finish().data;
+    let data = timed_caller(1000);
     let id = |name: &str| entry(&data, name).method;
     let (caller_id, leaf_id) = (id("::caller"), id("::leaf"));
     // What leaf took out of caller: 1 ms (a loaded host may compensate it to 0).
@@ -291,12 +296,7 @@ fn own_times_leaning_on_callees_below_resolution_are_named() {
 #[test]
 fn contexts_below_resolution_show_bounds() {
     let _g = serial();
-    let s = Session::builder()
-        .analyses(&[Analysis::Time])
-        .start()
-        .unwrap();
-    std::hint::black_box(caller(20_000));
-    let data = s.finish().data;
+    let data = timed_caller(20_000);
     let t = data.time.as_ref().expect("time ran");
     let resolution = t.compensation.as_ref().expect("compensated").resolution_ns;
     let leaf_id = entry(&data, "::leaf").method;
@@ -353,12 +353,7 @@ fn contexts_below_resolution_show_bounds() {
 #[test]
 fn a_large_calibration_error_is_shown_beside_the_figure() {
     let _g = serial();
-    let s = Session::builder()
-        .analyses(&[Analysis::Time])
-        .start()
-        .unwrap();
-    std::hint::black_box(caller(1000));
-    let data = s.finish().data;
+    let data = timed_caller(1000);
     let caller_id = entry(&data, "::caller").method;
     let text = |error: f64| {
         let mut d = data.clone();
