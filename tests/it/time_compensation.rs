@@ -169,9 +169,22 @@ fn a_report_without_compensation_reads_back() {
             f.remove(k);
         }
     }
+    for c in t["contexts"].as_array_mut().unwrap() {
+        let c = c.as_object_mut().unwrap();
+        for k in [
+            "raw_inclusive_ns",
+            "raw_exclusive_ns",
+            "exclusive_clipped",
+            "below_resolution",
+        ] {
+            assert!(c.remove(k).is_some(), "{k} is written");
+        }
+    }
     let old = ReportData::from_json(&v.to_string()).expect("an older report reads back");
-    let t = old.time.unwrap();
+    let t = old.time.as_ref().unwrap();
     assert!(t.compensation.is_none() && t.functions[0].raw_inclusive_ns.is_none());
+    assert!(t.contexts.iter().all(|c| c.below_resolution.is_none()));
+    assert!(old.text(20).contains("time by calling context"));
 }
 
 /// The program's own threads measure again as their rings lap: a small ring laps many times
@@ -376,7 +389,7 @@ fn a_large_calibration_error_is_shown_beside_the_figure() {
             .map(str::to_string)
             .unwrap_or_else(|| panic!("caller's row in {text}"))
     };
-    let note = "±: how far a time may be off because the calibration is";
+    let note = "±, every call timed: how far an inclusive time may be off";
     let large = text(2e5);
     assert!(row(&large).contains("1.00 ms±200.00 µs"), "{large}");
     assert!(large.contains(note), "{large}");

@@ -184,8 +184,9 @@ pub(super) fn contexts(
             raw_inclusive_ns: Some(ns(c.time.raw_estimate_with(&c.long))),
             raw_exclusive_ns: Some(ns(c.raw_exclusive)),
             exclusive_clipped: Some(c.exclusive_clipped),
+            // As a function's: some call timed (long calls aside) and the mean below.
             below_resolution: resolution
-                .map(|r| timed > 0 && inclusive_ns < r * c.time.calls.max(1) as f64),
+                .map(|r| c.time.timed > 0 && inclusive_ns < r * c.time.calls.max(1) as f64),
         }
     })
     .collect()

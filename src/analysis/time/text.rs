@@ -98,12 +98,11 @@ fn compensation(t: &TimeData, o: &mut String) {
 /// The functions' table, the most inclusive first.
 fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
     let raw = t.show_raw == Some(true);
-    let cells: Vec<(String, String, String)> =
-        t.functions.iter().take(top).map(|f| cells(t, f)).collect();
+    let cells: Vec<Cells> = t.functions.iter().take(top).map(|f| cells(t, f)).collect();
     // The inclusive column widens for a figure with its calibration's error.
     let w = cells
         .iter()
-        .map(|c| c.0.chars().count())
+        .map(|c| c.incl.chars().count())
         .fold(14, usize::max);
     let _ = write!(
         o,
@@ -118,11 +117,14 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
         );
     }
     let _ = writeln!(o, "  function");
-    for (f, (incl, excl, mean)) in t.functions.iter().zip(&cells) {
+    for (f, c) in t.functions.iter().zip(&cells) {
         let _ = write!(
             o,
-            "  {:>12} {incl:>w$} {excl:>14} {mean:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:>12} {:>w$} {:>14} {:>11} {:>11} {:>11} {:>11} {:>11}",
             f.calls,
+            c.incl,
+            c.excl,
+            c.mean,
             dur(f.p50_ns),
             dur(f.p95_ns),
             dur(f.p99_ns),
@@ -150,13 +152,10 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
             "  ~0: a self time that came out below zero (the function's time less its callees', each compensated or estimated): below what the calibration or the sample resolves"
         );
     }
-    let shown = |f: &&crate::model::FunctionTimeEntry| {
-        f.timed >= f.calls && f.below_resolution != Some(true) && off_by(f).is_some()
-    };
-    if t.functions.iter().take(top).any(|f| shown(&f)) {
+    if cells.iter().any(|c| c.error_shown) {
         let _ = writeln!(
             o,
-            "  ±: how far a time may be off because the calibration is (its instrumented calls times half the spread of the probes), shown where that is {:.0} % of it or more",
+            "  ±, every call timed: how far an inclusive time may be off because the calibration is (its instrumented calls times half the spread of the probes, or of the start and finish calibrations), shown where that is {:.0} % of it or more",
             SHOWN_ERROR * 100.0
         );
     }
@@ -173,13 +172,23 @@ fn off_by(f: &crate::model::FunctionTimeEntry) -> Option<f64> {
         .filter(|&e| e > 0.0 && e >= SHOWN_ERROR * f.inclusive_ns)
 }
 
-/// A function's inclusive, exclusive and mean cells.
-fn cells(t: &TimeData, f: &crate::model::FunctionTimeEntry) -> (String, String, String) {
+/// A function's row: its inclusive, exclusive and mean cells.
+struct Cells {
+    incl: String,
+    excl: String,
+    mean: String,
+    /// `incl` shows the calibration's error of a figure every call of which was timed.
+    error_shown: bool,
+}
+
+/// A function's cells.
+fn cells(t: &TimeData, f: &crate::model::FunctionTimeEntry) -> Cells {
     // An estimate (some calls untimed) is marked `~` whatever its interval; an interval from
     // fewer than `MIN_TIMED_FOR_INTERVAL` timed calls is not given, unless every call was long
     // (then it is only where their entries were placed). Every call timed: the figure, with
     // the calibration's error where that is large.
-    let incl = if f.timed >= f.calls {
+    let every = f.timed >= f.calls;
+    let incl = if every {
         match off_by(f) {
             Some(e) => format!("{}±{}", dur(f.inclusive_ns), dur(e)),
             None => dur(f.inclusive_ns),
@@ -197,13 +206,19 @@ fn cells(t: &TimeData, f: &crate::model::FunctionTimeEntry) -> (String, String, 
     match (f.below_resolution, &t.compensation) {
         (Some(true), Some(c)) => {
             let bound = format!("<{}", dur(c.resolution_ns * f.calls as f64));
-            (bound.clone(), bound, format!("<{}", dur1(c.resolution_ns)))
+            Cells {
+                incl: bound.clone(),
+                excl: bound,
+                mean: format!("<{}", dur1(c.resolution_ns)),
+                error_shown: false,
+            }
         }
-        _ => (
+        _ => Cells {
             incl,
-            excl_text(f.exclusive_ns, f.exclusive_clipped),
-            dur(f.mean_ns),
-        ),
+            excl: excl_text(f.exclusive_ns, f.exclusive_clipped),
+            mean: dur(f.mean_ns),
+            error_shown: every && off_by(f).is_some(),
+        },
     }
 }
 
