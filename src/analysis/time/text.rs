@@ -333,6 +333,11 @@ fn contexts(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
                 let bound = format!("<{}", dur(comp.resolution_ns * c.calls as f64));
                 (bound.clone(), bound)
             }
+            // Some calls untimed (sampled timing): an estimate, as in the functions' table.
+            _ if c.timed < c.calls => (
+                format!("~{}", dur(c.inclusive_ns)),
+                excl_text(c.exclusive_ns, c.exclusive_clipped),
+            ),
             _ => (
                 dur(c.inclusive_ns),
                 excl_text(c.exclusive_ns, c.exclusive_clipped),
