@@ -174,8 +174,9 @@ pub struct FunctionTimeEntry {
     /// what the calibration or the sample resolves.
     pub exclusive_clipped: Option<bool>,
     /// How far `inclusive_ns` may be off because the calibration is: every instrumented call
-    /// inside it (its own and its callees') times half the spread of what the probes during
-    /// the session measured for a timed call. Absent without those probes.
+    /// inside it (its own and its callees') times half the range of the middle 80 % of what
+    /// the probes during the session measured for a timed call (without probes, half the
+    /// drift between the start and finish calibrations). Absent without either.
     pub calibration_error_ns: Option<f64>,
     /// For an `async fn`: the wall time of its futures whose polls were all timed and seen,
     /// each from its first poll's start to its last poll's end. Absent for other functions

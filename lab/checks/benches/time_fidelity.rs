@@ -78,6 +78,8 @@ fn main() {
     // A timed and an untimed call's cost as each session took them out: its probes' median
     // during the session, else the start's.
     let mut session_timed: Vec<Vec<(f64, f64)>> = vec![Vec::new(); modes.len()];
+    // The whole run's stated error (± in % of its figure) and whether plain fell inside it.
+    let mut stated: Vec<Vec<(f64, bool)>> = vec![Vec::new(); modes.len()];
     for round in 0..rounds {
         // Plain before and after the profiled runs (the modes' order alternating between
         // rounds): the reference is their mean, which a steady drift of the host's speed over
@@ -105,6 +107,13 @@ fn main() {
         let after = plain_costs(N);
         plain_drift.push(error(after.mean_ns[0], before.mean_ns[0]));
         let plain = &mean_costs(&before, &after);
+        for (m, (_, comp)) in profiled.iter().enumerate() {
+            let (whole, plain_whole) = (comp.mean_ns[0], plain.mean_ns[0]);
+            stated[m].push((
+                comp.whole_error_ns / whole * 100.0,
+                (whole - plain_whole).abs() <= comp.whole_error_ns,
+            ));
+        }
         for (m, (raw, comp)) in profiled.iter().enumerate() {
             for (k, s) in series[m].iter_mut().enumerate() {
                 s.plain.push(figure(plain, k));
@@ -175,6 +184,16 @@ fn main() {
                 cal.join(" ")
             );
         }
+        let errors: Vec<String> = stated[m]
+            .iter()
+            .map(|(e, inside)| format!("{e:.0}{}", if *inside { "" } else { "!" }))
+            .collect();
+        println!(
+            "  the whole run's stated error (±, % of its figure; ! where plain fell outside): [{}], plain inside in {}/{} rounds",
+            errors.join(" "),
+            stated[m].iter().filter(|s| s.1).count(),
+            stated[m].len()
+        );
         println!(
             "  {:<22} {:>10} {:>10}  compensated error % per round (raw error % of the worst)",
             "function", "plain", "comp"

@@ -129,6 +129,9 @@ pub struct Costs {
     pub mean_ns: [f64; 6],
     /// Functions whose compensated cost is below the calibration's resolution.
     pub below_resolution: [bool; 6],
+    /// How far the report says the whole run's figure may be off, in ns: its sample's 95 %
+    /// interval plus its calibration's error (0 for a plain build).
+    pub whole_error_ns: f64,
 }
 
 /// ns per call of `f` over `n` calls, each call's input the last one's result.
@@ -171,6 +174,7 @@ pub fn plain_costs(n: u64) -> Costs {
         ],
         mean_ns: [run, mid, leaf, tiny, spin, kernel],
         below_resolution: [false; 6],
+        whole_error_ns: 0.0,
     }
 }
 
@@ -210,6 +214,10 @@ pub fn profiled_costs(n: u64, time_sample: u32) -> (Costs, Costs, ReportData) {
     // run is then the estimated inclusive time of all `mid` calls and of `spin` (all of `run`
     // but its loop), or of all `kernel` calls if `spin` was not timed (all of `spin` but its
     // loop).
+    let error = |f: &cabprof::report::FunctionTimeEntry| {
+        f.inclusive_ci_ns + f.calibration_error_ns.unwrap_or(0.0)
+    };
+    comp.whole_error_ns = error(entry("run"));
     if entry("run").timed == 0 {
         let mid = entry("mid");
         let spin = match entry("spin") {
@@ -219,6 +227,7 @@ pub fn profiled_costs(n: u64, time_sample: u32) -> (Costs, Costs, ReportData) {
         comp.mean_ns[0] = mid.inclusive_ns + spin.inclusive_ns;
         raw.mean_ns[0] = mid.raw_inclusive_ns.unwrap_or(mid.inclusive_ns)
             + spin.raw_inclusive_ns.unwrap_or(spin.inclusive_ns);
+        comp.whole_error_ns = error(mid) + error(spin);
     }
     (raw, comp, data)
 }
