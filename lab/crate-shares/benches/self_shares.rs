@@ -724,6 +724,9 @@ struct Report {
     phases: [BTreeMap<String, f64>; 2],
     /// Compensated and raw inclusive ns of each phase's top-level function.
     inclusive: [(f64, f64); 2],
+    /// How far the report says each of those may be off, in ns: its sample's interval plus
+    /// its calibration's error (the `±` the text shows).
+    stated: [f64; 2],
     /// The report's own account of what it took out per timed call, for the record.
     timed_ns: f64,
 }
@@ -768,6 +771,7 @@ impl Report {
         };
         let mut exclusive = BTreeMap::new();
         let mut inclusive = [(f64::NAN, f64::NAN); 2];
+        let mut stated = [0.0; 2];
         for f in time["functions"]
             .as_array()
             .ok_or_else(|| bad("no `time.functions`"))?
@@ -781,6 +785,8 @@ impl Report {
             *exclusive.entry(k.clone()).or_insert(0.0) += num(f, "exclusive_ns")?;
             if let Some(p) = PHASES.iter().position(|p| p.1 == k) {
                 inclusive[p] = (num(f, "inclusive_ns")?, num(f, "raw_inclusive_ns")?);
+                stated[p] = f["inclusive_ci_ns"].as_f64().unwrap_or(0.0)
+                    + f["calibration_error_ns"].as_f64().unwrap_or(0.0);
             }
         }
         if let Some(p) = inclusive.iter().position(|i| i.0.is_nan()) {
@@ -828,6 +834,7 @@ impl Report {
             exclusive,
             phases,
             inclusive,
+            stated,
             timed_ns,
         })
     }
@@ -952,7 +959,7 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
         .collect();
     let _ = writeln!(
         s,
-        "(b) top-level inclusive time (3 rounds), compensated (raw), against the plain build's wall \
+        "(b) top-level inclusive time (3 rounds), compensated ± its stated error (raw), against the plain build's wall \
          time of the same phases: the median of {} plain processes without perf, and the plain \
          process run just before (paired; the host's load drifts between processes)",
         plain_runs.len()
@@ -974,26 +981,37 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
         let name = top.rsplit("::").next().unwrap_or(top);
         let _ = write!(
             s,
-            " {:>27} {:>7} {:>7}",
-            format!("{name} (raw)"),
+            " {:>27} {:>7} {:>7} {:>5}",
+            format!("{name} ± (raw)"),
             "/median",
-            "/paired"
+            "/paired",
+            "±"
         );
     }
     let _ = writeln!(s);
     // The ratio furthest from 1, against each reference: (ratio, function, process).
     let mut worst: [Option<(f64, &str, usize)>; 2] = [None, None];
+    // Per phase: the processes whose paired plain run lay within the report's `±`.
+    let mut inside = [0usize; 2];
     for (i, (r, paired)) in reports.iter().zip(plain_runs).enumerate() {
         let _ = write!(s, "  {:<8}", format!("p{}", i + 1));
         for (p, (_, top)) in PHASES.iter().enumerate() {
             let (comp, raw) = r.inclusive[p];
             let ratios = [comp / refs[p], comp / paired[p]];
+            let within = (comp - paired[p]).abs() <= r.stated[p];
+            inside[p] += usize::from(within);
             let _ = write!(
                 s,
-                " {:>27} {:>6.2}x {:>6.2}x",
-                format!("{:.1} ms ({:.1})", comp / 1e6, raw / 1e6),
+                " {:>27} {:>6.2}x {:>6.2}x {:>5}",
+                format!(
+                    "{:.1}±{:.1} ms ({:.1})",
+                    comp / 1e6,
+                    r.stated[p] / 1e6,
+                    raw / 1e6
+                ),
                 ratios[0],
-                ratios[1]
+                ratios[1],
+                if within { "in" } else { "OUT" }
             );
             for (w, ratio) in worst.iter_mut().zip(ratios) {
                 if w.is_none_or(|w| (ratio - 1.0).abs() > (w.0 - 1.0).abs()) {
@@ -1033,6 +1051,14 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
                 );
             }
         }
+    }
+    for (p, (_, top)) in PHASES.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  the paired plain run within {top}'s stated ± (sample interval + calibration error): {}/{} processes",
+            inside[p],
+            reports.len()
+        );
     }
     for (reference, w) in ["the median plain run", "the paired plain run"]
         .iter()
