@@ -158,28 +158,22 @@ fn a_report_without_compensation_reads_back() {
     ] {
         assert!(t.remove(k).is_some(), "{k} is written");
     }
-    for f in t["functions"].as_array_mut().unwrap() {
-        let f = f.as_object_mut().unwrap();
-        for k in [
-            "raw_inclusive_ns",
-            "raw_exclusive_ns",
-            "raw_mean_ns",
-            "below_resolution",
-        ] {
-            f.remove(k);
+    // Every entry of `list` loses `keys` (functions may lack some: `below_resolution` is
+    // written only with compensation).
+    let strip = |list: &mut serde_json::Value, keys: &[&str]| {
+        for e in list.as_array_mut().unwrap() {
+            let e = e.as_object_mut().unwrap();
+            for k in keys {
+                e.remove(*k);
+            }
         }
-    }
-    for c in t["contexts"].as_array_mut().unwrap() {
-        let c = c.as_object_mut().unwrap();
-        for k in [
-            "raw_inclusive_ns",
-            "raw_exclusive_ns",
-            "exclusive_clipped",
-            "below_resolution",
-        ] {
-            assert!(c.remove(k).is_some(), "{k} is written");
-        }
-    }
+    };
+    let (raw, below) = (["raw_inclusive_ns", "raw_exclusive_ns"], "below_resolution");
+    strip(&mut t["functions"], &[raw[0], raw[1], "raw_mean_ns", below]);
+    strip(
+        &mut t["contexts"],
+        &[raw[0], raw[1], "exclusive_clipped", below],
+    );
     let old = ReportData::from_json(&v.to_string()).expect("an older report reads back");
     let t = old.time.as_ref().unwrap();
     assert!(t.compensation.is_none() && t.functions[0].raw_inclusive_ns.is_none());
