@@ -176,7 +176,8 @@ pub struct FunctionTimeEntry {
     /// How far `inclusive_ns` may be off because the calibration is: every instrumented call
     /// inside it (its own and its callees') times half the range of the middle 80 % of what
     /// the probes during the session measured for a timed call (without probes, half the
-    /// drift between the start and finish calibrations). Absent without either.
+    /// drift between the start and finish calibrations), and at least 5 % of a timed call's
+    /// cost. Absent without either.
     pub calibration_error_ns: Option<f64>,
     /// For an `async fn`: the wall time of its futures whose polls were all timed and seen,
     /// each from its first poll's start to its last poll's end. Absent for other functions

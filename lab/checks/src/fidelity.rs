@@ -214,10 +214,18 @@ pub fn profiled_costs(n: u64, time_sample: u32) -> (Costs, Costs, ReportData) {
     // run is then the estimated inclusive time of all `mid` calls and of `spin` (all of `run`
     // but its loop), or of all `kernel` calls if `spin` was not timed (all of `spin` but its
     // loop).
-    let error = |f: &cabprof::report::FunctionTimeEntry| {
-        f.inclusive_ci_ns + f.calibration_error_ns.unwrap_or(0.0)
+    // The sample intervals of two functions are independent (their squares add), their
+    // calibration errors systematic (they add).
+    let error = |fs: &[&cabprof::report::FunctionTimeEntry]| {
+        fs.iter()
+            .map(|f| f.inclusive_ci_ns.powi(2))
+            .sum::<f64>()
+            .sqrt()
+            + fs.iter()
+                .map(|f| f.calibration_error_ns.unwrap_or(0.0))
+                .sum::<f64>()
     };
-    comp.whole_error_ns = error(entry("run"));
+    comp.whole_error_ns = error(&[entry("run")]);
     if entry("run").timed == 0 {
         let mid = entry("mid");
         let spin = match entry("spin") {
@@ -227,7 +235,7 @@ pub fn profiled_costs(n: u64, time_sample: u32) -> (Costs, Costs, ReportData) {
         comp.mean_ns[0] = mid.inclusive_ns + spin.inclusive_ns;
         raw.mean_ns[0] = mid.raw_inclusive_ns.unwrap_or(mid.inclusive_ns)
             + spin.raw_inclusive_ns.unwrap_or(spin.inclusive_ns);
-        comp.whole_error_ns = error(mid) + error(spin);
+        comp.whole_error_ns = error(&[mid, spin]);
     }
     (raw, comp, data)
 }

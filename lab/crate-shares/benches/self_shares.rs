@@ -985,7 +985,7 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
             format!("{name} ± (raw)"),
             "/median",
             "/paired",
-            "±"
+            "plain"
         );
     }
     let _ = writeln!(s);
@@ -999,7 +999,7 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
             let (comp, raw) = r.inclusive[p];
             let ratios = [comp / refs[p], comp / paired[p]];
             let within = (comp - paired[p]).abs() <= r.stated[p];
-            inside[p] += usize::from(within);
+            inside[p] += usize::from(within && r.stated[p] > 0.0);
             let _ = write!(
                 s,
                 " {:>27} {:>6.2}x {:>6.2}x {:>5}",
@@ -1011,7 +1011,11 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
                 ),
                 ratios[0],
                 ratios[1],
-                if within { "in" } else { "OUT" }
+                match (r.stated[p] > 0.0, within) {
+                    (false, _) => "n/a",
+                    (true, true) => "in",
+                    (true, false) => "OUT",
+                }
             );
             for (w, ratio) in worst.iter_mut().zip(ratios) {
                 if w.is_none_or(|w| (ratio - 1.0).abs() > (w.0 - 1.0).abs()) {

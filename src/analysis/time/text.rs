@@ -72,7 +72,7 @@ fn compensation(t: &TimeData, o: &mut String) {
             if let Some(d) = &c.during {
                 let _ = writeln!(
                     o,
-                    "  measured again on the program's threads as their rings lapped ({} probes; a timed call {} [{}, {}], inside it {}): each thread's calls lose the median of its latest probes; a function's time may be off by its instrumented calls times half the range of the middle 80 % of the probes (calibration_error_ns in the JSON)",
+                    "  measured again on the program's threads as their rings lapped ({} probes; a timed call {} [{}, {}], inside it {}): each thread's calls lose the median of its latest probes; a function's time may be off by its instrumented calls times half the range of the middle 80 % of the probes, at least 5 % of a timed call (calibration_error_ns in the JSON)",
                     d.probes,
                     dur1(d.timed_ns.median),
                     dur1(d.timed_ns.min),
@@ -155,7 +155,7 @@ fn functions(data: &ReportData, t: &TimeData, top: usize, o: &mut String) {
     if cells.iter().any(|c| c.error_shown) {
         let _ = writeln!(
             o,
-            "  ±, every call timed: how far an inclusive time may be off because the calibration is (its instrumented calls times half the range of the middle 80 % of the probes, or half the start-to-finish drift), shown where that is {:.0} % of it or more",
+            "  ±, every call timed: how far an inclusive time may be off because the calibration is (its instrumented calls times half the range of the middle 80 % of the probes, or half the start-to-finish drift, and at least 5 % of a timed call), shown where that is {:.0} % of it or more",
             SHOWN_ERROR * 100.0
         );
     }
