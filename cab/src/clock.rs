@@ -100,29 +100,14 @@ pub fn now_before() -> u64 {
 #[inline(always)]
 pub fn now_after() -> u64 {
     #[cfg(target_arch = "x86_64")]
-    {
-        if has_rdtscp() {
-            let mut aux = 0u32;
-            // SAFETY: `has_rdtscp` found the instruction (CPUID 0x8000_0001, EDX bit 27); it
-            // writes `aux` (the core's id, unused) and has no other effect.
-            unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
-        } else {
-            // SAFETY: `lfence` (SSE2) and `rdtsc` are in the x86-64 baseline and have no
-            // preconditions.
-            unsafe {
-                core::arch::x86_64::_mm_lfence();
-                core::arch::x86_64::_rdtsc()
-            }
-        }
+    if has_rdtscp() {
+        let mut aux = 0u32;
+        // SAFETY: `has_rdtscp` found the instruction (CPUID 0x8000_0001, EDX bit 27); it
+        // writes `aux` (the core's id, unused) and has no other effect.
+        return unsafe { core::arch::x86_64::__rdtscp(&mut aux) };
     }
-    #[cfg(target_arch = "aarch64")]
-    {
-        ordered()
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        now()
-    }
+    // The opening read waits for the earlier instructions too.
+    now_before()
 }
 
 /// `isb` then `cntvct_el0`: the barrier flushes the pipeline, so the counter is not read
