@@ -18,8 +18,9 @@
 //! refill). The entry's clock read waits for the work before it and the exit's for the body,
 //! so a timed body runs alone between them and its figure is its latency; inline in its
 //! caller, the plain build overlaps that work with the caller's and predicts its branches from
-//! the caller's, and `perf` finds the recorded copy's extra time at its branches' targets. A
-//! recorded copy kept inline in the caller measured the same. That time stays in the
+//! the caller's, and `perf` finds the recorded copy's extra time at its branches' targets,
+//! even with no clock read (the `self_shares` bench's counting profile). A recorded copy kept
+//! inline in the caller measured the same. That time stays in the
 //! function's own figure: a profile of such functions over-weights them against their caller
 //! (they are usually below the calibration's resolution, and shown as a bound).
 //!

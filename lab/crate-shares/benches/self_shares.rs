@@ -5,13 +5,19 @@
 //! instruments, found by walking the sample's call chain, each frame expanded into its inline
 //! chain (llvm-symbolizer), so code inlined into a caller, a small method cabprof leaves alone,
 //! a closure, or a library routine called from the crate counts where cabprof counts it: under
-//! the innermost instrumented function on the stack. Then `profiled` (the annotated copy, same
-//! workload) runs in five processes under `CABPROF=1 CABPROF_ANALYSES=time`, each after a run
-//! of `plain` without perf for the wall times. Printed: (a) self-time shares of the functions
-//! above 5 % (in perf or in any process), over the whole run and per phase; (b) cabprof's
-//! compensated inclusive time of `compress_to_vec` and `decompress_to_vec` against the plain
-//! build's wall time of those phases; (c) verdicts: shares within 5 points in every process,
-//! top-level inclusive within 10 % in every process.
+//! the innermost instrumented function on the stack. perf then samples `profiled` (the
+//! annotated copy, same workload) counting calls only (`CABPROF_ANALYSES=method-count`: no
+//! clock read), attributed the same way, an instrumented function's body (a closure that
+//! cabprof's recorded copy runs) counting as the function and samples in cabprof's own code
+//! left out: what the program cabprof times does with its time. Then `profiled` runs in five
+//! processes under `CABPROF=1 CABPROF_ANALYSES=time`, each after a run of `plain` without perf
+//! for the wall times. Printed: (a) self-time shares of the functions above 5 % (in perf or
+//! in any process), over the whole run and per phase, against each of perf's two profiles;
+//! (b) cabprof's compensated inclusive time of `compress_to_vec` and `decompress_to_vec`
+//! against the plain build's wall time of those phases; (c) verdicts: shares within 5 points
+//! in every process, top-level inclusive within 10 % in every process; (d) perf's shares on
+//! the profiled build against the plain build's: what instrumenting the functions does to the
+//! program itself, which no measurement inside it can take back.
 //!
 //! `CARGO_PROFILE_BENCH_DEBUG=limited cargo bench -p cabprof-crate-shares --bench self_shares`:
 //! the plain binary needs debug info with function names (line tables alone name inlined
@@ -39,6 +45,10 @@ const PHASES: [(&str, &str); 2] = [
     ("compression", "deflate::compress_to_vec"),
     ("decompression", "inflate::decompress_to_vec"),
 ];
+/// The half of the crate each phase runs: a sample whose stack was unwound short of the
+/// top-level function (the profiled build's stacks are deeper) goes to the phase of its
+/// innermost instrumented function's module. No function of one half runs in the other phase.
+const PHASE_MODULES: [&str; 2] = ["deflate::", "inflate::"];
 
 fn main() {
     let plain = PathBuf::from(env!("CARGO_BIN_EXE_plain"));
@@ -102,9 +112,18 @@ fn run(plain: &Path, profiled: &Path) -> Res<()> {
 
 fn measure(plain: &Path, profiled: &Path, symbolizer: &str, dir: &Path) -> Res<()> {
     println!("self_shares: miniz_oxide 0.9.1, 6 MiB of generated text compressed (level 6) and decompressed, 3 rounds per process");
-    // perf's run on its own first; then plain and profiled processes alternate, so that a
-    // change in the host's load meets both builds.
-    let stacks = perf_profile(plain, symbolizer, dir)?;
+    // perf's runs on their own first; then plain and profiled processes alternate, so that a
+    // change in the host's load meets both builds. perf also samples the profiled build
+    // counting calls only (no clock read): what the program that cabprof measures does with
+    // its time, apart from what the instrumentation does to it.
+    let stacks = perf_profile(plain, &[], symbolizer, dir)?;
+    let counting_report = dir.join("counting.json");
+    let counting_env = [
+        ("CABPROF", "1"),
+        ("CABPROF_ANALYSES", "method-count"),
+        ("CABPROF_OUTPUT", path_str(&counting_report)?),
+    ];
+    let counting_stacks = perf_profile(profiled, &counting_env, symbolizer, dir)?;
 
     let mut plain_runs = Vec::new();
     let mut reports = Vec::new();
@@ -119,8 +138,14 @@ fn measure(plain: &Path, profiled: &Path, symbolizer: &str, dir: &Path) -> Res<(
         .flat_map(|r| r.methods.iter().cloned())
         .collect();
     let sampled = attribute(&stacks, &instrumented, plain)?;
-    print!("{}", compare(&sampled, &reports, &plain_runs));
+    let counting = attribute(&counting_stacks, &instrumented, profiled)?;
+    print!("{}", compare(&sampled, &counting, &reports, &plain_runs));
     Ok(())
+}
+
+fn path_str(p: &Path) -> Res<&str> {
+    p.to_str()
+        .ok_or_else(|| Failure::Error(format!("{} is not UTF-8", p.display())))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -231,10 +256,34 @@ fn drop_generics(name: &str) -> String {
     out.replace("::::", "::")
 }
 
+/// The function a closure's name is in (`f` of `f::{{closure}}`, or of the `f::_{{closure}}`
+/// the legacy mangling's escapes decode to).
+fn closure_owner(name: &str) -> Option<String> {
+    let name = demangle_legacy(name);
+    let at = ["{{closure}}", "{closure#"]
+        .iter()
+        .filter_map(|c| name.find(c))
+        .min()?;
+    Some(
+        name[..at]
+            .trim_end_matches('_')
+            .trim_end_matches("::")
+            .to_string(),
+    )
+}
+
+/// A function of cabprof itself (its entry and exit code, the ring, the analyzers).
+fn is_cabprof(name: &str) -> bool {
+    let name = untrait(&demangle_legacy(name));
+    ["cabprof::", "cabprof_cab::", "cabprof_analyses::"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 /// A closure's frame is no instrumented function: cabprof counts its time in whichever
 /// instrumented function is running it.
 fn is_closure(name: &str) -> bool {
-    name.contains("{{closure}}") || name.contains("{closure#")
+    closure_owner(name).is_some()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -246,16 +295,18 @@ struct Sampled {
     /// Samples with no instrumented function of the crate on their stack (input generation,
     /// the round-trip check, start-up), left out of the shares.
     outside: u64,
-    /// Samples in an instrumented function but with no top-level function found on the
-    /// (truncated) stack: in the whole-run shares, not in a phase's.
-    no_phase: u64,
+    /// Samples taken in cabprof's own code (the profiled build), left out of the shares.
+    in_cabprof: u64,
+    /// Samples in an instrumented function with no top-level function found on the
+    /// (truncated) stack: in a phase by [`PHASE_MODULES`].
+    by_module: u64,
     whole: BTreeMap<String, u64>,
     phases: [BTreeMap<String, u64>; 2],
     /// Instrumented functions on no sampled stack: rarely run, or a name that did not map.
     unseen: BTreeSet<String>,
 }
 
-/// One frame of a sample's call chain in the plain binary.
+/// One frame of a sample's call chain in the binary.
 struct Frame {
     /// The address in the ELF file's address space (what the symbolizer takes).
     addr: u64,
@@ -263,13 +314,20 @@ struct Frame {
     is_return: bool,
 }
 
-/// Record `plain` and return each sample's stack as the crate's function keys (see [`key`]),
-/// innermost first.
-fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<String>>> {
-    if !has_section(plain, ".debug_info")? {
+/// One sample: the crate's function keys on its stack (see [`key`]), innermost first.
+struct Stack {
+    keys: Vec<String>,
+    /// Taken in cabprof's own code: the first function of the crate or of cabprof met from
+    /// the sampled instruction outwards is cabprof's.
+    in_cabprof: bool,
+}
+
+/// Record `bin` (run with `env`) and return each sample's [`Stack`].
+fn perf_profile(bin: &Path, env: &[(&str, &str)], symbolizer: &str, dir: &Path) -> Res<Vec<Stack>> {
+    if !has_section(bin, ".debug_info")? {
         return Err(Failure::Unavailable(format!(
             "{} has no debug info: build it with CARGO_PROFILE_BENCH_DEBUG=limited",
-            plain.display()
+            bin.display()
         )));
     }
     let data = dir.join("perf.data");
@@ -286,8 +344,9 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
         ])
         .arg(&data)
         .arg("--")
-        .arg(plain)
+        .arg(bin)
         .env_clear_cabprof()
+        .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("running perf record: {e}"))?;
     if !out.status.success() {
@@ -319,8 +378,8 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
     // Hundreds of MB at this rate with stack copies: gone as soon as it has been read.
     let _ = std::fs::remove_file(&data);
     let text = String::from_utf8_lossy(&script.stdout);
-    let symbols = symbol_table(plain)?;
-    let exe = std::fs::canonicalize(plain).map_err(|e| format!("{}: {e}", plain.display()))?;
+    let symbols = symbol_table(bin)?;
+    let exe = std::fs::canonicalize(bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     let samples = parse_script(&text, &exe, &symbols);
 
     // Every distinct address once, through one symbolizer process.
@@ -330,7 +389,7 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
             addrs.insert(f.addr - u64::from(f.is_return));
         }
     }
-    let (inline, debug) = symbolize(symbolizer, plain, &addrs)?;
+    let (inline, debug) = symbolize(symbolizer, bin, &addrs)?;
     // Without debug info the symbolizer still names each address by its symbol (the outer
     // function of an inline chain, here mostly `main`), and with line tables alone it names
     // inlined functions without their path: either would put inlined code under the wrong
@@ -339,7 +398,7 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
     if debug.no_lines * 2 > addrs.len() {
         return Err(Failure::Unavailable(format!(
             "{} has no debug info ({} of {} sampled addresses without a source line): {hint}",
-            plain.display(),
+            bin.display(),
             debug.no_lines,
             addrs.len()
         )));
@@ -348,7 +407,7 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
         return Err(Failure::Unavailable(format!(
             "{}'s debug info names inlined functions without their paths ({} of {}; line \
              tables only?): {hint}",
-            plain.display(),
+            bin.display(),
             debug.short_names,
             debug.inlined
         )));
@@ -359,12 +418,36 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
     let stacks = samples
         .iter()
         .map(|chain| {
-            chain
+            let names = || {
+                chain
+                    .iter()
+                    .flat_map(|f| inline[&(f.addr - u64::from(f.is_return))].iter())
+            };
+            let all: Vec<&String> = names().collect();
+            let keys: Vec<String> = all
                 .iter()
-                .flat_map(|f| inline[&(f.addr - u64::from(f.is_return))].iter())
-                .filter(|n| !is_closure(n))
-                .filter_map(|n| key(n))
-                .collect()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    if !is_closure(n) {
+                        return key(n);
+                    }
+                    // In the profiled build an instrumented function's body is a closure
+                    // that cabprof's recorded copy calls (inlined or not, through the
+                    // standard library's `FnOnce`): that closure is the function.
+                    all[i + 1..]
+                        .iter()
+                        .find(|outer| key(outer).is_some() || is_cabprof(outer))
+                        .is_some_and(|outer| is_cabprof(outer))
+                        .then(|| closure_owner(n).and_then(|f| key(&f)))
+                        .flatten()
+                })
+                .collect();
+            Stack {
+                keys,
+                in_cabprof: names()
+                    .find(|n| key(n).is_some() || is_cabprof(n))
+                    .is_some_and(|n| key(n).is_none()),
+            }
         })
         .collect();
     Ok(stacks)
@@ -372,40 +455,44 @@ fn perf_profile(plain: &Path, symbolizer: &str, dir: &Path) -> Res<Vec<Vec<Strin
 
 /// Each sample to the innermost of its functions that cabprof instruments (`instrumented`:
 /// the method tables of the reports), and to the phase of the outermost one.
-fn attribute(
-    stacks: &[Vec<String>],
-    instrumented: &BTreeSet<String>,
-    plain: &Path,
-) -> Res<Sampled> {
+fn attribute(stacks: &[Stack], instrumented: &BTreeSet<String>, bin: &Path) -> Res<Sampled> {
     let mut s = Sampled {
         total: stacks.len() as u64,
         outside: 0,
-        no_phase: 0,
+        in_cabprof: 0,
+        by_module: 0,
         whole: BTreeMap::new(),
         phases: [BTreeMap::new(), BTreeMap::new()],
         unseen: instrumented.clone(),
     };
     for stack in stacks {
-        for k in stack {
+        for k in &stack.keys {
             s.unseen.remove(k);
         }
-        let mut keys = stack.iter().filter(|k| instrumented.contains(*k));
+        let mut keys = stack.keys.iter().filter(|k| instrumented.contains(*k));
         let Some(own) = keys.next() else {
             s.outside += 1;
             continue;
         };
+        if stack.in_cabprof {
+            s.in_cabprof += 1;
+            continue;
+        }
         *s.whole.entry(own.clone()).or_default() += 1;
         let outermost = keys.next_back().unwrap_or(own);
-        match PHASES.iter().position(|p| p.1 == outermost) {
-            Some(p) => *s.phases[p].entry(own.clone()).or_default() += 1,
-            None => s.no_phase += 1,
+        let phase = PHASES.iter().position(|p| p.1 == outermost).or_else(|| {
+            s.by_module += 1;
+            PHASE_MODULES.iter().position(|m| own.starts_with(m))
+        });
+        if let Some(p) = phase {
+            *s.phases[p].entry(own.clone()).or_default() += 1;
         }
     }
     if s.whole.is_empty() {
         return Err(Failure::Unavailable(format!(
             "no sample of {} resolved to an instrumented miniz_oxide function (its debug info \
              may lack function names: build it with CARGO_PROFILE_BENCH_DEBUG=limited)",
-            plain.display()
+            bin.display()
         )));
     }
     Ok(s)
@@ -859,6 +946,7 @@ fn share_table(
     title: &str,
     perf: &BTreeMap<String, f64>,
     cab: &[BTreeMap<String, f64>],
+    labels: &[&str],
 ) -> (String, Option<(f64, String, usize)>) {
     let mut rows: Vec<&String> = perf
         .keys()
@@ -877,9 +965,10 @@ fn share_table(
     let width = rows.iter().map(|k| k.len()).max().unwrap_or(8).max(8);
     let mut s = String::new();
     let _ = writeln!(s, "{title}");
-    let _ = write!(s, "  {:<width$}  {:>6}", "function", "perf");
+    let _ = write!(s, "  {:<width$}  {:>6}", "function", labels[0]);
     for i in 1..=cab.len() {
-        let _ = write!(s, "  {:>14}", format!("p{i} (diff)"));
+        let head = labels.get(i).map_or(format!("p{i}"), |l| l.to_string());
+        let _ = write!(s, "  {:>14}", format!("{head} (diff)"));
     }
     let _ = writeln!(s, "  {:>8}", "max|diff|");
     let mut worst: Option<(f64, String, usize)> = None;
@@ -911,17 +1000,27 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> String {
+fn compare(
+    sampled: &Sampled,
+    counting: &Sampled,
+    reports: &[Report],
+    plain_runs: &[[f64; 2]],
+) -> String {
     let mut s = String::new();
-    let attributed: u64 = sampled.whole.values().sum();
-    let _ = writeln!(
-        s,
-        "perf (plain build, cpu-clock at 9999 Hz, DWARF call chains, inline frames): {} samples, \
-         {attributed} in instrumented functions of the crate, {} outside them (input generation, \
-         round-trip check, start-up; left out), {} without a top-level function on the stack \
-         (whole run only)",
-        sampled.total, sampled.outside, sampled.no_phase
-    );
+    for (build, p) in [
+        ("plain build", sampled),
+        ("profiled build counting calls, no clock read", counting),
+    ] {
+        let attributed: u64 = p.whole.values().sum();
+        let _ = writeln!(
+            s,
+            "perf ({build}; cpu-clock at 9999 Hz, DWARF call chains, inline frames): {} samples, \
+             {attributed} in instrumented functions of the crate, {} in cabprof's own code \
+             (left out), {} outside the crate's functions (input generation, round-trip check, \
+             start-up, cabprof's analyzers; left out), {} unwound short of the top-level function (phase by module)",
+            p.total, p.in_cabprof, p.outside, p.by_module
+        );
+    }
     let _ = writeln!(
         s,
         "cabprof (profiled build, CABPROF=1 CABPROF_ANALYSES=time, every call timed): {} processes, \
@@ -937,20 +1036,50 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
     let _ = writeln!(
         s,
         "(a) self-time share (%) of the functions at {SHARE_FLOOR} % or more in perf or in any process; \
-         diff = cabprof - perf, in points"
+         diff = cabprof - perf, in points; against perf on the plain build, then on the profiled \
+         build counting calls (the program cabprof times, less cabprof's own code)"
     );
     let mut verdicts = Vec::new();
-    let perf_whole: BTreeMap<String, f64> = shares(&counts(&sampled.whole));
-    let cab_whole: Vec<_> = reports.iter().map(|r| shares(&r.exclusive)).collect();
-    let (t, w) = share_table("whole run", &perf_whole, &cab_whole);
-    s.push_str(&t);
-    verdicts.push(("whole run", w));
-    for (p, (phase, top)) in PHASES.iter().enumerate() {
-        let perf_p = shares(&counts(&sampled.phases[p]));
-        let cab_p: Vec<_> = reports.iter().map(|r| shares(&r.phases[p])).collect();
-        let (t, w) = share_table(&format!("{phase} only (under {top})"), &perf_p, &cab_p);
-        s.push_str(&t);
-        verdicts.push((phase, w));
+    let mut effect = String::new();
+    let whole = |p: &Sampled| shares(&counts(&p.whole));
+    let phase = |p: &Sampled, i: usize| shares(&counts(&p.phases[i]));
+    let mut tables = vec![(
+        "whole run".to_string(),
+        "whole run",
+        whole(sampled),
+        whole(counting),
+        reports
+            .iter()
+            .map(|r| shares(&r.exclusive))
+            .collect::<Vec<_>>(),
+    )];
+    for (p, (name, top)) in PHASES.iter().enumerate() {
+        tables.push((
+            format!("{name} only (under {top})"),
+            name,
+            phase(sampled, p),
+            phase(counting, p),
+            reports.iter().map(|r| shares(&r.phases[p])).collect(),
+        ));
+    }
+    for (title, what, perf_plain, perf_counting, cab) in &tables {
+        for (reference, perf) in [("plain", perf_plain), ("counting", perf_counting)] {
+            let (t, w) = share_table(
+                &format!("{title}, against perf on the {reference} build"),
+                perf,
+                cab,
+                &["perf"],
+            );
+            s.push_str(&t);
+            verdicts.push((*what, reference, w));
+        }
+        let (t, _) = share_table(
+            title,
+            perf_plain,
+            std::slice::from_ref(perf_counting),
+            &["plain", "counting"],
+        );
+        effect.push_str(&t);
     }
 
     let _ = writeln!(s);
@@ -1038,13 +1167,13 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
 
     let _ = writeln!(s);
     let _ = writeln!(s, "(c) verdict");
-    for (what, w) in verdicts {
+    for (what, reference, w) in verdicts {
         match w {
             Some((d, f, p)) => {
                 let ok = d.abs() <= SHARE_POINTS;
                 let _ = writeln!(
                     s,
-                    "  shares within {SHARE_POINTS} points in every process ({what}): {} (largest: {f} in p{p}, {d:+.1} points)",
+                    "  shares within {SHARE_POINTS} points of perf on the {reference} build in every process ({what}): {} (largest: {f} in p{p}, {d:+.1} points)",
                     if ok { "yes" } else { "NO" }
                 );
             }
@@ -1078,5 +1207,12 @@ fn compare(sampled: &Sampled, reports: &[Report], plain_runs: &[[f64; 2]]) -> St
             );
         }
     }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "(d) what instrumenting does to the program: perf's shares on the profiled build counting \
+         calls (cabprof's own code left out) against the plain build's; diff in points"
+    );
+    s.push_str(&effect);
     s
 }
