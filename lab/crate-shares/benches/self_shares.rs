@@ -15,12 +15,12 @@
 //! in any process), over the whole run and per phase, against each of perf's two profiles;
 //! (b) cabprof's compensated inclusive time of `compress_to_vec` and `decompress_to_vec`
 //! against the plain build's wall time of those phases; (c) verdicts: shares within 5 points
-//! in every process, top-level inclusive within 10 % in every process; (d) perf's shares on
-//! the profiled build against the plain build's: what instrumenting the functions does to the
-//! program itself, which no measurement inside it can take back.
+//! of each profile in every process, top-level inclusive within 10 % in every process; (d)
+//! perf's shares on the profiled build against the plain build's: what instrumenting the
+//! functions does to the program itself, which no measurement inside it can take back.
 //!
 //! `CARGO_PROFILE_BENCH_DEBUG=limited cargo bench -p cabprof-crate-shares --bench self_shares`:
-//! the plain binary needs debug info with function names (line tables alone name inlined
+//! both binaries need debug info with function names (line tables alone name inlined
 //! functions without their path). Needs `perf`, `nm` and `llvm-symbolizer` (or the program in
 //! `LLVM_SYMBOLIZER`); without one of them, or without debug info, it says so and exits 0,
 //! or 1 when `CI` is set.
@@ -46,8 +46,11 @@ const PHASES: [(&str, &str); 2] = [
     ("decompression", "inflate::decompress_to_vec"),
 ];
 /// The half of the crate each phase runs: a sample whose stack was unwound short of the
-/// top-level function (the profiled build's stacks are deeper) goes to the phase of its
-/// innermost instrumented function's module. No function of one half runs in the other phase.
+/// top-level function goes to the phase of its innermost instrumented function's module. In
+/// the profiled build that is every sample: perf copies 8 KiB of each sample's stack, and a
+/// recorded copy's frame can be larger (the compressor's state is 64 KiB on the stack, in a
+/// frame of its own there). No function of one half runs in the other phase; one at the
+/// crate's root (`shared::update_adler32`) is then in no phase, and counted apart.
 const PHASE_MODULES: [&str; 2] = ["deflate::", "inflate::"];
 
 fn main() {
@@ -124,6 +127,7 @@ fn measure(plain: &Path, profiled: &Path, symbolizer: &str, dir: &Path) -> Res<(
         ("CABPROF_OUTPUT", path_str(&counting_report)?),
     ];
     let counting_stacks = perf_profile(profiled, &counting_env, symbolizer, dir)?;
+    let counting_events = recorded_events(&counting_report)?;
 
     let mut plain_runs = Vec::new();
     let mut reports = Vec::new();
@@ -139,8 +143,32 @@ fn measure(plain: &Path, profiled: &Path, symbolizer: &str, dir: &Path) -> Res<(
         .collect();
     let sampled = attribute(&stacks, &instrumented, plain)?;
     let counting = attribute(&counting_stacks, &instrumented, profiled)?;
-    print!("{}", compare(&sampled, &counting, &reports, &plain_runs));
+    print!(
+        "{}",
+        compare(&sampled, &counting, counting_events, &reports, &plain_runs)
+    );
     Ok(())
+}
+
+/// The events the counting run's report says it recorded: none, or any dropped, and that run
+/// profiled something else than the program the five processes time.
+fn recorded_events(report: &Path) -> Res<u64> {
+    let text = std::fs::read_to_string(report).map_err(|e| {
+        format!(
+            "reading the counting run's report {}: {e}",
+            report.display()
+        )
+    })?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", report.display()))?;
+    let totals = &json["totals"];
+    match (totals["events"].as_u64(), totals["dropped"].as_u64()) {
+        (Some(events), Some(0)) if events > 0 => Ok(events),
+        _ => Err(Failure::Error(format!(
+            "{}: the counting run recorded no events or dropped some: {totals}",
+            report.display()
+        ))),
+    }
 }
 
 fn path_str(p: &Path) -> Res<&str> {
@@ -293,13 +321,15 @@ fn is_closure(name: &str) -> bool {
 struct Sampled {
     total: u64,
     /// Samples with no instrumented function of the crate on their stack (input generation,
-    /// the round-trip check, start-up), left out of the shares.
+    /// the round-trip check, start-up, cabprof's analyzers), left out of the shares.
     outside: u64,
     /// Samples taken in cabprof's own code (the profiled build), left out of the shares.
     in_cabprof: u64,
     /// Samples in an instrumented function with no top-level function found on the
-    /// (truncated) stack: in a phase by [`PHASE_MODULES`].
+    /// (truncated) stack, put in a phase by [`PHASE_MODULES`].
     by_module: u64,
+    /// Such samples in a function of neither half (the crate's root): in the whole run only.
+    no_phase: u64,
     whole: BTreeMap<String, u64>,
     phases: [BTreeMap<String, u64>; 2],
     /// Instrumented functions on no sampled stack: rarely run, or a name that did not map.
@@ -454,13 +484,15 @@ fn perf_profile(bin: &Path, env: &[(&str, &str)], symbolizer: &str, dir: &Path) 
 }
 
 /// Each sample to the innermost of its functions that cabprof instruments (`instrumented`:
-/// the method tables of the reports), and to the phase of the outermost one.
+/// the method tables of the reports), and to the phase of the outermost one (or, unwound
+/// short of it, of the innermost one's module: [`PHASE_MODULES`]).
 fn attribute(stacks: &[Stack], instrumented: &BTreeSet<String>, bin: &Path) -> Res<Sampled> {
     let mut s = Sampled {
         total: stacks.len() as u64,
         outside: 0,
         in_cabprof: 0,
         by_module: 0,
+        no_phase: 0,
         whole: BTreeMap::new(),
         phases: [BTreeMap::new(), BTreeMap::new()],
         unseen: instrumented.clone(),
@@ -480,10 +512,17 @@ fn attribute(stacks: &[Stack], instrumented: &BTreeSet<String>, bin: &Path) -> R
         }
         *s.whole.entry(own.clone()).or_default() += 1;
         let outermost = keys.next_back().unwrap_or(own);
-        let phase = PHASES.iter().position(|p| p.1 == outermost).or_else(|| {
-            s.by_module += 1;
-            PHASE_MODULES.iter().position(|m| own.starts_with(m))
-        });
+        let phase = match PHASES.iter().position(|p| p.1 == outermost) {
+            Some(p) => Some(p),
+            None => {
+                let p = PHASE_MODULES.iter().position(|m| own.starts_with(m));
+                match p {
+                    Some(_) => s.by_module += 1,
+                    None => s.no_phase += 1,
+                }
+                p
+            }
+        };
         if let Some(p) = phase {
             *s.phases[p].entry(own.clone()).or_default() += 1;
         }
@@ -967,8 +1006,10 @@ fn share_table(
     let _ = writeln!(s, "{title}");
     let _ = write!(s, "  {:<width$}  {:>6}", "function", labels[0]);
     for i in 1..=cab.len() {
-        let head = labels.get(i).map_or(format!("p{i}"), |l| l.to_string());
-        let _ = write!(s, "  {:>14}", format!("{head} (diff)"));
+        let head = labels
+            .get(i)
+            .map_or_else(|| format!("p{i}"), |l| l.to_string());
+        let _ = write!(s, "  {:>16}", format!("{head} (diff)"));
     }
     let _ = writeln!(s, "  {:>8}", "max|diff|");
     let mut worst: Option<(f64, String, usize)> = None;
@@ -979,7 +1020,7 @@ fn share_table(
         for (i, m) in cab.iter().enumerate() {
             let c = get(m, k);
             let d = c - p;
-            let _ = write!(s, "  {:>14}", format!("{c:.1} ({d:+.1})"));
+            let _ = write!(s, "  {:>16}", format!("{c:.1} ({d:+.1})"));
             max = max.max(d.abs());
             if worst.as_ref().is_none_or(|w| d.abs() > w.0.abs()) {
                 worst = Some((d, k.clone(), i + 1));
@@ -1003,22 +1044,30 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn compare(
     sampled: &Sampled,
     counting: &Sampled,
+    counting_events: u64,
     reports: &[Report],
     plain_runs: &[[f64; 2]],
 ) -> String {
     let mut s = String::new();
     for (build, p) in [
-        ("plain build", sampled),
-        ("profiled build counting calls, no clock read", counting),
+        ("plain build".to_string(), sampled),
+        (
+            format!(
+                "profiled build counting calls, no clock read: {counting_events} events recorded"
+            ),
+            counting,
+        ),
     ] {
         let attributed: u64 = p.whole.values().sum();
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
             "perf ({build}; cpu-clock at 9999 Hz, DWARF call chains, inline frames): {} samples, \
              {attributed} in instrumented functions of the crate, {} in cabprof's own code \
              (left out), {} outside the crate's functions (input generation, round-trip check, \
-             start-up, cabprof's analyzers; left out), {} unwound short of the top-level function (phase by module)",
-            p.total, p.in_cabprof, p.outside, p.by_module
+             start-up, cabprof's analyzers; left out), {} unwound short of the top-level function \
+             (phase by module), {} of them in no phase (the crate's root; whole run only)",
+            p.total, p.in_cabprof, p.outside, p.by_module + p.no_phase, p.no_phase
         );
     }
     let _ = writeln!(
@@ -1180,7 +1229,7 @@ fn compare(
             None => {
                 let _ = writeln!(
                     s,
-                    "  shares ({what}): no function at {SHARE_FLOOR} % or more"
+                    "  shares ({what}, against perf on the {reference} build): no function at {SHARE_FLOOR} % or more"
                 );
             }
         }
