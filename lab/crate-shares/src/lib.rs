@@ -4,7 +4,7 @@
 //! runs through two builds of miniz_oxide 0.9.1: the crate from crates.io ([`Plain`], binary
 //! `plain`, which `perf record` samples) and a copy with `#[cabprof::profile]` on its functions
 //! and `impl` blocks ([`Profiled`], binary `profiled`, run under `CABPROF=1
-//! CABPROF_ANALYSES=time`). `benches/self_shares.rs` compares the two profiles; see the
+//! CABPROF_ANALYSES=time`). `benches/self_shares/` compares the two profiles; see the
 //! README.
 
 // The copy names `alloc::...` and `crate::alloc::...`, as it did at its own crate root.
