@@ -28,6 +28,7 @@
 mod names;
 mod perf;
 
+use cabprof_bench_support::stats::median;
 use names::{key, untrait};
 use perf::{attribute, perf_profile, Sampled};
 use serde_json::Value;
@@ -459,16 +460,6 @@ fn share_table(
     (s, worst)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn compare(
     sampled: &Sampled,
     counting: &Sampled,
@@ -561,7 +552,7 @@ fn compare(
 
     let _ = writeln!(s);
     let refs: Vec<f64> = (0..2)
-        .map(|p| median(plain_runs.iter().map(|r| r[p]).collect()))
+        .map(|p| median(&plain_runs.iter().map(|r| r[p]).collect::<Vec<_>>()))
         .collect();
     let _ = writeln!(
         s,
